@@ -1,0 +1,46 @@
+# disc — the user's entry point.
+#
+#   make            set up (once), build libdisc.a and dcc
+#   make test       build and run every test through ctest
+#   make asan       build with ASan+UBSan into build-asan and run the tests
+#   make install PREFIX=/usr/local
+#   make clean
+#
+# CMake does the real work; this file only picks directories and options.
+
+PREFIX ?= /usr/local
+BUILD  ?= build
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+CMAKE_FLAGS += -DDISC_WERROR=ON
+endif
+
+.PHONY: all setup build test asan install clean
+
+all: build
+
+# Installs the system packages only when something is missing.
+setup:
+	@scripts/setup.sh --if-needed
+
+$(BUILD)/CMakeCache.txt: | setup
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan: setup
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDISC_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) build-asan
