@@ -341,6 +341,7 @@ struct Op {
     int nattrs;
     Const *cst;        /* OP_CONST only */
     const char *src;   /* where it came from (ONNX node name), or NULL */
+    int line;          /* line in the IR text it was parsed from, or 0 */
     Op *prev, *next;   /* program order */
     int id;
 };
@@ -349,6 +350,7 @@ struct Graph {
     Arena arena;
     DimCtx dims;
     const char *name;
+    const char *file;  /* the file it was parsed or imported from, or NULL */
     Value **inputs;
     int ninputs, capinputs;
     Value **outputs;
@@ -453,8 +455,10 @@ void attrs_add_dims(Graph *g, AttrList *l, const char *name, Dim *const *v, int 
 /* Verifier (verify.c): SSA order, arities, attributes against the schema,
  * result types against the rules. The message names the failing op. */
 bool graph_verify(Graph *g, Diag *d);
-/* Checks one op's attributes against its schema. */
+/* Checks one op's attributes against its schema, and its operand and
+ * result counts against the op table. */
 bool op_check_attrs(const Op *op, Diag *d);
+bool op_check_arity(const Op *op, Diag *d);
 
 /* ------------------------------------------------------------------ */
 /* Host tensors: concrete data with concrete shape, used by the reference
