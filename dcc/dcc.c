@@ -1,0 +1,158 @@
+/*
+ * dcc — the disc command-line compiler.
+ *
+ *   dcc emit FILE [--stage ir] [-o OUT]      print a stage of the pipeline
+ *
+ * FILE is IR text (.disc) or an ONNX model (.onnx). Every error is one
+ * located line on stderr. Exit status: 0 success, 1 an error in the input
+ * (syntax, types, unsupported op, bad shapes), 2 a usage error, 3 an
+ * internal or system error (out of memory, unwritable output).
+ */
+#include "ir/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DISC_VERSION "0.1.0"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+
+static const char usage_main[] =
+    "usage: dcc <command> [options]\n"
+    "\n"
+    "disc compiles deep-learning models with dynamic shapes once, for every shape.\n"
+    "\n"
+    "commands:\n"
+    "  emit FILE    parse (IR text or ONNX), verify and print a stage of the pipeline\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     show this help (dcc <command> --help for a command)\n"
+    "  --version      print the version\n"
+    "\n"
+    "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
+
+static const char usage_emit[] =
+    "usage: dcc emit FILE [--stage STAGE] [-o OUT] [--elide | --no-elide]\n"
+    "\n"
+    "Reads FILE (IR text, or an ONNX model if it ends in .onnx), verifies it and\n"
+    "prints the requested stage as IR text.\n"
+    "\n"
+    "options:\n"
+    "  --stage STAGE   ir (the verified input graph; the default)\n"
+    "  -o OUT          write to OUT instead of standard output\n"
+    "  --elide         print large constants as 'elided' (default for ONNX input)\n"
+    "  --no-elide      print large constants in full, as hex (default for IR text)\n"
+    "  --inline-max N  constants with more than N elements count as large (16)\n";
+
+static int usage_error(const char *fmt, const char *arg, const char *usage)
+{
+    fprintf(stderr, "dcc: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return EXIT_USAGE;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Loads and verifies FILE; NULL with the message printed on error. */
+static Graph *load(const char *path)
+{
+    Diag d = {0};
+    Graph *g = NULL;
+    if (ends_with(path, ".onnx")) {
+        diag_set(&d, "%s: error: ONNX import is not built into this dcc", path);
+    } else {
+        g = graph_parse_file(path, &d);
+    }
+    if (g && !graph_verify(g, &d)) {
+        graph_free(g);
+        g = NULL;
+    }
+    if (!g)
+        fprintf(stderr, "%s\n", d.msg);
+    return g;
+}
+
+static int cmd_emit(int argc, char **argv)
+{
+    const char *file = NULL, *stage = "ir", *out = NULL;
+    PrintOpts po = {16, false};
+    int elide = -1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_emit, stdout);
+            return 0;
+        } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max")) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", a, usage_emit);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--stage"))
+                stage = v;
+            else if (!strcmp(a, "-o"))
+                out = v;
+            else {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 0 || n > 1 << 30)
+                    return usage_error("bad --inline-max value '%s'", v, usage_emit);
+                po.inline_max = (int)n;
+            }
+        } else if (!strcmp(a, "--elide")) {
+            elide = 1;
+        } else if (!strcmp(a, "--no-elide")) {
+            elide = 0;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'", a, usage_emit);
+        } else if (file) {
+            return usage_error("more than one input file ('%s')", a, usage_emit);
+        } else {
+            file = a;
+        }
+    }
+    if (!file)
+        return usage_error("%s", "no input file", usage_emit);
+    if (strcmp(stage, "ir") != 0)
+        return usage_error("unknown stage '%s' (stages: ir)", stage, usage_emit);
+    po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
+
+    Graph *g = load(file);
+    if (!g)
+        return EXIT_INPUT;
+    FILE *f = stdout;
+    if (out && !(f = fopen(out, "w"))) {
+        fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
+        graph_free(g);
+        return EXIT_SYSTEM;
+    }
+    graph_print(f, g, &po);
+    int rc = 0;
+    if (f != stdout && fclose(f) != 0) {
+        fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
+        rc = EXIT_SYSTEM;
+    }
+    graph_free(g);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "no command given", usage_main);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("dcc (disc) %s\n", DISC_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "emit"))
+        return cmd_emit(argc - 2, argv + 2);
+    return usage_error("unknown command '%s'", cmd, usage_main);
+}
