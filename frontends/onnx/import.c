@@ -1,0 +1,1014 @@
+/*
+ * import.c — ModelProto -> Graph.
+ *
+ * The importer works in four steps:
+ *
+ *   1. unpack the model (protobuf-c) and keep it alive with the graph, so
+ *      initializer bytes are referenced where they are instead of copied;
+ *   2. make graph inputs (dim_param -> named symbol, unknown -> fresh symbol)
+ *      and const ops for the initializers;
+ *   3. look every node up in the dispatch table and report all unsupported
+ *      ones at once, then order the nodes topologically (exporters usually
+ *      emit them in order; a cycle or an undefined name is an error);
+ *   4. lower each node through its table entry, name its results after the
+ *      ONNX values, and mark every op it made with the node's name (Op.src).
+ *
+ * The dispatch table at the bottom is the one list of supported ONNX ops:
+ * name, first default-domain opset handled, lowering, and an argument the
+ * lowering interprets (usually the core OpKind).
+ */
+#include "frontends/onnx/internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* The dispatch table                                                   */
+
+typedef struct Lowering {
+    const char *op;
+    int since;     /* first opset handled */
+    LowerFn *fn;
+    int arg;
+} Lowering;
+
+#define L(name) onnx_lower_##name
+
+static const Lowering lowerings[] = {
+    /* elementwise */
+    {"Abs", 6, L(unary), OP_ABS},
+    {"Neg", 6, L(unary), OP_NEG},
+    {"Sign", 9, L(unary), OP_SIGN},
+    {"Exp", 6, L(unary), OP_EXP},
+    {"Log", 6, L(unary), OP_LOG},
+    {"Sqrt", 6, L(unary), OP_SQRT},
+    {"Reciprocal", 6, L(unary), OP_RECIP},
+    {"Tanh", 6, L(unary), OP_TANH},
+    {"Sigmoid", 6, L(unary), OP_SIGMOID},
+    {"Erf", 9, L(unary), OP_ERF},
+    {"Sin", 7, L(unary), OP_SIN},
+    {"Cos", 7, L(unary), OP_COS},
+    {"Floor", 6, L(unary), OP_FLOOR},
+    {"Ceil", 6, L(unary), OP_CEIL},
+    {"Round", 11, L(unary), OP_ROUND},
+    {"Not", 1, L(unary), OP_NOT},
+    {"IsNaN", 9, L(unary), OP_ISNAN},
+    {"IsInf", 10, L(unary), OP_ISINF},
+    {"Add", 7, L(binary), OP_ADD},
+    {"Sub", 7, L(binary), OP_SUB},
+    {"Mul", 7, L(binary), OP_MUL},
+    {"Div", 7, L(binary), OP_DIV},
+    {"Pow", 7, L(binary), OP_POW},
+    {"And", 7, L(binary), OP_AND},
+    {"Or", 7, L(binary), OP_OR},
+    {"Xor", 7, L(binary), OP_XOR},
+    {"BitwiseAnd", 18, L(binary), OP_AND},
+    {"BitwiseOr", 18, L(binary), OP_OR},
+    {"BitwiseXor", 18, L(binary), OP_XOR},
+    {"BitwiseNot", 18, L(unary), OP_NOT},
+    {"Mod", 10, L(mod), 0},
+    {"Equal", 7, L(cmp), 0},
+    {"Less", 7, L(cmp), 2},
+    {"LessOrEqual", 12, L(cmp), 3},
+    {"Greater", 7, L(cmp), 4},
+    {"GreaterOrEqual", 12, L(cmp), 5},
+    {"Min", 6, L(variadic), OP_MIN},
+    {"Max", 6, L(variadic), OP_MAX},
+    {"Sum", 6, L(variadic), OP_ADD},
+    {"Mean", 6, L(mean), 0},
+    {"Where", 9, L(where), 0},
+    {"Cast", 6, L(cast), 0},
+    {"CastLike", 15, L(cast_like), 0},
+    {"Identity", 1, L(identity), 0},
+    {"Dropout", 7, L(dropout), 0},
+    /* activations */
+    {"Relu", 6, L(relu), 0},
+    {"LeakyRelu", 6, L(leaky_relu), 0},
+    {"PRelu", 7, L(prelu), 0},
+    {"Elu", 6, L(elu), 0},
+    {"Celu", 12, L(celu), 0},
+    {"Selu", 6, L(selu), 0},
+    {"ThresholdedRelu", 10, L(thrtanh), 0},
+    {"Gelu", 20, L(gelu), 0},
+    {"HardSigmoid", 6, L(hard_sigmoid), 0},
+    {"HardSwish", 14, L(hard_swish), 0},
+    {"Softplus", 1, L(softplus), 0},
+    {"Softsign", 1, L(softsign), 0},
+    {"Mish", 18, L(mish), 0},
+    {"Clip", 6, L(clip), 0},
+    /* reductions and normalizations */
+    {"ReduceSum", 1, L(reduce), 0},
+    {"ReduceMean", 1, L(reduce), 1},
+    {"ReduceMax", 1, L(reduce), 2},
+    {"ReduceMin", 1, L(reduce), 3},
+    {"ReduceProd", 1, L(reduce), 4},
+    {"ReduceL1", 1, L(reduce_l1), 0},
+    {"ReduceL2", 1, L(reduce_l2), 0},
+    {"ReduceSumSquare", 1, L(reduce_sumsq), 0},
+    {"ReduceLogSumExp", 1, L(reduce_logsumexp), 0},
+    {"ArgMax", 1, L(argminmax), OP_ARGMAX},
+    {"ArgMin", 1, L(argminmax), OP_ARGMIN},
+    {"Softmax", 1, L(softmax), 0},
+    {"LogSoftmax", 1, L(softmax), 1},
+    {"LayerNormalization", 17, L(layer_norm), 0},
+    {"BatchNormalization", 9, L(batch_norm), 0},
+    {"InstanceNormalization", 6, L(instance_norm), 0},
+    {"GroupNormalization", 18, L(group_norm), 0},
+    {"LpNormalization", 1, L(lp_norm), 0},
+    {"CumSum", 11, L(cumsum), 0},
+    {"TopK", 10, L(topk), 0},
+    /* shapes and data movement */
+    {"Shape", 1, L(shape), 0},
+    {"Size", 1, L(size), 0},
+    {"Reshape", 5, L(reshape), 0},
+    {"Flatten", 1, L(flatten), 0},
+    {"Squeeze", 1, L(squeeze), 0},
+    {"Unsqueeze", 1, L(unsqueeze), 0},
+    {"Transpose", 1, L(transpose), 0},
+    {"Concat", 4, L(concat), 0},
+    {"Split", 2, L(split), 0},
+    {"Slice", 10, L(slice), 0},
+    {"Gather", 1, L(gather), 0},
+    {"GatherElements", 11, L(gather_elements), 0},
+    {"GatherND", 11, L(gather_nd), 0},
+    {"ScatterND", 11, L(scatter_nd), 0},
+    {"ScatterElements", 11, L(scatter_elements), 0},
+    {"Expand", 8, L(expand), 0},
+    {"Tile", 6, L(tile), 0},
+    {"Pad", 11, L(pad), 0},
+    {"ConstantOfShape", 9, L(constant_of_shape), 0},
+    {"Constant", 1, L(constant), 0},
+    {"Range", 11, L(range), 0},
+    {"Trilu", 14, L(trilu), 0},
+    {"OneHot", 9, L(one_hot), 0},
+    {"NonZero", 9, L(nonzero), 0},
+    {"DepthToSpace", 1, L(depth_to_space), 0},
+    {"SpaceToDepth", 1, L(space_to_depth), 0},
+    {"Resize", 11, L(resize), 0},
+    /* compute-bound */
+    {"MatMul", 1, L(matmul), 0},
+    {"Gemm", 7, L(gemm), 0},
+    {"Einsum", 12, L(einsum), 0},
+    {"Conv", 1, L(conv), 0},
+    {"ConvTranspose", 1, L(conv_transpose), 0},
+    {"MaxPool", 1, L(pool), 0},
+    {"AveragePool", 1, L(pool), 1},
+    {"GlobalAveragePool", 1, L(global_pool), 1},
+    {"GlobalMaxPool", 1, L(global_pool), 0},
+};
+
+#undef L
+
+static bool is_default_domain(const char *dom)
+{
+    return !dom || !*dom || !strcmp(dom, "ai.onnx");
+}
+
+/* The entry for a node; *known is set if the op exists at a later opset. */
+static const Lowering *find_lowering(const Node *n, int opset, const Lowering **later)
+{
+    *later = NULL;
+    if (!is_default_domain(n->domain) || !n->op_type)
+        return NULL;
+    for (size_t i = 0; i < sizeof lowerings / sizeof lowerings[0]; i++) {
+        if (strcmp(lowerings[i].op, n->op_type))
+            continue;
+        if (lowerings[i].since <= opset)
+            return &lowerings[i];
+        *later = &lowerings[i];
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Name tables: string -> pointer, open addressing                      */
+
+typedef struct StrMap {
+    NameSlot *slot;
+    int cap, count;
+} StrMap;
+
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void *map_get(const StrMap *m, const char *key)
+{
+    if (!m->cap)
+        return NULL;
+    for (uint32_t i = str_hash(key) & (uint32_t)(m->cap - 1);; i = (i + 1) & (uint32_t)(m->cap - 1)) {
+        if (!m->slot[i].key)
+            return NULL;
+        if (!strcmp(m->slot[i].key, key))
+            return m->slot[i].v;
+    }
+}
+
+static bool map_put(StrMap *m, const char *key, void *v)
+{
+    if (2 * (m->count + 1) > m->cap) {
+        int cap = m->cap ? 2 * m->cap : 64;
+        NameSlot *s = calloc((size_t)cap, sizeof *s);
+        if (!s)
+            return false;
+        for (int i = 0; i < m->cap; i++) {
+            if (!m->slot[i].key)
+                continue;
+            uint32_t j = str_hash(m->slot[i].key) & (uint32_t)(cap - 1);
+            while (s[j].key)
+                j = (j + 1) & (uint32_t)(cap - 1);
+            s[j] = m->slot[i];
+        }
+        free(m->slot);
+        m->slot = s;
+        m->cap = cap;
+    }
+    uint32_t i = str_hash(key) & (uint32_t)(m->cap - 1);
+    while (m->slot[i].key && strcmp(m->slot[i].key, key))
+        i = (i + 1) & (uint32_t)(m->cap - 1);
+    if (!m->slot[i].key)
+        m->count++;
+    m->slot[i].key = key;
+    m->slot[i].v = v;
+    return true;
+}
+
+Value *imp_lookup(Imp *im, const char *name)
+{
+    StrMap m = {im->names, im->cap, im->count};
+    return map_get(&m, name);
+}
+
+static bool imp_bind(Imp *im, const char *name, Value *v)
+{
+    StrMap m = {im->names, im->cap, im->count};
+    bool ok = map_put(&m, name, v);
+    im->names = m.slot;
+    im->cap = m.cap;
+    im->count = m.count;
+    return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                             */
+
+/* "node 17 (MatMul "fc1")" for node i. */
+static int node_where(char *buf, size_t n, const Node *node, int i)
+{
+    const char *op = node->op_type ? node->op_type : "?";
+    const char *dom = is_default_domain(node->domain) ? "" : node->domain;
+    if (node->name && *node->name)
+        return snprintf(buf, n, "node %d (%s%s%s \"%s\")", i, dom, *dom ? "." : "", op,
+                        node->name);
+    return snprintf(buf, n, "node %d (%s%s%s)", i, dom, *dom ? "." : "", op);
+}
+
+bool imp_err(Imp *im, const char *fmt, ...)
+{
+    if (im->d->set)
+        return false;
+    char msg[DIAG_MAX / 2], where[DIAG_MAX / 4] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (im->node) {
+        node_where(where, sizeof where, im->node, im->node_idx);
+        return diag_set(im->d, "%s: %s: error: %s", im->file, where, msg);
+    }
+    return diag_set(im->d, "%s: error: %s", im->file, msg);
+}
+
+bool imp_fail(Imp *im)
+{
+    const char *e = graph_error(im->g);
+    return imp_err(im, "%s", *e ? e : "cannot build the lowering");
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes of the current node                                       */
+
+const OAttr *attr_find(Imp *im, const char *name)
+{
+    const Node *n = im->node;
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+            return n->attribute[i];
+    return NULL;
+}
+
+static const char *attr_type_name(const OAttr *a)
+{
+    static const char *names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH",
+                                  "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS",
+                                  "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO",
+                                  "TYPE_PROTOS"};
+    if (!a->has_type)
+        return "UNDEFINED";
+    return a->type >= 0 && (size_t)a->type < sizeof names / sizeof names[0] ? names[a->type]
+                                                                            : "UNKNOWN";
+}
+
+/* Whether attribute a holds type t; old models may leave `type` unset. */
+static bool attr_is(const OAttr *a, Onnx__AttributeProto__AttributeType t)
+{
+    if (a->has_type)
+        return a->type == t;
+    switch (t) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return a->has_i;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return a->has_f;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return a->has_s;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return a->n_ints > 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return a->n_floats > 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return a->t != NULL;
+    default: return false;
+    }
+}
+
+static bool attr_wrong(Imp *im, const OAttr *a, const char *want)
+{
+    return imp_err(im, "attribute '%s' must be %s, not %s", a->name, want, attr_type_name(a));
+}
+
+bool attr_int(Imp *im, const char *name, int64_t dflt, int64_t *out)
+{
+    const OAttr *a = attr_find(im, name);
+    *out = dflt;
+    if (!a)
+        return true;
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))
+        return attr_wrong(im, a, "INT");
+    *out = a->i;
+    return true;
+}
+
+bool attr_float(Imp *im, const char *name, double dflt, double *out)
+{
+    const OAttr *a = attr_find(im, name);
+    *out = dflt;
+    if (!a)
+        return true;
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))
+        return attr_wrong(im, a, "FLOAT");
+    *out = a->f;
+    return true;
+}
+
+bool attr_str(Imp *im, const char *name, const char *dflt, const char **out)
+{
+    const OAttr *a = attr_find(im, name);
+    *out = dflt;
+    if (!a)
+        return true;
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
+        return attr_wrong(im, a, "STRING");
+    *out = arena_strndup(&im->g->arena, (const char *)a->s.data, a->s.len);
+    return *out != NULL || imp_err(im, "out of memory");
+}
+
+bool attr_ints(Imp *im, const char *name, int64_t **v, int *n)
+{
+    const OAttr *a = attr_find(im, name);
+    *v = NULL;
+    *n = -1;
+    if (!a)
+        return true;
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
+        return attr_wrong(im, a, "INTS");
+    if (a->n_ints > 4096)
+        return imp_err(im, "attribute '%s' is too long", name);
+    *n = (int)a->n_ints;
+    *v = arena_array(&im->g->arena, a->n_ints + 1, sizeof **v);
+    if (!*v)
+        return imp_err(im, "out of memory");
+    if (a->n_ints)
+        memcpy(*v, a->ints, a->n_ints * sizeof **v);
+    return true;
+}
+
+bool attr_floats(Imp *im, const char *name, double **v, int *n)
+{
+    const OAttr *a = attr_find(im, name);
+    *v = NULL;
+    *n = -1;
+    if (!a)
+        return true;
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS))
+        return attr_wrong(im, a, "FLOATS");
+    if (a->n_floats > 4096)
+        return imp_err(im, "attribute '%s' is too long", name);
+    *n = (int)a->n_floats;
+    *v = arena_array(&im->g->arena, a->n_floats + 1, sizeof **v);
+    if (!*v)
+        return imp_err(im, "out of memory");
+    for (size_t i = 0; i < a->n_floats; i++)
+        (*v)[i] = a->floats[i];
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Constants                                                            */
+
+Value *imp_tensor_const(Imp *im, const OTensor *t, const char *what)
+{
+    char err[512];
+    TensorData td;
+    if (!onnx_tensor_decode(t, im->dir, &im->g->arena, &td, err, sizeof err)) {
+        imp_err(im, "%s: %s", what, err);
+        return NULL;
+    }
+    if (td.map && !graph_keep(im->g, td.map, onnx_map_free)) {
+        onnx_map_free(td.map);
+        imp_err(im, "out of memory");
+        return NULL;
+    }
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < td.rank; i++)
+        dims[i] = dim_const(&im->g->dims, td.shape[i]);
+    Type ty = type_make(&im->g->arena, td.dtype, td.rank, dims);
+    Value *v = build_const(im->g, ty, td.data, td.nbytes, false);
+    if (!v)
+        imp_fail(im);
+    return v;
+}
+
+Value *imp_need(Imp *im, int i)
+{
+    Value *v = IN(i);
+    if (!v)
+        imp_err(im, "input %d is required", i);
+    return v;
+}
+
+/* Element i of constant data of type dt, as a double or an int64. */
+static double elem_f(const void *p, DType dt, size_t i)
+{
+    switch (dt) {
+    case DT_F32: return ((const float *)p)[i];
+    case DT_F64: return ((const double *)p)[i];
+    case DT_F16: return onnx_f16_to_f32(((const uint16_t *)p)[i]);
+    case DT_BF16: return onnx_bf16_to_f32(((const uint16_t *)p)[i]);
+    case DT_I8: return ((const int8_t *)p)[i];
+    case DT_U8: return ((const uint8_t *)p)[i];
+    case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I64: return (double)((const int64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+static int64_t elem_i(const void *p, DType dt, size_t i)
+{
+    switch (dt) {
+    case DT_I8: return ((const int8_t *)p)[i];
+    case DT_U8: return ((const uint8_t *)p)[i];
+    case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I64: return ((const int64_t *)p)[i];
+    default: return (int64_t)elem_f(p, dt, i);
+    }
+}
+
+/* The data of a const op producing v, or NULL. */
+static const void *const_data(Value *v, size_t *numel)
+{
+    if (!v || !v->def || v->def->kind != OP_CONST || !v->def->cst || !v->def->cst->data)
+        return NULL;
+    if (!type_static_numel(&v->type, numel))
+        return NULL;
+    if (v->def->cst->nbytes < *numel * dtype_size(vdt(v)))
+        return NULL;
+    return v->def->cst->data;
+}
+
+bool imp_const_ints(Imp *im, Value *v, int64_t **vals, int *n)
+{
+    size_t numel;
+    if (v && v->def && v->def->kind == OP_SHAPE_CONST) {
+        const Attr *a = op_attr(v->def, "dims");
+        if (!a)
+            return false;
+        for (int i = 0; i < a->n; i++)
+            if (!dim_is_const(a->dims[i]))
+                return false;
+        *vals = arena_array(&im->g->arena, (size_t)a->n + 1, sizeof **vals);
+        if (!*vals)
+            return false;
+        for (int i = 0; i < a->n; i++)
+            (*vals)[i] = a->dims[i]->c;
+        *n = a->n;
+        return true;
+    }
+    const void *p = const_data(v, &numel);
+    if (!p || !dtype_is_int(vdt(v)) || numel > 1 << 20)
+        return false;
+    *vals = arena_array(&im->g->arena, numel + 1, sizeof **vals);
+    if (!*vals)
+        return false;
+    for (size_t i = 0; i < numel; i++)
+        (*vals)[i] = elem_i(p, vdt(v), i);
+    *n = (int)numel;
+    return true;
+}
+
+bool imp_const_scalar(Imp *im, Value *v, double *out)
+{
+    size_t numel;
+    const void *p = const_data(v, &numel);
+    if (!p || numel != 1)
+        return false;
+    *out = elem_f(p, vdt(v), 0);
+    return true;
+}
+
+Value *imp_scalar(Imp *im, DType dt, double x)
+{
+    union {
+        float f;
+        double d;
+        uint16_t h;
+        int8_t i8;
+        uint8_t u8;
+        int32_t i32;
+        int64_t i64;
+    } u;
+    memset(&u, 0, sizeof u);
+    switch (dt) {
+    case DT_F32: u.f = (float)x; break;
+    case DT_F64: u.d = x; break;
+    case DT_F16: u.h = onnx_f32_to_f16((float)x); break;
+    case DT_BF16: u.h = onnx_f32_to_bf16((float)x); break;
+    case DT_I8: u.i8 = (int8_t)x; break;
+    case DT_U8: u.u8 = (uint8_t)x; break;
+    case DT_BOOL: u.u8 = x != 0; break;
+    case DT_I32: u.i32 = (int32_t)x; break;
+    case DT_I64: u.i64 = (int64_t)x; break;
+    default: return NULL;
+    }
+    Type t = type_make(&im->g->arena, dt, 0, NULL);
+    return build_const(im->g, t, &u, dtype_size(dt), true);
+}
+
+Value *imp_i64s(Imp *im, const int64_t *v, int n)
+{
+    Dim *d = dim_const(&im->g->dims, n);
+    Type t = type_make(&im->g->arena, DT_I64, 1, &d);
+    return build_const(im->g, t, n ? (const void *)v : "", (size_t)n * 8, true);
+}
+
+Value *imp_shape_value(Imp *im, Dim *const *dims, int n)
+{
+    AttrList l = {0};
+    attrs_add_dims(im->g, &l, "dims", dims, n);
+    Op *op = build_op(im->g, OP_SHAPE_CONST, NULL, 0, l.v, l.n);
+    return op ? op->out[0] : NULL;
+}
+
+bool imp_axis(Imp *im, int64_t axis, int rank, int64_t *out)
+{
+    if (axis < -rank || axis >= (rank ? rank : 1))
+        return imp_err(im, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    *out = axis < 0 ? axis + rank : axis;
+    return true;
+}
+
+bool imp_axes(Imp *im, int64_t *axes, int n, int rank)
+{
+    for (int i = 0; i < n; i++)
+        if (!imp_axis(im, axes[i], rank, &axes[i]))
+            return false;
+    for (int i = 1; i < n; i++) /* insertion sort: lists are short */
+        for (int j = i; j > 0 && axes[j - 1] > axes[j]; j--) {
+            int64_t t = axes[j];
+            axes[j] = axes[j - 1];
+            axes[j - 1] = t;
+        }
+    for (int i = 1; i < n; i++)
+        if (axes[i] == axes[i - 1])
+            return imp_err(im, "axis %lld is repeated", (long long)axes[i]);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Graph inputs                                                         */
+
+static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
+{
+    const char *name = vi->name;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return imp_err(im, "graph input '%s': only tensor inputs are supported", name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    DType dt = onnx_dtype(tt->elem_type);
+    if (dt == DT_INVALID)
+        return imp_err(im, "graph input '%s': element type %s is not supported", name,
+                       onnx_type_name(tt->elem_type));
+    if (!tt->shape)
+        return imp_err(im, "graph input '%s' has no shape (its rank is unknown)", name);
+    if (tt->shape->n_dim > MAX_RANK)
+        return imp_err(im, "graph input '%s': rank %zu exceeds %d", name, tt->shape->n_dim,
+                       MAX_RANK);
+    Dim *dims[MAX_RANK];
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
+            dims[i] = dim_const(&im->g->dims, d->dim_value);
+        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                 d->dim_param && *d->dim_param)
+            dims[i] = dim_sym(&im->g->dims, d->dim_param);
+        else
+            dims[i] = dim_sym_fresh(&im->g->dims, SYM_INPUT);
+        if (!dims[i])
+            return imp_err(im, "out of memory");
+    }
+    Type t = type_make(&im->g->arena, dt, (int)tt->shape->n_dim, dims);
+    Value *v = graph_add_input(im->g, name, t);
+    if (!v || !imp_bind(im, name, v))
+        return imp_err(im, "out of memory");
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Node order                                                           */
+
+/* Checks every node against the table; lists all unsupported ones. */
+static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__ModelProto *m)
+{
+    char msg[DIAG_MAX];
+    size_t len = 0;
+    int bad = 0, shown = 0;
+    msg[0] = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Node *n = gp->node[i];
+        const Lowering *later;
+        if (find_lowering(n, im->opset, &later))
+            continue;
+        bad++;
+        char where[256], line[512];
+        node_where(where, sizeof where, n, (int)i);
+        int opset = im->opset;
+        if (!is_default_domain(n->domain)) {
+            opset = 0;
+            for (size_t k = 0; k < m->n_opset_import; k++)
+                if (m->opset_import[k]->domain && !strcmp(m->opset_import[k]->domain, n->domain))
+                    opset = (int)m->opset_import[k]->version;
+        }
+        const char *dom = is_default_domain(n->domain) ? "" : n->domain;
+        if (later)
+            snprintf(line, sizeof line,
+                     "%s: %s: error: unsupported op %s (opset %d; supported from opset %d)",
+                     im->file, where, n->op_type, opset, later->since);
+        else
+            snprintf(line, sizeof line, "%s: %s: error: unsupported op %s%s%s (opset %d)",
+                     im->file, where, dom, *dom ? "." : "", n->op_type ? n->op_type : "?",
+                     opset);
+        size_t l = strlen(line);
+        if (len + l + 2 < sizeof msg - 64) {
+            if (len)
+                msg[len++] = '\n';
+            memcpy(msg + len, line, l + 1);
+            len += l;
+            shown++;
+        }
+    }
+    if (!bad)
+        return true;
+    if (shown < bad)
+        snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops",
+                 im->file, bad - shown);
+    return diag_set(im->d, "%s", msg);
+}
+
+/* Orders the nodes so every value is defined before use, keeping the
+ * file's order where it already is one (iterative depth-first search). */
+static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
+{
+    size_t n = gp->n_node;
+    StrMap prod = {0};
+    int *order = malloc((n + 1) * sizeof *order);
+    int *state = calloc(n + 1, sizeof *state);
+    size_t *cursor = calloc(n + 1, sizeof *cursor);
+    int *stack = malloc((n + 1) * sizeof *stack);
+    int norder = 0;
+    bool ok = order && state && cursor && stack;
+    if (!ok)
+        imp_err(im, "out of memory");
+    for (size_t i = 0; ok && i < n; i++) {
+        const Node *nd = gp->node[i];
+        for (size_t k = 0; k < nd->n_output; k++) {
+            const char *o = nd->output[k];
+            if (!o || !*o)
+                continue;
+            if (map_get(&prod, o) || imp_lookup(im, o)) {
+                im->node = nd;
+                im->node_idx = (int)i;
+                ok = imp_err(im, "value '%s' is defined more than once", o);
+                break;
+            }
+            if (!map_put(&prod, o, (void *)(intptr_t)(i + 1)))
+                ok = imp_err(im, "out of memory");
+        }
+    }
+    for (size_t root = 0; ok && root < n; root++) {
+        if (state[root])
+            continue;
+        int sp = 0;
+        stack[sp++] = (int)root;
+        state[root] = 1;
+        while (ok && sp) {
+            int t = stack[sp - 1];
+            const Node *nd = gp->node[t];
+            if (cursor[t] == nd->n_input) {
+                state[t] = 2;
+                order[norder++] = t;
+                sp--;
+                continue;
+            }
+            const char *in = nd->input[cursor[t]++];
+            if (!in || !*in || imp_lookup(im, in))
+                continue;
+            intptr_t p = (intptr_t)map_get(&prod, in) - 1;
+            im->node = nd;
+            im->node_idx = t;
+            if (p < 0)
+                ok = imp_err(im, "input '%s' is not defined (no graph input, initializer or "
+                                 "node output has this name)", in);
+            else if (state[p] == 1)
+                ok = imp_err(im, "the graph has a cycle: input '%s' depends on this node's "
+                                 "own output", in);
+            else if (state[p] == 0) {
+                state[p] = 1;
+                stack[sp++] = (int)p;
+            }
+        }
+    }
+    im->node = NULL;
+    free(prod.slot);
+    free(state);
+    free(cursor);
+    free(stack);
+    if (!ok) {
+        free(order);
+        return NULL;
+    }
+    return order;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lowering one node                                                    */
+
+static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
+{
+    Value *in[ONNX_MAX_IO] = {0}, *out[ONNX_MAX_IO] = {0};
+    im->node = n;
+    im->node_idx = idx;
+    if (n->n_input > ONNX_MAX_IO || n->n_output > ONNX_MAX_IO)
+        return imp_err(im, "too many inputs or outputs");
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !*n->input[i])
+            continue;
+        in[i] = imp_lookup(im, n->input[i]);
+        if (!in[i])
+            return imp_err(im, "input '%s' is not defined", n->input[i]);
+    }
+    im->in = in;
+    im->nin = (int)n->n_input;
+    /* trailing absent inputs do not count */
+    while (im->nin > 0 && !in[im->nin - 1])
+        im->nin--;
+    im->out = out;
+    im->nout = (int)n->n_output;
+    im->arg = lw->arg;
+    Op *before = im->g->last;
+    if (!lw->fn(im))
+        return false;
+    const char *src = n->name && *n->name ? arena_strdup(&im->g->arena, n->name) : NULL;
+    for (Op *op = before ? before->next : im->g->first; op && src; op = op->next)
+        if (!op->src)
+            op->src = src;
+    for (size_t i = 0; i < n->n_output; i++) {
+        const char *name = n->output[i];
+        if (!name || !*name)
+            continue;
+        if (!out[i])
+            return imp_err(im, "output %zu ('%s') is not supported", i, name);
+        if (!out[i]->name)
+            out[i]->name = arena_strdup(&im->g->arena, name);
+        if (!imp_bind(im, name, out[i]))
+            return imp_err(im, "out of memory");
+    }
+    return true;
+}
+
+static bool import_graph(Imp *im, const Onnx__ModelProto *m)
+{
+    const Onnx__GraphProto *gp = m->graph;
+    im->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (is_default_domain(m->opset_import[i]->domain))
+            im->opset = (int)m->opset_import[i]->version;
+    if (im->opset < 0) {
+        if (gp->n_node)
+            return imp_err(im, "the model imports no opset of the default ONNX domain");
+        im->opset = 0;
+    }
+    /* Initializers first: an input that is also an initializer is a constant. */
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const OTensor *t = gp->initializer[i];
+        char what[300];
+        snprintf(what, sizeof what, "initializer '%s'", t->name ? t->name : "");
+        if (!t->name || !*t->name)
+            return imp_err(im, "initializer %zu has no name", i);
+        if (imp_lookup(im, t->name))
+            return imp_err(im, "initializer '%s' is defined more than once", t->name);
+        Value *v = imp_tensor_const(im, t, what);
+        if (!v)
+            return false;
+        v->name = arena_strdup(&im->g->arena, t->name);
+        if (!imp_bind(im, t->name, v))
+            return imp_err(im, "out of memory");
+    }
+    if (gp->n_sparse_initializer)
+        return imp_err(im, "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *name = gp->input[i]->name;
+        if (!name || !*name)
+            return imp_err(im, "graph input %zu has no name", i);
+        if (imp_lookup(im, name))
+            continue;
+        if (!add_input(im, gp->input[i]))
+            return false;
+    }
+    if (!check_supported(im, gp, m))
+        return false;
+    int *order = sort_nodes(im, gp);
+    if (!order)
+        return false;
+    for (size_t k = 0; k < gp->n_node; k++) {
+        const Node *n = gp->node[order[k]];
+        const Lowering *later, *lw = find_lowering(n, im->opset, &later);
+        if (!lower_node(im, n, order[k], lw)) {
+            free(order);
+            return false;
+        }
+    }
+    free(order);
+    im->node = NULL;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        Value *v = name ? imp_lookup(im, name) : NULL;
+        if (!v)
+            return imp_err(im, "graph output '%s' is not defined", name ? name : "");
+        if (!graph_add_output(im->g, v))
+            return imp_err(im, "out of memory");
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points                                                         */
+
+static void free_model(void *p) { onnx__model_proto__free_unpacked(p, NULL); }
+
+Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
+                          const char *dir, const OnnxOpts *o, Diag *d)
+{
+    (void)o;
+    if (!name)
+        name = "<buffer>";
+    if (!len) {
+        diag_set(d, "%s: error: cannot parse ONNX model (empty file)", name);
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        diag_set(d, "%s: error: cannot parse ONNX model (not a valid ModelProto: truncated "
+                    "or not an ONNX file)", name);
+        return NULL;
+    }
+    if (!m->graph) {
+        diag_set(d, "%s: error: cannot parse ONNX model (it has no graph)", name);
+        free_model(m);
+        return NULL;
+    }
+    Graph *g = graph_new(m->graph->name && *m->graph->name ? m->graph->name : "main");
+    if (!g || !graph_keep(g, m, free_model)) {
+        diag_set(d, "%s: error: out of memory", name);
+        free_model(m);
+        graph_free(g);
+        return NULL;
+    }
+    Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : "."};
+    bool ok = import_graph(&im, m);
+    free(im.names);
+    if (ok) {
+        Diag vd = {0};
+        if (!graph_verify(g, &vd))
+            ok = diag_set(d, "%s: error: internal error: the imported graph does not verify: %s",
+                          name, vd.msg);
+    }
+    if (!ok) {
+        graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
+{
+    char err[512];
+    size_t len;
+    void *buf = onnx_read_all(path, &len, err, sizeof err);
+    if (!buf) {
+        diag_set(d, "%s: error: %s", path, err);
+        return NULL;
+    }
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash)
+        *slash = 0;
+    Graph *g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);
+    free(dir);
+    free(buf);
+    return g;
+}
+
+/* ------------------------------------------------------------------ */
+/* NULL-safe builders for lowerings                                     */
+
+Value *imp_un(Imp *im, OpKind k, Value *x) { return x ? build_unary(im->g, k, x) : NULL; }
+
+Value *imp_bin(Imp *im, OpKind k, Value *a, Value *b)
+{
+    return a && b ? build_binary(im->g, k, a, b) : NULL;
+}
+
+Value *imp_binc(Imp *im, OpKind k, Value *a, double c)
+{
+    return a ? imp_bin(im, k, a, imp_scalar(im, vdt(a), c)) : NULL;
+}
+
+Value *imp_cmp(Imp *im, const char *dir, Value *a, Value *b)
+{
+    return a && b ? build_cmp(im->g, dir, a, b) : NULL;
+}
+
+Value *imp_sel(Imp *im, Value *c, Value *a, Value *b)
+{
+    return c && a && b ? build_select(im->g, c, a, b) : NULL;
+}
+
+Value *imp_cvt(Imp *im, Value *x, DType dt)
+{
+    if (!x || vdt(x) == dt)
+        return x;
+    return build_convert(im->g, x, dt);
+}
+
+Value *imp_reshape(Imp *im, Value *x, Dim *const *dims, int rank)
+{
+    if (!x)
+        return NULL;
+    if (vrank(x) == rank) {
+        int i = 0;
+        while (i < rank && vdims(x)[i] == dims[i])
+            i++;
+        if (i == rank)
+            return x;
+    }
+    return build_reshape(im->g, x, dims, rank);
+}
+
+Value *imp_transpose(Imp *im, Value *x, const int64_t *perm)
+{
+    if (!x)
+        return NULL;
+    int i = 0;
+    while (i < vrank(x) && perm[i] == i)
+        i++;
+    return i == vrank(x) ? x : build_transpose(im->g, x, perm);
+}
+
+Value *imp_reduce(Imp *im, Value *x, const char *kind, const int64_t *axes, int n, bool keep)
+{
+    return x ? build_reduce(im->g, x, kind, axes, n, keep) : NULL;
+}
+
+Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t stride)
+{
+    if (!x)
+        return NULL;
+    Dim *s[MAX_RANK], *l[MAX_RANK];
+    int64_t st[MAX_RANK];
+    for (int i = 0; i < vrank(x); i++) {
+        s[i] = i == axis ? start : dim_const(&im->g->dims, 0);
+        l[i] = i == axis ? limit : vdims(x)[i];
+        st[i] = i == axis ? stride : 1;
+    }
+    return build_slice(im->g, x, s, l, st);
+}

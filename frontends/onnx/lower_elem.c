@@ -1,0 +1,344 @@
+/*
+ * lower_elem.c — elementwise ONNX ops: arithmetic, comparisons, logic,
+ * casts, and activations written as compositions of core elementwise ops
+ * (Relu = max(x, 0), Gelu = 0.5 x (1 + erf(x / sqrt 2)), ...).
+ */
+#include "frontends/onnx/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define X0 IN(0)
+
+static bool done(Imp *im, Value *v)
+{
+    if (!v)
+        return imp_fail(im);
+    im->out[0] = v;
+    return true;
+}
+
+static bool need1(Imp *im) { return imp_need(im, 0) != NULL; }
+
+bool onnx_lower_unary(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, imp_un(im, (OpKind)im->arg, X0));
+}
+
+static Value *pow_(Imp *im, Value *a, Value *b)
+{
+    double e;
+    if (imp_const_scalar(im, b, &e)) {
+        if (e == 1)
+            return a;
+        if (e == 2)
+            return imp_bin(im, OP_MUL, a, a);
+        if (e == 0.5 && dtype_is_float(vdt(a)))
+            return imp_un(im, OP_SQRT, a);
+    }
+    if (dtype_is_float(vdt(a)))
+        return imp_bin(im, OP_POW, a, imp_cvt(im, b, vdt(a)));
+    /* integer base: compute in f64 and round back */
+    Value *r = imp_bin(im, OP_POW, imp_cvt(im, a, DT_F64), imp_cvt(im, b, DT_F64));
+    return imp_cvt(im, imp_un(im, OP_ROUND, r), vdt(a));
+}
+
+bool onnx_lower_binary(Imp *im)
+{
+    Value *a = imp_need(im, 0), *b = imp_need(im, 1);
+    if (!a || !b)
+        return false;
+    if (im->arg == OP_POW)
+        return done(im, pow_(im, a, b));
+    if (vdt(a) != vdt(b))
+        return imp_err(im, "operand types differ: %s and %s", dtype_name(vdt(a)),
+                       dtype_name(vdt(b)));
+    return done(im, imp_bin(im, (OpKind)im->arg, a, b));
+}
+
+bool onnx_lower_mod(Imp *im)
+{
+    Value *a = imp_need(im, 0), *b = imp_need(im, 1);
+    int64_t fmod;
+    if (!a || !b || !attr_int(im, "fmod", 0, &fmod))
+        return false;
+    if (!fmod && dtype_is_float(vdt(a)))
+        return imp_err(im, "Mod of floating-point operands needs fmod=1");
+    return done(im, imp_bin(im, fmod ? OP_REM : OP_MOD, a, b));
+}
+
+bool onnx_lower_cmp(Imp *im)
+{
+    static const char *dirs[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+    Value *a = imp_need(im, 0), *b = imp_need(im, 1);
+    if (!a || !b)
+        return false;
+    return done(im, imp_cmp(im, dirs[im->arg], a, b));
+}
+
+bool onnx_lower_variadic(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    Value *acc = X0;
+    for (int i = 1; i < im->nin; i++) {
+        if (!IN(i))
+            return imp_err(im, "input %d is empty", i);
+        acc = imp_bin(im, (OpKind)im->arg, acc, IN(i));
+    }
+    return done(im, acc);
+}
+
+bool onnx_lower_mean(Imp *im)
+{
+    im->arg = OP_ADD;
+    if (!onnx_lower_variadic(im))
+        return false;
+    if (im->nin > 1)
+        im->out[0] = imp_binc(im, OP_DIV, im->out[0], im->nin);
+    return done(im, im->out[0]);
+}
+
+bool onnx_lower_where(Imp *im)
+{
+    Value *c = imp_need(im, 0), *a = imp_need(im, 1), *b = imp_need(im, 2);
+    if (!c || !a || !b)
+        return false;
+    return done(im, imp_sel(im, c, a, b));
+}
+
+bool onnx_lower_cast(Imp *im)
+{
+    int64_t to;
+    if (!need1(im) || !attr_int(im, "to", 0, &to))
+        return false;
+    DType dt = onnx_dtype((int32_t)to);
+    if (dt == DT_INVALID)
+        return imp_err(im, "cast to %s is not supported", onnx_type_name((int32_t)to));
+    return done(im, imp_cvt(im, X0, dt));
+}
+
+bool onnx_lower_cast_like(Imp *im)
+{
+    Value *x = imp_need(im, 0), *like = imp_need(im, 1);
+    if (!x || !like)
+        return false;
+    return done(im, imp_cvt(im, x, vdt(like)));
+}
+
+bool onnx_lower_identity(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, X0);
+}
+
+bool onnx_lower_dropout(Imp *im)
+{
+    int64_t training = 0;
+    if (!need1(im))
+        return false;
+    if (IN(2)) {
+        double t;
+        if (!imp_const_scalar(im, IN(2), &t))
+            return imp_err(im, "training_mode must be a constant");
+        training = t != 0;
+    }
+    if (training)
+        return imp_err(im, "Dropout in training mode is not supported");
+    if (im->nout > 1 && im->node->output[1] && *im->node->output[1]) {
+        /* the mask: all true */
+        Value *t = imp_scalar(im, DT_BOOL, 1);
+        im->out[1] = imp_broadcast_to(im, t, vdims(X0), vrank(X0));
+        if (!im->out[1])
+            return imp_fail(im);
+    }
+    return done(im, X0);
+}
+
+/* ---- activations ---- */
+
+bool onnx_lower_relu(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, imp_binc(im, OP_MAX, X0, 0));
+}
+
+/* select(x < 0, neg, x) */
+static Value *where_neg(Imp *im, Value *x, Value *neg)
+{
+    return imp_sel(im, imp_cmp(im, "lt", x, imp_scalar(im, vdt(x), 0)), neg, x);
+}
+
+bool onnx_lower_leaky_relu(Imp *im)
+{
+    double alpha;
+    if (!need1(im) || !attr_float(im, "alpha", 0.01, &alpha))
+        return false;
+    return done(im, where_neg(im, X0, imp_binc(im, OP_MUL, X0, alpha)));
+}
+
+bool onnx_lower_prelu(Imp *im)
+{
+    Value *x = imp_need(im, 0), *slope = imp_need(im, 1);
+    if (!x || !slope)
+        return false;
+    return done(im, where_neg(im, x, imp_bin(im, OP_MUL, x, slope)));
+}
+
+/* alpha * (exp(x) - 1) */
+static Value *expm1_scaled(Imp *im, Value *x, double alpha)
+{
+    return imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_un(im, OP_EXP, x), 1), alpha);
+}
+
+bool onnx_lower_elu(Imp *im)
+{
+    double alpha;
+    if (!need1(im) || !attr_float(im, "alpha", 1.0, &alpha))
+        return false;
+    return done(im, where_neg(im, X0, expm1_scaled(im, X0, alpha)));
+}
+
+bool onnx_lower_celu(Imp *im)
+{
+    double alpha;
+    if (!need1(im) || !attr_float(im, "alpha", 1.0, &alpha))
+        return false;
+    if (alpha == 0)
+        return imp_err(im, "alpha must not be 0");
+    Value *x = X0;
+    Value *neg = expm1_scaled(im, imp_binc(im, OP_DIV, x, alpha), alpha);
+    return done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MAX, x, 0), imp_binc(im, OP_MIN, neg, 0)));
+}
+
+bool onnx_lower_selu(Imp *im)
+{
+    double alpha, gamma;
+    if (!need1(im) || !attr_float(im, "alpha", 1.67326319217681884765625, &alpha) ||
+        !attr_float(im, "gamma", 1.05070102214050292968750, &gamma))
+        return false;
+    Value *x = X0;
+    Value *neg = expm1_scaled(im, x, alpha);
+    Value *le = imp_cmp(im, "le", x, imp_scalar(im, vdt(x), 0));
+    return done(im, imp_binc(im, OP_MUL, imp_sel(im, le, neg, x), gamma));
+}
+
+bool onnx_lower_thrtanh(Imp *im) /* ThresholdedRelu */
+{
+    double alpha;
+    if (!need1(im) || !attr_float(im, "alpha", 1.0, &alpha))
+        return false;
+    Value *x = X0;
+    Value *gt = imp_cmp(im, "gt", x, imp_scalar(im, vdt(x), alpha));
+    return done(im, imp_sel(im, gt, x, imp_scalar(im, vdt(x), 0)));
+}
+
+bool onnx_lower_gelu(Imp *im)
+{
+    const char *approx;
+    if (!need1(im) || !attr_str(im, "approximate", "none", &approx))
+        return false;
+    Value *x = X0, *inner;
+    if (!strcmp(approx, "tanh")) {
+        /* tanh(sqrt(2/pi) * (x + 0.044715 x^3)) */
+        Value *x3 = imp_bin(im, OP_MUL, imp_bin(im, OP_MUL, x, x), x);
+        Value *t = imp_bin(im, OP_ADD, x, imp_binc(im, OP_MUL, x3, 0.044715));
+        inner = imp_un(im, OP_TANH, imp_binc(im, OP_MUL, t, sqrt(2 / M_PI)));
+    } else if (!strcmp(approx, "none")) {
+        inner = imp_un(im, OP_ERF, imp_binc(im, OP_MUL, x, M_SQRT1_2));
+    } else {
+        return imp_err(im, "approximate must be \"none\" or \"tanh\", not \"%s\"", approx);
+    }
+    Value *half = imp_binc(im, OP_MUL, x, 0.5);
+    return done(im, imp_bin(im, OP_MUL, half, imp_binc(im, OP_ADD, inner, 1)));
+}
+
+/* max(0, min(1, alpha x + beta)) */
+static Value *hard_sigmoid(Imp *im, Value *x, double alpha, double beta)
+{
+    Value *t = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, x, alpha), beta);
+    return imp_binc(im, OP_MAX, imp_binc(im, OP_MIN, t, 1), 0);
+}
+
+bool onnx_lower_hard_sigmoid(Imp *im)
+{
+    double alpha, beta;
+    if (!need1(im) || !attr_float(im, "alpha", 0.2, &alpha) || !attr_float(im, "beta", 0.5, &beta))
+        return false;
+    return done(im, hard_sigmoid(im, X0, alpha, beta));
+}
+
+bool onnx_lower_hard_swish(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, imp_bin(im, OP_MUL, X0, hard_sigmoid(im, X0, 1.0 / 6, 0.5)));
+}
+
+static Value *softplus(Imp *im, Value *x)
+{
+    return imp_un(im, OP_LOG, imp_binc(im, OP_ADD, imp_un(im, OP_EXP, x), 1));
+}
+
+bool onnx_lower_softplus(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, softplus(im, X0));
+}
+
+bool onnx_lower_softsign(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, imp_bin(im, OP_DIV, X0, imp_binc(im, OP_ADD, imp_un(im, OP_ABS, X0), 1)));
+}
+
+bool onnx_lower_mish(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    return done(im, imp_bin(im, OP_MUL, X0, imp_un(im, OP_TANH, softplus(im, X0))));
+}
+
+/* A Clip bound: an optional input (opset 11+) or an attribute before. */
+static bool clip_bound(Imp *im, int input, const char *attr, double dflt, Value **out)
+{
+    Value *x = X0;
+    *out = NULL;
+    if (im->opset >= 11) {
+        Value *b = IN(input);
+        if (!b)
+            return true;
+        if (vrank(b) != 0) {
+            Dim *none[1] = {NULL};
+            b = imp_reshape(im, b, none, 0);
+        }
+        *out = imp_cvt(im, b, vdt(x));
+        return *out || imp_fail(im);
+    }
+    double v;
+    if (!attr_float(im, attr, dflt, &v))
+        return false;
+    if (!isinf(v))
+        *out = imp_scalar(im, vdt(x), v);
+    return true;
+}
+
+bool onnx_lower_clip(Imp *im)
+{
+    Value *lo, *hi;
+    if (!need1(im) || !clip_bound(im, 1, "min", -INFINITY, &lo) ||
+        !clip_bound(im, 2, "max", INFINITY, &hi))
+        return false;
+    Value *x = X0;
+    if (lo)
+        x = imp_bin(im, OP_MAX, x, lo);
+    if (hi)
+        x = imp_bin(im, OP_MIN, x, hi);
+    return done(im, x);
+}

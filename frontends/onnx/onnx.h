@@ -1,0 +1,39 @@
+/*
+ * onnx.h — the ONNX importer: reads a ModelProto and builds a disc Graph.
+ *
+ *   Diag d = {0};
+ *   Graph *g = onnx_import_file("model.onnx", NULL, &d);
+ *   if (!g) { fprintf(stderr, "%s\n", d.msg); return 1; }
+ *   graph_print(stdout, g, NULL);
+ *   graph_free(g);
+ *
+ * Graph inputs keep their ONNX names; a dim_param becomes the symbol of that
+ * name (equal names, equal symbols), an unnamed dim a fresh symbol. Large
+ * initializers are referenced in place: the unpacked model and any mapped
+ * external-data files live as long as the graph (graph_keep). Every ONNX op
+ * lowers to core ops; an error names the file, the node and the op, and
+ * unsupported ops are all listed in one message, one line each.
+ */
+#ifndef DISC_ONNX_H
+#define DISC_ONNX_H
+
+#include "ir/ir.h"
+
+typedef struct OnnxOpts {
+    int reserved; /* no options yet; NULL means defaults */
+} OnnxOpts;
+
+/* Imports a model: NULL with a located message in d on error. */
+Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d);
+/* Same from memory; buf must stay valid only during the call.
+ * dir_for_external_data may be NULL (the current directory). */
+Graph *onnx_import_buffer(const void *buf, size_t len, const char *name_for_messages,
+                          const char *dir_for_external_data, const OnnxOpts *o, Diag *d);
+
+/* TensorProto files (test_data_set_N/input_0.pb): read into a Tensor
+ * (owned; free with tensor_free). *name gets the tensor's name, malloc'd
+ * (NULL if it has none); pass name == NULL to ignore it. */
+bool onnx_read_tensor_file(const char *path, Tensor *t, char **name, Diag *d);
+bool onnx_write_tensor_file(const char *path, const Tensor *t, const char *name, Diag *d);
+
+#endif
