@@ -1,0 +1,429 @@
+/*
+ * lower_nn.c — compute-bound ops: MatMul, Gemm and Einsum become `dot`
+ * (a general dot with batch and contracting dims: result = batch dims, then
+ * the lhs free dims, then the rhs free dims); Conv, ConvTranspose and the
+ * pools become conv, conv_transpose and pool with explicit padding dims
+ * (auto_pad SAME_* is resolved into dim expressions here).
+ */
+#include "frontends/onnx/internal.h"
+
+#include <string.h>
+
+#define CX (&im->g->dims)
+
+static bool done(Imp *im, Value *v)
+{
+    if (!v)
+        return imp_fail(im);
+    im->out[0] = v;
+    return true;
+}
+
+static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
+
+static Value *dot(Imp *im, Value *a, Value *b, const int64_t *lb, const int64_t *rb, int nb,
+                  int64_t lc, int64_t rc)
+{
+    if (!a || !b)
+        return NULL;
+    return build_dot(im->g, a, b, lb, rb, nb, &lc, &rc, 1);
+}
+
+/* numpy matmul: 1-D operands, a 2-D rhs (the common weight case) and
+ * broadcast batch dims. */
+Value *imp_matmul(Imp *im, Value *a, Value *b)
+{
+    int ra = vrank(a), rb = vrank(b);
+    if (ra < 1 || rb < 1) {
+        imp_err(im, "MatMul operands must have rank 1 or more");
+        return NULL;
+    }
+    if (ra == 1 || rb <= 2) /* contract a's last dim with b's K; no batch */
+        return dot(im, a, b, NULL, NULL, 0, ra - 1, rb == 1 ? 0 : rb - 2);
+    if (ra == 2) { /* [M, K] x [B.., K, N] -> [M, B.., N] -> [B.., M, N] */
+        Value *y = dot(im, a, b, NULL, NULL, 0, 1, rb - 2);
+        int64_t perm[MAX_RANK];
+        for (int i = 0; i < rb - 2; i++)
+            perm[i] = i + 1;
+        perm[rb - 2] = 0;
+        perm[rb - 1] = rb - 1;
+        return imp_transpose(im, y, perm);
+    }
+    int nb = (ra > rb ? ra : rb) - 2;
+    Dim *batch[MAX_RANK];
+    bool same = ra == rb;
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - (ra - 2)), ib = i - (nb - (rb - 2));
+        Dim *da = ia >= 0 ? vdims(a)[ia] : dc(im, 1), *db = ib >= 0 ? vdims(b)[ib] : dc(im, 1);
+        if (da == db)
+            batch[i] = da;
+        else if (dim_is(da, 1))
+            batch[i] = db;
+        else if (dim_is(db, 1))
+            batch[i] = da;
+        else if (dim_is_const(da) && dim_is_const(db)) {
+            imp_err(im, "batch dims %lld and %lld do not broadcast", (long long)da->c,
+                    (long long)db->c);
+            return NULL;
+        } else
+            batch[i] = dim_max(CX, da, db);
+        same &= da == db;
+    }
+    if (!same) {
+        Dim *sa[MAX_RANK], *sb[MAX_RANK];
+        memcpy(sa, batch, (size_t)nb * sizeof *sa);
+        memcpy(sb, batch, (size_t)nb * sizeof *sb);
+        sa[nb] = vdims(a)[ra - 2];
+        sa[nb + 1] = vdims(a)[ra - 1];
+        sb[nb] = vdims(b)[rb - 2];
+        sb[nb + 1] = vdims(b)[rb - 1];
+        a = imp_broadcast_to(im, a, sa, nb + 2);
+        b = imp_broadcast_to(im, b, sb, nb + 2);
+    }
+    int64_t bd[MAX_RANK];
+    for (int i = 0; i < nb; i++)
+        bd[i] = i;
+    return dot(im, a, b, bd, bd, nb, nb + 1, nb);
+}
+
+bool onnx_lower_matmul(Imp *im)
+{
+    Value *a = imp_need(im, 0), *b = imp_need(im, 1);
+    if (!a || !b)
+        return false;
+    return done(im, imp_matmul(im, a, b));
+}
+
+bool onnx_lower_gemm(Imp *im)
+{
+    Value *a = imp_need(im, 0), *b = imp_need(im, 1), *c = IN(2);
+    double alpha, beta;
+    int64_t ta, tb;
+    if (!a || !b || !attr_float(im, "alpha", 1, &alpha) || !attr_float(im, "beta", 1, &beta) ||
+        !attr_int(im, "transA", 0, &ta) || !attr_int(im, "transB", 0, &tb))
+        return false;
+    if (vrank(a) != 2 || vrank(b) != 2)
+        return imp_err(im, "Gemm operands must be 2-D");
+    Value *y = dot(im, a, b, NULL, NULL, 0, ta ? 0 : 1, tb ? 1 : 0);
+    if (alpha != 1)
+        y = imp_binc(im, OP_MUL, y, alpha);
+    if (c) {
+        if (beta != 1)
+            c = imp_binc(im, OP_MUL, c, beta);
+        if (beta != 0)
+            y = imp_bin(im, OP_ADD, y, c);
+    }
+    return done(im, y);
+}
+
+/* ---- Einsum ---- */
+
+/* Sums x over the letters of s that keep() rejects; updates s. */
+static Value *einsum_drop(Imp *im, Value *x, char *s, const char *other, const char *out)
+{
+    int64_t axes[MAX_RANK];
+    int n = 0, k = 0;
+    for (int i = 0; s[i]; i++) {
+        if (!strchr(other, s[i]) && !strchr(out, s[i]))
+            axes[n++] = i;
+        else
+            s[k++] = s[i];
+    }
+    s[k] = 0;
+    return n ? imp_reduce(im, x, "sum", axes, n, false) : x;
+}
+
+static bool einsum_term(Imp *im, const char *p, size_t len, char *out, int rank)
+{
+    if (len > MAX_RANK || (int)len != rank)
+        return imp_err(im, "equation term '%.*s' does not match an operand of rank %d", (int)len, p, rank);
+    for (size_t i = 0; i < len; i++) {
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')))
+            return imp_err(im, "equation term '%.*s': only letters are supported (no ellipsis)",
+                           (int)len, p);
+        if (memchr(p, p[i], i))
+            return imp_err(im, "equation term '%.*s' repeats a letter (diagonals are not supported)",
+                           (int)len, p);
+        out[i] = p[i];
+    }
+    out[len] = 0;
+    return true;
+}
+
+bool onnx_lower_einsum(Imp *im)
+{
+    const char *eq;
+    char terms[2][MAX_RANK + 1], out[MAX_RANK + 1], buf[256];
+    if (!attr_str(im, "equation", NULL, &eq))
+        return false;
+    if (!eq)
+        return imp_err(im, "equation is required");
+    size_t k = 0;
+    for (const char *p = eq; *p && k < sizeof buf - 1; p++)
+        if (*p != ' ')
+            buf[k++] = *p;
+    buf[k] = 0;
+    int n = im->nin;
+    if (n < 1 || n > 2)
+        return imp_err(im, "only one or two operands are supported");
+    char *arrow = strstr(buf, "->");
+    const char *p = buf;
+    for (int i = 0; i < n; i++) {
+        const char *end = strchr(p, i + 1 < n ? ',' : (arrow ? '-' : 0));
+        if (!end)
+            end = p + strlen(p);
+        if (!IN(i) || !einsum_term(im, p, (size_t)(end - p), terms[i], vrank(IN(i))))
+            return IN(i) ? false : imp_err(im, "input %d is empty", i);
+        p = end + 1;
+    }
+    if (arrow) {
+        if (!einsum_term(im, arrow + 2, strlen(arrow + 2), out, (int)strlen(arrow + 2)))
+            return false;
+    } else { /* implicit: letters seen once, sorted */
+        int m = 0;
+        for (char c = 'A'; c <= 'z'; c++) {
+            int cnt = (strchr(terms[0], c) && c) + (n > 1 && strchr(terms[1], c) && c);
+            if (cnt == 1 && m < MAX_RANK && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+                out[m++] = c;
+        }
+        out[m] = 0;
+    }
+    const char *b_letters = n > 1 ? terms[1] : "";
+    Value *a = einsum_drop(im, IN(0), terms[0], b_letters, out), *y;
+    char res[3 * MAX_RANK + 1];
+    int nr = 0;
+    if (n == 1) {
+        y = a;
+        strcpy(res, terms[0]);
+        nr = (int)strlen(res);
+    } else {
+        Value *b = einsum_drop(im, IN(1), terms[1], terms[0], out);
+        int64_t lb[MAX_RANK], rb[MAX_RANK], lc[MAX_RANK], rc[MAX_RANK];
+        int nb = 0, nc = 0;
+        const char *ta = terms[0], *tb = terms[1];
+        for (int i = 0; ta[i]; i++) {
+            const char *j = strchr(tb, ta[i]);
+            if (!j)
+                continue;
+            if (strchr(out, ta[i])) {
+                lb[nb] = i;
+                rb[nb++] = j - tb;
+                res[nr++] = ta[i];
+            } else {
+                lc[nc] = i;
+                rc[nc++] = j - tb;
+            }
+        }
+        for (int i = 0; ta[i]; i++)
+            if (!strchr(tb, ta[i]))
+                res[nr++] = ta[i];
+        for (int i = 0; tb[i]; i++)
+            if (!strchr(ta, tb[i]))
+                res[nr++] = tb[i];
+        res[nr] = 0;
+        y = a && b ? build_dot(im->g, a, b, lb, rb, nb, lc, rc, nc) : NULL;
+    }
+    if ((int)strlen(out) != nr)
+        return imp_err(im, "equation output '%s' is not supported", out);
+    int64_t perm[MAX_RANK];
+    for (int i = 0; i < nr; i++) {
+        const char *j = strchr(res, out[i]);
+        if (!j)
+            return imp_err(im, "output letter '%c' is not in any input", out[i]);
+        perm[i] = j - res;
+    }
+    return done(im, imp_transpose(im, y, perm));
+}
+
+/* ---- Convolution and pooling ---- */
+
+typedef struct Window {
+    int nsp;
+    int64_t strides[MAX_RANK], dil[MAX_RANK];
+    Dim *pads[2 * MAX_RANK];
+} Window;
+
+/* Reads strides, dilations, pads and auto_pad for spatial dims whose
+ * input sizes are in[] and kernel sizes k[]. */
+static bool window(Imp *im, Window *w, Dim *const *in, Dim *const *k, int nsp)
+{
+    int64_t *v;
+    int n;
+    const char *autopad;
+    w->nsp = nsp;
+    for (int i = 0; i < nsp; i++)
+        w->strides[i] = w->dil[i] = 1;
+    if (!attr_ints(im, "strides", &v, &n))
+        return false;
+    if (n >= 0 && n != nsp)
+        return imp_err(im, "strides has %d entries for %d spatial dims", n, nsp);
+    for (int i = 0; i < n; i++)
+        w->strides[i] = v[i];
+    if (!attr_ints(im, "dilations", &v, &n))
+        return false;
+    if (n >= 0 && n != nsp)
+        return imp_err(im, "dilations has %d entries for %d spatial dims", n, nsp);
+    for (int i = 0; i < n; i++)
+        w->dil[i] = v[i];
+    for (int i = 0; i < nsp; i++)
+        if (w->strides[i] < 1 || w->dil[i] < 1)
+            return imp_err(im, "strides and dilations must be positive");
+    if (!attr_str(im, "auto_pad", "NOTSET", &autopad) || !attr_ints(im, "pads", &v, &n))
+        return false;
+    for (int i = 0; i < 2 * nsp; i++)
+        w->pads[i] = dc(im, 0);
+    if (!strcmp(autopad, "NOTSET")) {
+        if (n >= 0 && n != 2 * nsp)
+            return imp_err(im, "pads has %d entries, expected %d", n, 2 * nsp);
+        for (int i = 0; i < n; i++)
+            w->pads[i] = dc(im, v[i]);
+    } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
+        bool upper = !strcmp(autopad, "SAME_UPPER");
+        for (int i = 0; i < nsp; i++) {
+            /* total = max(0, (ceil(H/s) - 1) * s + d*(k-1) + 1 - H) */
+            Dim *o = dim_ceildiv(CX, in[i], dc(im, w->strides[i]));
+            Dim *span = dim_addc(CX, dim_mulc(CX, dim_addc(CX, k[i], -1), w->dil[i]), 1);
+            Dim *t = dim_sub(CX, dim_add(CX, dim_mulc(CX, dim_addc(CX, o, -1), w->strides[i]), span), in[i]);
+            t = dim_max(CX, t, dc(im, 0));
+            Dim *half = dim_floordiv(CX, t, dc(im, 2));
+            w->pads[i] = upper ? half : dim_sub(CX, t, half);
+            w->pads[nsp + i] = upper ? dim_sub(CX, t, half) : half;
+            if (!w->pads[i] || !w->pads[nsp + i])
+                return imp_err(im, "padding overflows");
+        }
+    } else if (strcmp(autopad, "VALID")) {
+        return imp_err(im, "auto_pad \"%s\" is not supported", autopad);
+    }
+    return true;
+}
+
+static void window_attrs(Imp *im, AttrList *l, const Window *w)
+{
+    attrs_add_ints(im->g, l, "strides", w->strides, w->nsp);
+    attrs_add_dims(im->g, l, "pads", w->pads, 2 * w->nsp);
+    attrs_add_ints(im->g, l, "dilations", w->dil, w->nsp);
+}
+
+/* y + bias[C] along axis 1. */
+static Value *add_bias(Imp *im, Value *y, Value *bias)
+{
+    if (!bias || !y)
+        return y;
+    Dim *dims[MAX_RANK];
+    int r = vrank(y);
+    dims[0] = vdims(bias)[0];
+    for (int i = 1; i < r - 1; i++)
+        dims[i] = dc(im, 1);
+    if (vrank(bias) != 1) {
+        imp_err(im, "bias must be 1-D");
+        return NULL;
+    }
+    return imp_bin(im, OP_ADD, y, imp_reshape(im, bias, dims, r - 1));
+}
+
+static bool conv_common(Imp *im, bool transpose)
+{
+    Value *x = imp_need(im, 0), *w = imp_need(im, 1);
+    int64_t group;
+    if (!x || !w || !attr_int(im, "group", 1, &group))
+        return false;
+    int r = vrank(x), nsp = r - 2;
+    if (nsp < 1 || vrank(w) != r)
+        return imp_err(im, "needs data [N, C, spatial...] and weights of the same rank");
+    Window win;
+    if (!window(im, &win, vdims(x) + 2, vdims(w) + 2, nsp))
+        return false;
+    AttrList l = {0};
+    if (transpose) {
+        int64_t *op, *os, opad[MAX_RANK] = {0};
+        int nop, nos;
+        if (!attr_ints(im, "output_padding", &op, &nop) || !attr_ints(im, "output_shape", &os, &nos))
+            return false;
+        if (nop >= 0 && nop != nsp)
+            return imp_err(im, "output_padding has %d entries for %d spatial dims", nop, nsp);
+        for (int i = 0; i < nop; i++)
+            opad[i] = op[i];
+        const char *autopad;
+        if (!attr_str(im, "auto_pad", "NOTSET", &autopad))
+            return false;
+        bool same = !strncmp(autopad, "SAME", 4);
+        if (nos >= 0 || same) {
+            if (nos >= 0 && nos != nsp)
+                return imp_err(im, "output_shape has %d entries for %d spatial dims", nos, nsp);
+            for (int i = 0; i < nsp; i++) {
+                Dim *in = vdims(x)[2 + i], *k = vdims(w)[2 + i];
+                int64_t s = win.strides[i];
+                Dim *target = nos >= 0 ? dc(im, os[i]) : dim_mulc(CX, in, s);
+                /* total = s*(in-1) + output_padding + d*(k-1) + 1 - target */
+                Dim *t = dim_mulc(CX, dim_addc(CX, in, -1), s);
+                t = dim_add(CX, t, dim_mulc(CX, dim_addc(CX, k, -1), win.dil[i]));
+                t = dim_sub(CX, dim_addc(CX, t, opad[i] + 1), target);
+                Dim *half = dim_floordiv(CX, t, dc(im, 2));
+                bool upper = !strcmp(autopad, "SAME_UPPER");
+                win.pads[i] = upper ? half : dim_sub(CX, t, half);
+                win.pads[nsp + i] = upper ? dim_sub(CX, t, half) : half;
+                if (!win.pads[i] || !win.pads[nsp + i])
+                    return imp_err(im, "padding overflows");
+            }
+        }
+        window_attrs(im, &l, &win);
+        attrs_add_int(im->g, &l, "groups", group);
+        attrs_add_ints(im->g, &l, "output_padding", opad, nsp);
+    } else {
+        window_attrs(im, &l, &win);
+        attrs_add_int(im->g, &l, "groups", group);
+    }
+    Value *in[2] = {x, w};
+    Op *op = build_op(im->g, transpose ? OP_CONV_TRANSPOSE : OP_CONV, in, 2, l.v, l.n);
+    if (!op)
+        return imp_fail(im);
+    return done(im, add_bias(im, op->out[0], IN(2)));
+}
+
+bool onnx_lower_conv(Imp *im) { return conv_common(im, false); }
+bool onnx_lower_conv_transpose(Imp *im) { return conv_common(im, true); }
+
+bool onnx_lower_pool(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *ks, ceil_mode, count_pad;
+    int nk;
+    if (!x || !attr_ints(im, "kernel_shape", &ks, &nk) || !attr_int(im, "ceil_mode", 0, &ceil_mode) ||
+        !attr_int(im, "count_include_pad", 0, &count_pad))
+        return false;
+    int nsp = vrank(x) - 2;
+    if (nsp < 1)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    if (nk != nsp)
+        return imp_err(im, "kernel_shape needs %d entries", nsp);
+    if (im->arg == 0 && im->nout > 1 && im->node->output[1] && *im->node->output[1])
+        return imp_err(im, "the Indices output of MaxPool is not supported");
+    Dim *k[MAX_RANK];
+    for (int i = 0; i < nsp; i++)
+        k[i] = dc(im, ks[i]);
+    Window win;
+    if (!window(im, &win, vdims(x) + 2, k, nsp))
+        return false;
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "kind", im->arg ? "avg" : "max");
+    attrs_add_ints(im->g, &l, "window", ks, nsp);
+    window_attrs(im, &l, &win);
+    attrs_add_int(im->g, &l, "ceil", ceil_mode != 0);
+    attrs_add_int(im->g, &l, "count_pad", count_pad != 0);
+    Op *op = build_op(im->g, OP_POOL, &x, 1, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+bool onnx_lower_global_pool(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    if (!x)
+        return false;
+    int64_t axes[MAX_RANK];
+    int n = 0;
+    for (int i = 2; i < vrank(x); i++)
+        axes[n++] = i;
+    if (!n)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    return done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
+}

@@ -1,0 +1,319 @@
+/*
+ * lower_reduce.c — reductions and what is built from them: Reduce*,
+ * ArgMax/ArgMin, Softmax/LogSoftmax, the normalizations (layer, batch,
+ * instance, group, Lp), CumSum and TopK.
+ *
+ * Opset matters here: Reduce* take `axes` as an attribute before opset 18
+ * (ReduceSum: before 13) and as a constant input after; Softmax before 13
+ * normalizes over the flattened dims from `axis` on (default 1), after 13
+ * over the one axis (default -1).
+ */
+#include "frontends/onnx/internal.h"
+
+#include <string.h>
+
+static bool done(Imp *im, Value *v)
+{
+    if (!v)
+        return imp_fail(im);
+    im->out[0] = v;
+    return true;
+}
+
+/* The axes of a Reduce* node: all dims if none are given, unless
+ * noop_with_empty_axes (then *n = 0 and the op is the identity). */
+static bool reduce_axes(Imp *im, Value *x, int64_t **axes, int *n)
+{
+    bool from_input = im->opset >= 18 || (im->opset >= 13 && !strcmp(im->node->op_type, "ReduceSum"));
+    int64_t noop;
+    if (!attr_int(im, "noop_with_empty_axes", 0, &noop))
+        return false;
+    *n = -1;
+    if (from_input) {
+        if (IN(1) && !imp_const_ints(im, IN(1), axes, n))
+            return imp_err(im, "axes must be a constant");
+    } else if (!attr_ints(im, "axes", axes, n)) {
+        return false;
+    }
+    if (*n <= 0) {
+        if (noop && from_input) {
+            *n = 0;
+            return true;
+        }
+        *axes = arena_array(&im->g->arena, (size_t)vrank(x) + 1, sizeof **axes);
+        if (!*axes)
+            return imp_err(im, "out of memory");
+        for (int i = 0; i < vrank(x); i++)
+            (*axes)[i] = i;
+        *n = vrank(x);
+        return true;
+    }
+    return imp_axes(im, *axes, *n, vrank(x));
+}
+
+/* x -> reduce(kind, pre(x)), for Reduce* and its variants. */
+static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *axes, keep;
+    int n;
+    if (!x || !attr_int(im, "keepdims", 1, &keep) || !reduce_axes(im, x, &axes, &n))
+        return false;
+    if (n == 0)
+        return done(im, x);
+    if (!strcmp(kind, "mean") && !dtype_is_float(vdt(x)))
+        return imp_err(im, "ReduceMean of %s is not supported", dtype_name(vdt(x)));
+    Value *v = x;
+    if (pre == OP_MUL)
+        v = imp_bin(im, OP_MUL, x, x);
+    else if (pre != OP_COUNT)
+        v = imp_un(im, pre, x);
+    v = imp_reduce(im, v, kind, axes, n, keep != 0);
+    if (post != OP_COUNT)
+        v = imp_un(im, post, v);
+    return done(im, v);
+}
+
+bool onnx_lower_reduce(Imp *im)
+{
+    static const char *kinds[] = {"sum", "mean", "max", "min", "prod"};
+    return reduce_with(im, kinds[im->arg], OP_COUNT, OP_COUNT);
+}
+
+bool onnx_lower_reduce_l1(Imp *im) { return reduce_with(im, "sum", OP_ABS, OP_COUNT); }
+bool onnx_lower_reduce_l2(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_SQRT); }
+bool onnx_lower_reduce_sumsq(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_COUNT); }
+bool onnx_lower_reduce_logsumexp(Imp *im) { return reduce_with(im, "sum", OP_EXP, OP_LOG); }
+
+bool onnx_lower_argminmax(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis, keep, last;
+    if (!x || !attr_int(im, "axis", 0, &axis) || !attr_int(im, "keepdims", 1, &keep) ||
+        !attr_int(im, "select_last_index", 0, &last) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    attrs_add_int(im->g, &l, "keepdims", keep != 0);
+    attrs_add_int(im->g, &l, "last", last != 0);
+    Op *op = build_op(im->g, (OpKind)im->arg, &x, 1, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+bool onnx_lower_softmax(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis, axes[MAX_RANK];
+    int n = 0;
+    bool old = im->opset < 13;
+    if (!x || !attr_int(im, "axis", old ? 1 : -1, &axis) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    if (old) /* softmax over the flattened dims from axis on */
+        for (int i = (int)axis; i < vrank(x); i++)
+            axes[n++] = i;
+    else
+        axes[n++] = axis;
+    if (!n) /* rank 0 */
+        return done(im, im->arg ? imp_binc(im, OP_MUL, x, 0) : imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, x, 0), 1));
+    Value *m = imp_reduce(im, x, "max", axes, n, true);
+    Value *d = imp_bin(im, OP_SUB, x, m);
+    Value *e = imp_un(im, OP_EXP, d);
+    Value *s = imp_reduce(im, e, "sum", axes, n, true);
+    if (im->arg) /* LogSoftmax */
+        return done(im, imp_bin(im, OP_SUB, d, imp_un(im, OP_LOG, s)));
+    return done(im, imp_bin(im, OP_DIV, e, s));
+}
+
+/* (x - mean) / sqrt(var + eps) over axes, with the mean and 1/std. */
+static Value *normalize(Imp *im, Value *x, const int64_t *axes, int n, double eps, Value **mean,
+                        Value **inv)
+{
+    Value *m = imp_reduce(im, x, "mean", axes, n, true);
+    Value *d = imp_bin(im, OP_SUB, x, m);
+    Value *var = imp_reduce(im, imp_bin(im, OP_MUL, d, d), "mean", axes, n, true);
+    Value *r = imp_un(im, OP_RSQRT, imp_binc(im, OP_ADD, var, eps));
+    if (mean)
+        *mean = m;
+    if (inv)
+        *inv = r;
+    return imp_bin(im, OP_MUL, d, r);
+}
+
+static bool want_out(Imp *im, int i)
+{
+    return i < im->nout && im->node->output[i] && *im->node->output[i];
+}
+
+bool onnx_lower_layer_norm(Imp *im)
+{
+    Value *x = imp_need(im, 0), *scale = imp_need(im, 1), *bias = IN(2);
+    int64_t axis, stash, axes[MAX_RANK];
+    double eps;
+    if (!x || !scale || !attr_int(im, "axis", -1, &axis) || !attr_float(im, "epsilon", 1e-5, &eps) ||
+        !attr_int(im, "stash_type", 1, &stash) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    int n = 0;
+    for (int i = (int)axis; i < vrank(x); i++)
+        axes[n++] = i;
+    DType dt = vdt(x);
+    bool up = stash == 1 && (dt == DT_F16 || dt == DT_BF16);
+    Value *mean, *inv;
+    Value *y = normalize(im, up ? imp_cvt(im, x, DT_F32) : x, axes, n, eps, &mean, &inv);
+    y = imp_bin(im, OP_MUL, imp_cvt(im, y, dt), scale);
+    if (bias)
+        y = imp_bin(im, OP_ADD, y, bias);
+    if (want_out(im, 1))
+        im->out[1] = mean;
+    if (want_out(im, 2))
+        im->out[2] = inv;
+    return done(im, y);
+}
+
+/* A per-channel vector [C] reshaped to [C, 1, ..., 1] for data of rank r. */
+static Value *per_channel(Imp *im, Value *v, int r)
+{
+    if (!v || vrank(v) != 1)
+        return v;
+    Dim *dims[MAX_RANK];
+    dims[0] = vdims(v)[0];
+    for (int i = 1; i < r - 1; i++)
+        dims[i] = dim_const(&im->g->dims, 1);
+    return imp_reshape(im, v, dims, r - 1 > 0 ? r - 1 : 1);
+}
+
+bool onnx_lower_batch_norm(Imp *im)
+{
+    Value *x = imp_need(im, 0), *scale = imp_need(im, 1), *bias = imp_need(im, 2),
+          *mean = imp_need(im, 3), *var = imp_need(im, 4);
+    int64_t training;
+    double eps;
+    if (!x || !scale || !bias || !mean || !var || !attr_float(im, "epsilon", 1e-5, &eps) ||
+        !attr_int(im, "training_mode", 0, &training))
+        return false;
+    if (training || want_out(im, 1) || want_out(im, 2))
+        return imp_err(im, "BatchNormalization in training mode is not supported");
+    if (vrank(x) < 2)
+        return imp_err(im, "data must have rank 2 or more");
+    int r = vrank(x);
+    /* y = (x - mean) * (scale / sqrt(var + eps)) + bias */
+    Value *k = imp_bin(im, OP_MUL, scale, imp_un(im, OP_RSQRT, imp_binc(im, OP_ADD, var, eps)));
+    Value *y = imp_bin(im, OP_SUB, x, per_channel(im, mean, r));
+    y = imp_bin(im, OP_MUL, y, per_channel(im, k, r));
+    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+}
+
+bool onnx_lower_instance_norm(Imp *im)
+{
+    Value *x = imp_need(im, 0), *scale = imp_need(im, 1), *bias = imp_need(im, 2);
+    double eps;
+    int64_t axes[MAX_RANK];
+    if (!x || !scale || !bias || !attr_float(im, "epsilon", 1e-5, &eps))
+        return false;
+    int r = vrank(x), n = 0;
+    if (r < 3)
+        return imp_err(im, "data must have rank 3 or more");
+    for (int i = 2; i < r; i++)
+        axes[n++] = i;
+    Value *y = normalize(im, x, axes, n, eps, NULL, NULL);
+    y = imp_bin(im, OP_MUL, y, per_channel(im, scale, r));
+    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+}
+
+bool onnx_lower_group_norm(Imp *im)
+{
+    Value *x = imp_need(im, 0), *scale = imp_need(im, 1), *bias = imp_need(im, 2);
+    double eps;
+    int64_t groups, stash;
+    if (!x || !scale || !bias || !attr_float(im, "epsilon", 1e-5, &eps) ||
+        !attr_int(im, "num_groups", 0, &groups) || !attr_int(im, "stash_type", 1, &stash))
+        return false;
+    int r = vrank(x);
+    if (r < 3 || groups < 1)
+        return imp_err(im, "needs data of rank 3 or more and num_groups >= 1");
+    DimCtx *cx = &im->g->dims;
+    Dim *c = vdims(x)[1];
+    if (dim_is_const(c) && c->c % groups)
+        return imp_err(im, "%lld channels do not split into %lld groups", (long long)c->c,
+                       (long long)groups);
+    /* [N, C, *] -> [N, G, C/G * prod(*)] */
+    Dim *rest = dim_floordiv(cx, c, dim_const(cx, groups));
+    for (int i = 2; i < r; i++)
+        rest = dim_mul(cx, rest, vdims(x)[i]);
+    Dim *gd[3] = {vdims(x)[0], dim_const(cx, groups), rest};
+    DType dt = vdt(x);
+    bool up = stash == 1 && (dt == DT_F16 || dt == DT_BF16);
+    Value *xg = imp_reshape(im, up ? imp_cvt(im, x, DT_F32) : x, gd, 3);
+    int64_t ax = 2;
+    Value *y = normalize(im, xg, &ax, 1, eps, NULL, NULL);
+    y = imp_cvt(im, y, dt);
+    if (im->opset < 21) { /* scale and bias per group */
+        Dim *sd[2] = {dim_const(cx, groups), dim_const(cx, 1)};
+        y = imp_bin(im, OP_MUL, y, imp_reshape(im, scale, sd, 2));
+        y = imp_bin(im, OP_ADD, y, imp_reshape(im, bias, sd, 2));
+        return done(im, imp_reshape(im, y, vdims(x), r));
+    }
+    y = imp_reshape(im, y, vdims(x), r);
+    y = imp_bin(im, OP_MUL, y, per_channel(im, scale, r));
+    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+}
+
+bool onnx_lower_lp_norm(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis, p;
+    if (!x || !attr_int(im, "axis", -1, &axis) || !attr_int(im, "p", 2, &p) ||
+        !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    Value *norm;
+    if (p == 1)
+        norm = imp_reduce(im, imp_un(im, OP_ABS, x), "sum", &axis, 1, true);
+    else if (p == 2)
+        norm = imp_un(im, OP_SQRT, imp_reduce(im, imp_bin(im, OP_MUL, x, x), "sum", &axis, 1, true));
+    else
+        return imp_err(im, "p must be 1 or 2");
+    return done(im, imp_bin(im, OP_DIV, x, norm));
+}
+
+bool onnx_lower_cumsum(Imp *im)
+{
+    Value *x = imp_need(im, 0), *ax = imp_need(im, 1);
+    int64_t excl, rev, *axis;
+    int n;
+    if (!x || !ax || !attr_int(im, "exclusive", 0, &excl) || !attr_int(im, "reverse", 0, &rev))
+        return false;
+    if (!imp_const_ints(im, ax, &axis, &n) || n != 1)
+        return imp_err(im, "axis must be a constant scalar");
+    if (!imp_axis(im, axis[0], vrank(x), &axis[0]))
+        return false;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis[0]);
+    attrs_add_int(im->g, &l, "exclusive", excl != 0);
+    attrs_add_int(im->g, &l, "reverse", rev != 0);
+    Op *op = build_op(im->g, OP_CUMSUM, &x, 1, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+bool onnx_lower_topk(Imp *im)
+{
+    Value *x = imp_need(im, 0), *k = imp_need(im, 1);
+    int64_t axis, largest, sorted;
+    if (!x || !k || !attr_int(im, "axis", -1, &axis) || !attr_int(im, "largest", 1, &largest) ||
+        !attr_int(im, "sorted", 1, &sorted) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    Dim *one = dim_const(&im->g->dims, 1);
+    k = imp_reshape(im, imp_cvt(im, k, DT_I64), &one, 1);
+    if (!k)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    attrs_add_int(im->g, &l, "largest", largest != 0);
+    attrs_add_int(im->g, &l, "sorted", sorted != 0);
+    Value *in[2] = {x, k};
+    Op *op = build_op(im->g, OP_TOPK, in, 2, l.v, l.n);
+    if (!op)
+        return imp_fail(im);
+    im->out[0] = op->out[0];
+    if (im->nout > 1)
+        im->out[1] = op->out[1];
+    return true;
+}

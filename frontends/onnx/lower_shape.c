@@ -1,0 +1,992 @@
+/*
+ * lower_shape.c — shape computation and data movement.
+ *
+ * Two forms for every op whose shape or indices come from an input:
+ *
+ *   static   the input is a constant (an initializer or a Constant node):
+ *            the op becomes a core op whose attributes are Dims — reshape
+ *            with dims, slice with dims, broadcast, pad with dims. ONNX's
+ *            Reshape 0 (copy a dim) and -1 (infer) turn into dim
+ *            expressions: -1 -> floordiv(numel(x), product of the others).
+ *   dynamic  the input is computed (Shape -> Gather -> Concat chains): the
+ *            ONNX rules are spelled out with core i64 ops (shape_of, cmp,
+ *            select, reduce) feeding a dyn_* op; shape analysis folds them.
+ */
+#include "frontends/onnx/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CX (&im->g->dims)
+
+static bool done(Imp *im, Value *v)
+{
+    if (!v)
+        return imp_fail(im);
+    im->out[0] = v;
+    return true;
+}
+
+static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
+
+Value *imp_unsqueeze(Imp *im, Value *x, const int64_t *axes, int n)
+{
+    if (!x)
+        return NULL;
+    int r = vrank(x) + n, k = 0;
+    if (r > MAX_RANK) {
+        imp_err(im, "rank %d exceeds %d", r, MAX_RANK);
+        return NULL;
+    }
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        bool ins = false;
+        for (int j = 0; j < n; j++)
+            ins |= axes[j] == i;
+        dims[i] = ins ? dc(im, 1) : vdims(x)[k++];
+    }
+    return imp_reshape(im, x, dims, r);
+}
+
+Value *imp_broadcast_to(Imp *im, Value *x, Dim *const *shape, int rank)
+{
+    if (!x)
+        return NULL;
+    int xr = vrank(x);
+    if (xr == rank) {
+        int i = 0;
+        while (i < rank && vdims(x)[i] == shape[i])
+            i++;
+        if (i == rank)
+            return x;
+    }
+    int64_t axes[MAX_RANK];
+    for (int i = 0; i < xr; i++)
+        axes[i] = rank - xr + i;
+    return build_broadcast(im->g, x, shape, rank, axes);
+}
+
+/* i64 ones[n] */
+static Value *ones(Imp *im, int n)
+{
+    int64_t v[MAX_RANK];
+    for (int i = 0; i < n; i++)
+        v[i] = 1;
+    return imp_i64s(im, v, n);
+}
+
+static Value *prod(Imp *im, Value *v) /* i64[n] -> i64 scalar */
+{
+    int64_t ax = 0;
+    return imp_reduce(im, v, "prod", &ax, 1, false);
+}
+
+/* ---- Shape, Size ---- */
+
+bool onnx_lower_shape(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t start, end;
+    if (!x || !attr_int(im, "start", 0, &start) || !attr_int(im, "end", INT64_MAX, &end))
+        return false;
+    int r = vrank(x);
+    Value *s = build_shape_of(im->g, x);
+    if (start < 0)
+        start += r;
+    if (end < 0)
+        end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < start ? start : end > r ? r : end;
+    if (start == 0 && end == r)
+        return done(im, s);
+    return done(im, imp_slice1(im, s, 0, dc(im, start), dc(im, end), 1));
+}
+
+bool onnx_lower_size(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    if (!x)
+        return false;
+    if (vrank(x) == 0)
+        return done(im, imp_scalar(im, DT_I64, 1));
+    return done(im, prod(im, build_shape_of(im->g, x)));
+}
+
+/* ---- Reshape, Flatten, Squeeze, Unsqueeze ---- */
+
+/* The ONNX rules of a computed Reshape shape s: 0 copies x's dim (unless
+ * allowzero), -1 is numel(x) / product of the others. */
+static Value *resolve_shape(Imp *im, Value *x, Value *s, bool allowzero)
+{
+    int r = (int)vdims(s)[0]->c, xr = vrank(x);
+    Value *xs = build_shape_of(im->g, x), *al = xs;
+    if (!xs)
+        return NULL;
+    if (xr > r)
+        al = imp_slice1(im, xs, 0, dc(im, 0), dc(im, r), 1);
+    else if (xr < r)
+        al = build_concat(im->g, (Value *[]){xs, ones(im, r - xr)}, 2, 0);
+    Value *zero = imp_scalar(im, DT_I64, 0), *m1 = imp_scalar(im, DT_I64, -1);
+    if (!allowzero)
+        s = imp_sel(im, imp_cmp(im, "eq", s, zero), al, s);
+    Value *neg = imp_cmp(im, "eq", s, m1);
+    Value *known = imp_sel(im, neg, imp_scalar(im, DT_I64, 1), s);
+    Value *total = xr ? prod(im, xs) : imp_scalar(im, DT_I64, 1);
+    Value *inferred = imp_bin(im, OP_DIV, total, prod(im, known));
+    return imp_sel(im, neg, inferred, s);
+}
+
+static Value *dyn_reshape(Imp *im, Value *x, Value *shape)
+{
+    if (!x || !shape)
+        return NULL;
+    Value *in[2] = {x, shape};
+    Op *op = build_op(im->g, OP_DYN_RESHAPE, in, 2, NULL, 0);
+    return op ? op->out[0] : NULL;
+}
+
+bool onnx_lower_reshape(Imp *im)
+{
+    Value *x = imp_need(im, 0), *s = imp_need(im, 1);
+    int64_t allowzero, *v;
+    int n;
+    if (!x || !s || !attr_int(im, "allowzero", 0, &allowzero))
+        return false;
+    if (vdt(s) != DT_I64 || vrank(s) != 1 || !dim_is_const(vdims(s)[0]))
+        return imp_err(im, "shape must be i64[n] with a known n");
+    if (!imp_const_ints(im, s, &v, &n))
+        return done(im, dyn_reshape(im, x, resolve_shape(im, x, s, allowzero != 0)));
+    if (n > MAX_RANK)
+        return imp_err(im, "rank %d exceeds %d", n, MAX_RANK);
+    Dim *dims[MAX_RANK], *known = dc(im, 1);
+    int infer = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == -1) {
+            if (infer >= 0)
+                return imp_err(im, "shape has more than one -1");
+            infer = i;
+            continue;
+        }
+        if (v[i] < -1)
+            return imp_err(im, "shape entry %lld is invalid", (long long)v[i]);
+        if (v[i] == 0 && !allowzero) {
+            if (i >= vrank(x))
+                return imp_err(im, "shape entry %d is 0 but the data has rank %d", i, vrank(x));
+            dims[i] = vdims(x)[i];
+        } else {
+            dims[i] = dc(im, v[i]);
+        }
+        known = dim_mul(CX, known, dims[i]);
+    }
+    if (infer >= 0) {
+        if (dim_is(known, 0))
+            return imp_err(im, "cannot infer the -1 entry next to a 0 dim");
+        dims[infer] = dim_floordiv(CX, type_numel(CX, &x->type), known);
+    }
+    for (int i = 0; i < n; i++)
+        if (!dims[i])
+            return imp_err(im, "shape dims overflow");
+    return done(im, imp_reshape(im, x, dims, n));
+}
+
+bool onnx_lower_flatten(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis;
+    if (!x || !attr_int(im, "axis", 1, &axis))
+        return false;
+    int r = vrank(x);
+    if (axis < -r || axis > r)
+        return imp_err(im, "axis %lld is out of range for rank %d", (long long)axis, r);
+    if (axis < 0)
+        axis += r;
+    Dim *d[2] = {dc(im, 1), dc(im, 1)};
+    for (int i = 0; i < r; i++)
+        d[i >= axis] = dim_mul(CX, d[i >= axis], vdims(x)[i]);
+    return done(im, imp_reshape(im, x, d, 2));
+}
+
+/* Squeeze/Unsqueeze axes: an attribute before opset 13, an input after. */
+static bool axes_arg(Imp *im, int64_t **axes, int *n)
+{
+    if (im->opset >= 13) {
+        *n = -1;
+        if (IN(1) && !imp_const_ints(im, IN(1), axes, n))
+            return imp_err(im, "axes must be a constant");
+        return true;
+    }
+    return attr_ints(im, "axes", axes, n);
+}
+
+bool onnx_lower_squeeze(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *axes;
+    int n;
+    if (!x || !axes_arg(im, &axes, &n))
+        return false;
+    int r = vrank(x);
+    bool drop[MAX_RANK] = {0};
+    if (n < 0) {
+        for (int i = 0; i < r; i++) {
+            if (!dim_is_const(vdims(x)[i])) {
+                char s[64];
+                dim_snprint(s, sizeof s, vdims(x)[i]);
+                return imp_err(im, "Squeeze without axes: cannot tell whether dim %s is 1", s);
+            }
+            drop[i] = dim_is(vdims(x)[i], 1);
+        }
+    } else {
+        if (!imp_axes(im, axes, n, r))
+            return false;
+        for (int i = 0; i < n; i++) {
+            Dim *d = vdims(x)[axes[i]];
+            if (dim_is_const(d) && d->c != 1)
+                return imp_err(im, "cannot squeeze axis %lld of size %lld", (long long)axes[i],
+                               (long long)d->c);
+            drop[axes[i]] = true;
+        }
+    }
+    Dim *dims[MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < r; i++)
+        if (!drop[i])
+            dims[k++] = vdims(x)[i];
+    return done(im, imp_reshape(im, x, dims, k));
+}
+
+bool onnx_lower_unsqueeze(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *axes;
+    int n;
+    if (!x || !axes_arg(im, &axes, &n))
+        return false;
+    if (n < 0)
+        return imp_err(im, "axes are required");
+    if (!imp_axes(im, axes, n, vrank(x) + n))
+        return false;
+    return done(im, imp_unsqueeze(im, x, axes, n));
+}
+
+/* ---- Transpose, Concat, Split, Slice ---- */
+
+bool onnx_lower_transpose(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *perm, dflt[MAX_RANK];
+    int n, r;
+    if (!x || !attr_ints(im, "perm", &perm, &n))
+        return false;
+    r = vrank(x);
+    if (n < 0) {
+        for (int i = 0; i < r; i++)
+            dflt[i] = r - 1 - i;
+        perm = dflt;
+    } else if (n != r) {
+        return imp_err(im, "perm has %d entries for rank %d", n, r);
+    }
+    for (int i = 0; i < r; i++)
+        if (perm[i] < 0 || perm[i] >= r)
+            return imp_err(im, "perm entry %lld is out of range", (long long)perm[i]);
+    return done(im, imp_transpose(im, x, perm));
+}
+
+bool onnx_lower_concat(Imp *im)
+{
+    int64_t axis;
+    if (!imp_need(im, 0) || !attr_int(im, "axis", 0, &axis) ||
+        !imp_axis(im, axis, vrank(IN(0)), &axis))
+        return false;
+    for (int i = 0; i < im->nin; i++)
+        if (!IN(i))
+            return imp_err(im, "input %d is empty", i);
+    if (im->nin == 1)
+        return done(im, IN(0));
+    return done(im, build_concat(im->g, im->in, im->nin, axis));
+}
+
+bool onnx_lower_split(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis, *sizes;
+    int n, nout = im->nout;
+    if (!x || !attr_int(im, "axis", 0, &axis) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    if (im->opset >= 13) {
+        n = -1;
+        if (IN(1) && !imp_const_ints(im, IN(1), &sizes, &n))
+            return imp_err(im, "split must be a constant");
+    } else if (!attr_ints(im, "split", &sizes, &n)) {
+        return false;
+    }
+    Dim *d = vdims(x)[axis], *start = dc(im, 0);
+    if (n >= 0 && n != nout)
+        return imp_err(im, "split has %d entries for %d outputs", n, nout);
+    if (nout < 1)
+        return imp_err(im, "no outputs");
+    Dim *chunk = NULL;
+    if (n < 0) /* equal parts; from opset 18 the last may be smaller */
+        chunk = im->opset >= 18 ? dim_ceildiv(CX, d, dc(im, nout))
+                                : dim_floordiv(CX, d, dc(im, nout));
+    for (int i = 0; i < nout; i++) {
+        Dim *limit;
+        if (n >= 0)
+            limit = dim_addc(CX, start, sizes[i]);
+        else if (i == nout - 1)
+            limit = d;
+        else
+            limit = dim_min(CX, dim_mulc(CX, chunk, i + 1), d);
+        if (i == nout - 1 && n >= 0 && dim_is_const(d) && limit != d)
+            return imp_err(im, "split sizes do not add up to the dim %lld", (long long)d->c);
+        im->out[i] = imp_slice1(im, x, (int)axis, start, limit, 1);
+        if (!im->out[i])
+            return imp_fail(im);
+        start = limit;
+    }
+    return true;
+}
+
+static Dim *clamp(Imp *im, Dim *v, Dim *lo, Dim *hi)
+{
+    return dim_min(CX, dim_max(CX, v, lo), hi);
+}
+
+/* One axis of a constant Slice: x[start:end:step] along axis. */
+static Value *slice_axis(Imp *im, Value *x, int axis, int64_t s, int64_t e, int64_t step)
+{
+    Dim *d = vdims(x)[axis];
+    const int64_t big = (int64_t)1 << 40;
+    if (step > 0) {
+        Dim *ds = s >= big ? d : s <= -big ? dc(im, 0) : s < 0 ? dim_addc(CX, d, s) : dc(im, s);
+        Dim *de = e >= big ? d : e <= -big ? dc(im, 0) : e < 0 ? dim_addc(CX, d, e) : dc(im, e);
+        ds = clamp(im, ds, dc(im, 0), d);
+        de = clamp(im, de, ds, d);
+        if (ds == dc(im, 0) && de == d && step == 1)
+            return x;
+        return imp_slice1(im, x, axis, ds, de, step);
+    }
+    /* negative step: reverse, then slice forward from d-1-start */
+    Dim *dm1 = dim_addc(CX, d, -1);
+    Dim *ds = s >= big ? dm1 : s <= -big ? dc(im, -1) : s < 0 ? dim_addc(CX, d, s) : dc(im, s);
+    Dim *de = e >= big ? dm1 : e <= -big ? dc(im, -1) : e < 0 ? dim_addc(CX, d, e) : dc(im, e);
+    ds = clamp(im, ds, dc(im, -1), dm1);
+    de = clamp(im, de, dc(im, -1), ds);
+    AttrList l = {0};
+    int64_t ax = axis;
+    attrs_add_ints(im->g, &l, "axes", &ax, 1);
+    Op *rev = build_op(im->g, OP_REVERSE, &x, 1, l.v, l.n);
+    if (!rev)
+        return NULL;
+    return imp_slice1(im, rev->out[0], axis, dim_sub(CX, dm1, ds), dim_sub(CX, dm1, de), -step);
+}
+
+/* A full-rank i64 vector for dyn_slice: entry axes[j] from v[j], others dflt. */
+static Value *full_vector(Imp *im, Value *v, const int64_t *axes, int n, int r, int64_t dflt)
+{
+    Value *parts[MAX_RANK];
+    v = imp_cvt(im, v, DT_I64);
+    for (int i = 0; i < r; i++) {
+        int j = 0;
+        while (j < n && axes[j] != i)
+            j++;
+        parts[i] = j < n ? imp_slice1(im, v, 0, dc(im, j), dc(im, j + 1), 1) : imp_i64s(im, &dflt, 1);
+        if (!parts[i])
+            return NULL;
+    }
+    return r == 1 ? parts[0] : build_concat(im->g, parts, r, 0);
+}
+
+bool onnx_lower_slice(Imp *im)
+{
+    Value *x = imp_need(im, 0), *vs = imp_need(im, 1), *ve = imp_need(im, 2);
+    int64_t *s, *e, *axes, *steps, dflt_axes[MAX_RANK], dflt_steps[MAX_RANK];
+    int ns, ne, na, nst;
+    if (!x || !vs || !ve)
+        return false;
+    int r = vrank(x);
+    bool cs = imp_const_ints(im, vs, &s, &ns), ce = imp_const_ints(im, ve, &e, &ne);
+    if (vrank(vs) != 1 || !dim_is_const(vdims(vs)[0]))
+        return imp_err(im, "starts must be a 1-D tensor of known length");
+    int n = (int)vdims(vs)[0]->c;
+    if (IN(3)) {
+        if (!imp_const_ints(im, IN(3), &axes, &na))
+            return imp_err(im, "axes must be a constant");
+    } else {
+        for (int i = 0; i < n && i < MAX_RANK; i++)
+            dflt_axes[i] = i;
+        axes = dflt_axes;
+        na = n;
+    }
+    if (IN(4)) {
+        if (!imp_const_ints(im, IN(4), &steps, &nst))
+            return imp_err(im, "steps must be a constant");
+    } else {
+        for (int i = 0; i < n && i < MAX_RANK; i++)
+            dflt_steps[i] = 1;
+        steps = dflt_steps;
+        nst = n;
+    }
+    if (n > r || na != n || nst != n || (cs && ns != n) || (ce && ne != n))
+        return imp_err(im, "starts, ends, axes and steps must have equal lengths, at most the rank");
+    for (int i = 0; i < n; i++) {
+        if (!imp_axis(im, axes[i], r, &axes[i]))
+            return false;
+        if (steps[i] == 0)
+            return imp_err(im, "steps must not be 0");
+    }
+    if (cs && ce) {
+        for (int i = 0; i < n && x; i++)
+            x = slice_axis(im, x, (int)axes[i], s[i], e[i], steps[i]);
+        return done(im, x);
+    }
+    /* computed bounds: dyn_slice over every axis (ONNX clamping rules) */
+    Value *in[4] = {x, full_vector(im, vs, axes, n, r, 0),
+                    full_vector(im, ve, axes, n, r, INT64_MAX),
+                    full_vector(im, imp_i64s(im, steps, n), axes, n, r, 1)};
+    if (!in[1] || !in[2] || !in[3])
+        return imp_fail(im);
+    Op *op = build_op(im->g, OP_DYN_SLICE, in, 4, NULL, 0);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+/* ---- Gather and scatter ---- */
+
+/* Constant indices with negative entries made positive against dim d. */
+static Value *norm_indices(Imp *im, Value *idx, Dim *d)
+{
+    int64_t *v;
+    int n;
+    if (!imp_const_ints(im, idx, &v, &n))
+        return idx;
+    bool neg = false;
+    for (int i = 0; i < n; i++)
+        neg |= v[i] < 0;
+    if (!neg)
+        return idx;
+    if (!dim_is_const(d)) {
+        Value *dv = imp_cvt(im, imp_shape_value(im, &d, 1), vdt(idx));
+        Dim *none[1] = {NULL};
+        dv = imp_reshape(im, dv, none, 0);
+        Value *lt = imp_cmp(im, "lt", idx, imp_scalar(im, vdt(idx), 0));
+        return imp_sel(im, lt, imp_bin(im, OP_ADD, idx, dv), idx);
+    }
+    for (int i = 0; i < n; i++)
+        if (v[i] < 0)
+            v[i] += d->c;
+    if (vdt(idx) == DT_I64)
+        return build_const(im->g, idx->type, v, (size_t)n * 8, true);
+    int32_t *w = arena_array(&im->g->arena, (size_t)n + 1, sizeof *w);
+    if (!w)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        w[i] = (int32_t)v[i];
+    return build_const(im->g, idx->type, w, (size_t)n * 4, true);
+}
+
+static bool axis_op(Imp *im, OpKind k, const char *axis_name, Value **in, int nin, const char *red)
+{
+    AttrList l = {0};
+    int64_t axis;
+    if (axis_name) {
+        if (!attr_int(im, "axis", 0, &axis) || !imp_axis(im, axis, vrank(in[0]), &axis))
+            return false;
+        attrs_add_int(im->g, &l, axis_name, axis);
+    }
+    if (red)
+        attrs_add_str(im->g, &l, "reduction", red);
+    Op *op = build_op(im->g, k, in, nin, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+bool onnx_lower_gather(Imp *im)
+{
+    Value *in[2] = {imp_need(im, 0), imp_need(im, 1)};
+    int64_t axis;
+    if (!in[0] || !in[1] || !attr_int(im, "axis", 0, &axis) ||
+        !imp_axis(im, axis, vrank(in[0]), &axis))
+        return false;
+    in[1] = norm_indices(im, in[1], vdims(in[0])[axis]);
+    if (!in[1])
+        return imp_fail(im);
+    return axis_op(im, OP_GATHER, "axis", in, 2, NULL);
+}
+
+bool onnx_lower_gather_elements(Imp *im)
+{
+    Value *in[2] = {imp_need(im, 0), imp_need(im, 1)};
+    if (!in[0] || !in[1])
+        return false;
+    return axis_op(im, OP_GATHER_ELEMENTS, "axis", in, 2, NULL);
+}
+
+bool onnx_lower_gather_nd(Imp *im)
+{
+    Value *in[2] = {imp_need(im, 0), imp_need(im, 1)};
+    int64_t b;
+    if (!in[0] || !in[1] || !attr_int(im, "batch_dims", 0, &b))
+        return false;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "batch_dims", b);
+    Op *op = build_op(im->g, OP_GATHER_ND, in, 2, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+static bool scatter(Imp *im, OpKind k, const char *axis_name)
+{
+    Value *in[3] = {imp_need(im, 0), imp_need(im, 1), imp_need(im, 2)};
+    const char *red;
+    if (!in[0] || !in[1] || !in[2] || !attr_str(im, "reduction", "none", &red))
+        return false;
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+        strcmp(red, "min"))
+        return imp_err(im, "reduction \"%s\" is not supported", red);
+    return axis_op(im, k, axis_name, in, 3, red);
+}
+
+bool onnx_lower_scatter_nd(Imp *im) { return scatter(im, OP_SCATTER_ND, NULL); }
+bool onnx_lower_scatter_elements(Imp *im) { return scatter(im, OP_SCATTER_ELEMENTS, "axis"); }
+
+/* ---- Expand, Tile, Pad ---- */
+
+static Value *dyn_broadcast(Imp *im, Value *x, Value *shape)
+{
+    if (!x || !shape)
+        return NULL;
+    int r = (int)vdims(shape)[0]->c;
+    int64_t axes[MAX_RANK];
+    for (int i = 0; i < vrank(x); i++)
+        axes[i] = r - vrank(x) + i;
+    AttrList l = {0};
+    attrs_add_ints(im->g, &l, "axes", axes, vrank(x));
+    Value *in[2] = {x, shape};
+    Op *op = build_op(im->g, OP_DYN_BROADCAST, in, 2, l.v, l.n);
+    return op ? op->out[0] : NULL;
+}
+
+bool onnx_lower_expand(Imp *im)
+{
+    Value *x = imp_need(im, 0), *s = imp_need(im, 1);
+    int64_t *v;
+    int n;
+    if (!x || !s)
+        return false;
+    if (vrank(s) != 1 || !dim_is_const(vdims(s)[0]) || vdt(s) != DT_I64)
+        return imp_err(im, "shape must be i64[n] with a known n");
+    int xr = vrank(x), sr = (int)vdims(s)[0]->c, r = xr > sr ? xr : sr;
+    if (r > MAX_RANK)
+        return imp_err(im, "rank %d exceeds %d", r, MAX_RANK);
+    if (imp_const_ints(im, s, &v, &n)) {
+        Dim *dims[MAX_RANK];
+        for (int i = 0; i < r; i++) {
+            int j = i - (r - sr), k = i - (r - xr);
+            Dim *xd = k >= 0 ? vdims(x)[k] : dc(im, 1);
+            if (j < 0 || v[j] == 1)
+                dims[i] = xd;
+            else if (dim_is(xd, 1) || (dim_is_const(xd) && xd->c == v[j]))
+                dims[i] = dc(im, v[j]);
+            else if (!dim_is_const(xd))
+                dims[i] = dc(im, v[j]); /* xd must be 1 or equal at run time */
+            else
+                return imp_err(im, "cannot expand dim %lld to %lld", (long long)xd->c,
+                               (long long)v[j]);
+        }
+        return done(im, imp_broadcast_to(im, x, dims, r));
+    }
+    /* bidirectional: the result dim is max(shape, x's dim) */
+    Value *xs = build_shape_of(im->g, x);
+    if (xr < r)
+        xs = build_concat(im->g, (Value *[]){ones(im, r - xr), xs}, 2, 0);
+    if (sr < r)
+        s = build_concat(im->g, (Value *[]){ones(im, r - sr), s}, 2, 0);
+    return done(im, dyn_broadcast(im, x, imp_bin(im, OP_MAX, s, xs)));
+}
+
+bool onnx_lower_tile(Imp *im)
+{
+    Value *x = imp_need(im, 0), *rep = imp_need(im, 1);
+    int64_t *v;
+    int n, r;
+    if (!x || !rep)
+        return false;
+    r = vrank(x);
+    if (!imp_const_ints(im, rep, &v, &n))
+        return imp_err(im, "repeats must be a constant");
+    if (n != r)
+        return imp_err(im, "repeats has %d entries for rank %d", n, r);
+    if (2 * r > MAX_RANK)
+        return imp_err(im, "rank %d is too large to tile", r);
+    /* x[d0, d1] -> broadcast [r0, d0, r1, d1] -> reshape [r0*d0, r1*d1] */
+    Dim *wide[MAX_RANK], *out[MAX_RANK];
+    int64_t axes[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        if (v[i] < 0)
+            return imp_err(im, "repeats must not be negative");
+        wide[2 * i] = dc(im, v[i]);
+        wide[2 * i + 1] = vdims(x)[i];
+        axes[i] = 2 * i + 1;
+        out[i] = dim_mulc(CX, vdims(x)[i], v[i]);
+    }
+    Value *b = build_broadcast(im->g, x, wide, 2 * r, axes);
+    return done(im, imp_reshape(im, b, out, r));
+}
+
+bool onnx_lower_pad(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    const char *mode;
+    int64_t *pads, *axes, all[MAX_RANK];
+    int n, na, r;
+    if (!x || !attr_str(im, "mode", "constant", &mode))
+        return false;
+    r = vrank(x);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return imp_err(im, "mode \"%s\" is not supported", mode);
+    Value *val = NULL, *vp = NULL;
+    if (im->opset < 11) {
+        double f;
+        if (!attr_ints(im, "pads", &pads, &n) || !attr_float(im, "value", 0, &f))
+            return false;
+        if (n < 0)
+            return imp_err(im, "pads are required");
+        val = imp_scalar(im, vdt(x), f);
+    } else {
+        vp = imp_need(im, 1);
+        if (!vp)
+            return false;
+        n = -1;
+        if (!imp_const_ints(im, vp, &pads, &n) && vdt(vp) != DT_I64)
+            return imp_err(im, "pads must be i64");
+        if (IN(2)) {
+            Dim *none[1] = {NULL};
+            val = imp_reshape(im, IN(2), none, 0);
+        } else {
+            val = imp_scalar(im, vdt(x), 0);
+        }
+    }
+    for (int i = 0; i < r; i++)
+        all[i] = i;
+    axes = all;
+    na = r;
+    if (IN(3)) {
+        if (!imp_const_ints(im, IN(3), &axes, &na))
+            return imp_err(im, "axes must be a constant");
+        for (int i = 0; i < na; i++)
+            if (!imp_axis(im, axes[i], r, &axes[i]))
+                return false;
+    }
+    if (!val)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    if (n < 0) { /* computed pads */
+        if (na != r)
+            return imp_err(im, "computed pads with axes are not supported");
+        Value *in[3] = {x, vp, val};
+        Op *op = build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n);
+        return done(im, op ? op->out[0] : NULL);
+    }
+    if (n != 2 * na)
+        return imp_err(im, "pads has %d entries, expected %d", n, 2 * na);
+    Dim *lo[MAX_RANK], *hi[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        lo[i] = hi[i] = dc(im, 0);
+    for (int i = 0; i < na; i++) {
+        lo[axes[i]] = dc(im, pads[i]);
+        hi[axes[i]] = dc(im, pads[na + i]);
+    }
+    attrs_add_dims(im->g, &l, "low", lo, r);
+    attrs_add_dims(im->g, &l, "high", hi, r);
+    Value *in[2] = {x, val};
+    Op *op = build_op(im->g, OP_PAD, in, 2, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+/* ---- Constants and generators ---- */
+
+/* The scalar held by a one-element tensor attribute, or zero f32. */
+static Value *attr_scalar(Imp *im, const char *name)
+{
+    const OAttr *a = attr_find(im, name);
+    if (!a)
+        return imp_scalar(im, DT_F32, 0);
+    if (!a->t) {
+        imp_err(im, "attribute '%s' must be a TENSOR", name);
+        return NULL;
+    }
+    Value *v = imp_tensor_const(im, a->t, "value");
+    size_t n;
+    if (!v)
+        return NULL;
+    if (!type_static_numel(&v->type, &n) || n != 1) {
+        imp_err(im, "attribute '%s' must hold one element", name);
+        return NULL;
+    }
+    Dim *none[1] = {NULL};
+    return imp_reshape(im, v, none, 0);
+}
+
+bool onnx_lower_constant_of_shape(Imp *im)
+{
+    Value *s = imp_need(im, 0), *val;
+    int64_t *v;
+    int n;
+    if (!s || !(val = attr_scalar(im, "value")))
+        return false;
+    if (vrank(s) != 1 || !dim_is_const(vdims(s)[0]) || vdt(s) != DT_I64)
+        return imp_err(im, "shape must be i64[n] with a known n");
+    if (imp_const_ints(im, s, &v, &n)) {
+        Dim *dims[MAX_RANK];
+        if (n > MAX_RANK)
+            return imp_err(im, "rank %d exceeds %d", n, MAX_RANK);
+        for (int i = 0; i < n; i++) {
+            if (v[i] < 0)
+                return imp_err(im, "negative dim %lld", (long long)v[i]);
+            dims[i] = dc(im, v[i]);
+        }
+        return done(im, imp_broadcast_to(im, val, dims, n));
+    }
+    return done(im, dyn_broadcast(im, val, s));
+}
+
+bool onnx_lower_constant(Imp *im)
+{
+    const OAttr *a = im->node->n_attribute == 1 ? im->node->attribute[0] : NULL;
+    if (!a || !a->name)
+        return imp_err(im, "needs exactly one value attribute");
+    if (!strcmp(a->name, "value")) {
+        if (!a->t)
+            return imp_err(im, "attribute 'value' must be a TENSOR");
+        return done(im, imp_tensor_const(im, a->t, "value"));
+    }
+    if (!strcmp(a->name, "value_float"))
+        return done(im, imp_scalar(im, DT_F32, a->f));
+    if (!strcmp(a->name, "value_int"))
+        return done(im, imp_scalar(im, DT_I64, (double)a->i));
+    if (!strcmp(a->name, "value_ints"))
+        return done(im, imp_i64s(im, a->ints, (int)a->n_ints));
+    if (!strcmp(a->name, "value_floats")) {
+        Dim *d = dc(im, (int64_t)a->n_floats);
+        Type t = type_make(&im->g->arena, DT_F32, 1, &d);
+        return done(im, build_const(im->g, t, a->n_floats ? (const void *)a->floats : "",
+                                    a->n_floats * 4, true));
+    }
+    return imp_err(im, "attribute '%s' is not supported", a->name);
+}
+
+bool onnx_lower_range(Imp *im)
+{
+    Value *vs = imp_need(im, 0), *vl = imp_need(im, 1), *vd = imp_need(im, 2);
+    double s, l, d;
+    if (!vs || !vl || !vd)
+        return false;
+    DType dt = vdt(vs);
+    bool cs = imp_const_scalar(im, vs, &s), cl = imp_const_scalar(im, vl, &l);
+    if (!imp_const_scalar(im, vd, &d) || d == 0)
+        return imp_err(im, "delta must be a non-zero constant");
+    if (cs && cl) {
+        double cnt = ceil((l - s) / d);
+        int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+        Dim *dim = dc(im, n);
+        Value *io = build_iota(im->g, dt, &dim, 1, 0);
+        return done(im, imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, io, d), s));
+    }
+    if (!dtype_is_int(dt))
+        return imp_err(im, "a floating-point Range needs constant bounds");
+    /* n = max(0, ceil((limit - start) / delta)) in i64 */
+    Dim *none[1] = {NULL};
+    Value *a = imp_bin(im, OP_SUB, imp_cvt(im, vl, DT_I64), imp_cvt(im, vs, DT_I64));
+    a = imp_reshape(im, a, none, 0);
+    int64_t di = (int64_t)d;
+    if (di < 0)
+        a = imp_un(im, OP_NEG, a);
+    int64_t ad = di < 0 ? -di : di;
+    Value *n = imp_binc(im, OP_DIV, imp_binc(im, OP_ADD, a, (double)(ad - 1)), (double)ad);
+    n = imp_binc(im, OP_MAX, n, 0);
+    Dim *one = dc(im, 1);
+    n = imp_reshape(im, n, &one, 1);
+    if (!n)
+        return imp_fail(im);
+    AttrList lst = {0};
+    attrs_add_dtype(im->g, &lst, "dtype", dt);
+    attrs_add_int(im->g, &lst, "axis", 0);
+    Op *op = build_op(im->g, OP_DYN_IOTA, &n, 1, lst.v, lst.n);
+    if (!op)
+        return imp_fail(im);
+    Value *start = imp_reshape(im, vs, none, 0);
+    return done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, op->out[0], d), start));
+}
+
+bool onnx_lower_trilu(Imp *im)
+{
+    Value *x = imp_need(im, 0), *k = IN(1);
+    int64_t upper;
+    if (!x || !attr_int(im, "upper", 1, &upper))
+        return false;
+    int r = vrank(x);
+    if (r < 2)
+        return imp_err(im, "data must have rank 2 or more");
+    Dim *md[2] = {vdims(x)[r - 2], vdims(x)[r - 1]};
+    Value *row = build_iota(im->g, DT_I64, md, 2, 0), *col = build_iota(im->g, DT_I64, md, 2, 1);
+    Dim *none[1] = {NULL};
+    Value *kv = k ? imp_reshape(im, imp_cvt(im, k, DT_I64), none, 0) : imp_scalar(im, DT_I64, 0);
+    Value *diff = imp_bin(im, OP_SUB, col, row);
+    Value *keep = imp_cmp(im, upper ? "ge" : "le", diff, kv);
+    return done(im, imp_sel(im, keep, x, imp_scalar(im, vdt(x), 0)));
+}
+
+bool onnx_lower_one_hot(Imp *im)
+{
+    Value *idx = imp_need(im, 0), *vd = imp_need(im, 1), *vals = imp_need(im, 2);
+    int64_t axis;
+    double depth;
+    if (!idx || !vd || !vals || !attr_int(im, "axis", -1, &axis))
+        return false;
+    if (!imp_const_scalar(im, vd, &depth) || depth < 1)
+        return imp_err(im, "depth must be a positive constant");
+    int r = vrank(idx) + 1;
+    if (!imp_axis(im, axis, r, &axis))
+        return false;
+    Dim *dims[MAX_RANK];
+    for (int i = 0, k = 0; i < r; i++)
+        dims[i] = i == axis ? dc(im, (int64_t)depth) : vdims(idx)[k++];
+    Value *i64 = imp_cvt(im, idx, DT_I64);
+    Value *neg = imp_cmp(im, "lt", i64, imp_scalar(im, DT_I64, 0));
+    i64 = imp_sel(im, neg, imp_binc(im, OP_ADD, i64, depth), i64);
+    i64 = imp_unsqueeze(im, i64, &axis, 1);
+    Value *io = build_iota(im->g, DT_I64, dims, r, axis);
+    Value *hot = imp_cmp(im, "eq", i64, io);
+    Dim *none[1] = {NULL};
+    Value *off = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 0), dc(im, 1), 1), none, 0);
+    Value *on = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 1), dc(im, 2), 1), none, 0);
+    return done(im, imp_sel(im, hot, on, off));
+}
+
+bool onnx_lower_nonzero(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    if (!x)
+        return false;
+    Op *op = build_op(im->g, OP_NONZERO, &x, 1, NULL, 0);
+    return done(im, op ? op->out[0] : NULL);
+}
+
+/* ---- DepthToSpace, SpaceToDepth ---- */
+
+bool onnx_lower_depth_to_space(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t b;
+    const char *mode;
+    if (!x || !attr_int(im, "blocksize", 0, &b) || !attr_str(im, "mode", "DCR", &mode))
+        return false;
+    if (vrank(x) != 4 || b < 1)
+        return imp_err(im, "needs data [N, C, H, W] and blocksize >= 1");
+    Dim **d = vdims(x), *c = dim_floordiv(CX, d[1], dc(im, b * b));
+    bool dcr = !strcmp(mode, "DCR");
+    if (!dcr && strcmp(mode, "CRD"))
+        return imp_err(im, "mode must be DCR or CRD");
+    Dim *s6[6] = {d[0], dc(im, b), dc(im, b), c, d[2], d[3]};
+    if (!dcr) {
+        s6[1] = c;
+        s6[3] = dc(im, b);
+    }
+    static const int64_t pdcr[6] = {0, 3, 4, 1, 5, 2}, pcrd[6] = {0, 1, 4, 2, 5, 3};
+    Value *y = imp_transpose(im, imp_reshape(im, x, s6, 6), dcr ? pdcr : pcrd);
+    Dim *s4[4] = {d[0], c, dim_mulc(CX, d[2], b), dim_mulc(CX, d[3], b)};
+    return done(im, imp_reshape(im, y, s4, 4));
+}
+
+bool onnx_lower_space_to_depth(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t b;
+    if (!x || !attr_int(im, "blocksize", 0, &b))
+        return false;
+    if (vrank(x) != 4 || b < 1)
+        return imp_err(im, "needs data [N, C, H, W] and blocksize >= 1");
+    Dim **d = vdims(x);
+    Dim *h = dim_floordiv(CX, d[2], dc(im, b)), *w = dim_floordiv(CX, d[3], dc(im, b));
+    Dim *s6[6] = {d[0], d[1], h, dc(im, b), w, dc(im, b)};
+    static const int64_t perm[6] = {0, 3, 5, 1, 2, 4};
+    Value *y = imp_transpose(im, imp_reshape(im, x, s6, 6), perm);
+    Dim *s4[4] = {d[0], dim_mulc(CX, d[1], b * b), h, w};
+    return done(im, imp_reshape(im, y, s4, 4));
+}
+
+/* ---- Resize ---- */
+
+/* floor(d * scale) as a dim, when scale is p/q with small q. */
+static Dim *scaled_dim(Imp *im, Dim *d, double scale)
+{
+    for (int64_t q = 1; q <= 64; q++) {
+        double p = scale * (double)q;
+        if (fabs(p - round(p)) < 1e-6 && p >= 0)
+            return dim_floordiv(CX, dim_mulc(CX, d, (int64_t)round(p)), dc(im, q));
+    }
+    if (dim_is_const(d))
+        return dc(im, (int64_t)floor((double)d->c * scale));
+    return NULL;
+}
+
+bool onnx_lower_resize(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    const char *mode, *coord, *nearest;
+    double cubic_a;
+    int64_t excl, *sizes;
+    int ns = -1, r;
+    if (!x || !attr_str(im, "mode", "nearest", &mode) ||
+        !attr_str(im, "coordinate_transformation_mode", "half_pixel", &coord) ||
+        !attr_str(im, "nearest_mode", "round_prefer_floor", &nearest) ||
+        !attr_float(im, "cubic_coeff_a", -0.75, &cubic_a) || !attr_int(im, "exclude_outside", 0, &excl))
+        return false;
+    if (attr_find(im, "axes") || attr_find(im, "antialias"))
+        return imp_err(im, "the axes and antialias attributes are not supported");
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return imp_err(im, "mode \"%s\" is not supported", mode);
+    if (strcmp(coord, "half_pixel") && strcmp(coord, "asymmetric") && strcmp(coord, "align_corners") &&
+        strcmp(coord, "pytorch_half_pixel") && strcmp(coord, "half_pixel_symmetric"))
+        return imp_err(im, "coordinate_transformation_mode \"%s\" is not supported", coord);
+    r = vrank(x);
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    attrs_add_str(im->g, &l, "coord", coord);
+    attrs_add_str(im->g, &l, "nearest", nearest);
+    attrs_add_float(im->g, &l, "cubic_a", cubic_a);
+    attrs_add_int(im->g, &l, "exclude_outside", excl);
+    Value *vsizes = IN(3), *vscales = IN(2);
+    if (vsizes && !imp_const_ints(im, vsizes, &sizes, &ns)) {
+        Value *in[2] = {x, vsizes};
+        Op *op = build_op(im->g, OP_DYN_RESIZE, in, 2, l.v, l.n);
+        return done(im, op ? op->out[0] : NULL);
+    }
+    Dim *dims[MAX_RANK];
+    if (vsizes) {
+        if (ns != r)
+            return imp_err(im, "sizes has %d entries for rank %d", ns, r);
+        for (int i = 0; i < r; i++)
+            dims[i] = dc(im, sizes[i]);
+        attrs_add_dims(im->g, &l, "shape", dims, r);
+        Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
+        return done(im, op ? op->out[0] : NULL);
+    }
+    if (!vscales)
+        return imp_err(im, "needs scales or sizes");
+    size_t n;
+    if (vdt(vscales) != DT_F32 || !type_static_numel(&vscales->type, &n) || (int)n != r ||
+        !vscales->def || vscales->def->kind != OP_CONST)
+        return imp_err(im, "scales must be a constant f32[%d]", r);
+    const float *sc = vscales->def->cst->data;
+    double scales[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        scales[i] = sc[i];
+        dims[i] = scaled_dim(im, vdims(x)[i], sc[i]);
+        if (!dims[i] || sc[i] <= 0)
+            return imp_err(im, "scale %g on axis %d is not supported", sc[i], i);
+    }
+    attrs_add_dims(im->g, &l, "shape", dims, r);
+    attrs_add_floats(im->g, &l, "scales", scales, r);
+    Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
+}
