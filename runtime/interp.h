@@ -1,0 +1,52 @@
+/*
+ * interp.h — the reference interpreter (the backend named `interp`).
+ *
+ * The interpreter executes any core-IR graph on concrete host tensors, for
+ * any input shapes, in plain portable C. It is the oracle every compiled
+ * backend is checked against, so it favours being obviously correct over
+ * being fast. Semantics of every op: doc/ops.md.
+ *
+ * Shapes are recomputed at run time from the concrete operand shapes (and
+ * operand values for dyn_* ops); the declared result types of the graph are
+ * checked against them, binding symbols as they become known. Dim-valued
+ * attributes are evaluated under that binding.
+ *
+ *     Tensor in[2] = {...}, out[1];
+ *     Diag d = {0};
+ *     if (!interp_run(g, in, 2, out, 1, &d))
+ *         fprintf(stderr, "%s\n", d.msg);
+ *     ...
+ *     tensor_free(&out[0]);
+ *
+ * Floating point: every value is widened exactly to double (f16 and bf16
+ * included), computed in double, and rounded once to the result type with
+ * round-to-nearest-even. Integers compute in int64 and wrap to the result
+ * type.
+ */
+#ifndef DISC_INTERP_H
+#define DISC_INTERP_H
+
+#include "ir/ir.h"
+
+/* Runs g on inputs (in graph input order). Outputs are allocated (owned
+ * Tensors) in graph output order; the caller frees them with tensor_free.
+ * Returns false with a message in d (naming the op / input / dim) on any
+ * error; never aborts on bad input. On failure every output is empty. */
+bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d);
+
+/* Half-precision conversions, round-to-nearest-even (NaN stays NaN, overflow
+ * gives infinity). Exact widening to double. */
+uint16_t interp_f16_from_double(double v);
+uint16_t interp_bf16_from_double(double v);
+double interp_f16_to_double(uint16_t h);
+double interp_bf16_to_double(uint16_t h);
+
+/* Element i of t as a double or an int64 (floats truncate toward zero,
+ * saturating, NaN gives 0), and stores with the conversion rules of
+ * `convert` (doc/ops.md). Useful to tests and other backends' checkers. */
+double interp_load_f(const Tensor *t, size_t i);
+int64_t interp_load_i(const Tensor *t, size_t i);
+void interp_store_f(Tensor *t, size_t i, double v);
+void interp_store_i(Tensor *t, size_t i, int64_t v);
+
+#endif

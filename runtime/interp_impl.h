@@ -1,0 +1,95 @@
+/*
+ * interp_impl.h — internals shared by the interpreter's files: the run
+ * state, attribute and shape helpers, the n-d index iterator, and the
+ * kernel of each op family.
+ *
+ *   interp.c         the driver: inputs, symbol binding, liveness, checks
+ *   interp_num.c     dtype loads/stores, f16/bf16, helpers
+ *   interp_elem.c    unary, binary, cmp, select, convert
+ *   interp_move.c    broadcast, reshape, transpose, slice, reverse, concat,
+ *                    pad, iota, shape ops, const
+ *   interp_index.c   gather*, scatter*, nonzero
+ *   interp_resize.c  resize
+ *   interp_reduce.c  reduce, argmax/argmin, cumsum, topk
+ *   interp_lib.c     dot, conv, conv_transpose, pool
+ *
+ * A kernel reads its operands, computes the result shapes, allocates the
+ * results (interp_alloc) and fills them. It reports errors through
+ * interp_fail, which prefixes the op's name.
+ */
+#ifndef DISC_INTERP_IMPL_H
+#define DISC_INTERP_IMPL_H
+
+#include "runtime/interp.h"
+
+typedef struct Interp {
+    Graph *g;
+    Diag *d;
+    const Op *op;     /* the op being run, for messages */
+    int64_t *symval;  /* indexed by symbol id */
+    bool *symset;
+    int *symfrom;     /* graph input that bound the symbol, or -1 */
+    int nsyms;
+    DimEnv env;
+} Interp;
+
+typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
+
+/* ---- messages, attributes, allocation (interp.c) --------------------- */
+
+/* Formats "<op>: <message>" into the Diag; returns false. */
+bool interp_fail(Interp *ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "%y = reshape" or "\"node\" (reshape)": names the current op. */
+void interp_op_label(const Op *op, char *buf, size_t size);
+/* Required attributes; false (with a message) if absent or of a wrong kind. */
+bool interp_attr_int(Interp *ip, const char *name, int64_t *v);
+bool interp_attr_ints(Interp *ip, const char *name, const int64_t **v, int *n);
+bool interp_attr_str(Interp *ip, const char *name, const char **s);
+/* Evaluates a dims attribute into v (at most cap entries). */
+bool interp_attr_dims(Interp *ip, const char *name, int64_t *v, int cap, int *n);
+/* Normalises an axis in [-rank, rank) to [0, rank). */
+bool interp_axis(Interp *ip, const char *what, int64_t a, int rank, int *out);
+bool interp_alloc(Interp *ip, Tensor *t, DType dt, int rank, const int64_t *shape);
+/* Reads an integer tensor of rank <= 1 (operand number k) into v. */
+bool interp_read_ints(Interp *ip, const Tensor *t, int k, int64_t *v, int cap, int *n);
+
+/* ---- numbers (interp_num.c) ------------------------------------------- */
+
+/* Float → integer type: NaN gives 0, truncates, saturates. */
+int64_t interp_f2i(DType to, double v);
+/* Wraps v to the integer type (two's complement), or bool: v != 0. */
+int64_t interp_wrap(DType to, int64_t v);
+void interp_strides(int rank, const int64_t *shape, int64_t *st);
+size_t interp_numel(int rank, const int64_t *shape);
+/* numpy broadcasting of n tensors; false with a message if incompatible. */
+bool interp_bcast_shape(Interp *ip, const Tensor *const *ts, int n, int *rank, int64_t *shape);
+/* Element strides of t seen through a broadcast to (rank, shape). */
+void interp_bcast_strides(const Tensor *t, int rank, const int64_t *shape, int64_t *st);
+
+/* Walks the indices of a row-major shape, keeping one element offset per
+ * operand (strides in elements, 0 for broadcast axes). */
+enum { ITER_MAX_OPS = 4 };
+typedef struct NdIter {
+    int rank, nops;
+    int64_t shape[MAX_RANK], idx[MAX_RANK];
+    int64_t st[ITER_MAX_OPS][MAX_RANK];
+    int64_t off[ITER_MAX_OPS];
+} NdIter;
+void nditer_init(NdIter *it, int rank, const int64_t *shape);
+void nditer_add(NdIter *it, const int64_t *strides);
+void nditer_next(NdIter *it);
+
+/* ---- kernels ----------------------------------------------------------- */
+
+InterpFn interp_unary, interp_binary, interp_cmp, interp_select, interp_convert;
+InterpFn interp_broadcast, interp_dyn_broadcast, interp_reshape, interp_dyn_reshape;
+InterpFn interp_transpose, interp_slice, interp_dyn_slice, interp_reverse, interp_concat;
+InterpFn interp_pad, interp_dyn_pad, interp_iota, interp_dyn_iota;
+InterpFn interp_gather, interp_gather_elements, interp_gather_nd;
+InterpFn interp_scatter_elements, interp_scatter_nd, interp_nonzero;
+InterpFn interp_resize, interp_dyn_resize;
+InterpFn interp_reduce, interp_arg, interp_cumsum, interp_topk;
+InterpFn interp_dot, interp_conv, interp_conv_transpose, interp_pool;
+InterpFn interp_dim, interp_shape_of, interp_shape_const, interp_const;
+
+#endif
