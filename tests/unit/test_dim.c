@@ -323,6 +323,10 @@ static void test_printing(void)
     CHECK(prints(mod(S, C(4)), "mod(S, 4)") && prints(dmin(T, S), "min(S, T)"));
     CHECK(prints(dmax(T, addc(S, 1)), "max(T, S + 1)"));
     CHECK(prints(addc(add(S, fdiv(T, C(4))), 1), "S + floordiv(T, 4) + 1"));
+    CHECK(prints(fdiv(addc(S, -1), C(4)), "floordiv(S + 3, 4) - 1"));
+    CHECK(prints(mod(addc(S, -1), C(4)), "mod(S + 3, 4)"));
+    CHECK(prints(cdiv(addc(mulc(S, 8), 10), C(4)), "2*S + 3"));
+    CHECK(prints(cdiv(addc(mulc(S, 3), 10), C(4)), "ceildiv(3*S + 2, 4) + 2"));
     CHECK(prints(C(-5), "-5") && prints(C(INT64_MIN), "(-9223372036854775807 - 1)"));
     CHECK(prints(mulc(S, INT64_MIN), "(-9223372036854775807 - 1)*S"));
     CHECK(prints(add(T, mulc(S, INT64_MIN)), "(-9223372036854775807 - 1)*S + T"));
@@ -403,24 +407,6 @@ static void test_bounds(void)
     dim_sym_set(huge, INT64_MIN, INT64_MAX, SYM_USER);
     CHECK(has_bounds(dim_neg(cx, huge), INT64_MIN, DIM_INF));
     CHECK(has_bounds(fdiv(huge, C(-3)), INT64_MIN, DIM_INF));
-}
-
-static void test_order(void)
-{
-    Dim *xs[] = {C(-3), C(4), S, T, mulc(S, 2), mul(S, T), mul(S, S), addc(S, 1),
-                 add(S, T), fdiv(S, C(2)), mod(S, C(2)), dmin(S, T), dmax(S, T)};
-    int n = (int)(sizeof xs / sizeof xs[0]);
-    int bad = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            int a = dim_cmp(xs[i], xs[j]), b = dim_cmp(xs[j], xs[i]);
-            if ((a == 0) != (i == j) || (a > 0) != (b < 0))
-                bad++;
-            for (int k = 0; k < n; k++)
-                if (a < 0 && dim_cmp(xs[j], xs[k]) < 0 && dim_cmp(xs[i], xs[k]) >= 0)
-                    bad++;
-        }
-    CHECK(bad == 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -575,6 +561,32 @@ static bool naive(const Rec *r, const int64_t *v, int64_t *out)
     }
 }
 
+/* dim_cmp on a sample: 0 exactly for equal pointers, antisymmetric,
+ * transitive. */
+static bool order_ok(Dim *const *xs, int n)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            int a = dim_cmp(xs[i], xs[j]), b = dim_cmp(xs[j], xs[i]);
+            if ((a == 0) != (xs[i] == xs[j]) || (a > 0) != (b < 0))
+                bad++;
+            for (int k = 0; k < n; k += 7)
+                if (a < 0 && dim_cmp(xs[j], xs[k]) < 0 && dim_cmp(xs[i], xs[k]) >= 0)
+                    bad++;
+        }
+    return bad == 0;
+}
+
+static void test_order(void)
+{
+    Dim *xs[] = {C(-3), C(4), S, T, mulc(S, 2), mul(S, T), mul(S, S), addc(S, 1),
+                 add(S, T), addc(add(S, T), 1), add(add(S, T), mul(S, T)),
+                 fdiv(S, C(2)), fdiv(S, C(3)), mod(S, C(2)), dmin(S, T), dmax(S, T)};
+    CHECK(order_ok(xs, (int)(sizeof xs / sizeof xs[0])));
+    CHECK(dim_cmp(S, T) < 0 && dim_cmp(T, mul(S, S)) < 0 && dim_cmp(mul(S, S), addc(S, 1)) < 0);
+}
+
 static void test_random(void)
 {
     static const int64_t lo[3] = {1, 0, -6}, hi[3] = {9, 9, 6};
@@ -585,8 +597,10 @@ static void test_random(void)
         dim_sym_set(rsyms[i], lo[i], hi[i] == 9 ? (int64_t)DIM_INF : hi[i], SYM_USER);
     int nv = cx->nsyms;
     int64_t *v = calloc((size_t)nv, sizeof *v);
+    Dim *kept[300];
+    int nkept = 0;
     int exprs = 0, points = 0, wrong = 0, nulls = 0, noncanon = 0, trips = 0, oob = 0;
-    for (int iter = 0; iter < 3000; iter++) {
+    for (int iter = 0; iter < 6000; iter++) {
         npool = 0;
         Rec *r = gen(1 + iter % 4);
         Dim *d = build(r);
@@ -601,6 +615,8 @@ static void test_random(void)
             continue;
         }
         exprs++;
+        if (nkept < (int)(sizeof kept / sizeof kept[0]))
+            kept[nkept++] = d;
         noncanon += !canonical(d);
         trips += !round_trips(d);
         int64_t blo, bhi;
@@ -635,12 +651,13 @@ static void test_random(void)
         }
     }
     free(v);
+    CHECK_MSG(order_ok(kept, nkept), "dim_cmp is not a total order on random dims");
     CHECK_MSG(wrong == 0, "%d of %d points evaluate differently", wrong, points);
     CHECK_MSG(oob == 0, "%d values outside dim_bounds", oob);
     CHECK_MSG(noncanon == 0, "%d non-canonical results", noncanon);
     CHECK_MSG(trips == 0, "%d of %d expressions do not round-trip", trips, exprs);
     CHECK_MSG(nulls == 0, "%d constructions failed", nulls);
-    CHECK(points > 30000);
+    CHECK(points > 60000);
 }
 
 int main(void)
