@@ -8,7 +8,9 @@
  * (syntax, types, unsupported op, bad shapes), 2 a usage error, 3 an
  * internal or system error (out of memory, unwritable output).
  */
+#include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +34,17 @@ static const char usage_main[] =
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
 static const char usage_emit[] =
-    "usage: dcc emit FILE [--stage STAGE] [-o OUT] [--elide | --no-elide]\n"
+    "usage: dcc emit FILE [--stage STAGE] [--assume HINT]... [-o OUT] [--elide | --no-elide]\n"
     "\n"
     "Reads FILE (IR text, or an ONNX model if it ends in .onnx), verifies it and\n"
     "prints the requested stage as IR text.\n"
     "\n"
     "options:\n"
-    "  --stage STAGE   ir (the verified input graph; the default)\n"
+    "  --stage STAGE   ir     the verified input graph (the default)\n"
+    "                  shape  after shape analysis: resolved dims, dim and size\n"
+    "                         classes, constraints, the host shape program\n"
+    "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
+    "                  'S == T' (repeatable)\n"
     "  -o OUT          write to OUT instead of standard output\n"
     "  --elide         print large constants as 'elided' (default for ONNX input)\n"
     "  --no-elide      print large constants in full, as hex (default for IR text)\n"
@@ -64,7 +70,7 @@ static Graph *load(const char *path)
     Diag d = {0};
     Graph *g = NULL;
     if (ends_with(path, ".onnx")) {
-        diag_set(&d, "%s: error: ONNX import is not built into this dcc", path);
+        g = onnx_import_file(path, NULL, &d);
     } else {
         g = graph_parse_file(path, &d);
     }
@@ -80,6 +86,8 @@ static Graph *load(const char *path)
 static int cmd_emit(int argc, char **argv)
 {
     const char *file = NULL, *stage = "ir", *out = NULL;
+    const char *assume[64];
+    int nassume = 0;
     PrintOpts po = {16, false};
     int elide = -1;
     for (int i = 0; i < argc; i++) {
@@ -87,11 +95,16 @@ static int cmd_emit(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_emit, stdout);
             return 0;
-        } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max")) {
+        } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max") ||
+                   !strcmp(a, "--assume")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a, usage_emit);
             const char *v = argv[++i];
-            if (!strcmp(a, "--stage"))
+            if (!strcmp(a, "--assume")) {
+                if (nassume == 64)
+                    return usage_error("%s", "too many --assume hints", usage_emit);
+                assume[nassume++] = v;
+            } else if (!strcmp(a, "--stage"))
                 stage = v;
             else if (!strcmp(a, "-o"))
                 out = v;
@@ -116,8 +129,8 @@ static int cmd_emit(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
-    if (strcmp(stage, "ir") != 0)
-        return usage_error("unknown stage '%s' (stages: ir)", stage, usage_emit);
+    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0)
+        return usage_error("unknown stage '%s' (stages: ir, shape)", stage, usage_emit);
     po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
 
     Graph *g = load(file);
@@ -129,8 +142,21 @@ static int cmd_emit(int argc, char **argv)
         graph_free(g);
         return EXIT_SYSTEM;
     }
-    graph_print(f, g, &po);
     int rc = 0;
+    if (!strcmp(stage, "shape")) {
+        Diag d = {0};
+        ShapeOpts so = {assume, nassume};
+        ShapeInfo *si = shape_analyze(g, &so, &d);
+        if (!si) {
+            fprintf(stderr, "%s\n", d.msg);
+            rc = EXIT_INPUT;
+        } else {
+            shape_print(f, si);
+            shape_info_free(si);
+        }
+    } else {
+        graph_print(f, g, &po);
+    }
     if (f != stdout && fclose(f) != 0) {
         fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
         rc = EXIT_SYSTEM;

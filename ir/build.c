@@ -44,6 +44,16 @@ static void *dup(Graph *g, const void *p, int n, size_t size)
     return q;
 }
 
+void attrs_add(Graph *g, AttrList *l, const Attr *a)
+{
+    Attr *b = attrs_push(g, l, a->name, a->kind);
+    if (b) {
+        const char *name = b->name;
+        *b = *a;
+        b->name = name;
+    }
+}
+
 void attrs_add_int(Graph *g, AttrList *l, const char *name, int64_t v)
 {
     Attr *a = attrs_push(g, l, name, ATTR_INT);

@@ -443,6 +443,7 @@ Value *build_const(Graph *g, Type t, const void *data, size_t nbytes, bool copy)
 Value *build_scalar_f32(Graph *g, float v);
 Value *build_scalar_i64(Graph *g, int64_t v);
 
+void attrs_add(Graph *g, AttrList *l, const Attr *a); /* shares a's lists */
 void attrs_add_int(Graph *g, AttrList *l, const char *name, int64_t v);
 void attrs_add_float(Graph *g, AttrList *l, const char *name, double v);
 void attrs_add_str(Graph *g, AttrList *l, const char *name, const char *s);
@@ -491,5 +492,11 @@ void graph_print(FILE *f, const Graph *g, const PrintOpts *o);
  * d->msg holds "file:line:col: error: ...\n<line>\n<caret>". */
 Graph *graph_parse(const char *src, size_t len, const char *filename, Diag *d);
 Graph *graph_parse_file(const char *path, Diag *d);
+/* Parses one dim expression ("2*S + floordiv(T, 4)") over g's symbols. */
+Dim *dim_parse(Graph *g, const char *text, Diag *d);
+/* The names the printer gives to the values of g, indexed by Value.id
+ * (without '%'); free with graph_value_names_free. NULL if out of memory. */
+char **graph_value_names(const Graph *g);
+void graph_value_names_free(const Graph *g, char **names);
 
 #endif

@@ -1580,3 +1580,31 @@ Graph *graph_parse_file(const char *path, Diag *d)
     free(buf);
     return g;
 }
+
+Dim *dim_parse(Graph *g, const char *text, Diag *d)
+{
+    Parser P = {0};
+    P.src = P.cur = P.bol = text;
+    P.end = text + strlen(text);
+    P.line = 1;
+    P.file = "<dim>";
+    P.dir = "";
+    P.eof.kind = TK_EOF;
+    P.g = g;
+    arena_init(&P.tmp);
+    Dim *r = parse_dim(&P);
+    if (r && peek(&P)->kind != TK_EOF) {
+        error_at(&P, peek(&P), "unexpected %s after the expression", describe(&P, peek(&P)));
+        r = NULL;
+    }
+    free(P.toks);
+    arena_free(&P.tmp);
+    if (!r && d) {
+        /* keep the first line only: "<dim>:1:5: error: ..." */
+        char *nl = strchr(P.diag.msg, '\n');
+        if (nl)
+            *nl = 0;
+        diag_set(d, "%s", P.diag.msg);
+    }
+    return r;
+}

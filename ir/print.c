@@ -537,3 +537,30 @@ void graph_print(FILE *f, const Graph *g, const PrintOpts *o)
     fputs("\n}\n", f);
     arena_free(&pr.tmp);
 }
+
+char **graph_value_names(const Graph *g)
+{
+    Printer pr = {0};
+    arena_init(&pr.tmp);
+    char **names = calloc((size_t)g->nvalues + 1, sizeof *names);
+    bool ok = names && name_values(&pr, g);
+    for (int i = 0; ok && i < g->ninputs; i++)
+        ok = (names[g->inputs[i]->id] = strdup(vname(&pr, g->inputs[i]))) != NULL;
+    graph_for_each_op(g, op) for (int i = 0; ok && i < op->nout; i++)
+        ok = (names[op->out[i]->id] = strdup(vname(&pr, op->out[i]))) != NULL;
+    arena_free(&pr.tmp);
+    if (!ok) {
+        graph_value_names_free(g, names);
+        return NULL;
+    }
+    return names;
+}
+
+void graph_value_names_free(const Graph *g, char **names)
+{
+    if (!names)
+        return;
+    for (int i = 0; i < g->nvalues; i++)
+        free(names[i]);
+    free(names);
+}

@@ -1,0 +1,159 @@
+/*
+ * dimmap.c — maps from dims to dims, and substitution through them.
+ *
+ * Shape analysis resolves placeholder symbols (a dyn_reshape's result dims
+ * become the dims its shape tensor held) and unifies equal dims (T becomes
+ * S); both are a DimMap applied to every type and dim attribute. Because
+ * dims are interned, the rebuilt expressions come out canonical: after
+ * T := S, the dims T*768 and S*768 are one pointer.
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void dimmap_init(DimMap *m) { memset(m, 0, sizeof *m); }
+
+void dimmap_free(DimMap *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+static unsigned slot_of(const Dim *k, int cap)
+{
+    uintptr_t h = (uintptr_t)k;
+    h ^= h >> 17;
+    h *= 0x9E3779B97F4A7C15u;
+    return (unsigned)(h >> 20) & (unsigned)(cap - 1);
+}
+
+static void grow(DimMap *m)
+{
+    int cap = m->cap ? 2 * m->cap : 64;
+    Dim **k = calloc((size_t)cap, sizeof *k), **v = calloc((size_t)cap, sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        abort(); /* out of memory inside an analysis: nothing sensible to do */
+    }
+    for (int i = 0; i < m->cap; i++)
+        if (m->key[i]) {
+            unsigned s = slot_of(m->key[i], cap);
+            while (k[s])
+                s = (s + 1) & (unsigned)(cap - 1);
+            k[s] = m->key[i];
+            v[s] = m->val[i];
+        }
+    free(m->key);
+    free(m->val);
+    m->key = k;
+    m->val = v;
+    m->cap = cap;
+}
+
+void dimmap_put(DimMap *m, Dim *k, Dim *v)
+{
+    if (2 * (m->count + 1) > m->cap)
+        grow(m);
+    unsigned s = slot_of(k, m->cap);
+    while (m->key[s] && m->key[s] != k)
+        s = (s + 1) & (unsigned)(m->cap - 1);
+    if (!m->key[s])
+        m->count++;
+    m->key[s] = k;
+    m->val[s] = v;
+}
+
+Dim *dimmap_get(const DimMap *m, const Dim *k)
+{
+    if (!m->cap || !k)
+        return NULL;
+    unsigned s = slot_of(k, m->cap);
+    while (m->key[s]) {
+        if (m->key[s] == k)
+            return m->val[s];
+        s = (s + 1) & (unsigned)(m->cap - 1);
+    }
+    return NULL;
+}
+
+bool dim_mentions(const Dim *d, const Dim *sym)
+{
+    if (d == sym)
+        return true;
+    for (int i = 0; i < d->n; i++)
+        if (dim_mentions(d->args[i], sym))
+            return true;
+    return false;
+}
+
+Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
+{
+    if (!d)
+        return NULL;
+    Dim *v = dimmap_get(m, d);
+    if (v)
+        return v;
+    if (d->kind == DIM_CONST || d->kind == DIM_SYM || m->count == 0)
+        return d;
+    Dim *a = dim_subst(cx, d->args[0], m);
+    if (!a)
+        return NULL;
+    switch (d->kind) {
+    case DIM_ADD:
+    case DIM_MUL: {
+        Dim *r = a;
+        for (int i = 1; i < d->n && r; i++) {
+            Dim *x = dim_subst(cx, d->args[i], m);
+            if (!x)
+                return NULL;
+            r = d->kind == DIM_ADD ? dim_add(cx, r, x) : dim_mul(cx, r, x);
+        }
+        if (!r)
+            return NULL;
+        return d->kind == DIM_ADD ? dim_addc(cx, r, d->c) : dim_mulc(cx, r, d->c);
+    }
+    default:
+        break;
+    }
+    Dim *b = dim_subst(cx, d->args[1], m);
+    if (!b)
+        return NULL;
+    switch (d->kind) {
+    case DIM_FLOORDIV: return dim_floordiv(cx, a, b);
+    case DIM_CEILDIV: return dim_ceildiv(cx, a, b);
+    case DIM_MOD: return dim_mod(cx, a, b);
+    case DIM_MIN: return dim_min(cx, a, b);
+    case DIM_MAX: return dim_max(cx, a, b);
+    default: return NULL;
+    }
+}
+
+static bool subst_list(DimCtx *cx, Dim **v, int n, const DimMap *m)
+{
+    for (int i = 0; i < n; i++) {
+        Dim *x = dim_subst(cx, v[i], m);
+        if (!x)
+            return false;
+        v[i] = x;
+    }
+    return true;
+}
+
+bool graph_subst_dims(Graph *g, const DimMap *m)
+{
+    DimCtx *cx = &g->dims;
+    bool ok = true;
+    for (int i = 0; i < g->ninputs; i++)
+        ok &= subst_list(cx, g->inputs[i]->type.dims, g->inputs[i]->type.rank, m);
+    graph_for_each_op(g, op) {
+        for (int i = 0; i < op->nout; i++)
+            ok &= subst_list(cx, op->out[i]->type.dims, op->out[i]->type.rank, m);
+        for (int i = 0; i < op->nattrs; i++)
+            if (op->attrs[i].kind == ATTR_DIMS)
+                ok &= subst_list(cx, op->attrs[i].dims, op->attrs[i].n, m);
+    }
+    return ok;
+}

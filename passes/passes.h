@@ -1,0 +1,141 @@
+/*
+ * passes.h — analyses and transformations over the IR.
+ *
+ *   canon.c     dead-code elimination (more canonicalisation follows)
+ *   dimmap.c    substitution of dims (a map from Dim to Dim)
+ *   shapeval.c  shape-value propagation: int64 tensors that hold shapes are
+ *               tracked element by element as Dims; dyn_* ops whose shape
+ *               operands become known turn into their static forms, and
+ *               every result type is re-inferred in program order
+ *   equal.c     equality analysis: union-find over dims, tensor-size classes,
+ *               speculation on implicit broadcasts
+ *   hostprog.c  the host shape program: every symbol from the input shapes,
+ *               and the checks the inputs must pass
+ *   shape.c     the shape-analysis driver and its dump (--stage shape)
+ *   constraint.c  facts about symbols, and ISL-backed affine queries
+ */
+#ifndef DISC_PASSES_H
+#define DISC_PASSES_H
+
+#include "ir/ir.h"
+#include "passes/constraint.h"
+
+/* ---- dim substitution (dimmap.c) ------------------------------------ */
+
+typedef struct DimMap {
+    Dim **key, **val; /* open addressing by pointer */
+    int cap, count;
+} DimMap;
+
+void dimmap_init(DimMap *m);
+void dimmap_free(DimMap *m);
+void dimmap_put(DimMap *m, Dim *k, Dim *v);
+Dim *dimmap_get(const DimMap *m, const Dim *k); /* NULL if absent */
+/* Rebuilds d with every mapped sub-expression replaced, canonically.
+ * NULL only if constant folding overflows. */
+Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m);
+/* Applies the map to every type and dim attribute of the graph. */
+bool graph_subst_dims(Graph *g, const DimMap *m);
+/* True if sym occurs in d. */
+bool dim_mentions(const Dim *d, const Dim *sym);
+
+/* ---- canonicalisation (canon.c) -------------------------------------- */
+
+/* Removes ops whose results are unused; returns the number removed. */
+int canon_dce(Graph *g);
+
+/* ---- shape analysis -------------------------------------------------- */
+
+typedef enum HostStepKind {
+    HS_BIND,    /* sym := dim `axis` of input `input` */
+    HS_CHECK,   /* dim `axis` of input `input` must equal `dim` */
+    HS_REQUIRE, /* lhs REL rhs must hold (a reshape keeps the count, ...) */
+    HS_BCAST,   /* lhs == rhs or lhs == 1 or rhs == 1 (implicit broadcast) */
+    HS_GUARD,   /* speculation: lhs == rhs picks the variant without broadcast */
+    HS_DATA,    /* sym := dim `axis` of `value` once its op has run */
+} HostStepKind;
+
+typedef struct HostStep {
+    HostStepKind kind;
+    Dim *sym;         /* BIND, DATA */
+    Dim *lhs, *rhs;   /* CHECK (lhs: the expected dim), REQUIRE, BCAST, GUARD */
+    Rel rel;          /* REQUIRE */
+    int input, axis;  /* BIND, CHECK: input index and axis; DATA: axis */
+    Value *value;     /* DATA */
+    const char *what; /* who asks: "reshape %7", "input \"ids\"" */
+} HostStep;
+
+typedef struct HostProg {
+    HostStep *steps;
+    int n, cap;
+} HostProg;
+
+/* Results of evaluating the host program on concrete input shapes. */
+typedef struct HostEnv {
+    int64_t *val;     /* per symbol id */
+    bool *bound;
+    bool *guard;      /* per step: the GUARD held */
+    int nsyms;
+} HostEnv;
+
+typedef struct ShapeOpts {
+    const char *const *assume; /* hints such as "S % 8 == 0", "B <= 64" */
+    int nassume;
+} ShapeOpts;
+
+typedef struct DimClass {
+    Dim **dims;
+    int n;
+    bool speculative; /* holds only under a GUARD */
+} DimClass;
+
+typedef struct SizeClass {
+    Dim *size;        /* the element count */
+    Value **values;
+    int n;
+} SizeClass;
+
+typedef struct ShapeInfo {
+    Graph *g;
+    Constraints *cons;
+    HostProg prog;
+    DimClass *dclass;
+    int ndclass;
+    SizeClass *sclass;
+    int nsclass;
+    Arena arena;      /* the analysis' own memory */
+} ShapeInfo;
+
+/* Runs shape analysis on g (rewriting it: shape sub-graphs folded, dyn ops
+ * made static, equal dims unified) and returns its results. */
+ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d);
+void shape_info_free(ShapeInfo *si);
+/* The graph followed by the analysis as comments (dcc emit --stage shape). */
+void shape_print(FILE *f, const ShapeInfo *si);
+
+/* Shape-value propagation (shapeval.c): returns false on an invalid op. */
+bool shape_propagate(Graph *g, Diag *d);
+
+/* Equality analysis (equal.c): fills classes and host-program facts. */
+bool shape_equalities(ShapeInfo *si, Diag *d);
+
+/* Host program (hostprog.c). */
+bool hostprog_build(ShapeInfo *si, Diag *d);
+void hostprog_print(FILE *f, const Graph *g, const HostProg *p);
+bool hostenv_init(HostEnv *e, const Graph *g, int nsteps);
+void hostenv_free(HostEnv *e);
+/* Binds every symbol from the input shapes (shapes[i] has the rank of
+ * input i) and runs the checks; on a violation returns false with a message
+ * naming the input, the dim, the expected relation and the actual values. */
+bool hostprog_run(const Graph *g, const HostProg *p, const int64_t *const *shapes, HostEnv *e, Diag *d);
+/* Binds the DATA symbols of `op`'s results from their concrete shapes and
+ * runs the checks that were waiting for them. */
+bool hostprog_after_op(const Graph *g, const HostProg *p, const Op *op, const int64_t *const *shapes,
+                       HostEnv *e, Diag *d);
+/* A DimEnv over a HostEnv, for dim_eval. */
+DimEnv hostenv_dims(const HostEnv *e);
+
+/* Parses a hint such as "S % 8 == 0", "B <= 64", "S == T" into c. */
+bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d);
+
+#endif

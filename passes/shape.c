@@ -1,0 +1,137 @@
+/*
+ * shape.c — the shape-analysis driver and its dump.
+ *
+ * Requires: a verified graph. Runs, in order:
+ *   1. shape_propagate   fold shape sub-graphs, make dyn ops static,
+ *                        re-infer every type (shapeval.c)
+ *   2. constraints       symbol bounds and the user's --assume hints
+ *   3. shape_equalities  requirements, unification, speculation (equal.c)
+ *   4. hostprog_build    the host shape program (hostprog.c)
+ * and verifies the graph again. After it, every dim of every value is an
+ * expression over the input symbols or data-dependent symbols.
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void shape_info_free(ShapeInfo *si)
+{
+    if (!si)
+        return;
+    cons_free(si->cons);
+    arena_free(&si->arena);
+    free(si);
+}
+
+/* "S % 8 == 0", "B <= 64", "S == T", "2*S + 1 < T". */
+bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d)
+{
+    static const struct {
+        const char *op;
+        Rel rel;
+    } rels[] = {{"==", REL_EQ}, {"!=", REL_NE}, {"<=", REL_LE}, {">=", REL_GE}, {"<", REL_LT}, {">", REL_GT}};
+    const char *at = NULL;
+    Rel rel = REL_EQ;
+    size_t oplen = 0;
+    for (size_t i = 0; i < sizeof rels / sizeof rels[0] && !at; i++)
+        if ((at = strstr(text, rels[i].op))) {
+            rel = rels[i].rel;
+            oplen = strlen(rels[i].op);
+        }
+    if (!at)
+        return diag_set(d, "error: --assume '%s': expected a relation (==, !=, <=, >=, <, >)", text);
+    char *lhs = strndup(text, (size_t)(at - text));
+    const char *rhs = at + oplen;
+    if (!lhs)
+        return diag_set(d, "error: out of memory");
+    Diag e = {0};
+    bool ok;
+    char *pct = strchr(lhs, '%');
+    if (pct) {
+        *pct = 0;
+        Dim *a = dim_parse(g, lhs, &e), *k = a ? dim_parse(g, pct + 1, &e) : NULL;
+        Dim *r = k ? dim_parse(g, rhs, &e) : NULL;
+        ok = r && rel == REL_EQ && dim_is(r, 0) && dim_is_const(k) && k->c > 0;
+        if (ok)
+            cons_add_divisible(c, a, k->c, "user");
+        else if (!e.set)
+            diag_set(&e, "only 'E %% K == 0' with a positive constant K is supported");
+    } else {
+        Dim *a = dim_parse(g, lhs, &e), *b = a ? dim_parse(g, rhs, &e) : NULL;
+        ok = b != NULL;
+        if (ok)
+            cons_add(c, a, rel, b, "user");
+    }
+    free(lhs);
+    if (!ok)
+        return diag_set(d, "error: --assume '%s': %s", text, e.msg);
+    return true;
+}
+
+ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d)
+{
+    ShapeInfo *si = calloc(1, sizeof *si);
+    if (!si) {
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    si->g = g;
+    arena_init(&si->arena);
+    si->cons = cons_new(&g->dims);
+    bool ok = si->cons != NULL || diag_set(d, "error: out of memory");
+    for (int i = 0; ok && o && i < o->nassume; i++)
+        ok = shape_parse_assume(g, si->cons, o->assume[i], d);
+    if (ok && !cons_consistent(si->cons))
+        ok = diag_set(d, "error: the assumptions contradict each other or the symbol bounds");
+    ok = ok && shape_propagate(g, d) && shape_equalities(si, d) && hostprog_build(si, d);
+    if (ok)
+        ok = graph_verify(g, d);
+    if (!ok) {
+        shape_info_free(si);
+        return NULL;
+    }
+    return si;
+}
+
+static void print_class_dims(FILE *f, Dim **dims, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ", " : "", f);
+        dim_print(f, dims[i]);
+    }
+}
+
+void shape_print(FILE *f, const ShapeInfo *si)
+{
+    const Graph *g = si->g;
+    graph_print(f, g, &(PrintOpts){16, true});
+    fputs("\n# shape analysis\n# dim classes (first is the representative):\n", f);
+    int n = 0;
+    for (int i = 0; i < si->ndclass; i++) {
+        fputs("#   {", f);
+        print_class_dims(f, si->dclass[i].dims, si->dclass[i].n);
+        fprintf(f, "}%s\n", si->dclass[i].speculative ? "  speculative" : "");
+        n++;
+    }
+    if (!n)
+        fputs("#   (none)\n", f);
+    fputs("# size classes:\n", f);
+    char **names = graph_value_names(g);
+    for (int i = 0; i < si->nsclass; i++) {
+        const SizeClass *c = &si->sclass[i];
+        fputs("#   ", f);
+        dim_print(f, c->size);
+        fputs(":", f);
+        for (int j = 0; j < c->n; j++)
+            fprintf(f, " %s", names ? names[c->values[j]->id] : "?");
+        fputc('\n', f);
+    }
+    if (!si->nsclass)
+        fputs("#   (none)\n", f);
+    graph_value_names_free(g, names);
+    fputs("# constraints:\n", f);
+    cons_print(f, si->cons);
+    fputs("# host program:\n", f);
+    hostprog_print(f, g, &si->prog);
+}
