@@ -61,7 +61,9 @@
  * exclude 0), since a/b = (a/m)/(b/m) exactly and mod(m*a, m*b) =
  * m*mod(a, b): floordiv(768*B*S, B*S) = 768, mod(S*T, S) = 0. floordiv(x, x)
  * is 1 and mod(x, x) is 0 when x cannot be 0; 0 <= a < b gives floordiv 0
- * and mod a. A ceildiv stays a ceildiv; it is never rewritten to floordiv.
+ * and mod a, 1 <= a <= b gives ceildiv 1 (b - a is bounded as a sum, so
+ * floordiv(S, S + 1) is 0). A ceildiv stays a ceildiv; it is never
+ * rewritten to floordiv.
  *
  * min and max sort their args, pick a side when the bounds of the two or of
  * their difference order them (min(S + 1, S) = S; min(S, 0) = 0 for S >= 1),
@@ -1170,6 +1172,9 @@ Dim *dim_max(DimCtx *cx, Dim *a, Dim *b) { return minmax(cx, DIM_MAX, a, b); }
 /* ------------------------------------------------------------------ */
 /* Evaluation                                                           */
 
+/* Evaluates the canonical form term by term, so a sum whose value fits may
+ * still report DIM_OVERFLOW when one of its terms does not (2*S - 1 at
+ * S = 2^62); the generated host code computes the same way. */
 DimEvalStatus dim_eval(const Dim *d, const DimEnv *env, int64_t *out)
 {
     int64_t acc = d->c, x, y;
