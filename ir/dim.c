@@ -1174,7 +1174,7 @@ Dim *dim_max(DimCtx *cx, Dim *a, Dim *b) { return minmax(cx, DIM_MAX, a, b); }
 
 /* Evaluates the canonical form term by term, so a sum whose value fits may
  * still report DIM_OVERFLOW when one of its terms does not (2*S - 1 at
- * S = 2^62); the generated host code computes the same way. */
+ * S = 2^62). */
 DimEvalStatus dim_eval(const Dim *d, const DimEnv *env, int64_t *out)
 {
     int64_t acc = d->c, x, y;
