@@ -240,6 +240,8 @@ static bool lex_string(Parser *P, Token *t)
 /* Lexes one token into t. Whitespace and '#' comments are skipped. */
 static bool lex(Parser *P, Token *t)
 {
+    const char *prev_end = P->cur, *prev_bol = P->bol;
+    int prev_line = P->line;
     for (;;) {
         if (P->cur < P->end && *P->cur == '\n') {
             P->cur++;
@@ -260,7 +262,11 @@ static bool lex(Parser *P, Token *t)
     t->line = P->line;
     t->col = (int)(P->cur - P->bol) + 1;
     if (P->cur == P->end) {
+        /* point just past the last token, not at an empty last line */
         t->kind = TK_EOF;
+        t->loc = prev_end;
+        t->line = prev_line;
+        t->col = (int)(prev_end - prev_bol) + 1;
         return true;
     }
     const char *s = P->cur;
@@ -1005,17 +1011,17 @@ static bool load_file(Parser *P, const Token *t, const char *path, int64_t offse
         return oom(P, t);
     int fd = open(full, O_RDONLY);
     if (fd < 0)
-        return error_at(P, t, "cannot open '%s': %s", full, strerror(errno));
+        return error_at(P, t, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     size_t endoff;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return error_at(P, t, "'%s' is not a regular file", full);
+        return error_at(P, t, "'%s' is not a regular file", path);
     }
     if (!size_add((size_t)offset, nbytes, &endoff) || (uint64_t)st.st_size < endoff) {
         close(fd);
         return error_at(P, t, "'%s' is too short: the constant needs %zu bytes at offset %lld, "
-                        "the file has %lld bytes", full, nbytes, (long long)offset,
+                        "the file has %lld bytes", path, nbytes, (long long)offset,
                         (long long)st.st_size);
     }
     if (nbytes == 0) {
@@ -1031,7 +1037,7 @@ static bool load_file(Parser *P, const Token *t, const char *path, int64_t offse
     close(fd);
     if (addr == MAP_FAILED) {
         free(m);
-        return error_at(P, t, "cannot map '%s': %s", full, strerror(errno));
+        return error_at(P, t, "cannot map '%s': %s", path, strerror(errno));
     }
     m->addr = addr;
     m->len = len;
@@ -1352,7 +1358,7 @@ static bool parse_stmt(Parser *P)
         types[ntypes++] = ty;
     } while (consume(P, ","));
     if (ntypes != names.n)
-        return error_at(P, peek(P), "%d result name%s but %d type%s", names.n,
+        return error_at(P, opt, "%d result name%s but %d type%s", names.n,
                         names.n == 1 ? "" : "s", ntypes, ntypes == 1 ? "" : "s");
 
     Op *op = graph_append_op(P->g, k, (Value *const *)ins.v, ins.n, types, names.n);
