@@ -1,0 +1,57 @@
+# onnx.cmake — tests of the ONNX importer (label `onnx`): every model in
+# tests/onnx/models is imported by onnx_check, which checks success or the
+# expected error text; test_onnx_api covers the C API (tensor files, symbols,
+# constants referenced in place, external data).
+if(NOT TARGET disc OR NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
+  return()
+endif()
+
+add_executable(onnx_check ${CMAKE_SOURCE_DIR}/tests/onnx/onnx_check.c)
+target_link_libraries(onnx_check PRIVATE disc)
+add_executable(test_onnx_api ${CMAKE_SOURCE_DIR}/tests/onnx/test_onnx_api.c)
+target_link_libraries(test_onnx_api PRIVATE disc)
+target_include_directories(test_onnx_api PRIVATE ${CMAKE_BINARY_DIR}/onnx-gen)
+
+set(M ${CMAKE_SOURCE_DIR}/tests/onnx/models)
+set(G ${CMAKE_SOURCE_DIR}/tests/onnx/expect)
+
+add_test(NAME onnx/api COMMAND test_onnx_api ${M} ${CMAKE_BINARY_DIR})
+
+# disc_onnx_test(name model [args...]): onnx_check model args
+function(disc_onnx_test name model)
+  add_test(NAME onnx/${name} COMMAND onnx_check ${M}/${model}.onnx ${ARGN})
+endfunction()
+
+disc_onnx_test(mlp mlp --golden ${G}/mlp.ir)
+disc_onnx_test(reshape_shape reshape_shape --golden ${G}/reshape_shape.ir)
+disc_onnx_test(attention attention --expect "dot" --expect "erf")
+disc_onnx_test(cnn cnn --expect "conv" --expect "pool")
+disc_onnx_test(ops_misc ops_misc --expect "nonzero")
+disc_onnx_test(opset11 opset11 --golden ${G}/opset11.ir)
+disc_onnx_test(typed_ext typed_ext --expect "%y")
+disc_onnx_test(out_of_order out_of_order --expect "neg")
+
+disc_onnx_test(err_truncated err_truncated --fail
+  --expect "err_truncated.onnx: error: cannot parse ONNX model (")
+disc_onnx_test(err_random err_random --fail --expect "err_random.onnx: error: cannot parse ONNX model (")
+disc_onnx_test(err_empty err_empty --fail --expect "err_empty.onnx: error: cannot parse ONNX model (empty file)")
+disc_onnx_test(err_bad_attr err_bad_attr --fail
+  --expect "err_bad_attr.onnx: node 0 (Transpose \"tr\"): error: attribute 'perm' must be INTS, not FLOATS")
+disc_onnx_test(err_unsupported err_unsupported --fail
+  --expect "node 1 (LSTM \"lstm1\"): error: unsupported op LSTM (opset 17)"
+  --expect "node 2 (Unique \"uniq\"): error: unsupported op Unique (opset 17)"
+  --expect "node 3 (com.microsoft.FusedMatMul \"fmm\"): error: unsupported op com.microsoft.FusedMatMul")
+disc_onnx_test(err_missing_init err_missing_init --fail
+  --expect "node 0 (MatMul \"fc1\"): error: input 'w_missing' is not defined")
+disc_onnx_test(err_cycle err_cycle --fail --expect "error: the graph has a cycle")
+disc_onnx_test(err_types err_types --fail --expect "node 0 (MatMul \"fc1\"): error: dot: operand dtypes differ")
+disc_onnx_test(err_shape err_shape --fail --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
+disc_onnx_test(err_opset err_opset --fail --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
+disc_onnx_test(err_no_file does_not_exist --fail --expect "does_not_exist.onnx: error: cannot open")
+
+get_property(onnx_tests DIRECTORY PROPERTY TESTS)
+foreach(t ${onnx_tests})
+  if(t MATCHES "^onnx/")
+    set_tests_properties(${t} PROPERTIES LABELS onnx)
+  endif()
+endforeach()
