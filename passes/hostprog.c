@@ -282,3 +282,30 @@ bool hostprog_after_op(const Graph *g, const HostProg *p, const Op *op, const in
             return false;
     return true;
 }
+
+bool shape_check_inputs(const ShapeInfo *si, const Tensor *inputs, int ninputs, Diag *d)
+{
+    const Graph *g = si->g;
+    if (ninputs != g->ninputs)
+        return diag_set(d, "error: the model has %d inputs, %d given", g->ninputs, ninputs);
+    const int64_t *shapes[256];
+    if (ninputs > 256)
+        return diag_set(d, "error: too many inputs");
+    for (int i = 0; i < ninputs; i++) {
+        if (inputs[i].rank != g->inputs[i]->type.rank)
+            return diag_set(d, "error: input \"%s\": rank %d, expected %d", input_name(g, i), inputs[i].rank,
+                            g->inputs[i]->type.rank);
+        if (inputs[i].dtype != g->inputs[i]->type.dtype)
+            return diag_set(d, "error: input \"%s\": dtype %s, expected %s", input_name(g, i),
+                            dtype_name(inputs[i].dtype), dtype_name(g->inputs[i]->type.dtype));
+        shapes[i] = inputs[i].shape;
+    }
+    HostEnv e;
+    if (!hostenv_init(&e, g, si->prog.n)) {
+        hostenv_free(&e);
+        return diag_set(d, "error: out of memory");
+    }
+    bool ok = hostprog_run(g, &si->prog, shapes, &e, d);
+    hostenv_free(&e);
+    return ok;
+}

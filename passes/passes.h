@@ -132,6 +132,9 @@ bool hostprog_run(const Graph *g, const HostProg *p, const int64_t *const *shape
  * runs the checks that were waiting for them. */
 bool hostprog_after_op(const Graph *g, const HostProg *p, const Op *op, const int64_t *const *shapes,
                        HostEnv *e, Diag *d);
+/* Runs the host program's input checks on concrete input tensors: the
+ * documented error for shapes that violate the model's constraints. */
+bool shape_check_inputs(const ShapeInfo *si, const Tensor *inputs, int ninputs, Diag *d);
 /* A DimEnv over a HostEnv, for dim_eval. */
 DimEnv hostenv_dims(const HostEnv *e);
 
