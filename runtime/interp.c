@@ -59,31 +59,39 @@ static InterpFn *const interp_kernels[OP_COUNT] = {
 
 /* ---- names and messages ------------------------------------------------ */
 
-static void value_label(const Value *v, char *buf, size_t size)
+void interp_value_label(Interp *ip, const Value *v, char *buf, size_t size)
 {
-    if (v->name)
+    if (!ip->names)
+        ip->names = graph_value_names(ip->g);
+    const char *n = ip->names && v->id >= 0 && v->id < ip->g->nvalues ? ip->names[v->id] : NULL;
+    if (n) /* with or without its '%' */
+        snprintf(buf, size, "%s%s", n[0] == '%' ? "" : "%", n);
+    else if (v->name)
         snprintf(buf, size, "%%%s", v->name);
     else
         snprintf(buf, size, "%%%d", v->id);
 }
 
 /* `input "x"`, or `input %3` for an unnamed one. */
-static void input_label(const Value *v, char *buf, size_t size)
+static void input_label(Interp *ip, const Value *v, char *buf, size_t size)
 {
-    if (v->name)
+    if (v->name) {
         snprintf(buf, size, "input \"%s\"", v->name);
-    else
-        snprintf(buf, size, "input %%%d", v->id);
+    } else {
+        char l[128];
+        interp_value_label(ip, v, l, sizeof l);
+        snprintf(buf, size, "input %s", l);
+    }
 }
 
-void interp_op_label(const Op *op, char *buf, size_t size)
+void interp_op_label(Interp *ip, const Op *op, char *buf, size_t size)
 {
     const char *name = op_info(op->kind)->name;
     if (op->src) {
         snprintf(buf, size, "op \"%s\" (%s)", op->src, name);
     } else if (op->nout > 0) {
         char v[128];
-        value_label(op->out[0], v, sizeof v);
+        interp_value_label(ip, op->out[0], v, sizeof v);
         snprintf(buf, size, "%s = %s", v, name);
     } else {
         snprintf(buf, size, "op %s", name);
@@ -97,7 +105,7 @@ bool interp_fail(Interp *ip, const char *fmt, ...)
     char label[256], msg[DIAG_MAX];
     label[0] = 0;
     if (ip->op)
-        interp_op_label(ip->op, label, sizeof label);
+        interp_op_label(ip, ip->op, label, sizeof label);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -279,7 +287,7 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
     for (int i = 0; i < g->ninputs; i++) {
         const Value *v = g->inputs[i];
         const Tensor *t = &in[i];
-        input_label(v, who, sizeof who);
+        input_label(ip, v, who, sizeof who);
         if (t->dtype != v->type.dtype)
             return diag_set(ip->d, "%s: dtype %s, expected %s", who, dtype_name(t->dtype),
                             dtype_name(v->type.dtype));
@@ -306,7 +314,7 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
     /* Plain symbols first, so expressions below see every binding. */
     for (int i = 0; i < g->ninputs; i++) {
         const Value *v = g->inputs[i];
-        input_label(v, who, sizeof who);
+        input_label(ip, v, who, sizeof who);
         for (int a = 0; a < v->type.rank; a++) {
             const Dim *dm = v->type.dims[a];
             int64_t x = in[i].shape[a];
@@ -320,7 +328,7 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
             }
             if (ip->symval[dm->id] == x)
                 continue;
-            input_label(g->inputs[ip->symfrom[dm->id]], src, sizeof src);
+            input_label(ip, g->inputs[ip->symfrom[dm->id]], src, sizeof src);
             dim_snprint(ex, sizeof ex, dm);
             return diag_set(ip->d, "%s: dim %d is %lld, expected %s = %lld (from %s)", who, a,
                             (long long)x, ex, (long long)ip->symval[dm->id], src);
@@ -328,7 +336,7 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
     }
     for (int i = 0; i < g->ninputs; i++) {
         const Value *v = g->inputs[i];
-        input_label(v, who, sizeof who);
+        input_label(ip, v, who, sizeof who);
         for (int a = 0; a < v->type.rank; a++) {
             const Dim *dm = v->type.dims[a];
             int64_t x = in[i].shape[a], want;
@@ -360,7 +368,7 @@ static bool check_result(Interp *ip, const Op *op, int r, const Tensor *t)
 {
     const Type *ty = &op->out[r]->type;
     char res[128], ex[256];
-    value_label(op->out[r], res, sizeof res);
+    interp_value_label(ip, op->out[r], res, sizeof res);
     if (t->dtype != ty->dtype)
         return interp_fail(ip, "result %s is %s, declared %s", res, dtype_name(t->dtype),
                            dtype_name(ty->dtype));
@@ -478,7 +486,7 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
         for (int i = 0; i < op->nin && ok; i++) {
             Slot *s = slot_find(m, op->in[i]);
             if (!s || !s->ready) {
-                value_label(op->in[i], lab, sizeof lab);
+                interp_value_label(ip, op->in[i], lab, sizeof lab);
                 ok = interp_fail(ip, "operand %d (%s) is used before it is defined", i, lab);
             } else {
                 in[i] = &s->t;
@@ -513,7 +521,7 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
     for (int j = 0; j < g->noutputs; j++) {
         Slot *s = slot_find(m, g->outputs[j]);
         if (!s || !s->ready) {
-            value_label(g->outputs[j], lab, sizeof lab);
+            interp_value_label(ip, g->outputs[j], lab, sizeof lab);
             return diag_set(ip->d, "output %d (%s) is never defined", j, lab);
         }
         if (--s->uses == 0 && s->t.owned) {
@@ -602,6 +610,7 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
     if (!ok)
         for (int j = 0; j < noutputs; j++)
             tensor_free(&outputs[j]);
+    graph_value_names_free(g, ip.names);
     free(ip.symval);
     free(ip.symset);
     free(ip.symfrom);

@@ -31,6 +31,7 @@ typedef struct Interp {
     int *symfrom;     /* graph input that bound the symbol, or -1 */
     int nsyms;
     DimEnv env;
+    char **names;     /* the printer's value names, made on the first error */
 } Interp;
 
 typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
@@ -39,8 +40,10 @@ typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor 
 
 /* Formats "<op>: <message>" into the Diag; returns false. */
 bool interp_fail(Interp *ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* "%y = reshape" or "\"node\" (reshape)": names the current op. */
-void interp_op_label(const Op *op, char *buf, size_t size);
+/* `%y = reshape`, or `op "node" (reshape)` when the op has a source name. */
+void interp_op_label(Interp *ip, const Op *op, char *buf, size_t size);
+/* `%y` as the printer names it. */
+void interp_value_label(Interp *ip, const Value *v, char *buf, size_t size);
 /* Required attributes; false (with a message) if absent or of a wrong kind. */
 bool interp_attr_int(Interp *ip, const char *name, int64_t *v);
 bool interp_attr_ints(Interp *ip, const char *name, const int64_t **v, int *n);

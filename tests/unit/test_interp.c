@@ -1,0 +1,591 @@
+/*
+ * test_interp.c — tests of the reference interpreter.
+ *
+ * Without arguments it runs the unit tests below: half-precision rounding,
+ * graphs built with the builder API, input checking and its messages,
+ * ownership of outputs. With file arguments it runs interpreter test files
+ * (the .disc files of tests/interp, registered by tests/interp.cmake):
+ *
+ *   # input  dense<[1, 2, 3]> : f32[3]      one per graph input, in order
+ *   # expect dense<[2, 4, 6]> : f32[3]      one per graph output, in order
+ *   # error  text                           instead of expect: the run must
+ *                                           fail with a message containing text
+ *   # tol    1e-6                           compare floats with this relative
+ *                                           tolerance (default: exactly)
+ *   # case                                  starts another case
+ *   graph @t(%x: f32[N]) { ... }            the graph (verified first)
+ *
+ * Literals use the IR text format's constant syntax, so they are decoded by
+ * graph_parse with the parser's rounding for f16/bf16.
+ */
+#include "runtime/interp.h"
+#include "tests/unit/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- literals and comparison --------------------------------------------- */
+
+/* Parses `dense<...> : type` into a freshly allocated tensor. */
+static bool parse_literal(const char *lit, Tensor *t, Diag *d)
+{
+    size_t n = strlen(lit) + 64;
+    char *src = malloc(n);
+    snprintf(src, n, "graph @lit() {\n  %%v = const %s\n  return %%v\n}\n", lit);
+    Graph *g = graph_parse(src, strlen(src), "literal", d);
+    free(src);
+    if (!g)
+        return false;
+    const Op *op = g->first;
+    const Type *ty = &op->out[0]->type;
+    int64_t shape[MAX_RANK];
+    for (int i = 0; i < ty->rank; i++)
+        shape[i] = ty->dims[i]->c;
+    bool ok = tensor_alloc(t, ty->dtype, ty->rank, shape) && t->nbytes == op->cst->nbytes;
+    if (ok && t->nbytes)
+        memcpy(t->data, op->cst->data, t->nbytes);
+    graph_free(g);
+    if (!ok)
+        diag_set(d, "literal: bad size");
+    return ok;
+}
+
+static void print_tensor(FILE *f, const Tensor *t)
+{
+    fprintf(f, "%s[", dtype_name(t->dtype));
+    for (int i = 0; i < t->rank; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    fprintf(f, "] {");
+    size_t n = tensor_numel(t);
+    for (size_t i = 0; i < n && i < 64; i++) {
+        if (dtype_is_float(t->dtype))
+            fprintf(f, "%s%.9g", i ? ", " : "", interp_load_f(t, i));
+        else
+            fprintf(f, "%s%lld", i ? ", " : "", (long long)interp_load_i(t, i));
+    }
+    fprintf(f, "%s}", n > 64 ? ", ..." : "");
+}
+
+/* Equal dtype and shape, and every element equal (tol = 0: exactly, NaN
+ * equals NaN, -0 differs from 0) or within tol relative. */
+static bool tensor_close(const Tensor *a, const Tensor *b, double tol)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    size_t n = tensor_numel(a);
+    for (size_t i = 0; i < n; i++) {
+        if (!dtype_is_float(a->dtype)) {
+            if (interp_load_i(a, i) != interp_load_i(b, i))
+                return false;
+            continue;
+        }
+        double x = interp_load_f(a, i), y = interp_load_f(b, i);
+        if (isnan(x) || isnan(y)) {
+            if (!(isnan(x) && isnan(y)))
+                return false;
+        } else if (tol == 0) {
+            if (x != y || signbit(x) != signbit(y))
+                return false;
+        } else if (x != y && !(fabs(x - y) <= tol * fmax(1.0, fabs(y)))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- test files ----------------------------------------------------------- */
+
+enum { MAX_IO = 16 };
+
+typedef struct Case {
+    Tensor in[MAX_IO], expect[MAX_IO];
+    int nin, nexpect;
+    const char *error; /* expected message fragment */
+    double tol;
+    int line;
+} Case;
+
+static void case_free(Case *c)
+{
+    for (int i = 0; i < c->nin; i++)
+        tensor_free(&c->in[i]);
+    for (int i = 0; i < c->nexpect; i++)
+        tensor_free(&c->expect[i]);
+}
+
+static bool run_case(const char *path, Graph *g, Case *c)
+{
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d", path, c->line);
+    if (c->nexpect != g->noutputs && !c->error) {
+        fprintf(stderr, "%s: case has %d expectations, graph has %d outputs\n", where, c->nexpect, g->noutputs);
+        return false;
+    }
+    Tensor out[MAX_IO];
+    Diag d = {0};
+    bool ok = interp_run(g, c->in, c->nin, out, g->noutputs, &d);
+    if (c->error) {
+        if (ok) {
+            fprintf(stderr, "%s: expected error \"%s\", but the run succeeded\n", where, c->error);
+            for (int i = 0; i < g->noutputs; i++)
+                tensor_free(&out[i]);
+            return false;
+        }
+        if (!strstr(d.msg, c->error)) {
+            fprintf(stderr, "%s: expected error \"%s\", got \"%s\"\n", where, c->error, d.msg);
+            return false;
+        }
+        return true;
+    }
+    if (!ok) {
+        fprintf(stderr, "%s: run failed: %s\n", where, d.msg);
+        return false;
+    }
+    bool all = true;
+    for (int i = 0; i < g->noutputs; i++) {
+        if (!tensor_close(&out[i], &c->expect[i], c->tol)) {
+            fprintf(stderr, "%s: output %d differs\n  got:    ", where, i);
+            print_tensor(stderr, &out[i]);
+            fprintf(stderr, "\n  expect: ");
+            print_tensor(stderr, &c->expect[i]);
+            fprintf(stderr, "\n");
+            all = false;
+        }
+        tensor_free(&out[i]);
+    }
+    return all;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return s;
+}
+
+static bool run_file(const char *path)
+{
+    size_t len;
+    char *src = read_file(path, &len);
+    if (!src) {
+        fprintf(stderr, "%s: cannot read\n", path);
+        return false;
+    }
+    Diag d = {0};
+    Graph *g = graph_parse(src, len, path, &d);
+    if (!g) {
+        fprintf(stderr, "%s\n", d.msg);
+        free(src);
+        return false;
+    }
+    if (!graph_verify(g, &d)) {
+        fprintf(stderr, "%s: verify: %s\n", path, d.msg);
+        graph_free(g);
+        free(src);
+        return false;
+    }
+    bool ok = true;
+    int ncases = 0;
+    Case c = {0};
+    c.line = 1;
+    int line = 0;
+    for (char *p = src; *p && ok;) {
+        char *eol = strchr(p, '\n');
+        if (eol)
+            *eol = 0;
+        line++;
+        char *s = p;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (s[0] == '#') {
+            s++;
+            while (*s == ' ')
+                s++;
+            Diag ld = {0};
+            if (!strncmp(s, "input ", 6) || !strncmp(s, "expect ", 7)) {
+                bool in = s[0] == 'i';
+                Tensor *t = in ? &c.in[c.nin] : &c.expect[c.nexpect];
+                if ((in ? c.nin : c.nexpect) >= MAX_IO || !parse_literal(s + (in ? 6 : 7), t, &ld)) {
+                    fprintf(stderr, "%s:%d: bad literal: %s\n", path, line, ld.msg);
+                    ok = false;
+                } else if (in) {
+                    c.nin++;
+                } else {
+                    c.nexpect++;
+                }
+            } else if (!strncmp(s, "error ", 6)) {
+                c.error = s + 6;
+            } else if (!strncmp(s, "tol ", 4)) {
+                c.tol = atof(s + 4);
+            } else if (!strncmp(s, "case", 4)) {
+                if (c.nin || c.nexpect || c.error) {
+                    ok = run_case(path, g, &c);
+                    ncases++;
+                }
+                case_free(&c);
+                memset(&c, 0, sizeof c);
+                c.line = line;
+            }
+        }
+        p = eol ? eol + 1 : p + strlen(p);
+    }
+    if (ok && (c.nin || c.nexpect || c.error)) {
+        ok = run_case(path, g, &c);
+        ncases++;
+    }
+    case_free(&c);
+    graph_free(g);
+    free(src);
+    if (ok && ncases == 0) {
+        fprintf(stderr, "%s: no cases\n", path);
+        ok = false;
+    }
+    if (ok)
+        printf("%s: %d case%s ok\n", path, ncases, ncases == 1 ? "" : "s");
+    return ok;
+}
+
+/* ---- unit tests ------------------------------------------------------------- */
+
+static void test_half(void)
+{
+    /* f16: exact values, rounding to nearest even, overflow, subnormals */
+    CHECK(interp_f16_from_double(1.0) == 0x3c00);
+    CHECK(interp_f16_from_double(-2.0) == 0xc000);
+    CHECK(interp_f16_from_double(65504.0) == 0x7bff);
+    CHECK(interp_f16_from_double(65519.99) == 0x7bff);
+    CHECK(interp_f16_from_double(65520.0) == 0x7c00); /* ties to even: inf */
+    CHECK(interp_f16_from_double(1e10) == 0x7c00);
+    CHECK(interp_f16_from_double(-INFINITY) == 0xfc00);
+    CHECK((interp_f16_from_double(NAN) & 0x7c00) == 0x7c00 && (interp_f16_from_double(NAN) & 0x3ff));
+    CHECK(interp_f16_from_double(1.0 + ldexp(1, -11)) == 0x3c00);      /* tie, even stays */
+    CHECK(interp_f16_from_double(1.0 + 3 * ldexp(1, -11)) == 0x3c02);  /* tie, odd rounds up */
+    CHECK(interp_f16_from_double(1.0 + ldexp(1, -11) + ldexp(1, -30)) == 0x3c01);
+    CHECK(interp_f16_from_double(ldexp(1, -24)) == 0x0001);            /* smallest subnormal */
+    CHECK(interp_f16_from_double(ldexp(1, -25)) == 0x0000);            /* tie to even zero */
+    CHECK(interp_f16_from_double(ldexp(1.5, -25)) == 0x0001);
+    CHECK(interp_f16_from_double(ldexp(3, -25)) == 0x0002);            /* 1.5 ulp: tie to even 2 */
+    CHECK(interp_f16_from_double(ldexp(1, -14) - ldexp(1, -26)) == 0x0400); /* rounds up to normal */
+    CHECK(interp_f16_from_double(-0.0) == 0x8000);
+    CHECK(interp_f16_from_double(0.1) == 0x2e66);
+    CHECK(interp_f16_to_double(0x2e66) == 0.0999755859375);
+    CHECK(interp_f16_to_double(0x0001) == ldexp(1, -24));
+    CHECK(interp_f16_to_double(0x7c00) == INFINITY);
+    CHECK(isnan(interp_f16_to_double(0x7e00)));
+    /* every finite f16 round-trips */
+    int bad = 0;
+    for (int h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00)
+            continue;
+        if (interp_f16_from_double(interp_f16_to_double((uint16_t)h)) != h)
+            bad++;
+    }
+    CHECK(bad == 0);
+    /* bf16 */
+    CHECK(interp_bf16_from_double(1.0) == 0x3f80);
+    CHECK(interp_bf16_from_double(1.0 + ldexp(1, -8)) == 0x3f80);      /* tie, even */
+    CHECK(interp_bf16_from_double(1.0 + 3 * ldexp(1, -8)) == 0x3f82);
+    CHECK(interp_bf16_from_double(0.1) == 0x3dcd);
+    CHECK(interp_bf16_from_double(3.5e38) == 0x7f80);
+    CHECK(interp_bf16_from_double(ldexp(1, -133)) == 0x0001);
+    CHECK(interp_bf16_to_double(0x3dcd) == 0.10009765625);
+    bad = 0;
+    for (int h = 0; h < 0x10000; h++) {
+        if ((h & 0x7f80) == 0x7f80)
+            continue;
+        if (interp_bf16_from_double(interp_bf16_to_double((uint16_t)h)) != h)
+            bad++;
+    }
+    CHECK(bad == 0);
+    /* integers to bf16 round once: 2^24 + 2^16 + 1 is above the tie */
+    Tensor t;
+    int64_t one = 1;
+    CHECK(tensor_alloc(&t, DT_BF16, 1, &one));
+    interp_store_i(&t, 0, (INT64_C(1) << 24) + (1 << 16) + 1);
+    CHECK(interp_load_f(&t, 0) == (double)((INT64_C(1) << 24) + (1 << 17)));
+    interp_store_i(&t, 0, INT64_MAX);
+    CHECK(interp_load_f(&t, 0) == ldexp(1, 63));
+    tensor_free(&t);
+}
+
+static void test_float_to_int(void)
+{
+    Tensor t;
+    int64_t one = 1;
+    CHECK(tensor_alloc(&t, DT_I8, 1, &one));
+    interp_store_f(&t, 0, -3.9);
+    CHECK(interp_load_i(&t, 0) == -3);
+    interp_store_f(&t, 0, 300.0);
+    CHECK(interp_load_i(&t, 0) == 127);
+    interp_store_f(&t, 0, NAN);
+    CHECK(interp_load_i(&t, 0) == 0);
+    tensor_free(&t);
+    CHECK(tensor_alloc(&t, DT_I64, 1, &one));
+    interp_store_f(&t, 0, 1e30);
+    CHECK(interp_load_i(&t, 0) == INT64_MAX);
+    interp_store_f(&t, 0, -1e30);
+    CHECK(interp_load_i(&t, 0) == INT64_MIN);
+    tensor_free(&t);
+}
+
+/* f32[B, S] + f32[S] built with the builder API, run at two shapes. */
+static void test_builder_add(void)
+{
+    Graph *g = graph_new("t");
+    Dim *B = dim_sym(&g->dims, "B"), *S = dim_sym(&g->dims, "S");
+    Dim *xs[2] = {B, S};
+    Value *x = graph_add_input(g, "x", type_make(&g->arena, DT_F32, 2, xs));
+    Value *y = graph_add_input(g, "y", type_make(&g->arena, DT_F32, 1, &S));
+    Value *z = build_binary(g, OP_ADD, x, y);
+    Value *r = build_reduce(g, z, "sum", (int64_t[]){1}, 1, false);
+    CHECK(z && r);
+    graph_add_output(g, z);
+    graph_add_output(g, r);
+    for (int rep = 0; rep < 2; rep++) {
+        int64_t b = rep ? 3 : 1, s = rep ? 2 : 4;
+        Tensor in[2], out[2];
+        int64_t xsh[2] = {b, s};
+        CHECK(tensor_alloc(&in[0], DT_F32, 2, xsh));
+        CHECK(tensor_alloc(&in[1], DT_F32, 1, &s));
+        for (int64_t i = 0; i < b * s; i++)
+            ((float *)in[0].data)[i] = (float)i;
+        for (int64_t i = 0; i < s; i++)
+            ((float *)in[1].data)[i] = (float)(10 * i);
+        Diag d = {0};
+        bool ok = interp_run(g, in, 2, out, 2, &d);
+        CHECK_MSG(ok, "%s", d.msg);
+        if (ok) {
+            CHECK(out[0].rank == 2 && out[0].shape[0] == b && out[0].shape[1] == s && out[0].owned);
+            bool good = true;
+            for (int64_t i = 0; i < b * s; i++)
+                good &= ((float *)out[0].data)[i] == (float)i + (float)(10 * (i % s));
+            CHECK(good);
+            CHECK(out[1].rank == 1 && out[1].shape[0] == b);
+            float row0 = 0;
+            for (int64_t j = 0; j < s; j++)
+                row0 += (float)j + (float)(10 * j);
+            CHECK(((float *)out[1].data)[0] == row0);
+            tensor_free(&out[0]);
+            tensor_free(&out[1]);
+        }
+        tensor_free(&in[0]);
+        tensor_free(&in[1]);
+    }
+    graph_free(g);
+}
+
+static Graph *parse(const char *src)
+{
+    Diag d = {0};
+    Graph *g = graph_parse(src, strlen(src), "test", &d);
+    CHECK_MSG(g, "%s", d.msg);
+    if (g && !graph_verify(g, &d)) {
+        CHECK_MSG(false, "verify: %s", d.msg);
+    }
+    return g;
+}
+
+/* Runs g on the given f32/i64 inputs and returns whether it failed with a
+ * message containing want (want NULL: must succeed). */
+static bool run_expect(Graph *g, Tensor *in, int nin, const char *want)
+{
+    Tensor out[4];
+    Diag d = {0};
+    bool ok = interp_run(g, in, nin, out, g->noutputs, &d);
+    if (ok)
+        for (int i = 0; i < g->noutputs; i++)
+            tensor_free(&out[i]);
+    if (!want) {
+        if (!ok)
+            fprintf(stderr, "  unexpected error: %s\n", d.msg);
+        return ok;
+    }
+    if (ok || !strstr(d.msg, want)) {
+        fprintf(stderr, "  expected \"%s\", got \"%s\"\n", want, ok ? "(success)" : d.msg);
+        return false;
+    }
+    /* outputs are empty after a failure */
+    for (int i = 0; i < g->noutputs; i++)
+        if (out[i].data)
+            return false;
+    return true;
+}
+
+static void test_input_errors(void)
+{
+    Graph *g = parse("graph @t(%mask: f32[B, S], %ids: i64[B, S], %w: f32[2*S, 3]) {\n"
+                     "  %0 = gather(%mask, %ids) {axis = 1} : f32[B, B, S]\n"
+                     "  return %0\n}\n");
+    if (!g)
+        return;
+    Tensor in[3];
+    int64_t s1[2] = {2, 12}, s2[2] = {2, 13}, s3[2] = {24, 3}, s4[2] = {25, 3}, s5[1] = {24};
+    tensor_alloc(&in[0], DT_F32, 2, s1);
+    tensor_alloc(&in[1], DT_I64, 2, s1);
+    tensor_alloc(&in[2], DT_F32, 2, s3);
+    CHECK(run_expect(g, in, 3, NULL));
+    /* inconsistent symbols across two inputs */
+    tensor_free(&in[1]);
+    tensor_alloc(&in[1], DT_I64, 2, s2);
+    CHECK(run_expect(g, in, 3, "input \"ids\": dim 1 is 13, expected S = 12 (from input \"mask\")"));
+    tensor_free(&in[1]);
+    tensor_alloc(&in[1], DT_I64, 2, s1);
+    /* an expression dim */
+    tensor_free(&in[2]);
+    tensor_alloc(&in[2], DT_F32, 2, s4);
+    CHECK(run_expect(g, in, 3, "input \"w\": dim 0 is 25, expected 2*S = 24"));
+    /* wrong rank */
+    tensor_free(&in[2]);
+    tensor_alloc(&in[2], DT_F32, 1, s5);
+    CHECK(run_expect(g, in, 3, "input \"w\": rank 1, expected 2 (f32[2*S, 3])"));
+    tensor_free(&in[2]);
+    tensor_alloc(&in[2], DT_F32, 2, s3);
+    /* wrong dtype */
+    tensor_free(&in[1]);
+    tensor_alloc(&in[1], DT_I32, 2, s1);
+    CHECK(run_expect(g, in, 3, "input \"ids\": dtype i32, expected i64"));
+    tensor_free(&in[1]);
+    tensor_alloc(&in[1], DT_I64, 2, s1);
+    /* gather index out of range */
+    ((int64_t *)in[1].data)[5] = 12;
+    CHECK(run_expect(g, in, 3, "%0 = gather: index 12 at indices[0, 5] is out of range for axis 1 of size 12"));
+    ((int64_t *)in[1].data)[5] = -12; /* wraps to 0 */
+    CHECK(run_expect(g, in, 3, NULL));
+    ((int64_t *)in[1].data)[23] = -13;
+    CHECK(run_expect(g, in, 3, "index -13 at indices[1, 11] is out of range"));
+    /* wrong input count */
+    CHECK(run_expect(g, in, 2, "takes 3 inputs, got 2"));
+    for (int i = 0; i < 3; i++)
+        tensor_free(&in[i]);
+    graph_free(g);
+}
+
+static void test_bounds_and_constants(void)
+{
+    Graph *g = parse("sym S <= 8\n"
+                     "graph @t(%x: f32[S, 4]) {\n"
+                     "  %0 = neg(%x) : f32[S, 4]\n"
+                     "  return %0\n}\n");
+    if (!g)
+        return;
+    Tensor in;
+    int64_t ok_shape[2] = {8, 4}, big[2] = {9, 4}, bad4[2] = {8, 5};
+    tensor_alloc(&in, DT_F32, 2, ok_shape);
+    CHECK(run_expect(g, &in, 1, NULL));
+    tensor_free(&in);
+    tensor_alloc(&in, DT_F32, 2, big);
+    CHECK(run_expect(g, &in, 1, "input \"x\": dim 0 is 9, expected S <= 8"));
+    tensor_free(&in);
+    tensor_alloc(&in, DT_F32, 2, bad4);
+    CHECK(run_expect(g, &in, 1, "input \"x\": dim 1 is 5, expected 4"));
+    tensor_free(&in);
+    graph_free(g);
+}
+
+/* A wrong declared result dim is reported with the op's name. */
+static void test_result_check(void)
+{
+    Graph *g = parse("graph @t(%x: f32[N]) {\n"
+                     "  %0 = neg(%x) : f32[N]\n"
+                     "  return %0\n}\n");
+    if (!g)
+        return;
+    /* Corrupt the declared type behind the verifier's back. */
+    Op *op = g->first;
+    op->out[0]->type.dims[0] = dim_addc(&g->dims, op->out[0]->type.dims[0], 1);
+    op->src = "node7";
+    Tensor in;
+    int64_t n = 3;
+    tensor_alloc(&in, DT_F32, 1, &n);
+    CHECK(run_expect(g, &in, 1, "op \"node7\" (neg): result %0 dim 0 is 3, declared N + 1 = 4"));
+    tensor_free(&in);
+    graph_free(g);
+}
+
+/* Data-dependent dims bind from results and feed later attributes. */
+static void test_data_dependent(void)
+{
+    Graph *g = parse("graph @t(%x: f32[N]) {\n"
+                     "  %nz = nonzero(%x) : i64[1, K]\n"
+                     "  %r = reshape(%nz) {shape = [K]} : i64[K]\n"
+                     "  %i = iota() {dtype = i32, shape = [K, 2], axis = 0} : i32[K, 2]\n"
+                     "  return %r, %i, %x, %x\n}\n");
+    if (!g)
+        return;
+    Tensor in, out[4];
+    int64_t n = 5;
+    tensor_alloc(&in, DT_F32, 1, &n);
+    float v[5] = {0, 1, 0, -2, NAN};
+    memcpy(in.data, v, sizeof v);
+    Diag d = {0};
+    bool ok = interp_run(g, &in, 1, out, 4, &d);
+    CHECK_MSG(ok, "%s", d.msg);
+    if (ok) {
+        CHECK(out[0].rank == 1 && out[0].shape[0] == 3);
+        const int64_t *r = out[0].data;
+        CHECK(r[0] == 1 && r[1] == 3 && r[2] == 4);
+        CHECK(out[1].shape[0] == 3 && ((int32_t *)out[1].data)[5] == 2);
+        /* graph inputs as outputs are copies the caller owns */
+        CHECK(out[2].owned && out[2].data != in.data && out[3].owned && out[3].data != out[2].data);
+        CHECK(memcmp(out[2].data, in.data, sizeof v) == 0);
+        for (int i = 0; i < 4; i++)
+            tensor_free(&out[i]);
+    }
+    tensor_free(&in);
+    graph_free(g);
+}
+
+/* An elided constant cannot run; the message says so. */
+static void test_elided(void)
+{
+    Graph *g = graph_new("t");
+    Dim *two = dim_const(&g->dims, 2);
+    Value *c = build_const(g, type_make(&g->arena, DT_F32, 1, &two), (float[]){1, 2}, 8, true);
+    CHECK(c);
+    if (c) {
+        c->def->cst->src = CONST_ELIDED;
+        c->def->cst->data = NULL;
+        graph_add_output(g, c);
+        Tensor out[1];
+        Diag d = {0};
+        CHECK(!interp_run(g, NULL, 0, out, 1, &d));
+        CHECK_MSG(strstr(d.msg, "elided"), "%s", d.msg);
+    }
+    graph_free(g);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        int fails = 0;
+        for (int i = 1; i < argc; i++)
+            fails += !run_file(argv[i]);
+        return fails ? 1 : 0;
+    }
+    test_half();
+    test_float_to_int();
+    test_builder_add();
+    test_input_errors();
+    test_bounds_and_constants();
+    test_result_check();
+    test_data_dependent();
+    test_elided();
+    return check_done();
+}
