@@ -280,11 +280,17 @@ static bool window(Imp *im, Window *w, Dim *const *in, Dim *const *k, int nsp)
     } else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
         bool upper = !strcmp(autopad, "SAME_UPPER");
         for (int i = 0; i < nsp; i++) {
-            /* total = max(0, (ceil(H/s) - 1) * s + d*(k-1) + 1 - H) */
-            Dim *o = dim_ceildiv(CX, in[i], dc(im, w->strides[i]));
+            /* total = max(0, (ceil(H/s) - 1) * s + span - H)
+             *       = max(0, span - s + mod(-H, s)), with mod(-H, s) in [0, s) */
+            int64_t s = w->strides[i];
             Dim *span = dim_addc(CX, dim_mulc(CX, dim_addc(CX, k[i], -1), w->dil[i]), 1);
-            Dim *t = dim_sub(CX, dim_add(CX, dim_mulc(CX, dim_addc(CX, o, -1), w->strides[i]), span), in[i]);
-            t = dim_max(CX, t, dc(im, 0));
+            Dim *t = dim_add(CX, dim_addc(CX, span, -s), dim_mod(CX, dim_neg(CX, in[i]), dc(im, s)));
+            int64_t lo, hi;
+            dim_bounds(dim_addc(CX, span, -s), &lo, &hi);
+            if (s == 1)
+                t = dim_addc(CX, span, -1);
+            else if (lo < 0)
+                t = dim_max(CX, t, dc(im, 0));
             Dim *half = dim_floordiv(CX, t, dc(im, 2));
             w->pads[i] = upper ? half : dim_sub(CX, t, half);
             w->pads[nsp + i] = upper ? dim_sub(CX, t, half) : half;

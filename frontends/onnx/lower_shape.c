@@ -378,7 +378,10 @@ static Value *slice_axis(Imp *im, Value *x, int axis, int64_t s, int64_t e, int6
     Op *rev = build_op(im->g, OP_REVERSE, &x, 1, l.v, l.n);
     if (!rev)
         return NULL;
-    return imp_slice1(im, rev->out[0], axis, dim_sub(CX, dm1, ds), dim_sub(CX, dm1, de), -step);
+    Dim *ns = dim_sub(CX, dm1, ds), *ne = dim_sub(CX, dm1, de);
+    if (dim_is(ns, 0) && ne == d && step == -1)
+        return rev->out[0];
+    return imp_slice1(im, rev->out[0], axis, ns, ne, -step);
 }
 
 /* A full-rank i64 vector for dyn_slice: entry axes[j] from v[j], others dflt. */
@@ -789,7 +792,9 @@ bool onnx_lower_range(Imp *im)
         int64_t n = cnt > 0 ? (int64_t)cnt : 0;
         Dim *dim = dc(im, n);
         Value *io = build_iota(im->g, dt, &dim, 1, 0);
-        return done(im, imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, io, d), s));
+        if (d != 1)
+            io = imp_binc(im, OP_MUL, io, d);
+        return done(im, s != 0 ? imp_binc(im, OP_ADD, io, s) : io);
     }
     if (!dtype_is_int(dt))
         return imp_err(im, "a floating-point Range needs constant bounds");
