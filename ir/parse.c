@@ -96,8 +96,9 @@ typedef struct Parser {
     const char *cur;  /* lexer position */
     const char *bol;  /* beginning of the lexer's line */
     int line;
-    Token *toks;      /* lexed tokens; toks[pos] is the next one */
-    int ntoks, captoks, pos;
+    Token **toks;     /* lexed tokens; toks[pos] is the next one, and */
+    int ntoks, pos;   /* toks[ntoks..nalloc) are spare, for reuse */
+    int nalloc, captoks;
     Token eof;        /* handed out after a lexer error */
     Arena tmp;        /* scratch, freed when parsing ends */
     Diag diag;
@@ -323,23 +324,31 @@ static bool lex(Parser *P, Token *t)
 }
 
 /* The k-th token ahead, lexed on demand. After a lexer error, an EOF
- * token (the parse is over by then). */
+ * token (the parse is over by then). Tokens never move in memory, so a
+ * Token pointer stays valid until the statement ends (see release). */
 static Token *peek_at(Parser *P, int k)
 {
     while (P->ntoks <= P->pos + k) {
         if (P->err)
             return &P->eof;
-        if (P->ntoks == P->captoks) {
-            int cap = P->captoks ? 2 * P->captoks : 64;
-            Token *nt = realloc(P->toks, (size_t)cap * sizeof *nt);
-            if (!nt) {
+        if (P->ntoks == P->nalloc) {
+            if (P->nalloc == P->captoks) {
+                int cap = P->captoks ? 2 * P->captoks : 64;
+                Token **nt = realloc(P->toks, (size_t)cap * sizeof *nt);
+                if (!nt) {
+                    error_here(P, P->cur, "out of memory");
+                    return &P->eof;
+                }
+                P->toks = nt;
+                P->captoks = cap;
+            }
+            if (!(P->toks[P->nalloc] = arena_alloc(&P->tmp, sizeof(Token)))) {
                 error_here(P, P->cur, "out of memory");
                 return &P->eof;
             }
-            P->toks = nt;
-            P->captoks = cap;
+            P->nalloc++;
         }
-        if (!lex(P, &P->toks[P->ntoks])) {
+        if (!lex(P, P->toks[P->ntoks])) {
             P->eof.loc = P->cur;
             P->eof.line = P->line;
             P->eof.col = (int)(P->cur - P->bol) + 1;
@@ -347,17 +356,30 @@ static Token *peek_at(Parser *P, int k)
         }
         P->ntoks++;
     }
-    return &P->toks[P->pos + k];
+    return P->toks[P->pos + k];
 }
 
 static Token *peek(Parser *P) { return peek_at(P, 0); }
 
-/* Forgets the tokens already consumed. */
+static void reverse(Token **v, int n)
+{
+    for (int i = 0, j = n - 1; i < j; i++, j--) {
+        Token *t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+/* Forgets the tokens already consumed, keeping them as spares: rotates
+ * toks[0..ntoks) left by pos. Called between statements, when no Token
+ * pointer is held. */
 static void release(Parser *P)
 {
     if (P->pos == 0)
         return;
-    memmove(P->toks, P->toks + P->pos, (size_t)(P->ntoks - P->pos) * sizeof *P->toks);
+    reverse(P->toks, P->pos);
+    reverse(P->toks + P->pos, P->ntoks - P->pos);
+    reverse(P->toks, P->ntoks);
     P->ntoks -= P->pos;
     P->pos = 0;
 }
