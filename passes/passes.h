@@ -138,6 +138,48 @@ bool shape_check_inputs(const ShapeInfo *si, const Tensor *inputs, int ninputs, 
 /* A DimEnv over a HostEnv, for dim_eval. */
 DimEnv hostenv_dims(const HostEnv *e);
 
+/* ---- fusion planning (fuse.c) ----------------------------------------- */
+
+typedef enum FuseKind {
+    FUSE_LOOP,    /* elementwise and index-map ops over one index space */
+    FUSE_INPUT,   /* a reduction with the ops that produce its operand */
+    FUSE_STITCH,  /* row reductions and the elementwise work over the same
+                     rows, in one kernel (softmax, LayerNorm, RMSNorm) */
+    FUSE_LIBRARY, /* dot / conv / conv_transpose / pool, with the elementwise
+                     epilogue the library can fuse (bias, activation, residual) */
+    FUSE_OPAQUE,  /* one op run alone (topk, nonzero, scatter, resize, ...) */
+    FUSE_SHAPE,   /* constants and shape ops: evaluated on the host */
+} FuseKind;
+
+typedef struct Group {
+    FuseKind kind;
+    int id;
+    Op **ops;        /* program order */
+    int nops;
+    Value **ins;     /* operands defined outside the group */
+    int nins;
+    Value **outs;    /* results used outside the group or returned */
+    int nouts;
+    Op *root;        /* LOOP: the op whose result shape is the index space;
+                        INPUT, STITCH: the last reduction; LIBRARY: the
+                        library op; OPAQUE: the op */
+} Group;
+
+typedef struct FusionPlan {
+    Graph *g;
+    Group *groups;   /* in an execution order */
+    int n;
+    Arena arena;
+} FusionPlan;
+
+/* Groups the ops of an analysed graph into kernels. */
+FusionPlan *fuse_plan(ShapeInfo *si, Diag *d);
+void fuse_plan_free(FusionPlan *p);
+/* The plan as text (dcc emit --stage fusion) and as Graphviz. */
+void fuse_print(FILE *f, const FusionPlan *p);
+void fuse_print_dot(FILE *f, const FusionPlan *p);
+const char *fuse_kind_name(FuseKind k);
+
 /* Parses a hint such as "S % 8 == 0", "B <= 64", "S == T" into c. */
 bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d);
 
