@@ -19,9 +19,10 @@
  * not hide a syntax error above it). The buffer also lets the parser go
  * back: a constant's payload (`dense<...>`) comes before its type, yet its
  * elements can only be decoded once the type is known, so the parser skips
- * over the payload, reads the type, and returns to the payload. The buffer is
- * emptied at the start of every statement, so it never holds more than one
- * statement's tokens.
+ * over the payload, reads the type, and returns to the payload. Tokens never
+ * move in memory (the buffer holds pointers), so a Token pointer stays valid
+ * for the whole statement; between statements the consumed tokens are
+ * recycled, so the buffer never holds more than one statement's tokens.
  *
  * Attributes are parsed under the op's schema (op_attr_spec): the schema
  * says whether `axes = [...]` holds integers, floats or dim expressions, and
