@@ -2,12 +2,15 @@
  * dcc — the disc command-line compiler.
  *
  *   dcc emit FILE [--stage ir] [-o OUT]      print a stage of the pipeline
+ *   dcc check DIR [--backend interp]         run an ONNX backend-test directory
+ *   dcc run MODEL --input N=F.pb --output-dir DIR   run a model on tensor files
  *
  * FILE is IR text (.disc) or an ONNX model (.onnx). Every error is one
  * located line on stderr. Exit status: 0 success, 1 an error in the input
  * (syntax, types, unsupported op, bad shapes), 2 a usage error, 3 an
  * internal or system error (out of memory, unwritable output).
  */
+#include "dcc/dcc.h"
 #include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -17,8 +20,6 @@
 
 #define DISC_VERSION "0.1.0"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
-
 static const char usage_main[] =
     "usage: dcc <command> [options]\n"
     "\n"
@@ -26,6 +27,8 @@ static const char usage_main[] =
     "\n"
     "commands:\n"
     "  emit FILE    parse (IR text or ONNX), verify and print a stage of the pipeline\n"
+    "  check DIR    run an ONNX backend-test directory (model.onnx, test_data_set_*)\n"
+    "  run MODEL    run a model on TensorProto inputs, write the outputs\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (dcc <command> --help for a command)\n"
@@ -180,5 +183,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "emit"))
         return cmd_emit(argc - 2, argv + 2);
+    if (!strcmp(cmd, "check"))
+        return dcc_check(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run"))
+        return dcc_run(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd, usage_main);
 }

@@ -1,0 +1,695 @@
+/*
+ * check.c — `dcc check` and `dcc run`: run a model on concrete tensors.
+ *
+ *   dcc check DIR [--backend interp] [--rtol R] [--atol A] [--no-shape] [-v]
+ *   dcc run MODEL --input NAME=FILE.pb ... --output-dir DIR [--backend interp]
+ *
+ * `check` reads a directory in the layout of ONNX's backend tests:
+ *
+ *   DIR/model.onnx
+ *   DIR/test_data_set_0/input_0.pb ... output_0.pb ...
+ *   DIR/test_data_set_1/...             (each set may have other shapes)
+ *
+ * The model is compiled once (import, verify, shape analysis) and then run on
+ * every data set in name order, each with its own shapes: that is the point
+ * of a dynamic-shape compiler. Inputs match graph inputs by position K.
+ * Each output is compared with the expected one: dtype and shape exactly,
+ * integers and booleans exactly, floats as |got - exp| <= atol + rtol*|exp|
+ * with NaN equal to NaN and an infinity equal only to itself. One line per
+ * data set says PASS or names the worst element of the first bad output.
+ *
+ * `run` is the same pipeline for one set of named inputs; it writes the
+ * outputs as TensorProto files output_K.pb, named after the graph outputs.
+ *
+ * Only the reference interpreter exists as a backend yet; the others are
+ * named so that asking for them gives a clear message.
+ */
+#include "dcc/dcc.h"
+#include "frontends/onnx/onnx.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+#include "runtime/interp.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Defaults of ONNX's own backend test runner (onnx/backend/test/runner). */
+#define CHECK_RTOL 1e-3
+#define CHECK_ATOL 1e-7
+
+static const char usage_check[] =
+    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-shape] [-v]\n"
+    "\n"
+    "Runs a model on the test data of an ONNX backend-test directory: DIR holds\n"
+    "model.onnx and test_data_set_*/{input,output}_K.pb. The model is compiled\n"
+    "once and run on every data set (each may have different shapes); one line\n"
+    "per data set says PASS or FAIL with the worst element.\n"
+    "\n"
+    "Outputs must match in dtype and shape; integers and booleans exactly;\n"
+    "floats when |got - expected| <= atol + rtol * |expected| (NaN equals NaN,\n"
+    "an infinity only itself).\n"
+    "\n"
+    "options:\n"
+    "  --backend NAME  interp (the reference interpreter; the default)\n"
+    "  --rtol R        relative tolerance (default 1e-3, as ONNX's backend tests)\n"
+    "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
+    "  --no-shape      skip shape analysis (run the imported graph as is)\n"
+    "  -v              also print per-output errors and full messages\n"
+    "\n"
+    "exit status: 0 every data set passed, 1 a failure or an error in the\n"
+    "input, 2 usage error\n";
+
+static const char usage_run[] =
+    "usage: dcc run MODEL --input NAME=FILE.pb ... --output-dir DIR [--backend NAME]\n"
+    "               [--no-shape]\n"
+    "\n"
+    "Compiles MODEL (.onnx, or IR text), runs it on the given TensorProto files\n"
+    "(every graph input once, by name) and writes DIR/output_K.pb for each\n"
+    "output K, named after the graph output; DIR is created if needed. Prints\n"
+    "each output's name, dtype and shape.\n"
+    "\n"
+    "options:\n"
+    "  --input NAME=FILE  the value of graph input NAME (repeatable)\n"
+    "  --output-dir DIR   where the outputs go\n"
+    "  --backend NAME     interp (the reference interpreter; the default)\n"
+    "  --no-shape         skip shape analysis (run the imported graph as is)\n"
+    "\n"
+    "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
+
+static int usage(const char *fmt, const char *arg, const char *text)
+{
+    fprintf(stderr, "dcc: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", text);
+    return EXIT_USAGE;
+}
+
+/* Backends that will exist; only interp runs today. */
+static int check_backend(const char *name, const char *text)
+{
+    static const char *const later[] = {"cpu", "cuda", "hip"};
+    if (!strcmp(name, "interp"))
+        return 0;
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (!strcmp(name, later[i])) {
+            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp)\n", name);
+            return EXIT_USAGE;
+        }
+    return usage("unknown backend '%s' (backends: interp)", name, text);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ------------------------------------------------------------------ */
+/* The compiled model                                                   */
+
+typedef struct Model {
+    Graph *g;
+    ShapeInfo *si;   /* NULL with --no-shape */
+    char **inames;   /* graph input names, as the user sees them */
+    char **onames;   /* graph output names */
+} Model;
+
+static void model_free(Model *m)
+{
+    if (m->g) {
+        for (int i = 0; m->inames && i < m->g->ninputs; i++)
+            free(m->inames[i]);
+        for (int i = 0; m->onames && i < m->g->noutputs; i++)
+            free(m->onames[i]);
+    }
+    free(m->inames);
+    free(m->onames);
+    if (m->si)
+        shape_info_free(m->si);
+    graph_free(m->g);
+    memset(m, 0, sizeof *m);
+}
+
+/* Names taken before shape analysis rewrites the graph: a value's own name,
+ * else the printer's. */
+static char **value_names(Graph *g, Value **vs, int n, char **printed)
+{
+    char **out = calloc((size_t)n + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const char *s = vs[i]->name ? vs[i]->name : printed ? printed[vs[i]->id] : NULL;
+        char buf[32];
+        if (!s) {
+            snprintf(buf, sizeof buf, "%d", vs[i]->id);
+            s = buf;
+        }
+        if (!(out[i] = strdup(s))) {
+            for (int k = 0; k < i; k++)
+                free(out[k]);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
+ * the error and returns an exit status on failure. */
+static int model_load(Model *m, const char *path, bool no_shape)
+{
+    Diag d = {0};
+    memset(m, 0, sizeof *m);
+    if (ends_with(path, ".onnx"))
+        m->g = onnx_import_file(path, NULL, &d);
+    else
+        m->g = graph_parse_file(path, &d);
+    if (m->g && !graph_verify(m->g, &d)) {
+        graph_free(m->g);
+        m->g = NULL;
+    }
+    if (!m->g) {
+        fprintf(stderr, "%s\n", d.msg);
+        return EXIT_INPUT;
+    }
+    char **printed = graph_value_names(m->g);
+    m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
+    m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);
+    graph_value_names_free(m->g, printed);
+    if (!m->inames || !m->onames) {
+        fprintf(stderr, "dcc: error: out of memory\n");
+        model_free(m);
+        return EXIT_SYSTEM;
+    }
+    if (!no_shape) {
+        ShapeOpts so = {NULL, 0};
+        m->si = shape_analyze(m->g, &so, &d);
+        if (!m->si) {
+            fprintf(stderr, "%s: shape analysis: %s\n", path, d.msg);
+            model_free(m);
+            return EXIT_INPUT;
+        }
+    }
+    return 0;
+}
+
+/* Runs the compiled model: the host program's input checks, then the
+ * backend. outputs has g->noutputs entries. */
+static bool model_exec(Model *m, const Tensor *in, int nin, Tensor *out, Diag *d)
+{
+    if (m->si && !shape_check_inputs(m->si, in, nin, d))
+        return false;
+    return interp_run(m->g, in, nin, out, m->g->noutputs, d);
+}
+
+static void print_shape(FILE *f, const int64_t *shape, int rank)
+{
+    fputc('[', f);
+    for (int i = 0; i < rank; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    fputc(']', f);
+}
+
+static int shape_snprint(char *buf, size_t n, const int64_t *shape, int rank)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "[");
+    for (int i = 0; i < rank; i++)
+        len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%lld", i ? ", " : "",
+                                (long long)shape[i]);
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "]");
+    return (int)len;
+}
+
+/* ------------------------------------------------------------------ */
+/* Comparison                                                           */
+
+/* How far got is outside the tolerance around exp: 0 if within it. */
+static double excess(double got, double exp, double rtol, double atol)
+{
+    if (isnan(exp) || isnan(got))
+        return isnan(exp) && isnan(got) ? 0 : INFINITY;
+    if (isinf(exp) || isinf(got))
+        return got == exp ? 0 : INFINITY;
+    double diff = fabs(got - exp), tol = atol + rtol * fabs(exp);
+    return diff <= tol ? 0 : diff - tol;
+}
+
+/* Compares one output; false with the reason in msg. *maxerr gets the
+ * largest absolute difference (floats) for -v. */
+static bool compare(const Tensor *got, const Tensor *exp, double rtol, double atol, char *msg,
+                    size_t msglen, double *maxerr)
+{
+    *maxerr = 0;
+    if (got->dtype != exp->dtype) {
+        snprintf(msg, msglen, "dtype %s, expected %s", dtype_name(got->dtype), dtype_name(exp->dtype));
+        return false;
+    }
+    bool same = got->rank == exp->rank;
+    for (int i = 0; same && i < got->rank; i++)
+        same = got->shape[i] == exp->shape[i];
+    if (!same) {
+        char a[256], b[256];
+        shape_snprint(a, sizeof a, got->shape, got->rank);
+        shape_snprint(b, sizeof b, exp->shape, exp->rank);
+        snprintf(msg, msglen, "shape %s, expected %s", a, b);
+        return false;
+    }
+    size_t n = tensor_numel(exp), nbad = 0, worst = 0;
+    double worst_ex = -1;
+    bool fl = dtype_is_float(exp->dtype);
+    for (size_t i = 0; i < n; i++) {
+        bool bad;
+        if (fl) {
+            double g = interp_load_f(got, i), e = interp_load_f(exp, i);
+            double ex = excess(g, e, rtol, atol);
+            if (!isnan(g) && !isnan(e) && !isinf(g) && !isinf(e) && fabs(g - e) > *maxerr)
+                *maxerr = fabs(g - e);
+            bad = ex > 0;
+            if (bad && ex > worst_ex) {
+                worst_ex = ex;
+                worst = i;
+            }
+        } else {
+            int64_t g = interp_load_i(got, i), e = interp_load_i(exp, i);
+            double ex = fabs((double)g - (double)e);
+            bad = g != e;
+            if (bad && ex > worst_ex) {
+                worst_ex = ex;
+                worst = i;
+            }
+        }
+        nbad += bad;
+    }
+    if (nbad == 0)
+        return true;
+    /* The multi-index of the worst element. */
+    int64_t idx[MAX_RANK];
+    size_t rest = worst;
+    for (int k = exp->rank - 1; k >= 0; k--) {
+        int64_t s = exp->shape[k] > 0 ? exp->shape[k] : 1;
+        idx[k] = (int64_t)(rest % (size_t)s);
+        rest /= (size_t)s;
+    }
+    char where[256], ev[64], gv[64];
+    shape_snprint(where, sizeof where, idx, exp->rank);
+    if (fl) {
+        snprintf(ev, sizeof ev, "%.9g", interp_load_f(exp, worst));
+        snprintf(gv, sizeof gv, "%.9g", interp_load_f(got, worst));
+    } else {
+        snprintf(ev, sizeof ev, "%lld", (long long)interp_load_i(exp, worst));
+        snprintf(gv, sizeof gv, "%lld", (long long)interp_load_i(got, worst));
+    }
+    snprintf(msg, msglen, "worst element %s: expected %s, got %s (%zu of %zu elements differ)", where,
+             ev, gv, nbad, n);
+    return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* dcc check                                                            */
+
+typedef struct CheckOpts {
+    double rtol, atol;
+    bool verbose;
+} CheckOpts;
+
+/* Data-set names in order: by length first, so test_data_set_10 follows
+ * test_data_set_9. */
+static int set_cmp(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t n = strlen(x), m = strlen(y);
+    return n != m ? (n < m ? -1 : 1) : strcmp(x, y);
+}
+
+/* Number of consecutive files PREFIX_0.pb, PREFIX_1.pb, ... in dir. */
+static int count_files(const char *dir, const char *prefix)
+{
+    int k = 0;
+    for (;; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%d.pb", prefix, k);
+        char *p = path_join(dir, name);
+        bool ok = p && file_exists(p);
+        free(p);
+        if (!ok)
+            return k;
+    }
+}
+
+static void free_tensors(Tensor *t, int n)
+{
+    for (int i = 0; t && i < n; i++)
+        tensor_free(&t[i]);
+    free(t);
+}
+
+/* Reads dir/PREFIX_K.pb for K < n into a new array; NULL with d set. */
+static Tensor *read_tensors(const char *dir, const char *prefix, int n, Diag *d)
+{
+    Tensor *t = calloc((size_t)n + 1, sizeof *t);
+    if (!t) {
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < n; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%d.pb", prefix, k);
+        char *p = path_join(dir, name);
+        bool ok = p && onnx_read_tensor_file(p, &t[k], NULL, d);
+        if (!p)
+            diag_set(d, "error: out of memory");
+        free(p);
+        if (!ok) {
+            free_tensors(t, k);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* One data set: prints its line; true if it passed. */
+static bool check_set(Model *m, const char *dir, const char *set, const CheckOpts *o)
+{
+    char *sdir = path_join(dir, set);
+    Diag d = {0};
+    Graph *g = m->g;
+    int nin = count_files(sdir, "input"), nout = count_files(sdir, "output");
+    Tensor *in = NULL, *exp = NULL, *got = NULL;
+    bool pass = false;
+    if (nin != g->ninputs) {
+        diag_set(&d, "error: %d input files, the model has %d inputs", nin, g->ninputs);
+    } else if (nout != g->noutputs) {
+        diag_set(&d, "error: %d output files, the model has %d outputs", nout, g->noutputs);
+    } else if ((in = read_tensors(sdir, "input", nin, &d)) && (exp = read_tensors(sdir, "output", nout, &d))) {
+        if (!(got = calloc((size_t)nout + 1, sizeof *got)))
+            diag_set(&d, "error: out of memory");
+        else if (model_exec(m, in, nin, got, &d))
+            pass = true;
+    }
+    if (!pass) {
+        printf("%s: FAIL %s\n", set, d.msg);
+    } else {
+        char msg[1024];
+        double maxerr;
+        for (int k = 0; k < nout; k++) {
+            bool ok = compare(&got[k], &exp[k], o->rtol, o->atol, msg, sizeof msg, &maxerr);
+            if (!ok && pass) {
+                printf("%s: FAIL output %d (\"%s\"): %s\n", set, k, m->onames[k], msg);
+                pass = false;
+            }
+            if (o->verbose) {
+                printf("  output %d (\"%s\"): %s", k, m->onames[k], dtype_name(got[k].dtype));
+                print_shape(stdout, got[k].shape, got[k].rank);
+                if (ok)
+                    printf(", max abs error %.3g\n", maxerr);
+                else
+                    printf(": %s\n", msg);
+            }
+        }
+        if (pass)
+            printf("%s: PASS\n", set);
+    }
+    free_tensors(in, nin);
+    free_tensors(exp, nout);
+    free_tensors(got, nout);
+    free(sdir);
+    return pass;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v >= 0) || isinf(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+int dcc_check(int argc, char **argv)
+{
+    const char *dir = NULL, *backend = "interp";
+    CheckOpts o = {CHECK_RTOL, CHECK_ATOL, false};
+    bool no_shape = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_check, stdout);
+            return 0;
+        } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
+            if (i + 1 >= argc)
+                return usage("%s needs a value", a, usage_check);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--backend"))
+                backend = v;
+            else if (!parse_double(v, !strcmp(a, "--rtol") ? &o.rtol : &o.atol))
+                return usage("bad tolerance '%s' (a number >= 0)", v, usage_check);
+        } else if (!strcmp(a, "-v")) {
+            o.verbose = true;
+        } else if (!strcmp(a, "--no-shape")) {
+            no_shape = true;
+        } else if (a[0] == '-' && a[1]) {
+            return usage("unknown option '%s'", a, usage_check);
+        } else if (dir) {
+            return usage("more than one directory ('%s')", a, usage_check);
+        } else {
+            dir = a;
+        }
+    }
+    if (!dir)
+        return usage("%s", "no test directory", usage_check);
+    int rc = check_backend(backend, usage_check);
+    if (rc)
+        return rc;
+
+    /* The data sets, sorted. */
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        fprintf(stderr, "%s: error: cannot open directory: %s\n", dir, strerror(errno));
+        return EXIT_INPUT;
+    }
+    char **sets = NULL;
+    int nsets = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (strncmp(e->d_name, "test_data_set_", 14) != 0)
+            continue;
+        if (nsets == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **p = realloc(sets, (size_t)cap * sizeof *p);
+            if (!p)
+                break;
+            sets = p;
+        }
+        if (!(sets[nsets] = strdup(e->d_name)))
+            break;
+        nsets++;
+    }
+    closedir(dp);
+    if (nsets == 0) {
+        fprintf(stderr, "%s: error: no test_data_set_* directories\n", dir);
+        free(sets);
+        return EXIT_INPUT;
+    }
+    qsort(sets, (size_t)nsets, sizeof *sets, set_cmp);
+
+    char *model = path_join(dir, "model.onnx");
+    Model m;
+    rc = model ? model_load(&m, model, no_shape) : EXIT_SYSTEM;
+    if (rc == 0) {
+        if (o.verbose)
+            printf("%s: %d inputs, %d outputs, %d ops, %d data sets\n", model, m.g->ninputs,
+                   m.g->noutputs, m.g->nops, nsets);
+        int npass = 0;
+        for (int i = 0; i < nsets; i++)
+            npass += check_set(&m, dir, sets[i], &o);
+        if (o.verbose)
+            printf("%d of %d data sets passed\n", npass, nsets);
+        rc = npass == nsets ? 0 : EXIT_INPUT;
+        model_free(&m);
+    } else if (rc == EXIT_SYSTEM) {
+        rc = EXIT_INPUT;
+    }
+    free(model);
+    for (int i = 0; i < nsets; i++)
+        free(sets[i]);
+    free(sets);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* dcc run                                                              */
+
+/* mkdir -p */
+static bool make_dirs(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return false;
+    bool ok = true;
+    for (char *s = p + 1; ok; s++) {
+        if (*s != '/' && *s)
+            continue;
+        char c = *s;
+        *s = 0;
+        struct stat st;
+        if (mkdir(p, 0777) != 0 && !(errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode)))
+            ok = false;
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    return ok;
+}
+
+int dcc_run(int argc, char **argv)
+{
+    const char *model = NULL, *outdir = NULL, *backend = "interp";
+    bool no_shape = false;
+    char **inputs = calloc((size_t)argc + 1, sizeof *inputs); /* NAME=FILE */
+    int ninputs = 0, rc = 0;
+    if (!inputs) {
+        fprintf(stderr, "dcc: error: out of memory\n");
+        return EXIT_SYSTEM;
+    }
+    for (int i = 0; i < argc && rc == 0; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_run, stdout);
+            free(inputs);
+            return 0;
+        } else if (!strcmp(a, "--input") || !strcmp(a, "--output-dir") || !strcmp(a, "--backend")) {
+            if (i + 1 >= argc) {
+                rc = usage("%s needs a value", a, usage_run);
+                break;
+            }
+            char *v = argv[++i];
+            if (!strcmp(a, "--output-dir"))
+                outdir = v;
+            else if (!strcmp(a, "--backend"))
+                backend = v;
+            else if (!strchr(v, '=') || v[0] == '=')
+                rc = usage("--input wants NAME=FILE, not '%s'", v, usage_run);
+            else
+                inputs[ninputs++] = v;
+        } else if (!strcmp(a, "--no-shape")) {
+            no_shape = true;
+        } else if (a[0] == '-' && a[1]) {
+            rc = usage("unknown option '%s'", a, usage_run);
+        } else if (model) {
+            rc = usage("more than one model ('%s')", a, usage_run);
+        } else {
+            model = a;
+        }
+    }
+    if (rc == 0 && !model)
+        rc = usage("%s", "no model", usage_run);
+    if (rc == 0 && !outdir)
+        rc = usage("%s", "no --output-dir", usage_run);
+    if (rc == 0)
+        rc = check_backend(backend, usage_run);
+    if (rc) {
+        free(inputs);
+        return rc;
+    }
+
+    Model m;
+    if ((rc = model_load(&m, model, no_shape))) {
+        free(inputs);
+        return rc;
+    }
+    Graph *g = m.g;
+    Tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
+    Tensor *out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    bool *given = calloc((size_t)g->ninputs + 1, sizeof *given);
+    Diag d = {0};
+    if (!in || !out || !given) {
+        fprintf(stderr, "dcc: error: out of memory\n");
+        rc = EXIT_SYSTEM;
+    }
+    /* Match --input NAME=FILE against the graph inputs. */
+    for (int k = 0; rc == 0 && k < ninputs; k++) {
+        const char *eq = strchr(inputs[k], '=');
+        size_t len = (size_t)(eq - inputs[k]);
+        int idx = -1;
+        for (int i = 0; i < g->ninputs; i++)
+            if (strlen(m.inames[i]) == len && !strncmp(m.inames[i], inputs[k], len))
+                idx = i;
+        if (idx < 0) {
+            fprintf(stderr, "%s: error: the model has no input '%.*s' (inputs:", model, (int)len,
+                    inputs[k]);
+            for (int i = 0; i < g->ninputs; i++)
+                fprintf(stderr, "%s %s", i ? "," : "", m.inames[i]);
+            fprintf(stderr, ")\n");
+            rc = EXIT_INPUT;
+        } else if (given[idx]) {
+            fprintf(stderr, "%s: error: input '%s' given twice\n", model, m.inames[idx]);
+            rc = EXIT_INPUT;
+        } else if (!onnx_read_tensor_file(eq + 1, &in[idx], NULL, &d)) {
+            fprintf(stderr, "%s\n", d.msg);
+            rc = EXIT_INPUT;
+        } else {
+            given[idx] = true;
+        }
+    }
+    for (int i = 0; rc == 0 && i < g->ninputs; i++)
+        if (!given[i]) {
+            fprintf(stderr, "%s: error: input '%s' is not given (--input %s=FILE.pb)\n", model,
+                    m.inames[i], m.inames[i]);
+            rc = EXIT_INPUT;
+        }
+    if (rc == 0 && !model_exec(&m, in, g->ninputs, out, &d)) {
+        fprintf(stderr, "%s: %s\n", model, d.msg);
+        rc = EXIT_INPUT;
+    }
+    if (rc == 0 && !make_dirs(outdir)) {
+        fprintf(stderr, "dcc: error: cannot create directory '%s': %s\n", outdir, strerror(errno));
+        rc = EXIT_SYSTEM;
+    }
+    for (int k = 0; rc == 0 && k < g->noutputs; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "output_%d.pb", k);
+        char *p = path_join(outdir, name);
+        if (!p || !onnx_write_tensor_file(p, &out[k], m.onames[k], &d)) {
+            fprintf(stderr, "%s\n", p ? d.msg : "dcc: error: out of memory");
+            rc = EXIT_SYSTEM;
+        } else {
+            printf("%s: %s", m.onames[k], dtype_name(out[k].dtype));
+            print_shape(stdout, out[k].shape, out[k].rank);
+            printf(" -> %s\n", p);
+        }
+        free(p);
+    }
+    for (int i = 0; in && i < g->ninputs; i++)
+        tensor_free(&in[i]);
+    for (int i = 0; out && i < g->noutputs; i++)
+        tensor_free(&out[i]);
+    free(in);
+    free(out);
+    free(given);
+    free(inputs);
+    model_free(&m);
+    return rc;
+}

@@ -1,0 +1,19 @@
+/*
+ * dcc.h — what the files of the command-line compiler share: the exit
+ * codes and one entry point per command kept outside dcc.c.
+ *
+ *   dcc.c    main, the dispatch, `dcc emit`
+ *   check.c  `dcc check` (ONNX backend-test directories) and `dcc run`
+ *
+ * Each entry point takes the arguments after the command name and returns
+ * the process exit status.
+ */
+#ifndef DISC_DCC_H
+#define DISC_DCC_H
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+
+int dcc_check(int argc, char **argv);
+int dcc_run(int argc, char **argv);
+
+#endif
