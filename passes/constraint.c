@@ -42,9 +42,13 @@
  * over. So `S*T >= 1` with S, T >= 1 is proved (by intervals, stage 2),
  * while `S*T >= S` is not.
  *
- * Symbol bounds are read from the DimCtx at every query, so bounds set
- * after a fact was added still count. The facts' own set F is cached and
- * grows by intersection as facts come in.
+ * Each affine fact keeps its own isl_set and the symbols it uses. A query
+ * takes only the facts connected to its symbols (sharing a symbol, directly
+ * or through other facts) and the bounds of the symbols involved: facts on
+ * other symbols cannot change the answer once the whole set is known to be
+ * satisfiable, which is checked once and cached. Symbol bounds are read
+ * from the DimCtx at every query (and the cache is keyed on them), so
+ * bounds set after a fact was added still count.
  *
  * ISL runs with on_error = CONTINUE; every NULL from ISL means "not
  * proved" (or "consistent, as far as we know"), never an abort.
@@ -62,27 +66,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Fact {
-    Dim *a, *b;     /* a rel b; b is NULL for divisibility */
-    Rel rel;
-    int64_t k;      /* divisibility: a % k == 0 */
-    char *origin;   /* malloc'd, or NULL */
-    bool affine;    /* given to ISL */
-} Fact;
-
 typedef struct AtomList {
     const Dim **v;  /* symbols and opaque atoms, no repeats */
     int n, cap;
     bool oom;
 } AtomList;
 
+typedef struct Fact {
+    Dim *a, *b;     /* a rel b; b is NULL for divisibility */
+    Rel rel;
+    int64_t k;      /* divisibility: a % k == 0 */
+    char *origin;   /* malloc'd, or NULL */
+    bool affine;    /* given to ISL */
+    isl_set *set;   /* where it holds (without bounds), if affine */
+    AtomList atoms; /* the symbols it uses, if affine */
+} Fact;
+
 struct Constraints {
     DimCtx *cx;
     isl_ctx *ctx;
     Fact *facts;
     int nfacts, capfacts;
-    isl_set *base;  /* the affine facts, without bounds; NULL: none yet */
-    AtomList atoms; /* the symbols the affine facts use */
+    /* Whether all affine facts and their symbols' bounds can hold at once,
+     * valid while nfacts and every symbol's bounds are as when computed. */
+    int cache_nfacts;  /* -1: nothing cached */
+    int64_t *cache_snap; /* lo, hi of each symbol of cx */
+    int cache_nsyms;
+    bool cache_empty;
 };
 
 const char *cons_rel_str(Rel r)
@@ -352,26 +362,109 @@ static isl_set *bounds_set(isl_ctx *ctx, const AtomList *l, isl_set *s)
     return s;
 }
 
-/* The facts with the bounds of their symbols and of the extra atoms. */
-static isl_set *facts_set(Constraints *c, const AtomList *extra)
+static bool atoms_meet(const AtomList *x, const AtomList *y)
 {
-    isl_set *s = c->base ? isl_set_copy(c->base) : universe(c->ctx);
-    s = bounds_set(c->ctx, &c->atoms, s);
-    if (extra)
-        s = bounds_set(c->ctx, extra, s);
-    return s;
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < y->n; j++)
+            if (x->v[i] == y->v[j])
+                return true;
+    return false;
 }
 
-/* Proves that the facts imply claim (taken). Contradictory facts prove
- * nothing here. */
+/* The affine facts that share symbols with `atoms`, directly or through
+ * other facts, with the bounds of every symbol involved; atoms grows to
+ * hold those symbols. Facts on unrelated symbols cannot change the answer
+ * (their consistency is checked apart), and leaving them out keeps ISL's
+ * sets small. */
+static isl_set *facts_set(Constraints *c, AtomList *atoms)
+{
+    bool *used = c->nfacts ? calloc((size_t)c->nfacts, sizeof *used) : NULL;
+    if (c->nfacts && !used)
+        return NULL;
+    isl_set *s = universe(c->ctx);
+    for (bool changed = true; changed && s;) {
+        changed = false;
+        for (int i = 0; i < c->nfacts && s; i++) {
+            Fact *f = &c->facts[i];
+            if (used[i] || !f->affine || !atoms_meet(&f->atoms, atoms))
+                continue;
+            used[i] = changed = true;
+            for (int j = 0; j < f->atoms.n; j++)
+                atoms_add(atoms, f->atoms.v[j]);
+            s = isl_set_intersect(s, isl_set_copy(f->set));
+        }
+    }
+    free(used);
+    if (atoms->oom) {
+        isl_set_free(s);
+        return NULL;
+    }
+    return bounds_set(c->ctx, atoms, s);
+}
+
+/* Is the conjunction of every affine fact and the bounds of its symbols
+ * empty? Cached; an ISL failure counts as "not known to be empty". */
+static bool facts_empty(Constraints *c)
+{
+    DimCtx *cx = c->cx;
+    bool valid = c->cache_nfacts == c->nfacts && c->cache_nsyms == cx->nsyms;
+    for (int i = 0; valid && i < cx->nsyms; i++)
+        valid = c->cache_snap[2 * i] == cx->syms[i]->lo &&
+                c->cache_snap[2 * i + 1] == cx->syms[i]->hi;
+    if (valid)
+        return c->cache_empty;
+
+    AtomList all = {0};
+    for (int i = 0; i < c->nfacts; i++)
+        for (int j = 0; c->facts[i].affine && j < c->facts[i].atoms.n; j++)
+            atoms_add(&all, c->facts[i].atoms.v[j]);
+    isl_set *s = all.oom ? NULL : facts_set(c, &all);
+    bool empty = s && isl_set_is_empty(s) == isl_bool_true;
+    isl_set_free(s);
+    atoms_free(&all);
+
+    size_t bytes;
+    int64_t *snap = NULL;
+    if (size_mul((size_t)cx->nsyms + 1, 2 * sizeof *snap, &bytes))
+        snap = realloc(c->cache_snap, bytes);
+    if (snap) {
+        c->cache_snap = snap;
+        for (int i = 0; i < cx->nsyms; i++) {
+            snap[2 * i] = cx->syms[i]->lo;
+            snap[2 * i + 1] = cx->syms[i]->hi;
+        }
+        c->cache_nsyms = cx->nsyms;
+        c->cache_nfacts = c->nfacts;
+        c->cache_empty = empty;
+    }
+    return empty;
+}
+
+static bool atom_bounds_empty(const AtomList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        int64_t lo = l->v[i]->lo, hi = l->v[i]->hi;
+        if (l->v[i]->kind != DIM_SYM)
+            dim_bounds(l->v[i], &lo, &hi);
+        if (lo > hi)
+            return true;
+    }
+    return false;
+}
+
+/* Proves that the facts imply claim (taken); atoms are the claim's.
+ * Contradictory facts prove nothing here. When all facts together are
+ * satisfiable, so is the part facts_set picks, and atoms outside every
+ * fact only add their own intervals: checking those intervals spares an
+ * ISL emptiness test per query. */
 static bool prove_set(Constraints *c, isl_set *claim, AtomList *atoms)
 {
     bool ok = false;
     isl_set *f = NULL;
-    if (!claim || atoms->oom)
+    if (!claim || atoms->oom || atom_bounds_empty(atoms) || facts_empty(c))
         goto out;
     f = facts_set(c, atoms);
-    if (!f || isl_set_is_empty(f) != isl_bool_false)
+    if (!f)
         goto out;
     ok = isl_set_is_subset(f, claim) == isl_bool_true;
 out:
@@ -395,6 +488,7 @@ Constraints *cons_new(DimCtx *cx)
         return NULL;
     }
     isl_options_set_on_error(c->ctx, ISL_ON_ERROR_CONTINUE);
+    c->cache_nfacts = -1;
     return c;
 }
 
@@ -402,11 +496,13 @@ void cons_free(Constraints *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < c->nfacts; i++)
+    for (int i = 0; i < c->nfacts; i++) {
         free(c->facts[i].origin);
+        isl_set_free(c->facts[i].set);
+        atoms_free(&c->facts[i].atoms);
+    }
     free(c->facts);
-    atoms_free(&c->atoms);
-    isl_set_free(c->base);
+    free(c->cache_snap);
     isl_ctx_free(c->ctx);
     free(c);
 }
@@ -438,33 +534,20 @@ static Fact *fact_push(Constraints *c, const char *origin)
     return f;
 }
 
-/* Intersects the fact's set (taken) into the base; its symbols join the
- * atoms. Leaves everything as it was if ISL fails. */
-static bool base_add(Constraints *c, isl_set *s, AtomList *atoms)
+/* Gives the fact its set (taken) and atoms (taken) if ISL built it. */
+static bool fact_take(Fact *f, isl_set *s, AtomList *atoms)
 {
-    bool ok = false;
-    if (!s || atoms->oom)
-        goto out;
-    isl_set *b = c->base ? isl_set_copy(c->base) : universe(c->ctx);
-    b = isl_set_coalesce(isl_set_intersect(b, isl_set_copy(s)));
-    if (!b)
-        goto out;
-    int n0 = c->atoms.n;
-    for (int i = 0; i < atoms->n; i++)
-        atoms_add(&c->atoms, atoms->v[i]);
-    if (c->atoms.oom) { /* the base would name symbols without bounds */
-        c->atoms.oom = false;
-        c->atoms.n = n0;
-        isl_set_free(b);
-        goto out;
+    if (!s || atoms->oom) {
+        isl_set_free(s);
+        atoms_free(atoms);
+        return false;
     }
-    isl_set_free(c->base);
-    c->base = b;
-    ok = true;
-out:
-    isl_set_free(s);
-    atoms_free(atoms);
-    return ok;
+    f->set = isl_set_coalesce(s);
+    f->atoms = *atoms;
+    f->affine = f->set != NULL;
+    if (!f->affine)
+        atoms_free(&f->atoms);
+    return f->affine;
 }
 
 bool cons_add(Constraints *c, Dim *a, Rel rel, Dim *b, const char *origin)
@@ -479,8 +562,7 @@ bool cons_add(Constraints *c, Dim *a, Rel rel, Dim *b, const char *origin)
     f->rel = rel;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, false};
-    f->affine = base_add(c, claim_set(c, &t, a, rel, b), &atoms);
-    return f->affine;
+    return fact_take(f, claim_set(c, &t, a, rel, b), &atoms);
 }
 
 bool cons_add_divisible(Constraints *c, Dim *a, int64_t k, const char *origin)
@@ -494,8 +576,7 @@ bool cons_add_divisible(Constraints *c, Dim *a, int64_t k, const char *origin)
     f->k = k;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, false};
-    f->affine = base_add(c, divisible_set(&t, a, k), &atoms);
-    return f->affine;
+    return fact_take(f, divisible_set(&t, a, k), &atoms);
 }
 
 bool cons_prove(Constraints *c, Dim *a, Rel rel, Dim *b)
@@ -573,10 +654,7 @@ bool cons_consistent(Constraints *c)
         if (interval_refutes(lo, hi, f->rel))
             return false;
     }
-    isl_set *s = facts_set(c, NULL);
-    isl_bool empty = s ? isl_set_is_empty(s) : isl_bool_error;
-    isl_set_free(s);
-    return empty != isl_bool_true; /* an ISL failure proves nothing */
+    return !facts_empty(c);
 }
 
 /* ---- printing ----------------------------------------------------------- */

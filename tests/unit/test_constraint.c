@@ -224,8 +224,37 @@ static void test_contradiction(void)
     c = cons_new(cx);
     dim_sym_set(E, 5, 4, SYM_INPUT);
     CHECK(!cons_consistent(c));
+    CHECK(!cons_prove(c, E, REL_GE, C(100)));  /* nothing from an empty domain */
     dim_sym_set(E, 1, DIM_INF, SYM_INPUT);
     CHECK(cons_consistent(c));
+    cons_free(c);
+}
+
+/* Queries take the facts connected to their symbols; the consistency of the
+ * whole set is cached and follows later changes of symbol bounds. */
+static void test_components(void)
+{
+    Dim *A = dim_sym(cx, "A"), *Bb = dim_sym(cx, "Bb"), *Cc = dim_sym(cx, "Cc");
+    Dim *X = dim_sym(cx, "X"), *Y = dim_sym(cx, "Y");
+    Constraints *c = cons_new(cx);
+    CHECK(cons_add(c, A, REL_EQ, addc(Bb, 1), "user"));
+    CHECK(cons_add(c, Bb, REL_EQ, Cc, "user"));
+    CHECK(cons_add(c, Cc, REL_LE, C(10), "user"));
+    CHECK(cons_prove(c, A, REL_GT, Cc));       /* through Bb */
+    CHECK(cons_prove_le(c, A, 11));            /* through Bb and Cc */
+    CHECK(!cons_prove_le(c, A, 10));
+    CHECK(!cons_prove_le(c, X, 11));           /* unrelated */
+
+    CHECK(cons_add(c, X, REL_GE, C(10), "user"));
+    CHECK(cons_consistent(c));
+    dim_sym_set(X, 1, 5, SYM_INPUT);           /* bounds now contradict */
+    CHECK(!cons_consistent(c));
+    CHECK(!cons_prove_le(c, A, 11));           /* contradiction anywhere */
+    CHECK(!cons_prove_ge0(c, addc(Y, -3)));
+    dim_sym_set(X, 1, DIM_INF, SYM_INPUT);
+    CHECK(cons_consistent(c));
+    CHECK(cons_prove_le(c, A, 11));
+    CHECK(cons_prove_ge0(c, addc(X, -10)));
     cons_free(c);
 }
 
@@ -307,6 +336,7 @@ int main(void)
     test_minmax();
     test_nonaffine();
     test_contradiction();
+    test_components();
     test_large();
     test_print();
     test_null();
