@@ -12,6 +12,9 @@ add_executable(test_onnx_api ${CMAKE_SOURCE_DIR}/tests/onnx/test_onnx_api.c)
 target_link_libraries(test_onnx_api PRIVATE disc)
 target_include_directories(test_onnx_api PRIVATE ${CMAKE_BINARY_DIR}/onnx-gen)
 
+add_executable(onnx_run ${CMAKE_SOURCE_DIR}/tests/onnx/onnx_run.c)
+target_link_libraries(onnx_run PRIVATE disc)
+
 set(M ${CMAKE_SOURCE_DIR}/tests/onnx/models)
 set(G ${CMAKE_SOURCE_DIR}/tests/onnx/expect)
 
@@ -48,6 +51,11 @@ disc_onnx_test(err_types err_types --fail --expect "node 0 (MatMul \"fc1\"): err
 disc_onnx_test(err_shape err_shape --fail --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
 disc_onnx_test(err_opset err_opset --fail --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
 disc_onnx_test(err_no_file does_not_exist --fail --expect "does_not_exist.onnx: error: cannot open")
+
+# Numerics: the interpreter against onnx.reference on the same inputs.
+foreach(m mlp reshape_shape attention cnn opset11 typed_ext ops_misc)
+  add_test(NAME onnx/run/${m} COMMAND onnx_run ${M}/${m}.onnx ${CMAKE_SOURCE_DIR}/tests/onnx/data/${m})
+endforeach()
 
 get_property(onnx_tests DIRECTORY PROPERTY TESTS)
 foreach(t ${onnx_tests})

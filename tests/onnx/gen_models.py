@@ -147,7 +147,7 @@ def ops_misc():
         node("SpaceToDepth", ["img"], ["s2d"], blocksize=2),
         node("Einsum", ["x", "m"], ["es"], equation="bi,ij->bj"),
         node("Einsum", ["bt", "bt"], ["es2"], equation="bij,bkj->bik"),
-        node("GatherElements", ["x", "gidx"], ["ge"], axis=1),
+        node("GatherElements", ["sq", "gidx"], ["ge"], axis=1),
         node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
         node("ReduceMax", ["x", "ax1"], ["rmax"], keepdims=0),
         node("ReduceL2", ["x", "ax1"], ["rl2"]),
@@ -189,7 +189,7 @@ def ops_misc():
                  init("k", np.array([3], np.int64)), init("lo", np.array(-1, np.float32)),
                  init("hi", np.array(1, np.float32)), init("ax0", np.array([0], np.int64)),
                  init("scales", np.array([1, 1, 2, 2], np.float32)), init("m", rnd(8, 5)),
-                 init("gidx", np.zeros((1, 8), np.int64)), init("ax1", np.array([1], np.int64)),
+                 init("gidx", np.array([[0, 4], [1, 1], [2, 0], [3, 3], [4, 2]], np.int64)), init("ax1", np.array([1], np.int64)),
                  init("sidx", np.array([[0]], np.int64)), init("supd", rnd(1, 8)),
                  init("in_s", rnd(4)), init("in_b", rnd(4))],
                 opset=18, check=False)
@@ -283,3 +283,82 @@ if __name__ == "__main__":
     out_of_order()
     errors(good)
     print("wrote", HERE)
+
+
+# ---- reference data: inputs and outputs by onnx.reference ----------------
+
+def write_data(name, feeds_list, ref_model=None, fix=None):
+    """Writes data/<name>/test_data_set_K/{input,output}_N.pb for each feed.
+
+    onnx.reference has bugs the lowerings must not copy: ref_model(model,
+    feeds) may return an equivalent model for the reference to run, and
+    fix(feeds, outputs) may replace outputs with a numpy computation."""
+    from onnx.reference import ReferenceEvaluator
+    path = os.path.join(HERE, name + ".onnx")
+    m = onnx.load(path)
+    outs_names = [o.name for o in m.graph.output]
+    for k, feeds in enumerate(feeds_list):
+        ref = ReferenceEvaluator(ref_model(m, feeds) if ref_model else m)
+        d = os.path.join(os.path.dirname(HERE), "data", name, "test_data_set_%d" % k)
+        os.makedirs(d, exist_ok=True)
+        for f in os.listdir(d):
+            os.remove(os.path.join(d, f))
+        ins = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
+        for i, n in enumerate(ins):
+            t = numpy_helper.from_array(feeds[n], n)
+            open(os.path.join(d, "input_%d.pb" % i), "wb").write(t.SerializeToString())
+        res = ref.run(None, feeds)
+        if fix:
+            res = fix(feeds, res)
+        for i, (n, r) in enumerate(zip(outs_names, res)):
+            t = numpy_helper.from_array(np.asarray(r), n)
+            open(os.path.join(d, "output_%d.pb" % i), "wb").write(t.SerializeToString())
+
+
+def data():
+    rng = np.random.default_rng(5)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
+    write_data("mlp", [{"x": f(3, 16)}, {"x": f(1, 16)}])
+    write_data("reshape_shape", [{"x": f(2, 3, 64)}, {"x": f(1, 5, 64)}])
+    write_data("attention", [{"x": f(2, 5, 32), "mask": rng.random((2, 1, 5, 5)) > 0.3},
+                             {"x": f(1, 3, 32), "mask": np.ones((1, 1, 3, 3), bool)}])
+    write_data("cnn", [{"x": f(2, 3, 16, 16)}, {"x": f(1, 3, 13, 10)}], ref_model=cnn_explicit_pads)
+    write_data("opset11", [{"x": f(3, 8), "x3": f(3, 4, 5)}], fix=softmax_coerced)
+
+
+def cnn_explicit_pads(m, feeds):
+    # onnx.reference's Conv reads the batch and channel dims for auto_pad
+    # (X.shape[i] for X.shape[i + 2]): give it conv2's pads explicitly.
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    h, w = (d // 2 for d in feeds["x"].shape[2:])
+    pads = []
+    for d in (h, w):
+        total = max(0, (-(-d // 2) - 1) * 2 + 3 - d)
+        pads.append((total // 2, total - total // 2))
+    for n in m.graph.node:
+        if n.name == "conv2":
+            del n.attribute[:]
+            n.attribute.extend([helper.make_attribute("kernel_shape", [3, 3]),
+                                helper.make_attribute("strides", [2, 2]),
+                                helper.make_attribute("pads", [pads[0][0], pads[1][0], pads[0][1], pads[1][1]])])
+    return m
+
+
+def softmax_coerced(feeds, outs):
+    # Softmax before opset 13 normalizes over the dims from `axis` on,
+    # flattened; onnx.reference uses the opset-13 rule for every opset.
+    x = feeds["x3"]
+    flat = x.reshape(x.shape[0], -1)
+    e = np.exp(flat - flat.max(axis=1, keepdims=True))
+    outs = list(outs)
+    outs[3] = (e / e.sum(axis=1, keepdims=True)).reshape(x.shape).astype(np.float32)
+    return outs
+    write_data("typed_ext", [{"x": f(2, 2), "z": f(2, 64)}])
+    write_data("ops_misc", [{
+        "x": f(3, 8), "row": f(1, 8), "sq": f(5, 5), "ids": np.array([1, -2, 7], np.int64),
+        "sq1": f(1, 4), "img": f(1, 4, 4, 6), "img4": f(1, 8, 3, 3), "bt": f(3, 3, 4),
+        "bx": rng.random((3, 8)) > 0.5}])
+
+
+if __name__ == "__main__":
+    data()
