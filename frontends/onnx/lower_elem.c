@@ -24,7 +24,17 @@ bool onnx_lower_unary(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, imp_un(im, (OpKind)im->arg, X0));
+    Value *y = imp_un(im, (OpKind)im->arg, X0);
+    if (im->arg == OP_ISINF) { /* IsInf can select one sign */
+        int64_t neg, pos;
+        if (!attr_int(im, "detect_negative", 1, &neg) || !attr_int(im, "detect_positive", 1, &pos))
+            return false;
+        if (!neg || !pos) {
+            Value *sign = imp_cmp(im, pos ? "gt" : "lt", X0, imp_scalar(im, vdt(X0), 0));
+            y = neg || pos ? imp_bin(im, OP_AND, y, sign) : imp_bin(im, OP_AND, y, imp_un(im, OP_NOT, y));
+        }
+    }
+    return done(im, y);
 }
 
 static Value *pow_(Imp *im, Value *a, Value *b)
