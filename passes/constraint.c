@@ -48,7 +48,9 @@
  * other symbols cannot change the answer once the whole set is known to be
  * satisfiable, which is checked once and cached. Symbol bounds are read
  * from the DimCtx at every query (and the cache is keyed on them), so
- * bounds set after a fact was added still count.
+ * bounds set after a fact was added still count. ISL's answers are
+ * remembered per (a, b, rel) or (a, k) under the same key, so the shape
+ * analysis may ask the same question at every op for free.
  *
  * ISL runs with on_error = CONTINUE; every NULL from ISL means "not
  * proved" (or "consistent, as far as we know"), never an abort.
@@ -82,6 +84,12 @@ typedef struct Fact {
     AtomList atoms; /* the symbols it uses, if affine */
 } Fact;
 
+typedef struct Memo {
+    const Dim *a, *b; /* b: NULL for divisibility by k */
+    int64_t k;        /* or the Rel */
+    bool proved;
+} Memo;
+
 struct Constraints {
     DimCtx *cx;
     isl_ctx *ctx;
@@ -93,6 +101,9 @@ struct Constraints {
     int64_t *cache_snap; /* lo, hi of each symbol of cx */
     int cache_nsyms;
     bool cache_empty;
+    /* Answers ISL gave, valid under the same condition as cache_empty. */
+    Memo *memo;        /* open addressing; a == NULL: free slot */
+    int memo_cap, memo_count;
 };
 
 const char *cons_rel_str(Rel r)
@@ -414,6 +425,11 @@ static bool facts_empty(Constraints *c)
     if (valid)
         return c->cache_empty;
 
+    if (c->memo_count) {
+        memset(c->memo, 0, (size_t)c->memo_cap * sizeof *c->memo);
+        c->memo_count = 0;
+    }
+
     AtomList all = {0};
     for (int i = 0; i < c->nfacts; i++)
         for (int j = 0; c->facts[i].affine && j < c->facts[i].atoms.n; j++)
@@ -450,6 +466,63 @@ static bool atom_bounds_empty(const AtomList *l)
             return true;
     }
     return false;
+}
+
+static uint64_t memo_hash(const Dim *a, const Dim *b, int64_t k)
+{
+    uint64_t h = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15u;
+    h ^= (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4fu + (h >> 29);
+    h ^= (uint64_t)k * 0x165667b19e3779f9u + (h >> 31);
+    return h;
+}
+
+/* The slot of (a, b, k): the entry, or the free slot where it belongs.
+ * NULL when there is no table. */
+static Memo *memo_slot(Constraints *c, const Dim *a, const Dim *b, int64_t k)
+{
+    if (!c->memo_cap)
+        return NULL;
+    size_t mask = (size_t)c->memo_cap - 1;
+    for (size_t i = memo_hash(a, b, k) & mask;; i = (i + 1) & mask) {
+        Memo *m = &c->memo[i];
+        if (!m->a || (m->a == a && m->b == b && m->k == k))
+            return m;
+    }
+}
+
+/* Looks up an earlier ISL answer; call after facts_empty (which drops the
+ * table when it is stale). */
+static bool memo_get(Constraints *c, const Dim *a, const Dim *b, int64_t k, bool *proved)
+{
+    Memo *m = memo_slot(c, a, b, k);
+    if (!m || !m->a)
+        return false;
+    *proved = m->proved;
+    return true;
+}
+
+static void memo_put(Constraints *c, const Dim *a, const Dim *b, int64_t k, bool proved)
+{
+    if (2 * (c->memo_count + 1) > c->memo_cap) { /* keep the load <= 1/2 */
+        int cap = c->memo_cap ? 2 * c->memo_cap : 64;
+        size_t bytes;
+        if (cap < c->memo_cap || !size_mul((size_t)cap, sizeof(Memo), &bytes))
+            return;
+        Memo *old = c->memo, *v = calloc((size_t)cap, sizeof *v);
+        int oldcap = c->memo_cap;
+        if (!v)
+            return;
+        c->memo = v;
+        c->memo_cap = cap;
+        for (int i = 0; i < oldcap; i++)
+            if (old[i].a)
+                *memo_slot(c, old[i].a, old[i].b, old[i].k) = old[i];
+        free(old);
+    }
+    Memo *m = memo_slot(c, a, b, k);
+    if (!m->a)
+        c->memo_count++;
+    *m = (Memo){a, b, k, proved};
 }
 
 /* Proves that the facts imply claim (taken); atoms are the claim's.
@@ -503,6 +576,7 @@ void cons_free(Constraints *c)
     }
     free(c->facts);
     free(c->cache_snap);
+    free(c->memo);
     isl_ctx_free(c->ctx);
     free(c);
 }
@@ -597,9 +671,16 @@ bool cons_prove(Constraints *c, Dim *a, Rel rel, Dim *b)
         if (d->kind == DIM_CONST)
             return false;
     }
+    bool proved;
+    if (facts_empty(c))
+        return false;
+    if (memo_get(c, a, b, rel, &proved))
+        return proved;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, true};
-    return prove_set(c, claim_set(c, &t, a, rel, b), &atoms);
+    proved = prove_set(c, claim_set(c, &t, a, rel, b), &atoms);
+    memo_put(c, a, b, rel, proved);
+    return proved;
 }
 
 bool cons_prove_divisible(Constraints *c, Dim *a, int64_t k)
@@ -614,9 +695,16 @@ bool cons_prove_divisible(Constraints *c, Dim *a, int64_t k)
     Dim *m = kd ? dim_mod(c->cx, a, kd) : NULL;
     if (m && m->kind == DIM_CONST)
         return m->c == 0;
+    bool proved;
+    if (facts_empty(c))
+        return false;
+    if (memo_get(c, a, NULL, k, &proved))
+        return proved;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, true};
-    return prove_set(c, divisible_set(&t, a, k), &atoms);
+    proved = prove_set(c, divisible_set(&t, a, k), &atoms);
+    memo_put(c, a, NULL, k, proved);
+    return proved;
 }
 
 bool cons_prove_ge0(Constraints *c, Dim *e)

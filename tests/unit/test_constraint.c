@@ -255,6 +255,13 @@ static void test_components(void)
     CHECK(cons_consistent(c));
     CHECK(cons_prove_le(c, A, 11));
     CHECK(cons_prove_ge0(c, addc(X, -10)));
+    /* A remembered answer follows a change of bounds. */
+    CHECK(!cons_prove_le(c, A, 5));
+    CHECK(!cons_prove_le(c, A, 5));
+    dim_sym_set(Cc, 1, 4, SYM_INPUT);
+    CHECK(cons_prove_le(c, A, 5));
+    dim_sym_set(Cc, 1, DIM_INF, SYM_INPUT);
+    CHECK(!cons_prove_le(c, A, 5));
     cons_free(c);
 }
 
