@@ -207,7 +207,7 @@ bool infer_broadcast(Graph *g, const Op *op, Type *out, Diag *d)
  * operand's length, dims undetermined. */
 bool infer_dyn_shaped(Graph *g, const Op *op, Type *out, Diag *d)
 {
-    int r;
+    int r = 0;
     if (!shape_operand(IN(1), "shape operand", &r, d))
         return false;
     if (op->kind == OP_DYN_BROADCAST) {
@@ -284,7 +284,7 @@ bool infer_dyn_slice(Graph *g, const Op *op, Type *out, Diag *d)
     int r = IN(0)->rank;
     static const char *names[] = {"", "starts", "ends", "steps"};
     for (int i = 1; i < 4; i++) {
-        int n;
+        int n = 0;
         if (!shape_operand(IN(i), names[i], &n, d))
             return false;
         if (n != r)
@@ -370,7 +370,7 @@ bool infer_pad(Graph *g, const Op *op, Type *out, Diag *d)
 
 bool infer_dyn_pad(Graph *g, const Op *op, Type *out, Diag *d)
 {
-    int n;
+    int n = 0;
     if (!shape_operand(IN(1), "pads", &n, d))
         return false;
     if (n != 2 * IN(0)->rank)
@@ -397,7 +397,7 @@ bool infer_iota(Graph *g, const Op *op, Type *out, Diag *d)
 
 bool infer_dyn_iota(Graph *g, const Op *op, Type *out, Diag *d)
 {
-    int r;
+    int r = 0;
     DType dt = attr(op, "dtype")->dt;
     if (!shape_operand(IN(0), "shape operand", &r, d))
         return false;

@@ -470,11 +470,18 @@ static void rec_print(const Rec *r, char *buf, size_t size)
     }
     rec_print(r->a, a, sizeof a);
     if (r->op == R_NEG) {
-        snprintf(buf, size, "neg(%s)", a);
+        int n = snprintf(buf, size, "neg(");
+        if (n >= 0 && (size_t)n < size)
+            n += snprintf(buf + n, size - (size_t)n, "%s", a);
+        if (n >= 0 && (size_t)n < size)
+            snprintf(buf + n, size - (size_t)n, ")");
         return;
     }
     rec_print(r->b, b, sizeof b);
-    snprintf(buf, size, "%s(%s, %s)", ops[r->op], a, b);
+    /* truncation is fine: the text is only for messages */
+    int n = snprintf(buf, size, "%s(", ops[r->op]);
+    for (const char *parts[] = {a, ", ", b, ")"}, **p = parts; p < parts + 4 && n >= 0 && (size_t)n < size; p++)
+        n += snprintf(buf + n, size - (size_t)n, "%s", *p);
 }
 
 static Dim *build(const Rec *r)
