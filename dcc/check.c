@@ -407,7 +407,8 @@ static bool check_set(Model *m, const char *dir, const char *set, const CheckOpt
             pass = true;
     }
     if (!pass) {
-        printf("%s: FAIL %s\n", set, d.msg);
+        const char *msg = strncmp(d.msg, "error: ", 7) ? d.msg : d.msg + 7;
+        printf("%s: FAIL %s\n", set, msg);
     } else {
         char msg[1024];
         double maxerr;

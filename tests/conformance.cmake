@@ -1,0 +1,24 @@
+# conformance.cmake — numeric conformance through `dcc check` (label `onnx`).
+#   onnx/node_tests  ONNX's own backend node tests (from the onnx pip package),
+#                    run by tests/conformance/run_node_tests.py; the tests in
+#                    tests/conformance/expected_pass.txt must pass
+#   model/<name>     each tests/models/<name>/ with model.onnx and
+#                    test_data_set_*, checked on every data set (label `model`)
+if(NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
+  return()
+endif()
+
+add_test(NAME onnx/node_tests
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                 --dcc $<TARGET_FILE:dcc> -j 2 --timeout 60)
+set_tests_properties(onnx/node_tests PROPERTIES LABELS onnx SKIP_RETURN_CODE 77 TIMEOUT 1800)
+
+file(GLOB DISC_MODEL_DIRS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
+foreach(dir ${DISC_MODEL_DIRS})
+  file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
+  if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME model/${name} COMMAND dcc check ${dir} --backend interp)
+    set_tests_properties(model/${name} PROPERTIES LABELS "onnx;model")
+  endif()
+endforeach()
