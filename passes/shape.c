@@ -102,6 +102,50 @@ static void print_class_dims(FILE *f, Dim **dims, int n)
     }
 }
 
+/* True if sym appears in an input type, a result type or a dim attribute. */
+static bool sym_used(const Graph *g, const Dim *sym)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < g->inputs[i]->type.rank; k++)
+            if (dim_mentions(g->inputs[i]->type.dims[k], sym))
+                return true;
+    graph_for_each_op(g, op) {
+        for (int r = 0; r < op->nout; r++)
+            for (int k = 0; k < op->out[r]->type.rank; k++)
+                if (dim_mentions(op->out[r]->type.dims[k], sym))
+                    return true;
+        for (int a = 0; a < op->nattrs; a++)
+            if (op->attrs[a].kind == ATTR_DIMS)
+                for (int k = 0; k < op->attrs[a].n; k++)
+                    if (dim_mentions(op->attrs[a].dims[k], sym))
+                        return true;
+    }
+    return false;
+}
+
+/* The constraint set as comments, without the bounds of placeholder
+ * symbols that analysis resolved away. */
+static void print_constraints(FILE *f, const ShapeInfo *si)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return;
+    cons_print(m, si->cons);
+    fclose(m);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[128];
+        if (sscanf(line, "%127[A-Za-z0-9_] %*[<>=] %*d", name) == 1 && strchr(line, '(') == NULL) {
+            Dim *sym = dim_sym_find(&si->g->dims, name);
+            if (sym && !sym_used(si->g, sym))
+                continue;
+        }
+        fprintf(f, "#   %s\n", line);
+    }
+    free(text);
+}
+
 void shape_print(FILE *f, const ShapeInfo *si)
 {
     const Graph *g = si->g;
@@ -131,7 +175,7 @@ void shape_print(FILE *f, const ShapeInfo *si)
         fputs("#   (none)\n", f);
     graph_value_names_free(g, names);
     fputs("# constraints:\n", f);
-    cons_print(f, si->cons);
+    print_constraints(f, si);
     fputs("# host program:\n", f);
     hostprog_print(f, g, &si->prog);
 }
