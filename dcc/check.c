@@ -163,6 +163,8 @@ static char **value_names(Graph *g, Value **vs, int n, char **printed)
             snprintf(buf, sizeof buf, "%d", vs[i]->id);
             s = buf;
         }
+        if (*s == '%')
+            s++;
         if (!(out[i] = strdup(s))) {
             for (int k = 0; k < i; k++)
                 free(out[k]);

@@ -48,6 +48,9 @@ def run_one(dcc, path, timeout, extra):
                            timeout=timeout, text=True, errors="replace")
     except subprocess.TimeoutExpired:
         return "failed", "timed out after %d s" % timeout
+    for line in p.stderr.splitlines():  # a sanitizer report fails any test
+        if "Sanitizer" in line or "runtime error:" in line:
+            return "failed", line.strip()
     if p.returncode == 0:
         return "passed", ""
     if "error: the model imports no opset of the default ONNX domain" in p.stderr:
