@@ -495,7 +495,7 @@ Graph *graph_parse_file(const char *path, Diag *d);
 /* Parses one dim expression ("2*S + floordiv(T, 4)") over g's symbols. */
 Dim *dim_parse(Graph *g, const char *text, Diag *d);
 /* The names the printer gives to the values of g, indexed by Value.id
- * (without '%'); free with graph_value_names_free. NULL if out of memory. */
+ * (with the '%' sigil, quoted where needed); free with graph_value_names_free. NULL if out of memory. */
 char **graph_value_names(const Graph *g);
 void graph_value_names_free(const Graph *g, char **names);
 

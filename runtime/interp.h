@@ -34,6 +34,12 @@
  * error; never aborts on bad input. On failure every output is empty. */
 bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d);
 
+/* Runs one op on operand tensors with the symbols bound to symval (nsyms
+ * entries, indexed by symbol id); results are allocated into out. Compiled
+ * backends use it for the ops they run on the host. */
+bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                   Tensor *out, Diag *d);
+
 /* Half-precision conversions, round-to-nearest-even (NaN stays NaN, overflow
  * gives infinity). Exact widening to double. */
 uint16_t interp_f16_from_double(double v);
