@@ -174,6 +174,8 @@ typedef struct FusionPlan {
 
 /* Groups the ops of an analysed graph into kernels. */
 FusionPlan *fuse_plan(ShapeInfo *si, Diag *d);
+/* One group per op, in program order (unfused.c): the baseline. */
+FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d);
 void fuse_plan_free(FusionPlan *p);
 /* The plan as text (dcc emit --stage fusion) and as Graphviz. */
 void fuse_print(FILE *f, const FusionPlan *p);

@@ -1,0 +1,130 @@
+/*
+ * codegen.h — from a fusion plan to native code.
+ *
+ *   llvm.c    the LLVM context of one compile: types, constants, intrinsics,
+ *             dims as LLVM values, the ORC LLJIT and the optimiser
+ *   elem.c    the elemental emitter: the value of one element of a value
+ *             of the group at a multi-index, through index maps (broadcast,
+ *             transpose, slice, pad, concat, reshape, gather, iota)
+ *   kernel.c  kernel templates over a group: loop (flat and n-d), row and
+ *             general reduction (input fusion), stitch (row reductions and
+ *             the work over the same rows)
+ *   host.c    the host flow: one function per model that binds the
+ *             symbols, checks the inputs, allocates buffers and calls the
+ *             kernels, the library thunks and the host ops in order
+ *   exec.c    a compiled model: JIT it, run it
+ *
+ * The kernel ABI. Every kernel is
+ *
+ *     void kernel(int64_t begin, int64_t end, void *args)
+ *
+ * run by disc_rt_parallel_for over [0, range): args is an array of
+ * pointers: the buffers of the group's inputs (Group.ins order), then of
+ * its outputs (Group.outs order), then a pointer to the int64 values of
+ * every symbol (by symbol id). Kernels compute every dim they need from
+ * the symbols, so one kernel serves every shape.
+ */
+#ifndef DISC_CODEGEN_H
+#define DISC_CODEGEN_H
+
+#include "passes/passes.h"
+
+#include <llvm-c/Core.h>
+
+typedef struct Exec Exec; /* a compiled model */
+
+typedef struct CgOpts {
+    int opt_level;     /* 0..3 */
+    bool verbose;      /* per-stage times on stderr */
+    int threads;       /* 0: every core */
+} CgOpts;
+
+/* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
+
+typedef struct Cg {
+    Graph *g;
+    ShapeInfo *si;
+    FusionPlan *plan;
+    Diag *d;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_p8, t_p64, t_pp8;
+    LLVMTypeRef t_kernel; /* void(i64, i64, i8*) */
+    int nkernels;
+    /* per function being emitted */
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */
+    LLVMBuilderRef eb;         /* a builder at the end of entry */
+    LLVMValueRef syms;         /* i64* to the symbol values */
+    DimMap dimcache;           /* Dim -> LLVMValueRef (as Dim*) in entry */
+    bool no_hoist;             /* dims at the current position, uncached (the
+                                  host flow, where symbols change as it runs) */
+} Cg;
+
+bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d);
+void cg_free(Cg *cg);
+
+/* Starts a function: creates its entry block and the entry builder; the
+ * main builder is left at a new "body" block. cg_end_function branches the
+ * entry to the body and verifies nothing (llvm.c verifies the module). */
+void cg_begin_function(Cg *cg, LLVMValueRef fn, LLVMValueRef syms);
+void cg_end_function(Cg *cg, LLVMBasicBlockRef body);
+
+/* A dim as an i64 value, computed once per function in its entry block. */
+LLVMValueRef cg_dim(Cg *cg, Dim *d);
+LLVMValueRef cg_i64(Cg *cg, int64_t v);
+LLVMValueRef cg_i32(Cg *cg, int32_t v);
+/* floor division and floored mod of i64 values (b > 0 not required). */
+LLVMValueRef cg_floordiv(Cg *cg, LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
+/* A call to an LLVM intrinsic or a libm function, overloaded on type t. */
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n);
+LLVMValueRef cg_call_libm(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n);
+/* The LLVM type a dtype computes in (f16/bf16 compute in f32; bool is i1)
+ * and the one it is stored in (bool as i8, f16/bf16 as i16). */
+LLVMTypeRef cg_compute_type(Cg *cg, DType dt);
+LLVMTypeRef cg_storage_type(Cg *cg, DType dt);
+LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef ptr);          /* ptr: storage_type* */
+void cg_store(Cg *cg, DType dt, LLVMValueRef v, LLVMValueRef ptr);
+/* A counted loop [0, n): returns the induction variable; the builder is in
+ * the body. cg_loop_end closes it. */
+typedef struct CgLoop {
+    LLVMBasicBlockRef head, body, exit;
+    LLVMValueRef iv, next;
+} CgLoop;
+LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef start, LLVMValueRef end, const char *name);
+void cg_loop_end(Cg *cg, CgLoop *l);
+
+/* ---- kernels (elem.c, kernel.c) ---------------------------------------- */
+
+typedef struct KernelInfo {
+    LLVMValueRef fn;
+    char name[32];
+    Dim *range;        /* parallel iterations */
+    int64_t grain;     /* minimum iterations per task */
+} KernelInfo;
+
+/* Emits the kernel of a LOOP, INPUT or STITCH group (or the epilogue of a
+ * LIBRARY group when `epilogue`). */
+bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki);
+
+/* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
+
+/* Emits the host flow `int32_t disc_main(DiscRt *rt, void **io, int64_t
+ * *shapes, int64_t *syms)` (see host.c). `self` is handed to the host
+ * thunks (exec.c) that run library calls and host ops. */
+bool cg_host(Cg *cg, void *self);
+
+/* Host thunks the generated host flow calls (exec.c). */
+int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+
+Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d);
+/* Runs a compiled model on inputs; outputs are allocated (owned). */
+bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d);
+void exec_free(Exec *e);
+/* The optimised LLVM IR of the model, for dcc emit --stage llvm. */
+void exec_print_llvm(Exec *e, FILE *f);
+int exec_kernel_count(const Exec *e);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * kern.h — the state of one kernel being emitted (elem.c, kernel.c).
+ */
+#ifndef DISC_KERN_H
+#define DISC_KERN_H
+
+#include "codegen/codegen.h"
+
+typedef struct Kern {
+    Cg *cg;
+    const Group *grp;
+    LLVMValueRef args;       /* i8** */
+    /* external buffers: the group's ins, then its outs */
+    Value **bv;
+    LLVMValueRef *bp;        /* typed base pointers, loaded in the entry block */
+    int nb;
+    /* values computed once per row (stitch/input reductions) */
+    Value **rv;
+    LLVMValueRef *rval;
+    int nr;
+    LLVMValueRef flat;       /* flat mode: every value is indexed by this */
+    bool in_group_outs;      /* treat the group's outs as computed (not loaded) */
+} Kern;
+
+/* True if v is computed by an op of the group. */
+bool kern_in_group(const Kern *k, const Value *v);
+/* The typed base pointer of an external buffer, or NULL. */
+LLVMValueRef kern_buf(Kern *k, const Value *v);
+/* The element of v at idx (v's rank entries), in v's compute type. */
+LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx);
+/* Row-major offset of idx in a value of type t. */
+LLVMValueRef kern_offset(Kern *k, const Type *t, LLVMValueRef *idx);
+/* Splits a flat index into a multi-index over the dims of t. */
+void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx);
+/* Scalar arithmetic shared with the reduction templates. */
+LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * unfused.c — the plan without fusion: one group per op.
+ *
+ * The baseline that fusion is measured against (dcc --no-fuse), and a way
+ * to tell a fusion bug from a kernel bug: every op becomes its own kernel,
+ * library call or host op, in program order.
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static FuseKind kind_of(const Op *op)
+{
+    switch (op_info(op->kind)->cat) {
+    case CAT_UNARY:
+    case CAT_BINARY:
+    case CAT_ELEM:
+        return FUSE_LOOP;
+    case CAT_CONST:
+    case CAT_SHAPE:
+        return FUSE_SHAPE;
+    case CAT_LIB:
+        return FUSE_LIBRARY;
+    case CAT_REDUCE:
+        return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ? FUSE_INPUT : FUSE_OPAQUE;
+    case CAT_MOVE:
+        switch (op->kind) {
+        case OP_BROADCAST:
+        case OP_RESHAPE:
+        case OP_TRANSPOSE:
+        case OP_SLICE:
+        case OP_REVERSE:
+        case OP_CONCAT:
+        case OP_PAD:
+        case OP_IOTA:
+        case OP_GATHER:
+        case OP_GATHER_ELEMENTS:
+            return FUSE_LOOP;
+        default:
+            return FUSE_OPAQUE;
+        }
+    default:
+        return FUSE_OPAQUE;
+    }
+}
+
+FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d)
+{
+    Graph *g = si->g;
+    FusionPlan *p = calloc(1, sizeof *p);
+    if (!p) {
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    p->g = g;
+    arena_init(&p->arena);
+    p->groups = arena_array(&p->arena, (size_t)g->nops + 1, sizeof(Group));
+    graph_for_each_op(g, op) {
+        Group *grp = &p->groups[p->n];
+        grp->id = p->n++;
+        grp->kind = kind_of(op);
+        grp->ops = arena_array(&p->arena, 1, sizeof(Op *));
+        grp->ops[0] = op;
+        grp->nops = 1;
+        grp->root = op;
+        grp->ins = arena_array(&p->arena, (size_t)op->nin + 1, sizeof(Value *));
+        for (int i = 0; i < op->nin; i++) {
+            bool dup = false;
+            for (int j = 0; j < grp->nins; j++)
+                dup |= grp->ins[j] == op->in[i];
+            if (!dup)
+                grp->ins[grp->nins++] = op->in[i];
+        }
+        grp->outs = arena_array(&p->arena, (size_t)op->nout, sizeof(Value *));
+        for (int i = 0; i < op->nout; i++)
+            grp->outs[grp->nouts++] = op->out[i];
+    }
+    return p;
+}
