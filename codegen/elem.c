@@ -1,0 +1,576 @@
+/*
+ * elem.c — the elemental emitter.
+ *
+ * elem(k, v, idx) emits the computation of one element of v at the
+ * multi-index idx. A value produced outside the group is loaded from its
+ * buffer; a value produced inside is computed from the elements of its
+ * operands, through the index map of its op: broadcasting (a dim that may
+ * be 1 at run time reads index 0), transpose (a permutation), slice (an
+ * affine map), pad (a clamped load and a select), concat (a select over the
+ * operands), reshape (through the flat index), gather (an index read from
+ * another tensor), iota (the index itself). Loop fusion therefore never
+ * materialises an intermediate: a chain of ops becomes one expression per
+ * element, and LLVM's optimiser cleans up what the chain recomputes.
+ *
+ * Arithmetic mirrors the reference interpreter (doc/ops.md): f16 and bf16
+ * compute in f32 and round once on store; float -> int conversion truncates
+ * and saturates, NaN gives 0; integer division never traps.
+ */
+#include "codegen/kern.h"
+
+#include <math.h>
+#include <string.h>
+
+#define B (k->cg->b)
+
+bool kern_in_group(const Kern *k, const Value *v)
+{
+    if (!v->def)
+        return false;
+    for (int i = 0; i < k->grp->nops; i++)
+        if (k->grp->ops[i] == v->def)
+            return true;
+    return false;
+}
+
+LLVMValueRef kern_buf(Kern *k, const Value *v)
+{
+    for (int i = 0; i < k->nb; i++)
+        if (k->bv[i] == v)
+            return k->bp[i];
+    return NULL;
+}
+
+LLVMValueRef kern_offset(Kern *k, const Type *t, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    LLVMValueRef off = cg_i64(cg, 0);
+    Dim *stride = dim_const(&cg->g->dims, 1);
+    for (int i = t->rank - 1; i >= 0; i--) {
+        LLVMValueRef term = dim_is(stride, 1) ? idx[i] : LLVMBuildMul(B, idx[i], cg_dim(cg, stride), "");
+        off = i == t->rank - 1 ? term : LLVMBuildAdd(B, off, term, "");
+        stride = dim_mul(&cg->g->dims, stride, t->dims[i]);
+    }
+    return off;
+}
+
+void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (i == 0) {
+            idx[0] = flat;
+            break;
+        }
+        LLVMValueRef d = cg_dim(cg, t->dims[i]);
+        if (dim_is(t->dims[i], 1)) {
+            idx[i] = cg_i64(cg, 0);
+            continue;
+        }
+        idx[i] = LLVMBuildURem(B, flat, d, "");
+        flat = LLVMBuildUDiv(B, flat, d, "");
+    }
+}
+
+/* ---- scalar arithmetic ----------------------------------------------- */
+
+static bool is_f(DType dt) { return dtype_is_float(dt); }
+static bool is_u(DType dt) { return dt == DT_U8 || dt == DT_BOOL; }
+
+static LLVMValueRef fconst(Kern *k, DType dt, double v)
+{
+    return LLVMConstReal(cg_compute_type(k->cg, dt), v);
+}
+
+static LLVMValueRef iconst(Kern *k, DType dt, int64_t v)
+{
+    return LLVMConstInt(cg_compute_type(k->cg, dt), (unsigned long long)v, true);
+}
+
+static LLVMValueRef intrin(Kern *k, const char *name, DType dt, LLVMValueRef x)
+{
+    return cg_call_intrinsic(k->cg, name, cg_compute_type(k->cg, dt), &x, 1);
+}
+
+static LLVMValueRef libm(Kern *k, const char *name, DType dt, LLVMValueRef x)
+{
+    return cg_call_libm(k->cg, name, cg_compute_type(k->cg, dt), &x, 1);
+}
+
+static LLVMValueRef unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
+{
+    bool f = is_f(dt);
+    switch (op) {
+    case OP_NEG: return f ? LLVMBuildFNeg(B, x, "") : LLVMBuildNeg(B, x, "");
+    case OP_ABS:
+        if (f)
+            return intrin(k, "fabs", dt, x);
+        if (is_u(dt))
+            return x;
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, iconst(k, dt, 0), ""), LLVMBuildNeg(B, x, ""), x, "");
+    case OP_SIGN:
+        if (f) {
+            LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGT, x, fconst(k, dt, 0), "");
+            LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, x, fconst(k, dt, 0), "");
+            LLVMValueRef zero_or_nan = LLVMBuildSelect(
+                B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, fconst(k, dt, 0), "");
+            return LLVMBuildSelect(B, pos, fconst(k, dt, 1), LLVMBuildSelect(B, neg, fconst(k, dt, -1), zero_or_nan, ""), "");
+        } else {
+            LLVMValueRef z = iconst(k, dt, 0);
+            LLVMValueRef pos = LLVMBuildICmp(B, is_u(dt) ? LLVMIntUGT : LLVMIntSGT, x, z, "");
+            LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, x, z, "");
+            if (is_u(dt))
+                neg = LLVMConstInt(k->cg->t_i1, 0, false);
+            return LLVMBuildSelect(B, pos, iconst(k, dt, 1), LLVMBuildSelect(B, neg, iconst(k, dt, -1), z, ""), "");
+        }
+    case OP_EXP: return intrin(k, "exp", dt, x);
+    case OP_LOG: return intrin(k, "log", dt, x);
+    case OP_SQRT: return intrin(k, "sqrt", dt, x);
+    case OP_RSQRT: return LLVMBuildFDiv(B, fconst(k, dt, 1), intrin(k, "sqrt", dt, x), "");
+    case OP_RECIP: return LLVMBuildFDiv(B, fconst(k, dt, 1), x, "");
+    case OP_TANH: return libm(k, "tanh", dt, x);
+    case OP_ERF: return libm(k, "erf", dt, x);
+    case OP_SIN: return intrin(k, "sin", dt, x);
+    case OP_COS: return intrin(k, "cos", dt, x);
+    case OP_FLOOR: return f ? intrin(k, "floor", dt, x) : x;
+    case OP_CEIL: return f ? intrin(k, "ceil", dt, x) : x;
+    case OP_ROUND: return f ? intrin(k, "roundeven", dt, x) : x;
+    case OP_SIGMOID: {
+        /* 1 / (1 + exp(-x)), written to avoid overflow for large -x */
+        LLVMValueRef e = intrin(k, "exp", dt, LLVMBuildFNeg(B, intrin(k, "fabs", dt, x), ""));
+        LLVMValueRef one = fconst(k, dt, 1);
+        LLVMValueRef p = LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, e, ""), "");
+        LLVMValueRef nonneg = LLVMBuildFCmp(B, LLVMRealOGE, x, fconst(k, dt, 0), "");
+        return LLVMBuildSelect(B, nonneg, p, LLVMBuildFSub(B, one, p, ""), "");
+    }
+    case OP_NOT: return dt == DT_BOOL ? LLVMBuildXor(B, x, LLVMConstInt(k->cg->t_i1, 1, false), "") : LLVMBuildNot(B, x, "");
+    case OP_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+    case OP_ISINF:
+        return LLVMBuildFCmp(B, LLVMRealOEQ, intrin(k, "fabs", dt, x), fconst(k, dt, INFINITY), "");
+    default: return NULL;
+    }
+}
+
+/* Integer division that never traps: a zero divisor divides by 1, and
+ * MIN / -1 wraps. */
+static LLVMValueRef int_div(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef zero = iconst(k, dt, 0), one = iconst(k, dt, 1);
+    LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+    b = LLVMBuildSelect(B, bz, one, b, "");
+    if (is_u(dt)) {
+        LLVMValueRef r = op == OP_DIV ? LLVMBuildUDiv(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+        return r;
+    }
+    LLVMValueRef m1 = LLVMBuildICmp(B, LLVMIntEQ, b, iconst(k, dt, -1), "");
+    LLVMValueRef bb = LLVMBuildSelect(B, m1, one, b, "");
+    if (op == OP_DIV) {
+        LLVMValueRef q = LLVMBuildSDiv(B, a, bb, "");
+        return LLVMBuildSelect(B, m1, LLVMBuildNeg(B, a, ""), q, "");
+    }
+    LLVMValueRef r = LLVMBuildSRem(B, a, bb, "");
+    r = LLVMBuildSelect(B, m1, zero, r, "");
+    if (op == OP_MOD) {
+        LLVMValueRef rnz = LLVMBuildICmp(B, LLVMIntNE, r, zero, "");
+        LLVMValueRef diff = LLVMBuildXor(B, LLVMBuildICmp(B, LLVMIntSLT, r, zero, ""),
+                                         LLVMBuildICmp(B, LLVMIntSLT, b, zero, ""), "");
+        r = LLVMBuildSelect(B, LLVMBuildAnd(B, rnz, diff, ""), LLVMBuildAdd(B, r, b, ""), r, "");
+    }
+    return r;
+}
+
+LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
+{
+    bool f = is_f(dt);
+    switch (op) {
+    case OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case OP_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : int_div(k, op, dt, a, b);
+    case OP_REM: return f ? LLVMBuildFRem(B, a, b, "") : int_div(k, op, dt, a, b);
+    case OP_MOD:
+        if (f) {
+            LLVMValueRef r = LLVMBuildFRem(B, a, b, "");
+            LLVMValueRef z = fconst(k, dt, 0);
+            LLVMValueRef rnz = LLVMBuildFCmp(B, LLVMRealONE, r, z, "");
+            LLVMValueRef diff = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, r, z, ""),
+                                             LLVMBuildFCmp(B, LLVMRealOLT, b, z, ""), "");
+            r = LLVMBuildSelect(B, LLVMBuildAnd(B, rnz, diff, ""), LLVMBuildFAdd(B, r, b, ""), r, "");
+            /* a zero result takes the divisor's sign */
+            LLVMValueRef isz = LLVMBuildFCmp(B, LLVMRealOEQ, r, z, "");
+            LLVMValueRef args[2] = {z, b};
+            LLVMValueRef sz = cg_call_intrinsic(k->cg, "copysign", cg_compute_type(k->cg, dt), args, 2);
+            return LLVMBuildSelect(B, isz, sz, r, "");
+        }
+        return int_div(k, op, dt, a, b);
+    case OP_POW: {
+        LLVMValueRef args[2] = {a, b};
+        return cg_call_intrinsic(k->cg, "pow", cg_compute_type(k->cg, dt), args, 2);
+    }
+    case OP_MAX:
+    case OP_MIN:
+        if (f) {
+            LLVMValueRef pick = LLVMBuildFCmp(B, op == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+            LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
+            LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, a, b, "");
+            return LLVMBuildSelect(B, nan, fconst(k, dt, NAN), r, "");
+        } else {
+            LLVMIntPredicate p = op == OP_MAX ? (is_u(dt) ? LLVMIntUGT : LLVMIntSGT) : (is_u(dt) ? LLVMIntULT : LLVMIntSLT);
+            return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
+        }
+    case OP_AND: return LLVMBuildAnd(B, a, b, "");
+    case OP_OR: return LLVMBuildOr(B, a, b, "");
+    case OP_XOR: return LLVMBuildXor(B, a, b, "");
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef compare(Kern *k, const char *dir, DType dt, LLVMValueRef a, LLVMValueRef b)
+{
+    if (is_f(dt)) {
+        LLVMRealPredicate p = !strcmp(dir, "eq") ? LLVMRealOEQ : !strcmp(dir, "ne") ? LLVMRealUNE
+                            : !strcmp(dir, "lt") ? LLVMRealOLT : !strcmp(dir, "le") ? LLVMRealOLE
+                            : !strcmp(dir, "gt") ? LLVMRealOGT : LLVMRealOGE;
+        return LLVMBuildFCmp(B, p, a, b, "");
+    }
+    bool u = is_u(dt);
+    LLVMIntPredicate p = !strcmp(dir, "eq") ? LLVMIntEQ : !strcmp(dir, "ne") ? LLVMIntNE
+                       : !strcmp(dir, "lt") ? (u ? LLVMIntULT : LLVMIntSLT)
+                       : !strcmp(dir, "le") ? (u ? LLVMIntULE : LLVMIntSLE)
+                       : !strcmp(dir, "gt") ? (u ? LLVMIntUGT : LLVMIntSGT)
+                       : (u ? LLVMIntUGE : LLVMIntSGE);
+    return LLVMBuildICmp(B, p, a, b, "");
+}
+
+LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to)
+{
+    Cg *cg = k->cg;
+    LLVMTypeRef tt = cg_compute_type(cg, to), ft = cg_compute_type(cg, from);
+    if (from == to || (tt == ft && (is_f(from) == is_f(to)) && to != DT_F16 && to != DT_BF16 &&
+                       from != DT_F16 && from != DT_BF16 && is_u(from) == is_u(to)))
+        return v;
+    if (to == DT_BOOL)
+        return is_f(from) ? LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstReal(ft, 0), "")
+                          : LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstInt(ft, 0, false), "");
+    if (is_f(from) && is_f(to)) {
+        if (from == DT_F16 || from == DT_BF16 || to == DT_F16 || to == DT_BF16) {
+            /* through f32: narrowing to f16/bf16 happens on store */
+            if (ft == tt)
+                return v;
+        }
+        return LLVMGetTypeKind(tt) == LLVMDoubleTypeKind ? LLVMBuildFPExt(B, v, tt, "")
+                                                        : LLVMBuildFPTrunc(B, v, tt, "");
+    }
+    if (is_f(from)) { /* saturating, NaN -> 0 */
+        char name[48];
+        snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%u.%s", is_u(to) ? 'u' : 's', LLVMGetIntTypeWidth(tt),
+                 ft == cg->t_f64 ? "f64" : "f32");
+        LLVMTypeRef fty = LLVMFunctionType(tt, &ft, 1, false);
+        LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+        if (!fn)
+            fn = LLVMAddFunction(cg->mod, name, fty);
+        return LLVMBuildCall2(B, fty, fn, &v, 1, "");
+    }
+    if (is_f(to))
+        return is_u(from) ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
+    unsigned fw = LLVMGetIntTypeWidth(ft), tw = LLVMGetIntTypeWidth(tt);
+    if (fw == tw)
+        return v;
+    if (fw > tw)
+        return LLVMBuildTrunc(B, v, tt, "");
+    return is_u(from) ? LLVMBuildZExt(B, v, tt, "") : LLVMBuildSExt(B, v, tt, "");
+}
+
+/* ---- index maps ------------------------------------------------------ */
+
+/* Index into operand x (rank r') of a broadcasting op with result type rt. */
+static void bcast_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *out)
+{
+    Cg *cg = k->cg;
+    int off = rt->rank - xt->rank;
+    for (int j = 0; j < xt->rank; j++) {
+        Dim *xd = xt->dims[j], *rd = rt->dims[j + off];
+        if (xd == rd)
+            out[j] = idx[j + off];
+        else if (dim_is(xd, 1))
+            out[j] = cg_i64(cg, 0);
+        else /* may be 1 at run time: the broadcasting variant */
+            out[j] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
+                                     cg_i64(cg, 0), idx[j + off], "");
+    }
+}
+
+static LLVMValueRef operand(Kern *k, Value *x, const Type *rt, LLVMValueRef *idx)
+{
+    LLVMValueRef xi[MAX_RANK];
+    if (k->flat)
+        return elem(k, x, idx);
+    bcast_index(k, &x->type, rt, idx, xi);
+    return elem(k, x, xi);
+}
+
+static LLVMValueRef clamp(Kern *k, LLVMValueRef i, LLVMValueRef n)
+{
+    Cg *cg = k->cg;
+    LLVMValueRef lo = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, i, cg_i64(cg, 0), ""), cg_i64(cg, 0), i, "");
+    LLVMValueRef hi = LLVMBuildSub(B, n, cg_i64(cg, 1), "");
+    return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, lo, hi, ""), hi, lo, "");
+}
+
+/* A gathered index: wraps negatives and clamps into [0, n). */
+static LLVMValueRef index_value(Kern *k, LLVMValueRef j, DType dt, Dim *n)
+{
+    Cg *cg = k->cg;
+    j = kern_convert(k, j, dt, DT_I64);
+    LLVMValueRef nn = cg_dim(cg, n);
+    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, j, cg_i64(cg, 0), "");
+    j = LLVMBuildSelect(B, neg, LLVMBuildAdd(B, j, nn, ""), j, "");
+    return clamp(k, j, nn);
+}
+
+static LLVMValueRef const_elem(Kern *k, const Op *op, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    const Type *t = &op->out[0]->type;
+    size_t n;
+    if (op->cst && op->cst->data && type_static_numel(t, &n) && n == 1) {
+        const void *p = op->cst->data;
+        switch (t->dtype) {
+        case DT_F32: { float f; memcpy(&f, p, 4); return LLVMConstReal(cg->t_f32, f); }
+        case DT_F64: { double f; memcpy(&f, p, 8); return LLVMConstReal(cg->t_f64, f); }
+        case DT_I64: { int64_t v; memcpy(&v, p, 8); return LLVMConstInt(cg->t_i64, (unsigned long long)v, true); }
+        case DT_I32: { int32_t v; memcpy(&v, p, 4); return LLVMConstInt(cg->t_i32, (unsigned long long)(int64_t)v, true); }
+        case DT_I8: return LLVMConstInt(cg->t_i8, (unsigned long long)(int64_t)*(const int8_t *)p, true);
+        case DT_U8: return LLVMConstInt(cg->t_i8, *(const uint8_t *)p, false);
+        case DT_BOOL: return LLVMConstInt(cg->t_i1, *(const uint8_t *)p != 0, false);
+        default: break;
+        }
+    }
+    /* larger constants are buffers */
+    LLVMValueRef base = kern_buf(k, op->out[0]);
+    if (!base)
+        return NULL;
+    LLVMValueRef off = k->flat ? k->flat : kern_offset(k, t, idx);
+    return cg_load(cg, t->dtype, LLVMBuildGEP2(B, cg_storage_type(cg, t->dtype), base, &off, 1, ""));
+}
+
+/* Picks entry idx of a small list of i64 values (a shape tensor). */
+static LLVMValueRef pick(Kern *k, LLVMValueRef *v, int n, LLVMValueRef idx)
+{
+    LLVMValueRef r = v[n - 1];
+    for (int i = n - 2; i >= 0; i--)
+        r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, idx, cg_i64(k->cg, i), ""), v[i], r, "");
+    return r;
+}
+
+static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    const Type *rt = &v->type;
+    const OpInfo *info = op_info(op->kind);
+    LLVMValueRef xi[MAX_RANK];
+    DType dt = rt->dtype;
+    if (info->cat == CAT_UNARY) {
+        LLVMValueRef x = operand(k, op->in[0], rt, idx);
+        return unary(k, op->kind, op->in[0]->type.dtype, x);
+    }
+    if (info->cat == CAT_BINARY) {
+        LLVMValueRef a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);
+        return kern_binary(k, op->kind, dt, a, b);
+    }
+    switch (op->kind) {
+    case OP_CMP: {
+        LLVMValueRef a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);
+        return compare(k, op_attr_str(op, "dir", "eq"), op->in[0]->type.dtype, a, b);
+    }
+    case OP_SELECT: {
+        LLVMValueRef c = operand(k, op->in[0], rt, idx);
+        LLVMValueRef a = operand(k, op->in[1], rt, idx), b = operand(k, op->in[2], rt, idx);
+        return LLVMBuildSelect(B, c, a, b, "");
+    }
+    case OP_CONVERT:
+        return kern_convert(k, operand(k, op->in[0], rt, idx), op->in[0]->type.dtype, dt);
+    case OP_CONST:
+        return const_elem(k, op, idx);
+    case OP_RESHAPE:
+    case OP_DYN_RESHAPE: {
+        const Type *xt = &op->in[0]->type;
+        if (k->flat)
+            return elem(k, op->in[0], idx);
+        bool same = xt->rank == rt->rank;
+        for (int i = 0; same && i < rt->rank; i++)
+            same = xt->dims[i] == rt->dims[i];
+        if (same)
+            return elem(k, op->in[0], idx);
+        kern_unflatten(k, xt, kern_offset(k, rt, idx), xi);
+        return elem(k, op->in[0], xi);
+    }
+    case OP_BROADCAST:
+    case OP_DYN_BROADCAST: {
+        const Attr *axes = op_attr(op, "axes");
+        const Type *xt = &op->in[0]->type;
+        for (int i = 0; i < xt->rank; i++) {
+            Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
+            LLVMValueRef j = idx[axes->ints[i]];
+            if (xd == rd)
+                xi[i] = j;
+            else if (dim_is(xd, 1))
+                xi[i] = cg_i64(cg, 0);
+            else
+                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
+                                        cg_i64(cg, 0), j, "");
+        }
+        return elem(k, op->in[0], xi);
+    }
+    case OP_TRANSPOSE: {
+        const Attr *perm = op_attr(op, "perm");
+        for (int i = 0; i < perm->n; i++)
+            xi[perm->ints[i]] = idx[i];
+        return elem(k, op->in[0], xi);
+    }
+    case OP_SLICE: {
+        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
+        for (int i = 0; i < rt->rank; i++) {
+            LLVMValueRef j = sd->ints[i] == 1 ? idx[i] : LLVMBuildMul(B, idx[i], cg_i64(cg, sd->ints[i]), "");
+            xi[i] = dim_is(st->dims[i], 0) ? j : LLVMBuildAdd(B, j, cg_dim(cg, st->dims[i]), "");
+        }
+        return elem(k, op->in[0], xi);
+    }
+    case OP_REVERSE: {
+        const Attr *axes = op_attr(op, "axes");
+        memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+        for (int i = 0; i < axes->n; i++) {
+            int a = (int)axes->ints[i];
+            xi[a] = LLVMBuildSub(B, LLVMBuildSub(B, cg_dim(cg, rt->dims[a]), cg_i64(cg, 1), ""), idx[a], "");
+        }
+        return elem(k, op->in[0], xi);
+    }
+    case OP_CONCAT: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        LLVMValueRef r = NULL, start = cg_i64(cg, 0);
+        for (int i = 0; i < op->nin; i++) {
+            const Type *xt = &op->in[i]->type;
+            LLVMValueRef n = cg_dim(cg, xt->dims[axis]);
+            memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+            LLVMValueRef local = LLVMBuildSub(B, idx[axis], start, "");
+            xi[axis] = clamp(k, local, n);
+            LLVMValueRef x = elem(k, op->in[i], xi);
+            if (!r) {
+                r = x;
+            } else {
+                LLVMValueRef here = LLVMBuildICmp(B, LLVMIntSGE, idx[axis], start, "");
+                r = LLVMBuildSelect(B, here, x, r, "");
+            }
+            start = LLVMBuildAdd(B, start, n, "");
+        }
+        return r;
+    }
+    case OP_PAD: {
+        const Attr *lo = op_attr(op, "low");
+        const char *mode = op_attr_str(op, "mode", "constant");
+        const Type *xt = &op->in[0]->type;
+        LLVMValueRef inside = LLVMConstInt(cg->t_i1, 1, false);
+        for (int i = 0; i < rt->rank; i++) {
+            LLVMValueRef n = cg_dim(cg, xt->dims[i]);
+            LLVMValueRef j = LLVMBuildSub(B, idx[i], cg_dim(cg, lo->dims[i]), "");
+            LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, j, cg_i64(cg, 0), ""),
+                                           LLVMBuildICmp(B, LLVMIntSLT, j, n, ""), "");
+            inside = LLVMBuildAnd(B, inside, ok, "");
+            if (!strcmp(mode, "reflect")) {
+                /* mirror without repeating the edge: period 2(n-1) */
+                LLVMValueRef per = LLVMBuildMul(B, LLVMBuildSub(B, n, cg_i64(cg, 1), ""), cg_i64(cg, 2), "");
+                LLVMValueRef p1 = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, per, cg_i64(cg, 1), ""),
+                                                  cg_i64(cg, 1), per, "");
+                LLVMValueRef m = LLVMBuildSub(B, j, LLVMBuildMul(B, p1, cg_floordiv(cg, B, j, p1), ""), "");
+                LLVMValueRef past = LLVMBuildICmp(B, LLVMIntSGE, m, n, "");
+                j = LLVMBuildSelect(B, past, LLVMBuildSub(B, p1, m, ""), m, "");
+            }
+            xi[i] = clamp(k, j, n);
+        }
+        LLVMValueRef x = elem(k, op->in[0], xi);
+        if (strcmp(mode, "constant") != 0)
+            return x;
+        LLVMValueRef pv = elem(k, op->in[1], NULL);
+        return LLVMBuildSelect(B, inside, x, pv, "");
+    }
+    case OP_IOTA: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        return kern_convert(k, idx[axis], DT_I64, dt);
+    }
+    case OP_GATHER: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        Value *x = op->in[0], *ind = op->in[1];
+        int q = ind->type.rank;
+        LLVMValueRef ii[MAX_RANK];
+        for (int i = 0; i < q; i++)
+            ii[i] = idx[axis + i];
+        LLVMValueRef j = index_value(k, elem(k, ind, ii), ind->type.dtype, x->type.dims[axis]);
+        int n = 0;
+        for (int i = 0; i < axis; i++)
+            xi[n++] = idx[i];
+        xi[n++] = j;
+        for (int i = axis + q; i < rt->rank; i++)
+            xi[n++] = idx[i];
+        return elem(k, x, xi);
+    }
+    case OP_GATHER_ELEMENTS: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        Value *x = op->in[0], *ind = op->in[1];
+        LLVMValueRef j = index_value(k, elem(k, ind, idx), ind->type.dtype, x->type.dims[axis]);
+        memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+        xi[axis] = j;
+        return elem(k, x, xi);
+    }
+    case OP_SHAPE_CONST: {
+        const Attr *dims = op_attr(op, "dims");
+        LLVMValueRef vals[MAX_RANK * 4];
+        for (int i = 0; i < dims->n && i < MAX_RANK * 4; i++)
+            vals[i] = cg_dim(cg, dims->dims[i]);
+        return rt->rank == 0 ? vals[0] : pick(k, vals, dims->n, idx[0]);
+    }
+    case OP_DIM:
+        return cg_dim(cg, op->in[0]->type.dims[op_attr_int(op, "axis", 0)]);
+    case OP_SHAPE_OF: {
+        const Type *xt = &op->in[0]->type;
+        LLVMValueRef vals[MAX_RANK];
+        for (int i = 0; i < xt->rank; i++)
+            vals[i] = cg_dim(cg, xt->dims[i]);
+        return pick(k, vals, xt->rank, idx[0]);
+    }
+    default:
+        return NULL;
+    }
+}
+
+LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    for (int i = 0; i < k->nr; i++)
+        if (k->rv[i] == v)
+            return k->rval[i];
+    if (kern_in_group(k, v)) {
+        LLVMValueRef r = op_elem(k, v->def, v, idx);
+        if (!r)
+            diag_set(cg->d, "codegen: op '%s' cannot be emitted in a %s kernel", op_info(v->def->kind)->name,
+                     fuse_kind_name(k->grp->kind));
+        return r ? r : LLVMGetUndef(cg_compute_type(cg, v->type.dtype));
+    }
+    if (v->def && v->def->kind == OP_CONST) {
+        LLVMValueRef c = const_elem(k, v->def, idx);
+        if (c)
+            return c;
+    }
+    LLVMValueRef base = kern_buf(k, v);
+    if (!base) {
+        diag_set(cg->d, "codegen: a value has no buffer in its kernel");
+        return LLVMGetUndef(cg_compute_type(cg, v->type.dtype));
+    }
+    size_t n = 0;
+    LLVMValueRef off;
+    if (type_static_numel(&v->type, &n) && n == 1)
+        off = cg_i64(cg, 0);
+    else
+        off = k->flat ? k->flat : kern_offset(k, &v->type, idx);
+    LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
+    return cg_load(cg, v->type.dtype, p);
+}

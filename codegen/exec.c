@@ -1,0 +1,538 @@
+/*
+ * exec.c — a compiled model: the pipeline from a verified graph to native
+ * code in memory, and running it.
+ *
+ *   shape_analyze → fuse_plan → kernels and the host flow as LLVM IR →
+ *   the LLVM optimiser (O3, host CPU) → ORC LLJIT → disc_main
+ *
+ * The host flow calls back into two thunks here: disc_exec_library runs a
+ * dot, convolution or pooling through oneDNN (runtime/dnnl.c), and
+ * disc_exec_host_op runs an op that has no kernel template (topk, nonzero,
+ * scatter, resize, ...) through the reference interpreter's code, binding
+ * the data-dependent symbols its results define.
+ */
+#include "codegen/codegen.h"
+#include "runtime/interp.h"
+#include "runtime/rt.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassManagerBuilder.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int32_t MainFn(void *rt, void **io, int64_t *shapes, int64_t *syms);
+
+struct Exec {
+    Graph *g;
+    ShapeInfo *si;
+    FusionPlan *plan;
+    LLVMOrcLLJITRef jit;
+    MainFn *main;
+    char *llvm_text;   /* the optimised module, for --stage llvm */
+    int nkernels;
+    int threads;
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- thunks ------------------------------------------------------------ */
+
+static bool eval_dims(const Type *t, const int64_t *syms, int nsyms, int64_t *out)
+{
+    DimEnv env = {syms, NULL, nsyms};
+    for (int i = 0; i < t->rank; i++)
+        if (dim_eval(t->dims[i], &env, &out[i]) != DIM_OK)
+            return false;
+    return true;
+}
+
+static void view(Tensor *t, const Value *v, void *data, const int64_t *shape)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = v->type.dtype;
+    t->rank = v->type.rank;
+    memcpy(t->shape, shape, (size_t)t->rank * sizeof *shape);
+    t->data = data;
+    t->nbytes = tensor_numel(t) * dtype_size(t->dtype);
+}
+
+/* Runs op on the interpreter; results are copied into run memory. */
+int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+{
+    Exec *e = self;
+    int nsyms = e->g->dims.nsyms;
+    Tensor in[op->nin > 0 ? op->nin : 1], out[2];
+    const Tensor *inp[op->nin > 0 ? op->nin : 1];
+    for (int i = 0; i < op->nin; i++) {
+        int64_t shape[MAX_RANK];
+        if (!eval_dims(&op->in[i]->type, syms, nsyms, shape)) {
+            disc_rt_fail(rt, "%s: an operand's dims cannot be evaluated", op_info(op->kind)->name);
+            return -1;
+        }
+        view(&in[i], op->in[i], bufs[i], shape);
+        inp[i] = &in[i];
+    }
+    memset(out, 0, sizeof out);
+    Diag d = {0};
+    if (!interp_run_op(e->g, op, syms, nsyms, inp, out, &d)) {
+        disc_rt_fail(rt, "%s", d.msg);
+        return -1;
+    }
+    int32_t rc = 0;
+    for (int r = 0; r < op->nout; r++) {
+        const Type *t = &op->out[r]->type;
+        for (int i = 0; i < e->si->prog.n; i++) { /* bind what the results define */
+            const HostStep *s = &e->si->prog.steps[i];
+            if (s->kind == HS_DATA && s->value == op->out[r])
+                syms[s->sym->id] = out[r].shape[s->axis];
+        }
+        (void)t;
+        void *p = disc_rt_alloc(rt, (int64_t)out[r].nbytes);
+        if (!p) {
+            rc = -1;
+        } else {
+            if (out[r].nbytes)
+                memcpy(p, out[r].data, out[r].nbytes);
+            bufs[op->nin + r] = p;
+        }
+        tensor_free(&out[r]);
+    }
+    return rc;
+}
+
+/* Axes of `t` grouped into one block of a matrix view: contiguous in
+ * memory, in order. Returns the block's element stride, or -1. */
+static int64_t block_stride(const int64_t *shape, int rank, const int64_t *axes, int n)
+{
+    if (n == 0)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if (axes[i] != axes[i - 1] + 1)
+            return -1;
+    int64_t s = 1;
+    for (int i = rank - 1; i > axes[n - 1]; i--)
+        s *= shape[i];
+    return s;
+}
+
+static int64_t count(const int64_t *shape, const int64_t *axes, int n)
+{
+    int64_t c = 1;
+    for (int i = 0; i < n; i++)
+        c *= shape[axes[i]];
+    return c;
+}
+
+/* Free axes: those in neither list, in order. */
+static int free_axes(int rank, const Attr *a, const Attr *b, int64_t *out)
+{
+    int n = 0;
+    for (int i = 0; i < rank; i++) {
+        bool used = false;
+        for (int j = 0; j < a->n; j++)
+            used |= a->ints[j] == i;
+        for (int j = 0; j < b->n; j++)
+            used |= b->ints[j] == i;
+        if (!used)
+            out[n++] = i;
+    }
+    return n;
+}
+
+/* The block order of axes lists must follow memory: each block's axes are
+ * adjacent; returns false if the view does not exist. */
+static bool matrix_view(const int64_t *shape, int rank, const Attr *batch, const int64_t *rows, int nrows,
+                        const Attr *cols, int64_t *st)
+{
+    st[0] = block_stride(shape, rank, batch->ints, batch->n);
+    st[1] = block_stride(shape, rank, rows, nrows);
+    st[2] = block_stride(shape, rank, cols->ints, cols->n);
+    if (st[0] < 0 || st[1] < 0 || st[2] < 0)
+        return false;
+    /* the blocks must not interleave: check the total extent is consistent */
+    return true;
+}
+
+static int32_t run_dot(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
+{
+    int nsyms = e->g->dims.nsyms;
+    const Type *at = &op->in[0]->type, *bt = &op->in[1]->type, *ct = &op->out[0]->type;
+    int64_t as[MAX_RANK], bs[MAX_RANK], cs[MAX_RANK];
+    if (at->dtype != DT_F32 || !eval_dims(at, syms, nsyms, as) || !eval_dims(bt, syms, nsyms, bs) ||
+        !eval_dims(ct, syms, nsyms, cs))
+        return 0;
+    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
+    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+    int64_t lf[MAX_RANK], rf[MAX_RANK];
+    int nlf = free_axes(at->rank, lb, lc, lf), nrf = free_axes(bt->rank, rb, rc, rf);
+    DiscMatmul m = {0};
+    m.dtype = DT_F32;
+    m.batch = count(as, lb->ints, lb->n);
+    m.m = count(as, lf, nlf);
+    m.k = count(as, lc->ints, lc->n);
+    m.n = count(bs, rf, nrf);
+    if (!matrix_view(as, at->rank, lb, lf, nlf, lc, m.a_stride))
+        return 0;
+    /* B as [batch][k][n]: rows are the contracting axes */
+    Attr rfa = {.kind = ATTR_INTS, .n = nrf, .ints = rf};
+    if (!matrix_view(bs, bt->rank, rb, rc->ints, rc->n, &rfa, m.b_stride))
+        return 0;
+    m.c_stride[0] = m.m * m.n;
+    m.c_stride[1] = m.n;
+    m.c_stride[2] = 1;
+    if (m.batch == 1)
+        m.a_stride[0] = m.b_stride[0] = m.c_stride[0] = 0;
+    void *c = disc_rt_alloc(rt, m.batch * m.m * m.n * 4);
+    if (!c)
+        return -1;
+    *handled = true;
+    bufs[2] = c;
+    return disc_rt_matmul(rt, &m, bufs[0], bufs[1], c) == 0 ? 0 : -1;
+}
+
+static void window(const Op *op, const int64_t *xs, int nsp, int64_t *in, int64_t *stride, int64_t *dil,
+                   int64_t *lo, int64_t *hi, const int64_t *syms, int nsyms)
+{
+    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pd = op_attr(op, "pads");
+    DimEnv env = {syms, NULL, nsyms};
+    for (int i = 0; i < nsp; i++) {
+        in[i] = xs[2 + i];
+        stride[i] = st->ints[i];
+        dil[i] = dl->ints[i];
+        dim_eval(pd->dims[i], &env, &lo[i]);
+        dim_eval(pd->dims[nsp + i], &env, &hi[i]);
+    }
+}
+
+static int32_t run_conv(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
+{
+    int nsyms = e->g->dims.nsyms;
+    const Type *xt = &op->in[0]->type;
+    int64_t xs[MAX_RANK], ws[MAX_RANK], ys[MAX_RANK];
+    int nsp = xt->rank - 2;
+    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || !eval_dims(xt, syms, nsyms, xs) ||
+        !eval_dims(&op->in[1]->type, syms, nsyms, ws) || !eval_dims(&op->out[0]->type, syms, nsyms, ys))
+        return 0;
+    DiscConv c = {0};
+    c.dtype = DT_F32;
+    c.nsp = nsp;
+    c.n = xs[0];
+    c.c = xs[1];
+    c.o = ys[1];
+    c.groups = op_attr_int(op, "groups", 1);
+    c.transpose = op->kind == OP_CONV_TRANSPOSE;
+    window(op, xs, nsp, c.in, c.stride, c.dilation, c.pad_lo, c.pad_hi, syms, nsyms);
+    for (int i = 0; i < nsp; i++) {
+        c.k[i] = ws[2 + i];
+        c.out[i] = ys[2 + i];
+    }
+    Tensor y = {.dtype = DT_F32, .rank = xt->rank};
+    memcpy(y.shape, ys, sizeof ys);
+    void *p = disc_rt_alloc(rt, (int64_t)(tensor_numel(&y) * 4));
+    if (!p)
+        return -1;
+    *handled = true;
+    bufs[2] = p;
+    return disc_rt_conv(rt, &c, bufs[0], bufs[1], p) == 0 ? 0 : -1;
+}
+
+static int32_t run_pool(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
+{
+    int nsyms = e->g->dims.nsyms;
+    const Type *xt = &op->in[0]->type;
+    int64_t xs[MAX_RANK], ys[MAX_RANK];
+    int nsp = xt->rank - 2;
+    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || !eval_dims(xt, syms, nsyms, xs) ||
+        !eval_dims(&op->out[0]->type, syms, nsyms, ys) || op_attr_int(op, "ceil", 0))
+        return 0;
+    DiscPool pl = {0};
+    pl.dtype = DT_F32;
+    pl.nsp = nsp;
+    pl.max = !strcmp(op_attr_str(op, "kind", "max"), "max");
+    pl.n = xs[0];
+    pl.c = xs[1];
+    pl.count_pad = (int)op_attr_int(op, "count_pad", 0);
+    window(op, xs, nsp, pl.in, pl.stride, pl.dilation, pl.pad_lo, pl.pad_hi, syms, nsyms);
+    const Attr *win = op_attr(op, "window");
+    for (int i = 0; i < nsp; i++) {
+        pl.window[i] = win->ints[i];
+        pl.out[i] = ys[2 + i];
+    }
+    Tensor y = {.dtype = DT_F32, .rank = xt->rank};
+    memcpy(y.shape, ys, sizeof ys);
+    void *p = disc_rt_alloc(rt, (int64_t)(tensor_numel(&y) * 4));
+    if (!p)
+        return -1;
+    *handled = true;
+    bufs[1] = p;
+    return disc_rt_pool(rt, &pl, bufs[0], p) == 0 ? 0 : -1;
+}
+
+int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+{
+    Exec *e = self;
+    bool handled = false;
+    int32_t rc = 0;
+    switch (op->kind) {
+    case OP_DOT: rc = run_dot(e, rt, op, bufs, syms, &handled); break;
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE: rc = run_conv(e, rt, op, bufs, syms, &handled); break;
+    case OP_POOL: rc = run_pool(e, rt, op, bufs, syms, &handled); break;
+    default: break;
+    }
+    if (handled || rc != 0)
+        return rc;
+    /* layouts or dtypes the library does not take */
+    return disc_exec_host_op(self, rt, op, bufs, syms);
+}
+
+/* ---- compiling ----------------------------------------------------------- */
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void llvm_init(void)
+{
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+}
+
+static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    diag_set(d, "error: %s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return false;
+}
+
+static void optimise(LLVMModuleRef mod, int level)
+{
+    char *triple = LLVMGetDefaultTargetTriple();
+    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err) == 0) {
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+                                                          LLVMRelocDefault, LLVMCodeModelJITDefault);
+        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+            if (LLVMCountBasicBlocks(f)) {
+                LLVMAddTargetDependentFunctionAttr(f, "target-cpu", cpu);
+                LLVMAddTargetDependentFunctionAttr(f, "target-features", feat);
+            }
+        LLVMPassManagerRef pm = LLVMCreatePassManager();
+        LLVMAddAnalysisPasses(tm, pm);
+        LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
+        LLVMPassManagerBuilderSetOptLevel(pmb, (unsigned)level);
+        LLVMPassManagerBuilderUseInlinerWithThreshold(pmb, 275);
+        LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
+        LLVMRunPassManager(pm, mod);
+        LLVMPassManagerBuilderDispose(pmb);
+        LLVMDisposePassManager(pm);
+        LLVMDisposeTargetMachine(tm);
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+}
+
+static bool define_runtime(Exec *e, Diag *d)
+{
+    static const struct {
+        const char *name;
+        void *addr;
+    } syms[] = {
+        {"disc_rt_alloc", (void *)disc_rt_alloc},
+        {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
+        {"disc_exec_library", (void *)disc_exec_library},
+        {"disc_exec_host_op", (void *)disc_exec_host_op},
+    };
+    int n = (int)(sizeof syms / sizeof syms[0]);
+    LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0]];
+    for (int i = 0; i < n; i++) {
+        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, syms[i].name);
+        pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)syms[i].addr;
+        pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        pairs[i].Sym.Flags.TargetFlags = 0;
+    }
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(e->jit);
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
+    if (err)
+        return llvm_error(d, err, "cannot define the runtime for the JIT");
+    LLVMOrcDefinitionGeneratorRef gen;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(e->jit), NULL, NULL);
+    if (err)
+        return llvm_error(d, err, "cannot search the process for libm");
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    return true;
+}
+
+Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    CgOpts dflt = {3, false, 0, false};
+    if (!o)
+        o = &dflt;
+    pthread_once(&llvm_once, llvm_init);
+    Exec *e = calloc(1, sizeof *e);
+    if (!e) {
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    e->g = g;
+    e->threads = o->threads;
+    double t0 = now();
+    e->si = shape_analyze(g, so, d);
+    if (!e->si)
+        goto fail;
+    double t1 = now();
+    e->plan = o->unfused ? fuse_plan_unfused(e->si, d) : fuse_plan(e->si, d);
+    if (!e->plan)
+        goto fail;
+    double t2 = now();
+    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+    Cg cg;
+    cg_init(&cg, LLVMOrcThreadSafeContextGetContext(tsc), g, e->si, e->plan, d);
+    bool ok = cg_host(&cg, e);
+    e->nkernels = cg.nkernels;
+    cg_free(&cg);
+    char *vmsg = NULL;
+    if (ok && LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &vmsg)) {
+        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+        ok = false;
+    }
+    LLVMDisposeMessage(vmsg);
+    double t3 = now();
+    if (ok) {
+        optimise(cg.mod, o->opt_level);
+        char *txt = LLVMPrintModuleToString(cg.mod);
+        e->llvm_text = strdup(txt);
+        LLVMDisposeMessage(txt);
+    }
+    double t4 = now();
+    LLVMErrorRef err = NULL;
+    if (ok && (err = LLVMOrcCreateLLJIT(&e->jit, NULL)))
+        ok = llvm_error(d, err, "cannot create the JIT");
+    if (ok) {
+        LLVMSetTarget(cg.mod, LLVMOrcLLJITGetTripleString(e->jit));
+        LLVMSetDataLayout(cg.mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
+        ok = define_runtime(e, d);
+    }
+    if (ok) {
+        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(cg.mod, tsc);
+        err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
+        if (err) {
+            LLVMOrcDisposeThreadSafeModule(tsm);
+            ok = llvm_error(d, err, "cannot add the module to the JIT");
+        }
+    } else {
+        LLVMDisposeModule(cg.mod);
+    }
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    LLVMOrcJITTargetAddress addr = 0;
+    if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
+        ok = llvm_error(d, err, "cannot compile the model");
+    double t5 = now();
+    if (!ok)
+        goto fail;
+    e->main = (MainFn *)(uintptr_t)addr;
+    if (o->verbose)
+        fprintf(stderr,
+                "dcc: shape analysis %.1f ms, fusion %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
+                "JIT %.1f ms; %d kernels for %d ops\n",
+                1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2), 1e3 * (t4 - t3), 1e3 * (t5 - t4),
+                e->nkernels, g->nops);
+    return e;
+fail:
+    exec_free(e);
+    return NULL;
+}
+
+void exec_free(Exec *e)
+{
+    if (!e)
+        return;
+    if (e->jit)
+        LLVMOrcDisposeLLJIT(e->jit);
+    fuse_plan_free(e->plan);
+    shape_info_free(e->si);
+    free(e->llvm_text);
+    free(e);
+}
+
+void exec_print_llvm(Exec *e, FILE *f)
+{
+    if (e->llvm_text)
+        fputs(e->llvm_text, f);
+}
+
+int exec_kernel_count(const Exec *e) { return e->nkernels; }
+
+bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
+{
+    Graph *g = e->g;
+    memset(outputs, 0, (size_t)noutputs * sizeof *outputs);
+    if (ninputs != g->ninputs || noutputs != g->noutputs)
+        return diag_set(d, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
+    int nshapes = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        if (inputs[i].rank != g->inputs[i]->type.rank || inputs[i].dtype != g->inputs[i]->type.dtype)
+            return shape_check_inputs(e->si, inputs, ninputs, d);
+        nshapes += inputs[i].rank;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        nshapes += g->outputs[i]->type.rank;
+    void *io[g->ninputs + g->noutputs + 1];
+    int64_t shapes[nshapes + 1];
+    int64_t *syms = calloc((size_t)g->dims.nsyms + 1, sizeof *syms);
+    DiscRtOpts ro = {.threads = e->threads};
+    DiscRt *rt = disc_rt_new(&ro);
+    if (!syms || !rt) {
+        free(syms);
+        disc_rt_free(rt);
+        return diag_set(d, "error: out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        io[i] = inputs[i].data;
+        for (int j = 0; j < inputs[i].rank; j++)
+            shapes[k++] = inputs[i].shape[j];
+    }
+    int32_t rc = e->main(rt, io, shapes, syms);
+    bool ok = rc == 0;
+    if (rc > 0) {
+        if (shape_check_inputs(e->si, inputs, ninputs, d))
+            diag_set(d, "error: the input shapes violate step %d of the host shape program", rc - 1);
+    } else if (rc < 0) {
+        const char *msg = disc_rt_error(rt);
+        diag_set(d, "error: %s", msg ? msg : "run failed");
+    }
+    for (int i = 0; ok && i < g->noutputs; i++) {
+        Tensor *t = &outputs[i];
+        int64_t shape[MAX_RANK];
+        int rank = g->outputs[i]->type.rank;
+        memcpy(shape, &shapes[k], (size_t)rank * sizeof *shape);
+        k += rank;
+        if (!tensor_alloc(t, g->outputs[i]->type.dtype, rank, shape)) {
+            ok = diag_set(d, "error: out of memory for output %d", i);
+            break;
+        }
+        if (t->nbytes)
+            memcpy(t->data, io[g->ninputs + i], t->nbytes);
+    }
+    if (!ok)
+        for (int i = 0; i < noutputs; i++)
+            tensor_free(&outputs[i]);
+    disc_rt_free(rt);
+    free(syms);
+    return ok;
+}

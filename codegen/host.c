@@ -1,0 +1,336 @@
+/*
+ * host.c — the host flow: one generated function per model.
+ *
+ *     int32_t disc_main(DiscRt *rt, void **io, int64_t *shapes, int64_t *syms)
+ *
+ * io holds the data of the inputs, then receives the data of the outputs;
+ * shapes holds the dims of every input, then receives those of every
+ * output; syms receives the value of every symbol. The function
+ *   1. binds every symbol from the input dims (the host shape program's
+ *      BIND steps) and evaluates its CHECK, REQUIRE and BCAST steps, in
+ *      order; a violated step returns its index + 1, and the caller turns
+ *      it into the documented message (hostprog_run);
+ *   2. walks the fusion plan: constants are addresses, shape values small
+ *      arrays computed from the dims, kernels run through
+ *      disc_rt_parallel_for over their range, library ops and host ops
+ *      through thunks (which bind data-dependent symbols as they run);
+ *      every buffer comes from disc_rt_alloc;
+ *   3. writes the outputs' data and dims.
+ * A runtime failure returns -1 with the message in the DiscRt.
+ */
+#include "codegen/codegen.h"
+
+#include <string.h>
+
+#define B (cg->b)
+
+typedef struct Host {
+    Cg *cg;
+    void *self;
+    LLVMValueRef rt, io, shapes, syms;
+    LLVMValueRef *vbuf; /* by value id: i8* */
+    LLVMValueRef fail;  /* the block that returns -1 */
+} Host;
+
+static LLVMValueRef fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                            LLVMTypeRef *fty)
+{
+    *fty = LLVMFunctionType(ret, params, (unsigned)n, false);
+    LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
+    return f ? f : LLVMAddFunction(cg->mod, name, *fty);
+}
+
+static LLVMValueRef ptr_const(Cg *cg, const void *p)
+{
+    return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
+}
+
+static LLVMValueRef gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i)
+{
+    LLVMValueRef ix = cg_i64(cg, i);
+    return LLVMBuildGEP2(B, t, base, &ix, 1, "");
+}
+
+/* Returns from the flow with code unless cond holds. */
+static void check_or_return(Host *h, LLVMValueRef cond, int32_t code)
+{
+    Cg *cg = h->cg;
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ok");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "bad");
+    LLVMBuildCondBr(B, cond, ok, bad);
+    LLVMPositionBuilderAtEnd(B, bad);
+    LLVMBuildRet(B, cg_i32(cg, code));
+    LLVMPositionBuilderAtEnd(B, ok);
+}
+
+static bool mentions_data(const Graph *g, const HostProg *p, const Dim *d)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->steps[i].kind == HS_DATA && dim_mentions(d, p->steps[i].sym))
+            return true;
+    (void)g;
+    return false;
+}
+
+static void emit_steps(Host *h)
+{
+    Cg *cg = h->cg;
+    const HostProg *p = &cg->si->prog;
+    const Graph *g = cg->g;
+    int off[g->ninputs + 1];
+    int o = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        off[i] = o;
+        o += g->inputs[i]->type.rank;
+    }
+    for (int i = 0; i < p->n; i++) {
+        const HostStep *s = &p->steps[i];
+        switch (s->kind) {
+        case HS_BIND: {
+            LLVMValueRef v = LLVMBuildLoad2(B, cg->t_i64, gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
+            LLVMBuildStore(B, v, gep(cg, cg->t_i64, h->syms, s->sym->id));
+            break;
+        }
+        case HS_CHECK: {
+            LLVMValueRef got = LLVMBuildLoad2(B, cg->t_i64, gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
+            check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, got, cg_dim(cg, s->lhs), ""), i + 1);
+            break;
+        }
+        case HS_REQUIRE:
+        case HS_BCAST: {
+            if (mentions_data(g, p, s->lhs) || mentions_data(g, p, s->rhs))
+                break; /* checked by the host ops that bind them */
+            LLVMValueRef a = cg_dim(cg, s->lhs), b = cg_dim(cg, s->rhs), c;
+            if (s->kind == HS_BCAST) {
+                LLVMValueRef one = cg_i64(cg, 1);
+                c = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, b, ""),
+                                LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, one, ""),
+                                            LLVMBuildICmp(B, LLVMIntEQ, b, one, ""), ""), "");
+            } else {
+                LLVMIntPredicate pr[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLE, LLVMIntSLT, LLVMIntSGE, LLVMIntSGT};
+                c = LLVMBuildICmp(B, pr[s->rel], a, b, "");
+            }
+            check_or_return(h, c, i + 1);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+static LLVMValueRef alloc(Host *h, Value *v)
+{
+    Cg *cg = h->cg;
+    LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
+    LLVMValueRef bytes = LLVMBuildMul(B, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)), "");
+    LLVMTypeRef fty, params[2] = {cg->t_p8, cg->t_i64};
+    LLVMValueRef f = fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
+    LLVMValueRef args[2] = {h->rt, bytes};
+    LLVMValueRef p = LLVMBuildCall2(B, fty, f, args, 2, "");
+    check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
+    h->vbuf[v->id] = p;
+    return p;
+}
+
+/* An array of i8* in the entry block holding the given pointers. */
+static LLVMValueRef ptr_array(Host *h, LLVMValueRef *v, int n)
+{
+    Cg *cg = h->cg;
+    LLVMValueRef arr = LLVMBuildArrayAlloca(cg->eb, cg->t_p8, cg_i64(cg, n > 0 ? n : 1), "");
+    for (int i = 0; i < n; i++)
+        LLVMBuildStore(B, v[i], gep(cg, cg->t_p8, arr, i));
+    return arr;
+}
+
+static bool emit_kernel_group(Host *h, const Group *grp)
+{
+    Cg *cg = h->cg;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
+    LLVMValueRef save_fn = cg->fn, save_syms = cg->syms;
+    LLVMBasicBlockRef save_entry = cg->entry;
+    DimMap save_cache = cg->dimcache;
+    bool save_nh = cg->no_hoist;
+    cg->no_hoist = false;
+    dimmap_init(&cg->dimcache);
+    KernelInfo ki;
+    bool ok = cg_kernel(cg, grp, &ki);
+    dimmap_free(&cg->dimcache);
+    cg->dimcache = save_cache;
+    cg->no_hoist = save_nh;
+    cg->fn = save_fn;
+    cg->syms = save_syms;
+    cg->entry = save_entry;
+    LLVMPositionBuilderAtEnd(cg->eb, cg->entry);
+    LLVMPositionBuilderAtEnd(B, here);
+    if (!ok)
+        return false;
+    int nb = grp->nins + grp->nouts;
+    LLVMValueRef ptrs[nb + 1];
+    for (int i = 0; i < grp->nouts; i++)
+        alloc(h, grp->outs[i]);
+    for (int i = 0; i < nb; i++) {
+        Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
+        ptrs[i] = h->vbuf[v->id];
+        if (!ptrs[i])
+            return diag_set(cg->d, "codegen: group %d reads a value with no buffer", grp->id);
+    }
+    ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
+    LLVMValueRef args = ptr_array(h, ptrs, nb + 1);
+    LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
+    LLVMValueRef f = fn_decl(cg, "disc_rt_parallel_for", cg->t_void, params, 5, &fty);
+    LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
+                         cg_i64(cg, ki.grain)};
+    LLVMBuildCall2(B, fty, f, a, 5, "");
+    return true;
+}
+
+/* A thunk call: bufs = operands, then room for the results. */
+static bool emit_thunk(Host *h, const char *name, Op *op)
+{
+    Cg *cg = h->cg;
+    int n = op->nin + op->nout;
+    LLVMValueRef ptrs[n + 1];
+    for (int i = 0; i < op->nin; i++) {
+        ptrs[i] = h->vbuf[op->in[i]->id];
+        if (!ptrs[i])
+            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
+    }
+    for (int i = 0; i < op->nout; i++)
+        ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
+    LLVMValueRef arr = ptr_array(h, ptrs, n);
+    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
+    LLVMValueRef f = fn_decl(cg, name, cg->t_i32, params, 5, &fty);
+    LLVMValueRef a[5] = {ptr_const(cg, h->self), h->rt, ptr_const(cg, op), arr, h->syms};
+    LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 5, "");
+    check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    for (int i = 0; i < op->nout; i++)
+        h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, gep(cg, cg->t_p8, arr, op->nin + i), "");
+    return true;
+}
+
+static bool emit_shape_op(Host *h, Op *op)
+{
+    Cg *cg = h->cg;
+    Value *v = op->out[0];
+    if (op->kind == OP_CONST) {
+        if (!op->cst || !op->cst->data)
+            return diag_set(cg->d, "codegen: a constant has no data (elided)");
+        h->vbuf[v->id] = ptr_const(cg, op->cst->data);
+        return true;
+    }
+    Dim *dims[MAX_RANK * 4];
+    int n = 0;
+    if (op->kind == OP_SHAPE_CONST) {
+        const Attr *a = op_attr(op, "dims");
+        for (int i = 0; i < a->n && n < MAX_RANK * 4; i++)
+            dims[n++] = a->dims[i];
+    } else if (op->kind == OP_DIM) {
+        dims[n++] = op->in[0]->type.dims[op_attr_int(op, "axis", 0)];
+    } else if (op->kind == OP_SHAPE_OF) {
+        for (int i = 0; i < op->in[0]->type.rank; i++)
+            dims[n++] = op->in[0]->type.dims[i];
+    } else {
+        return emit_thunk(h, "disc_exec_host_op", op);
+    }
+    /* run memory, not the stack: a shape value may be an output */
+    LLVMValueRef raw = alloc(h, v);
+    LLVMValueRef arr = LLVMBuildBitCast(B, raw, cg->t_p64, "");
+    for (int i = 0; i < n; i++)
+        LLVMBuildStore(B, cg_dim(cg, dims[i]), gep(cg, cg->t_i64, arr, i));
+    return true;
+}
+
+/* The library op, then its epilogue as a loop kernel over its result. */
+static bool emit_library(Host *h, const Group *grp)
+{
+    Op *root = grp->root;
+    if (!emit_thunk(h, "disc_exec_library", root))
+        return false;
+    int first = 0;
+    while (first < grp->nops && grp->ops[first] != root)
+        first++;
+    if (first + 1 >= grp->nops)
+        return true;
+    /* the epilogue: the ops after the root, reading the root's result */
+    Group epi = *grp;
+    epi.kind = FUSE_LOOP;
+    epi.ops = grp->ops + first + 1;
+    epi.nops = grp->nops - first - 1;
+    Value *ins[grp->nins + 1];
+    int n = 0;
+    for (int i = 0; i < grp->nins; i++)
+        ins[n++] = grp->ins[i];
+    ins[n++] = root->out[0];
+    epi.ins = ins;
+    epi.nins = n;
+    epi.root = epi.ops[epi.nops - 1];
+    Value *outs[grp->nouts];
+    int no = 0;
+    for (int i = 0; i < grp->nouts; i++)
+        if (grp->outs[i] != root->out[0])
+            outs[no++] = grp->outs[i];
+    epi.outs = outs;
+    epi.nouts = no;
+    return no == 0 || emit_kernel_group(h, &epi);
+}
+
+bool cg_host(Cg *cg, void *self)
+{
+    Graph *g = cg->g;
+    LLVMTypeRef params[4] = {cg->t_p8, cg->t_pp8, cg->t_p64, cg->t_p64};
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, params, 4, false);
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, "disc_main", fty);
+    Host h = {.cg = cg, .self = self};
+    h.rt = LLVMGetParam(fn, 0);
+    h.io = LLVMGetParam(fn, 1);
+    h.shapes = LLVMGetParam(fn, 2);
+    h.syms = LLVMGetParam(fn, 3);
+    h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
+    if (!h.vbuf)
+        return diag_set(cg->d, "codegen: out of memory");
+    cg_begin_function(cg, fn, h.syms);
+    cg->no_hoist = true;
+    LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
+    for (int i = 0; i < g->ninputs; i++)
+        h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, gep(cg, cg->t_p8, h.io, i), "");
+    emit_steps(&h);
+    bool ok = true;
+    for (int i = 0; i < cg->plan->n && ok; i++) {
+        const Group *grp = &cg->plan->groups[i];
+        switch (grp->kind) {
+        case FUSE_SHAPE:
+            for (int j = 0; j < grp->nops && ok; j++)
+                ok = emit_shape_op(&h, grp->ops[j]);
+            break;
+        case FUSE_LOOP:
+        case FUSE_INPUT:
+        case FUSE_STITCH:
+            ok = emit_kernel_group(&h, grp);
+            break;
+        case FUSE_LIBRARY:
+            ok = emit_library(&h, grp);
+            break;
+        case FUSE_OPAQUE:
+            ok = emit_thunk(&h, "disc_exec_host_op", grp->root ? grp->root : grp->ops[0]);
+            break;
+        }
+    }
+    if (!ok)
+        return false;
+    int off = 0;
+    for (int i = 0; i < g->ninputs; i++)
+        off += g->inputs[i]->type.rank;
+    for (int i = 0; i < g->noutputs; i++) {
+        Value *v = g->outputs[i];
+        if (!h.vbuf[v->id])
+            return diag_set(cg->d, "codegen: output %d has no buffer", i);
+        LLVMBuildStore(B, h.vbuf[v->id], gep(cg, cg->t_p8, h.io, g->ninputs + i));
+        for (int k = 0; k < v->type.rank; k++)
+            LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), gep(cg, cg->t_i64, h.shapes, off++));
+    }
+    LLVMBuildRet(B, cg_i32(cg, 0));
+    cg_end_function(cg, body);
+    cg->no_hoist = false;
+    return true;
+}

@@ -1,0 +1,379 @@
+/*
+ * kernel.c — kernel templates over a fusion group.
+ *
+ *   loop, flat   every op is elementwise over one shape (or a reshape):
+ *                one loop over the flat index, every load and store at that
+ *                index — what LLVM vectorises best
+ *   loop, n-d    the index space is the root's shape: the parallel range is
+ *                its rows (all dims but the last), the inner loop runs over
+ *                the last dim, operands are read through their index maps
+ *   reduction    INPUT and STITCH groups: the parallel range is the rows
+ *                (the kept dims); per row, every reduction of the group runs
+ *                over the reduced dims in order and leaves one scalar that
+ *                later work of the row reads (softmax: max, then the sum of
+ *                exp(x - max), then the outputs); row-shaped outputs are
+ *                stored once per row, full-shaped ones in a last pass
+ *
+ * Every size is a Dim computed from the symbols in the entry block, so one
+ * kernel serves every shape. Which template a group gets is decided at
+ * compile time from proved facts (equal dims are equal pointers).
+ */
+#include "codegen/kern.h"
+
+#include <string.h>
+
+#define B (cg->b)
+
+static bool same_dims(const Type *a, const Type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+static bool is_scalar(const Type *t)
+{
+    size_t n;
+    return type_static_numel(t, &n) && n == 1;
+}
+
+/* Flat mode: elementwise ops and reshapes only, no broadcasting but of
+ * scalars, one element count. */
+static bool flat_ok(Cg *cg, const Group *grp, Dim *numel)
+{
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        OpCat cat = op_info(op->kind)->cat;
+        bool ew = cat == CAT_UNARY || cat == CAT_BINARY || op->kind == OP_CMP || op->kind == OP_SELECT ||
+                  op->kind == OP_CONVERT;
+        if (!ew && op->kind != OP_RESHAPE && op->kind != OP_CONST)
+            return false;
+        for (int r = 0; r < op->nout; r++)
+            if (type_numel(&cg->g->dims, &op->out[r]->type) != numel && op->kind != OP_CONST)
+                return false;
+        if (!ew)
+            continue;
+        for (int j = 0; j < op->nin; j++) {
+            const Type *t = &op->in[j]->type;
+            if (!is_scalar(t) && !same_dims(t, &op->out[0]->type))
+                return false;
+        }
+    }
+    return true;
+}
+
+static LLVMValueRef ptr_at(Cg *cg, Kern *k, const Value *v, LLVMValueRef off)
+{
+    return LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), kern_buf(k, v), &off, 1, "");
+}
+
+/* Product of dims[i] for the listed axes, as a Dim. */
+static Dim *prod(Cg *cg, const Type *t, const int *axes, int n)
+{
+    Dim *p = dim_const(&cg->g->dims, 1);
+    for (int i = 0; i < n; i++)
+        p = dim_mul(&cg->g->dims, p, t->dims[axes[i]]);
+    return p;
+}
+
+/* Splits flat over the listed axes of t into idx (at those axes). */
+static void split(Cg *cg, const Type *t, const int *axes, int n, LLVMValueRef flat, LLVMValueRef *idx)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        Dim *d = t->dims[axes[i]];
+        if (i == 0) {
+            idx[axes[0]] = flat;
+        } else if (dim_is(d, 1)) {
+            idx[axes[i]] = cg_i64(cg, 0);
+        } else {
+            LLVMValueRef dv = cg_dim(cg, d);
+            idx[axes[i]] = LLVMBuildURem(B, flat, dv, "");
+            flat = LLVMBuildUDiv(B, flat, dv, "");
+        }
+    }
+}
+
+static void store_out(Cg *cg, Kern *k, Value *o, LLVMValueRef *idx, LLVMValueRef off)
+{
+    LLVMValueRef v = elem(k, o, idx);
+    cg_store(cg, o->type.dtype, v, ptr_at(cg, k, o, off));
+}
+
+/* ---- loop -------------------------------------------------------------- */
+
+static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
+{
+    const Group *grp = k->grp;
+    Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
+    const Type *rt = &root->type;
+    Dim *numel = type_numel(&cg->g->dims, rt);
+    if (flat_ok(cg, grp, numel)) {
+        ki->range = numel;
+        ki->grain = 1 << 14;
+        CgLoop l;
+        LLVMValueRef i = cg_loop_begin(cg, &l, begin, end, "i");
+        k->flat = i;
+        for (int o = 0; o < grp->nouts; o++)
+            store_out(cg, k, grp->outs[o], NULL, i);
+        k->flat = NULL;
+        cg_loop_end(cg, &l);
+        return;
+    }
+    int r = rt->rank;
+    LLVMValueRef idx[MAX_RANK], oidx[MAX_RANK];
+    if (r == 0) {
+        ki->range = dim_const(&cg->g->dims, 1);
+        ki->grain = 1;
+        for (int o = 0; o < grp->nouts; o++)
+            store_out(cg, k, grp->outs[o], idx, cg_i64(cg, 0));
+        return;
+    }
+    int outer[MAX_RANK];
+    for (int i = 0; i < r - 1; i++)
+        outer[i] = i;
+    ki->range = prod(cg, rt, outer, r - 1);
+    Dim *inner = rt->dims[r - 1];
+    ki->grain = dim_is_const(inner) && inner->c > 0 ? (inner->c >= 16384 ? 1 : 16384 / inner->c) : 16;
+    CgLoop rows, cols;
+    LLVMValueRef q = cg_loop_begin(cg, &rows, begin, end, "row");
+    split(cg, rt, outer, r - 1, q, idx);
+    LLVMValueRef n = cg_dim(cg, inner);
+    LLVMValueRef base = LLVMBuildMul(B, q, n, "");
+    LLVMValueRef j = cg_loop_begin(cg, &cols, cg_i64(cg, 0), n, "col");
+    idx[r - 1] = j;
+    LLVMValueRef flat = LLVMBuildAdd(B, base, j, "");
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        if (same_dims(&ov->type, rt)) {
+            store_out(cg, k, ov, idx, flat);
+        } else {
+            kern_unflatten(k, &ov->type, flat, oidx);
+            store_out(cg, k, ov, oidx, flat);
+        }
+    }
+    cg_loop_end(cg, &cols);
+    cg_loop_end(cg, &rows);
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+
+static bool is_reduction(const Op *op)
+{
+    return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
+}
+
+static void reduced_axes(const Op *op, bool *red)
+{
+    memset(red, 0, MAX_RANK * sizeof *red);
+    if (op->kind == OP_REDUCE) {
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < axes->n; i++)
+            red[axes->ints[i]] = true;
+    } else {
+        red[op_attr_int(op, "axis", 0)] = true;
+    }
+}
+
+/* Initial accumulator of a reduction. */
+static LLVMValueRef acc_init(Cg *cg, Kern *k, const Op *op, DType dt)
+{
+    const char *kind = op->kind == OP_REDUCE ? op_attr_str(op, "kind", "sum") : "arg";
+    LLVMTypeRef t = cg_compute_type(cg, dt);
+    bool f = dtype_is_float(dt);
+    if (!strcmp(kind, "sum") || !strcmp(kind, "mean"))
+        return f ? LLVMConstReal(t, 0) : LLVMConstInt(t, 0, false);
+    if (!strcmp(kind, "prod"))
+        return f ? LLVMConstReal(t, 1) : LLVMConstInt(t, 1, false);
+    bool is_max = !strcmp(kind, "max") || op->kind == OP_ARGMAX;
+    if (f)
+        return LLVMConstReal(t, is_max ? -__builtin_inf() : __builtin_inf());
+    unsigned w = LLVMGetIntTypeWidth(t);
+    bool u = dt == DT_U8 || dt == DT_BOOL;
+    if (u)
+        return LLVMConstInt(t, is_max ? 0 : ~0ull, false);
+    unsigned long long minv = 1ull << (w - 1);
+    return LLVMConstInt(t, is_max ? minv : minv - 1, false);
+}
+
+/* One reduction over the rows' reduced index space; caches its scalar. */
+static bool emit_one_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, int nr,
+                               Dim *m)
+{
+    Value *x = op->in[0];
+    DType dt = x->type.dtype;
+    LLVMTypeRef t = cg_compute_type(cg, dt);
+    LLVMValueRef acc = LLVMBuildAlloca(cg->eb, t, "acc");
+    LLVMValueRef best = LLVMBuildAlloca(cg->eb, cg->t_i64, "best");
+    LLVMBuildStore(B, acc_init(cg, k, op, dt), acc);
+    LLVMBuildStore(B, cg_i64(cg, 0), best);
+    const char *kind = op->kind == OP_REDUCE ? op_attr_str(op, "kind", "sum") : "";
+    bool last = op->kind != OP_REDUCE && op_attr_int(op, "last", 0);
+    CgLoop l;
+    LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, m), "red");
+    LLVMValueRef full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    split(cg, &x->type, rax, nr, j, full);
+    LLVMValueRef v = elem(k, x, full);
+    LLVMValueRef a = LLVMBuildLoad2(B, t, acc, "");
+    if (op->kind == OP_REDUCE) {
+        OpKind bk = !strcmp(kind, "max") ? OP_MAX : !strcmp(kind, "min") ? OP_MIN
+                  : !strcmp(kind, "prod") ? OP_MUL : OP_ADD;
+        if (dt == DT_BOOL && bk == OP_ADD)
+            bk = OP_OR;
+        else if (dt == DT_BOOL && bk == OP_MUL)
+            bk = OP_AND;
+        LLVMBuildStore(B, kern_binary(k, bk, dt, a, v), acc);
+    } else {
+        bool is_max = op->kind == OP_ARGMAX, f = dtype_is_float(dt), u = dt == DT_U8 || dt == DT_BOOL;
+        LLVMValueRef better;
+        if (f)
+            better = LLVMBuildFCmp(B, is_max ? (last ? LLVMRealOGE : LLVMRealOGT) : (last ? LLVMRealOLE : LLVMRealOLT),
+                                   v, a, "");
+        else
+            better = LLVMBuildICmp(B, is_max ? (last ? (u ? LLVMIntUGE : LLVMIntSGE) : (u ? LLVMIntUGT : LLVMIntSGT))
+                                             : (last ? (u ? LLVMIntULE : LLVMIntSLE) : (u ? LLVMIntULT : LLVMIntSLT)),
+                                   v, a, "");
+        /* the first element always counts (all -inf or NaN rows) */
+        LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, j, cg_i64(cg, 0), "");
+        better = LLVMBuildOr(B, better, first, "");
+        LLVMBuildStore(B, LLVMBuildSelect(B, better, v, a, ""), acc);
+        LLVMValueRef bi = LLVMBuildLoad2(B, cg->t_i64, best, "");
+        LLVMValueRef pos = full[op_attr_int(op, "axis", 0)];
+        LLVMBuildStore(B, LLVMBuildSelect(B, better, pos, bi, ""), best);
+    }
+    cg_loop_end(cg, &l);
+    LLVMValueRef r;
+    if (op->kind == OP_REDUCE) {
+        r = LLVMBuildLoad2(B, t, acc, "");
+        if (!strcmp(kind, "mean"))
+            r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, cg_dim(cg, m), t, ""), "");
+    } else {
+        r = LLVMBuildLoad2(B, cg->t_i64, best, "");
+    }
+    k->rv[k->nr] = op->out[0];
+    k->rval[k->nr++] = r;
+    return true;
+}
+
+static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
+{
+    const Group *grp = k->grp;
+    const Op *first = NULL;
+    for (int i = 0; i < grp->nops && !first; i++)
+        if (is_reduction(grp->ops[i]))
+            first = grp->ops[i];
+    if (!first)
+        return diag_set(cg->d, "codegen: a %s group without a reduction", fuse_kind_name(grp->kind));
+    const Type *xt = &first->in[0]->type;
+    bool red[MAX_RANK];
+    reduced_axes(first, red);
+    int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
+    for (int i = 0; i < xt->rank; i++) {
+        if (red[i])
+            rax[nr++] = i;
+        else
+            kax[nk++] = i;
+    }
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        if (!is_reduction(op))
+            continue;
+        bool r2[MAX_RANK];
+        reduced_axes(op, r2);
+        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
+            return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
+    }
+    Dim *p = prod(cg, xt, kax, nk), *m = prod(cg, xt, rax, nr);
+    ki->range = p;
+    ki->grain = dim_is_const(m) && m->c > 0 ? (m->c >= 4096 ? 1 : 4096 / m->c) : 4;
+    CgLoop rows;
+    LLVMValueRef q = cg_loop_begin(cg, &rows, begin, end, "row");
+    LLVMValueRef idx[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        idx[i] = cg_i64(cg, 0);
+    split(cg, xt, kax, nk, q, idx);
+    k->nr = 0;
+    for (int i = 0; i < grp->nops; i++)
+        if (is_reduction(grp->ops[i]))
+            emit_one_reduction(cg, k, grp->ops[i], idx, rax, nr, m);
+    Dim *full = type_numel(&cg->g->dims, xt);
+    LLVMValueRef oidx[MAX_RANK];
+    bool any_full = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        Dim *n = type_numel(&cg->g->dims, &ov->type);
+        if (n == p) {
+            kern_unflatten(k, &ov->type, q, oidx);
+            store_out(cg, k, ov, oidx, q);
+        } else if (n == full) {
+            any_full = true;
+        } else {
+            return diag_set(cg->d, "codegen: an output of group %d is neither row- nor input-shaped", grp->id);
+        }
+    }
+    if (any_full) {
+        CgLoop l;
+        LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, m), "out");
+        LLVMValueRef fi[MAX_RANK];
+        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
+        split(cg, xt, rax, nr, j, fi);
+        LLVMValueRef off = kern_offset(k, xt, fi);
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(&cg->g->dims, &ov->type) != full || type_numel(&cg->g->dims, &ov->type) == p)
+                continue;
+            if (same_dims(&ov->type, xt)) {
+                store_out(cg, k, ov, fi, off);
+            } else {
+                kern_unflatten(k, &ov->type, off, oidx);
+                store_out(cg, k, ov, oidx, off);
+            }
+        }
+        cg_loop_end(cg, &l);
+    }
+    cg_loop_end(cg, &rows);
+    return true;
+}
+
+bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+{
+    snprintf(ki->name, sizeof ki->name, "k%d", cg->nkernels++);
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, ki->name, cg->t_kernel);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    ki->fn = fn;
+    cg_begin_function(cg, fn, NULL);
+    LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
+    Kern k = {.cg = cg, .grp = grp};
+    k.nb = grp->nins + grp->nouts;
+    Value *bv[k.nb + 1];
+    LLVMValueRef bp[k.nb + 1];
+    Value *rv[grp->nops + 1];
+    LLVMValueRef rval[grp->nops + 1];
+    k.bv = bv;
+    k.bp = bp;
+    k.rv = rv;
+    k.rval = rval;
+    LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(fn, 2), cg->t_pp8, "args");
+    for (int i = 0; i < k.nb; i++) {
+        Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
+        LLVMValueRef ix = cg_i64(cg, i);
+        LLVMValueRef raw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
+        bv[i] = v;
+        bp[i] = LLVMBuildBitCast(cg->eb, raw, LLVMPointerType(cg_storage_type(cg, v->type.dtype), 0), "");
+    }
+    LLVMValueRef ix = cg_i64(cg, k.nb);
+    LLVMValueRef sraw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
+    cg->syms = LLVMBuildBitCast(cg->eb, sraw, cg->t_p64, "syms");
+    LLVMValueRef begin = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1);
+    bool ok = true;
+    if (grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH)
+        ok = emit_reduce(cg, &k, ki, begin, end);
+    else
+        emit_loop(cg, &k, ki, begin, end);
+    LLVMBuildRetVoid(B);
+    cg_end_function(cg, body);
+    return ok && !cg->d->set;
+}

@@ -1,0 +1,284 @@
+/*
+ * llvm.c — the LLVM side of one compile: context, module, types, dims as
+ * LLVM values, loops, loads and stores in every dtype, math calls.
+ *
+ * Dims are computed once per function: cg_dim emits them into the entry
+ * block (through a second builder that always sits at its end), memoised
+ * by Dim pointer. Since equal dims are equal pointers, a kernel that needs
+ * B*S*768 in ten places computes it once.
+ */
+#include "codegen/codegen.h"
+
+#include <string.h>
+
+bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d)
+{
+    memset(cg, 0, sizeof *cg);
+    cg->g = g;
+    cg->si = si;
+    cg->plan = plan;
+    cg->d = d;
+    cg->ctx = ctx;
+    cg->mod = LLVMModuleCreateWithNameInContext("disc", cg->ctx);
+    cg->b = LLVMCreateBuilderInContext(cg->ctx);
+    cg->eb = LLVMCreateBuilderInContext(cg->ctx);
+    LLVMContextRef c = cg->ctx;
+    cg->t_void = LLVMVoidTypeInContext(c);
+    cg->t_i1 = LLVMInt1TypeInContext(c);
+    cg->t_i8 = LLVMInt8TypeInContext(c);
+    cg->t_i16 = LLVMInt16TypeInContext(c);
+    cg->t_i32 = LLVMInt32TypeInContext(c);
+    cg->t_i64 = LLVMInt64TypeInContext(c);
+    cg->t_f32 = LLVMFloatTypeInContext(c);
+    cg->t_f64 = LLVMDoubleTypeInContext(c);
+    cg->t_p8 = LLVMPointerType(cg->t_i8, 0);
+    cg->t_p64 = LLVMPointerType(cg->t_i64, 0);
+    cg->t_pp8 = LLVMPointerType(cg->t_p8, 0);
+    LLVMTypeRef kargs[3] = {cg->t_i64, cg->t_i64, cg->t_p8};
+    cg->t_kernel = LLVMFunctionType(cg->t_void, kargs, 3, false);
+    dimmap_init(&cg->dimcache);
+    return true;
+}
+
+void cg_free(Cg *cg)
+{
+    if (cg->b)
+        LLVMDisposeBuilder(cg->b);
+    if (cg->eb)
+        LLVMDisposeBuilder(cg->eb);
+    dimmap_free(&cg->dimcache);
+    /* the module and context are handed to the JIT, or disposed there */
+    cg->b = cg->eb = NULL;
+}
+
+void cg_begin_function(Cg *cg, LLVMValueRef fn, LLVMValueRef syms)
+{
+    cg->fn = fn;
+    cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(cg->eb, cg->entry);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    cg->syms = syms;
+    dimmap_free(&cg->dimcache);
+    dimmap_init(&cg->dimcache);
+}
+
+void cg_end_function(Cg *cg, LLVMBasicBlockRef body)
+{
+    LLVMBuildBr(cg->eb, body);
+}
+
+LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, true); }
+LLVMValueRef cg_i32(Cg *cg, int32_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)(int64_t)v, true); }
+
+/* floor(x / y) for i64, any signs; y != 0 is the caller's business (dims
+ * checked by the host program). */
+static LLVMValueRef floordiv_b(Cg *cg, LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y)
+{
+    if (LLVMIsConstant(y) && LLVMConstIntGetSExtValue(y) > 0 && LLVMIsConstant(x) == 0) {
+        /* positive constant divisor: q = (x >= 0 ? x : x - (y - 1)) / y */
+        LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, x, cg_i64(cg, 0), "");
+        LLVMValueRef adj = LLVMBuildSub(b, x, LLVMBuildSub(b, y, cg_i64(cg, 1), ""), "");
+        return LLVMBuildSDiv(b, LLVMBuildSelect(b, neg, adj, x, ""), y, "");
+    }
+    LLVMValueRef q = LLVMBuildSDiv(b, x, y, "");
+    LLVMValueRef r = LLVMBuildSRem(b, x, y, "");
+    LLVMValueRef rnz = LLVMBuildICmp(b, LLVMIntNE, r, cg_i64(cg, 0), "");
+    LLVMValueRef sx = LLVMBuildICmp(b, LLVMIntSLT, r, cg_i64(cg, 0), "");
+    LLVMValueRef sy = LLVMBuildICmp(b, LLVMIntSLT, y, cg_i64(cg, 0), "");
+    LLVMValueRef fix = LLVMBuildAnd(b, rnz, LLVMBuildXor(b, sx, sy, ""), "");
+    return LLVMBuildSub(b, q, LLVMBuildZExt(b, fix, cg->t_i64, ""), "");
+}
+
+LLVMValueRef cg_floordiv(Cg *cg, LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y)
+{
+    return floordiv_b(cg, b, x, y);
+}
+
+static LLVMValueRef dim_rec(Cg *cg, Dim *d)
+{
+    LLVMBuilderRef b = cg->no_hoist ? cg->b : cg->eb;
+    switch (d->kind) {
+    case DIM_CONST:
+        return cg_i64(cg, d->c);
+    case DIM_SYM: {
+        LLVMValueRef idx = cg_i64(cg, d->id);
+        LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i64, cg->syms, &idx, 1, "");
+        return LLVMBuildLoad2(b, cg->t_i64, p, d->name);
+    }
+    case DIM_ADD:
+    case DIM_MUL: {
+        LLVMValueRef r = cg_dim(cg, d->args[0]);
+        for (int i = 1; i < d->n; i++)
+            r = d->kind == DIM_ADD ? LLVMBuildAdd(b, r, cg_dim(cg, d->args[i]), "")
+                                   : LLVMBuildMul(b, r, cg_dim(cg, d->args[i]), "");
+        if (d->kind == DIM_ADD && d->c)
+            r = LLVMBuildAdd(b, r, cg_i64(cg, d->c), "");
+        if (d->kind == DIM_MUL && d->c != 1)
+            r = LLVMBuildMul(b, r, cg_i64(cg, d->c), "");
+        return r;
+    }
+    default:
+        break;
+    }
+    LLVMValueRef x = cg_dim(cg, d->args[0]), y = cg_dim(cg, d->args[1]);
+    switch (d->kind) {
+    case DIM_FLOORDIV:
+        return floordiv_b(cg, b, x, y);
+    case DIM_CEILDIV: /* -floor(-x / y) */
+        return LLVMBuildNeg(b, floordiv_b(cg, b, LLVMBuildNeg(b, x, ""), y), "");
+    case DIM_MOD:
+        return LLVMBuildSub(b, x, LLVMBuildMul(b, y, floordiv_b(cg, b, x, y), ""), "");
+    case DIM_MIN:
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, y, ""), x, y, "");
+    case DIM_MAX:
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, y, ""), x, y, "");
+    default:
+        return cg_i64(cg, 0);
+    }
+}
+
+LLVMValueRef cg_dim(Cg *cg, Dim *d)
+{
+    if (d->kind == DIM_CONST)
+        return cg_i64(cg, d->c);
+    if (cg->no_hoist)
+        return dim_rec(cg, d);
+    Dim *hit = dimmap_get(&cg->dimcache, d);
+    if (hit)
+        return (LLVMValueRef)hit;
+    LLVMValueRef v = dim_rec(cg, d);
+    dimmap_put(&cg->dimcache, d, (Dim *)v);
+    return v;
+}
+
+static LLVMValueRef call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int np,
+                         LLVMValueRef *args)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
+    LLVMTypeRef ft = LLVMFunctionType(ret, params, (unsigned)np, false);
+    if (!f)
+        f = LLVMAddFunction(cg->mod, name, ft);
+    return LLVMBuildCall2(cg->b, ft, f, args, (unsigned)np, "");
+}
+
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n)
+{
+    char full[64];
+    snprintf(full, sizeof full, "llvm.%s.%s", name, t == cg->t_f64 ? "f64" : "f32");
+    LLVMTypeRef params[3] = {t, t, t};
+    return call(cg, full, t, params, n, args);
+}
+
+LLVMValueRef cg_call_libm(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n)
+{
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", name, t == cg->t_f64 ? "" : "f");
+    LLVMTypeRef params[3] = {t, t, t};
+    return call(cg, full, t, params, n, args);
+}
+
+LLVMTypeRef cg_compute_type(Cg *cg, DType dt)
+{
+    switch (dt) {
+    case DT_F32:
+    case DT_F16:
+    case DT_BF16: return cg->t_f32;
+    case DT_F64: return cg->t_f64;
+    case DT_I8:
+    case DT_U8: return cg->t_i8;
+    case DT_I32: return cg->t_i32;
+    case DT_I64: return cg->t_i64;
+    case DT_BOOL: return cg->t_i1;
+    default: return cg->t_i8;
+    }
+}
+
+LLVMTypeRef cg_storage_type(Cg *cg, DType dt)
+{
+    switch (dt) {
+    case DT_F16:
+    case DT_BF16: return cg->t_i16;
+    case DT_BOOL: return cg->t_i8;
+    default: return cg_compute_type(cg, dt);
+    }
+}
+
+/* bf16 <-> f32 through the bits: widening is exact, narrowing rounds to
+ * nearest even (NaN stays NaN). */
+static LLVMValueRef bf16_to_f32(Cg *cg, LLVMValueRef h)
+{
+    LLVMValueRef w = LLVMBuildShl(cg->b, LLVMBuildZExt(cg->b, h, cg->t_i32, ""), cg_i32(cg, 16), "");
+    return LLVMBuildBitCast(cg->b, w, cg->t_f32, "");
+}
+
+static LLVMValueRef f32_to_bf16(Cg *cg, LLVMValueRef f)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef u = LLVMBuildBitCast(b, f, cg->t_i32, "");
+    LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, u, cg_i32(cg, 16), ""), cg_i32(cg, 1), "");
+    LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, lsb, cg_i32(cg, 0x7fff), ""), "");
+    LLVMValueRef rounded = LLVMBuildTrunc(b, LLVMBuildLShr(b, r, cg_i32(cg, 16), ""), cg->t_i16, "");
+    LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, f, f, "");
+    LLVMValueRef qnan = LLVMBuildOr(b, LLVMBuildTrunc(b, LLVMBuildLShr(b, u, cg_i32(cg, 16), ""), cg->t_i16, ""),
+                                    LLVMConstInt(cg->t_i16, 0x40, false), "");
+    return LLVMBuildSelect(b, nan, qnan, rounded, "");
+}
+
+LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef ptr)
+{
+    LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_storage_type(cg, dt), ptr, "");
+    switch (dt) {
+    case DT_F16:
+        return LLVMBuildFPExt(cg->b, LLVMBuildBitCast(cg->b, v, LLVMHalfTypeInContext(cg->ctx), ""), cg->t_f32, "");
+    case DT_BF16:
+        return bf16_to_f32(cg, v);
+    case DT_BOOL:
+        return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, false), "");
+    default:
+        return v;
+    }
+}
+
+void cg_store(Cg *cg, DType dt, LLVMValueRef v, LLVMValueRef ptr)
+{
+    switch (dt) {
+    case DT_F16:
+        v = LLVMBuildBitCast(cg->b, LLVMBuildFPTrunc(cg->b, v, LLVMHalfTypeInContext(cg->ctx), ""), cg->t_i16, "");
+        break;
+    case DT_BF16:
+        v = f32_to_bf16(cg, v);
+        break;
+    case DT_BOOL:
+        v = LLVMBuildZExt(cg->b, v, cg->t_i8, "");
+        break;
+    default:
+        break;
+    }
+    LLVMBuildStore(cg->b, v, ptr);
+}
+
+LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef start, LLVMValueRef end, const char *name)
+{
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    l->head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+    l->body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+    l->exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "exit");
+    LLVMBuildBr(cg->b, l->head);
+    LLVMPositionBuilderAtEnd(cg->b, l->head);
+    l->iv = LLVMBuildPhi(cg->b, cg->t_i64, name);
+    LLVMAddIncoming(l->iv, &start, &pre, 1);
+    LLVMValueRef more = LLVMBuildICmp(cg->b, LLVMIntSLT, l->iv, end, "");
+    LLVMBuildCondBr(cg->b, more, l->body, l->exit);
+    LLVMPositionBuilderAtEnd(cg->b, l->body);
+    return l->iv;
+}
+
+void cg_loop_end(Cg *cg, CgLoop *l)
+{
+    LLVMValueRef next = LLVMBuildAdd(cg->b, l->iv, cg_i64(cg, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, l->head);
+    LLVMAddIncoming(l->iv, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(cg->b, l->exit);
+}
