@@ -1,0 +1,330 @@
+/*
+ * disc.c — the public C API (include/disc.h) over the compiler's modules.
+ *
+ * A disc_model keeps its source (a path or a copy of the text) and one
+ * parsed graph for the signature; disc_compile parses the source again, so
+ * that compiling, which rewrites the graph, never changes the model and a
+ * model can be compiled any number of times.
+ */
+#include "disc.h"
+
+#include "codegen/codegen.h"
+#include "frontends/onnx/onnx.h"
+#include "runtime/interp.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert((int)DISC_BOOL == (int)DT_BOOL && (int)DISC_I64 == (int)DT_I64, "dtype order");
+_Static_assert(DISC_MAX_RANK == MAX_RANK, "rank limit");
+_Static_assert(sizeof(disc_tensor) >= sizeof(Tensor) - sizeof(bool), "tensor layout");
+
+struct disc_model {
+    char *path;     /* or NULL */
+    char *text;     /* IR text copy, or NULL */
+    size_t len;
+    char *name;
+    Graph *g;       /* for the signature */
+};
+
+struct disc_compiled {
+    Graph *g;
+    ShapeInfo *si;  /* interp */
+    Exec *exec;     /* cpu */
+};
+
+static _Thread_local char last_error[DIAG_MAX];
+
+static void set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+}
+
+const char *disc_version(void) { return DISC_VERSION; }
+const char *disc_last_error(void) { return last_error; }
+
+disc_options disc_default_options(void)
+{
+    disc_options o = {"cpu", 3, 0, NULL, 0, 0};
+    return o;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static Graph *parse_model(const disc_model *m)
+{
+    Diag d = {0};
+    Graph *g;
+    if (m->path)
+        g = ends_with(m->path, ".onnx") ? onnx_import_file(m->path, NULL, &d) : graph_parse_file(m->path, &d);
+    else
+        g = graph_parse(m->text, m->len, m->name, &d);
+    if (g && !graph_verify(g, &d)) {
+        graph_free(g);
+        g = NULL;
+    }
+    if (!g)
+        set_error("%s", d.msg);
+    return g;
+}
+
+static disc_model *load(char *path, char *text, size_t len, const char *name)
+{
+    disc_model *m = calloc(1, sizeof *m);
+    if (!m || (!path && !text)) {
+        free(m);
+        free(path);
+        free(text);
+        set_error("error: out of memory");
+        return NULL;
+    }
+    m->path = path;
+    m->text = text;
+    m->len = len;
+    m->name = strdup(name ? name : "<ir>");
+    m->g = parse_model(m);
+    if (!m->g) {
+        disc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+disc_model *disc_load(const char *path)
+{
+    if (!path) {
+        set_error("error: disc_load: no path");
+        return NULL;
+    }
+    return load(strdup(path), NULL, 0, path);
+}
+
+disc_model *disc_load_ir(const char *text, size_t len, const char *name)
+{
+    if (!text) {
+        set_error("error: disc_load_ir: no text");
+        return NULL;
+    }
+    char *copy = malloc(len + 1);
+    if (copy) {
+        memcpy(copy, text, len);
+        copy[len] = 0;
+    }
+    return load(NULL, copy, len, name);
+}
+
+void disc_model_free(disc_model *m)
+{
+    if (!m)
+        return;
+    graph_free(m->g);
+    free(m->path);
+    free(m->text);
+    free(m->name);
+    free(m);
+}
+
+int disc_model_num_inputs(const disc_model *m) { return m ? m->g->ninputs : 0; }
+int disc_model_num_outputs(const disc_model *m) { return m ? m->g->noutputs : 0; }
+
+static const Value *sig(const disc_model *m, int i, bool out)
+{
+    if (!m || i < 0 || i >= (out ? m->g->noutputs : m->g->ninputs))
+        return NULL;
+    return out ? m->g->outputs[i] : m->g->inputs[i];
+}
+
+const char *disc_model_input_name(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, false);
+    return v && v->name ? v->name : "";
+}
+
+const char *disc_model_output_name(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, true);
+    return v && v->name ? v->name : "";
+}
+
+disc_dtype disc_model_input_dtype(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, false);
+    return v ? (disc_dtype)v->type.dtype : DISC_F32;
+}
+
+disc_dtype disc_model_output_dtype(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, true);
+    return v ? (disc_dtype)v->type.dtype : DISC_F32;
+}
+
+int disc_model_input_rank(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, false);
+    return v ? v->type.rank : -1;
+}
+
+int disc_model_output_rank(const disc_model *m, int i)
+{
+    const Value *v = sig(m, i, true);
+    return v ? v->type.rank : -1;
+}
+
+static int dim_text(const Value *v, int axis, char *buf, size_t size)
+{
+    if (!v || axis < 0 || axis >= v->type.rank)
+        return -1;
+    return dim_snprint(buf, size, v->type.dims[axis]);
+}
+
+int disc_model_input_dim(const disc_model *m, int i, int axis, char *buf, size_t size)
+{
+    return dim_text(sig(m, i, false), axis, buf, size);
+}
+
+int disc_model_output_dim(const disc_model *m, int i, int axis, char *buf, size_t size)
+{
+    return dim_text(sig(m, i, true), axis, buf, size);
+}
+
+disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
+{
+    disc_options dflt = disc_default_options();
+    if (!o)
+        o = &dflt;
+    if (!m) {
+        set_error("error: disc_compile: no model");
+        return NULL;
+    }
+    const char *backend = o->backend ? o->backend : "cpu";
+    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "interp") != 0) {
+        set_error("error: unknown backend '%s' (backends: cpu, interp)", backend);
+        return NULL;
+    }
+    disc_compiled *c = calloc(1, sizeof *c);
+    if (!c) {
+        set_error("error: out of memory");
+        return NULL;
+    }
+    c->g = parse_model(m);
+    if (!c->g) {
+        free(c);
+        return NULL;
+    }
+    Diag d = {0};
+    ShapeOpts so = {o->assume, o->nassume};
+    if (!strcmp(backend, "cpu")) {
+        CgOpts co = {o->opt_level, o->verbose != 0, o->threads};
+        c->exec = exec_compile(c->g, &so, &co, &d);
+    } else {
+        c->si = shape_analyze(c->g, &so, &d);
+    }
+    if (!c->exec && !c->si) {
+        set_error("%s", d.msg);
+        disc_compiled_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void disc_compiled_free(disc_compiled *c)
+{
+    if (!c)
+        return;
+    exec_free(c->exec);
+    shape_info_free(c->si);
+    graph_free(c->g);
+    free(c);
+}
+
+int disc_compiled_kernel_count(const disc_compiled *c) { return c && c->exec ? exec_kernel_count(c->exec) : 0; }
+
+static void to_tensor(Tensor *t, const disc_tensor *x)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = (DType)x->dtype;
+    t->rank = x->rank;
+    memcpy(t->shape, x->shape, sizeof t->shape);
+    t->data = x->data;
+    t->nbytes = x->nbytes;
+}
+
+disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
+{
+    if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs)) {
+        set_error("error: disc_run: bad arguments");
+        return DISC_ERR_ARG;
+    }
+    if (ninputs != c->g->ninputs || noutputs != c->g->noutputs) {
+        set_error("error: the model takes %d inputs and %d outputs, %d and %d given", c->g->ninputs,
+                  c->g->noutputs, ninputs, noutputs);
+        return DISC_ERR_ARG;
+    }
+    Tensor in[ninputs > 0 ? ninputs : 1], out[noutputs > 0 ? noutputs : 1];
+    for (int i = 0; i < ninputs; i++) {
+        if (inputs[i].rank < 0 || inputs[i].rank > MAX_RANK || (int)inputs[i].dtype < 0 ||
+            (int)inputs[i].dtype >= DT_COUNT) {
+            set_error("error: input %d: bad rank or dtype", i);
+            return DISC_ERR_ARG;
+        }
+        to_tensor(&in[i], &inputs[i]);
+        size_t need = tensor_numel(&in[i]) * dtype_size(in[i].dtype);
+        if (inputs[i].nbytes < need || (need && !inputs[i].data)) {
+            set_error("error: input %d: %zu bytes given, its shape needs %zu", i, inputs[i].nbytes, need);
+            return DISC_ERR_ARG;
+        }
+    }
+    Diag d = {0};
+    bool ok;
+    if (c->exec) {
+        ok = exec_run(c->exec, in, ninputs, out, noutputs, &d);
+    } else {
+        ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
+    }
+    if (!ok) {
+        set_error("%s", d.msg);
+        bool shape = strstr(d.msg, "input") != NULL;
+        return shape ? DISC_ERR_SHAPE : DISC_ERR_RUNTIME;
+    }
+    disc_status st = DISC_OK;
+    for (int i = 0; i < noutputs; i++) {
+        disc_tensor *o = &outputs[i];
+        if (o->data) {
+            if (o->nbytes < out[i].nbytes) {
+                set_error("error: output %d needs %zu bytes, %zu given", i, out[i].nbytes, o->nbytes);
+                st = DISC_ERR_ARG;
+            } else if (out[i].nbytes) {
+                memcpy(o->data, out[i].data, out[i].nbytes);
+            }
+            tensor_free(&out[i]);
+            o->owned = 0;
+        } else {
+            o->data = out[i].data;
+            o->owned = 1;
+        }
+        o->dtype = (disc_dtype)out[i].dtype;
+        o->rank = out[i].rank;
+        memcpy(o->shape, out[i].shape, sizeof o->shape);
+        o->nbytes = out[i].nbytes;
+    }
+    return st;
+}
+
+void disc_tensor_free(disc_tensor *t)
+{
+    if (t && t->owned)
+        free(t->data);
+    if (t) {
+        t->data = NULL;
+        t->nbytes = 0;
+        t->owned = 0;
+    }
+}

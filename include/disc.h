@@ -1,0 +1,122 @@
+/*
+ * disc.h — the C API of disc, a dynamic-shape deep-learning compiler.
+ *
+ * A model is loaded once (ONNX or disc IR text), compiled once, and run at
+ * any input shapes the model allows: dims are symbolic (`B`, `S`), the
+ * compiled code evaluates them from the inputs on every run.
+ *
+ *     #include <disc.h>
+ *
+ *     disc_model *m = disc_load("bert.onnx");
+ *     if (!m) { fprintf(stderr, "%s\n", disc_last_error()); return 1; }
+ *     disc_options o = disc_default_options();        // backend "cpu"
+ *     disc_compiled *c = disc_compile(m, &o);
+ *     if (!c) { fprintf(stderr, "%s\n", disc_last_error()); return 1; }
+ *
+ *     int64_t ids[2 * 13] = {...};
+ *     disc_tensor in = {DISC_I64, 2, {2, 13}, ids, sizeof ids};
+ *     disc_tensor out = {0};                            // library-allocated
+ *     if (disc_run(c, &in, 1, &out, 1) != DISC_OK)
+ *         fprintf(stderr, "%s\n", disc_last_error());
+ *     ... out.shape, out.data ...
+ *     disc_tensor_free(&out);
+ *     disc_compiled_free(c);
+ *     disc_model_free(m);
+ *
+ * Errors: every call that can fail returns NULL or a status other than
+ * DISC_OK and leaves a one-line message for disc_last_error() (per thread).
+ * Nothing aborts on bad input: a malformed model, an unsupported op, or an
+ * input whose shape violates the model's constraints is a returned error
+ * naming the place (the node, the input and the dim).
+ *
+ * Threads: a compiled model may be run from several threads at once.
+ */
+#ifndef DISC_H
+#define DISC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DISC_VERSION "0.1.0"
+#define DISC_MAX_RANK 16
+
+typedef enum disc_status {
+    DISC_OK = 0,
+    DISC_ERR_INPUT = 1,       /* a bad model, bad IR text, an unsupported op */
+    DISC_ERR_SHAPE = 2,       /* input shapes or dtypes the model does not accept */
+    DISC_ERR_ARG = 3,         /* a bad argument to the API */
+    DISC_ERR_RUNTIME = 4,     /* out of memory, a library failure */
+} disc_status;
+
+/* Element types, in the order of the IR's dtypes. */
+typedef enum disc_dtype {
+    DISC_F32, DISC_F16, DISC_BF16, DISC_F64, DISC_I8, DISC_U8, DISC_I32, DISC_I64, DISC_BOOL,
+} disc_dtype;
+
+typedef struct disc_tensor {
+    disc_dtype dtype;
+    int rank;
+    int64_t shape[DISC_MAX_RANK];
+    void *data;     /* row-major elements */
+    size_t nbytes;  /* bytes at data */
+    int owned;      /* set by disc_run for library-allocated outputs */
+} disc_tensor;
+
+typedef struct disc_model disc_model;       /* a loaded model */
+typedef struct disc_compiled disc_compiled; /* a model compiled for a backend */
+
+typedef struct disc_options {
+    const char *backend;        /* "cpu" (native code, the default) or "interp" */
+    int opt_level;              /* 0..3 (default 3) */
+    int threads;                /* 0: every core */
+    const char *const *assume;  /* facts about the symbols: "S % 8 == 0", "B <= 64" */
+    int nassume;
+    int verbose;                /* per-stage compile times on stderr */
+} disc_options;
+
+const char *disc_version(void);
+const char *disc_last_error(void);
+disc_options disc_default_options(void);
+
+/* Loads an ONNX model (path ending in .onnx) or disc IR text. */
+disc_model *disc_load(const char *path);
+/* Loads IR text from memory; name is used in messages. */
+disc_model *disc_load_ir(const char *text, size_t len, const char *name);
+void disc_model_free(disc_model *m);
+
+/* The signature: names, dtypes and symbolic dims ("B", "S", "768"). */
+int disc_model_num_inputs(const disc_model *m);
+int disc_model_num_outputs(const disc_model *m);
+const char *disc_model_input_name(const disc_model *m, int i);
+const char *disc_model_output_name(const disc_model *m, int i);
+disc_dtype disc_model_input_dtype(const disc_model *m, int i);
+disc_dtype disc_model_output_dtype(const disc_model *m, int i);
+int disc_model_input_rank(const disc_model *m, int i);
+int disc_model_output_rank(const disc_model *m, int i);
+/* Writes dim `axis` as text into buf; returns its length, -1 if out of range. */
+int disc_model_input_dim(const disc_model *m, int i, int axis, char *buf, size_t size);
+int disc_model_output_dim(const disc_model *m, int i, int axis, char *buf, size_t size);
+
+/* Compiles once for every shape. NULL options: disc_default_options(). */
+disc_compiled *disc_compile(const disc_model *m, const disc_options *o);
+void disc_compiled_free(disc_compiled *c);
+/* Number of kernels the compiled model launches (0 for "interp"). */
+int disc_compiled_kernel_count(const disc_compiled *c);
+
+/* Runs on inputs in signature order. An output whose data is NULL is
+ * allocated by the library (owned = 1; free it with disc_tensor_free); one
+ * whose data is set must be large enough (nbytes) or the run fails with
+ * DISC_ERR_ARG and the size needed in the message. */
+disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
+                     int noutputs);
+void disc_tensor_free(disc_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
