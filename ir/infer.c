@@ -529,6 +529,28 @@ bool infer_reduce(Graph *g, const Op *op, Type *out, Diag *d)
     return true;
 }
 
+/* dyn_reduce: the axes are read at run time, so the result dims are
+ * undetermined; only a kept dim that is 1 is known. */
+bool infer_dyn_reduce(Graph *g, const Op *op, Type *out, Diag *d)
+{
+    const Type *x = IN(0), *axes = IN(1);
+    bool keep = attr(op, "keepdims")->i != 0;
+    if (!is_index(axes->dtype) || axes->rank != 1 || !dim_is_const(axes->dims[0]) ||
+        axes->dims[0]->c < 1)
+        return diag_set(d, "axes must be i32[n] or i64[n] with a constant n >= 1");
+    int64_t n = axes->dims[0]->c;
+    if (n > x->rank)
+        return diag_set(d, "%lld axes for an operand of rank %d", (long long)n, x->rank);
+    if (!strcmp(attr(op, "kind")->s, "mean") && !dtype_is_float(x->dtype))
+        return check_dtype(x, false, "reduce mean", d);
+    Dim *dims[MAX_RANK];
+    int r = keep ? x->rank : x->rank - (int)n;
+    for (int i = 0; i < r; i++)
+        dims[i] = keep && dim_is(x->dims[i], 1) ? x->dims[i] : NULL;
+    *out = type_make(&g->arena, x->dtype, r, dims);
+    return true;
+}
+
 bool infer_arg(Graph *g, const Op *op, Type *out, Diag *d)
 {
     const Type *x = IN(0);

@@ -49,32 +49,65 @@ static void split_axis(const Tensor *x, int ax, size_t *outer, size_t *n, size_t
     *n = (size_t)x->shape[ax];
 }
 
-bool interp_reduce(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+static bool reduce_kind(Interp *ip, int *kind)
 {
-    const Tensor *x = in[0];
-    const char *ks;
-    const int64_t *axes;
-    int naxes;
-    int64_t keep;
-    if (!interp_attr_str(ip, "kind", &ks) || !interp_attr_ints(ip, "axes", &axes, &naxes) ||
-        !interp_attr_int(ip, "keepdims", &keep))
-        return false;
     static const char *const kinds[] = {"sum", "max", "min", "prod", "mean"};
-    int kind = -1;
+    const char *ks;
+    if (!interp_attr_str(ip, "kind", &ks))
+        return false;
+    *kind = -1;
     for (int i = 0; i < 5; i++)
         if (strcmp(ks, kinds[i]) == 0)
-            kind = i;
-    if (kind < 0)
-        return interp_fail(ip, "unknown kind \"%s\"", ks);
-    bool red[MAX_RANK] = {false};
+            *kind = i;
+    return *kind >= 0 || interp_fail(ip, "unknown kind \"%s\"", ks);
+}
+
+/* Marks the reduced axes in red; negative axes count from the end. */
+static bool reduce_axes(Interp *ip, const int64_t *axes, int naxes, int rank, bool *red)
+{
     for (int i = 0; i < naxes; i++) {
         int a;
-        if (!interp_axis(ip, "axis", axes[i], x->rank, &a))
+        if (!interp_axis(ip, "axis", axes[i], rank, &a))
             return false;
         if (red[a])
             return interp_fail(ip, "axis %d is repeated", a);
         red[a] = true;
     }
+    return true;
+}
+
+static bool reduce_run(Interp *ip, const Tensor *x, int kind, const bool *red, bool keep,
+                       Tensor *out);
+
+bool interp_reduce(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+{
+    const int64_t *axes;
+    int naxes, kind;
+    int64_t keep;
+    bool red[MAX_RANK] = {false};
+    (void)op;
+    if (!reduce_kind(ip, &kind) || !interp_attr_ints(ip, "axes", &axes, &naxes) ||
+        !interp_attr_int(ip, "keepdims", &keep) || !reduce_axes(ip, axes, naxes, in[0]->rank, red))
+        return false;
+    return reduce_run(ip, in[0], kind, red, keep != 0, out);
+}
+
+bool interp_dyn_reduce(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+{
+    int64_t axes[MAX_RANK], keep;
+    int naxes, kind;
+    bool red[MAX_RANK] = {false};
+    (void)op;
+    if (!reduce_kind(ip, &kind) || !interp_attr_int(ip, "keepdims", &keep) ||
+        !interp_read_ints(ip, in[1], 1, axes, MAX_RANK, &naxes) ||
+        !reduce_axes(ip, axes, naxes, in[0]->rank, red))
+        return false;
+    return reduce_run(ip, in[0], kind, red, keep != 0, out);
+}
+
+static bool reduce_run(Interp *ip, const Tensor *x, int kind, const bool *red, bool keep,
+                       Tensor *out)
+{
     int64_t shape[MAX_RANK], full[MAX_RANK], ost[MAX_RANK], st[MAX_RANK];
     int rank = 0;
     for (int i = 0; i < x->rank; i++) {

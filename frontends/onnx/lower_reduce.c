@@ -21,17 +21,29 @@ static bool done(Imp *im, Value *v)
 }
 
 /* The axes of a Reduce* node: all dims if none are given, unless
- * noop_with_empty_axes (then *n = 0 and the op is the identity). */
-static bool reduce_axes(Imp *im, Value *x, int64_t **axes, int *n)
+ * noop_with_empty_axes (then *n = 0 and the op is the identity). Axes
+ * computed at run time leave *dyn set (and *n = -2); the node becomes a
+ * dyn_reduce. */
+static bool reduce_axes(Imp *im, Value *x, int64_t **axes, int *n, Value **dyn)
 {
     bool from_input = im->opset >= 18 || (im->opset >= 13 && !strcmp(im->node->op_type, "ReduceSum"));
     int64_t noop;
     if (!attr_int(im, "noop_with_empty_axes", 0, &noop))
         return false;
     *n = -1;
+    *dyn = NULL;
     if (from_input) {
-        if (IN(1) && !imp_const_ints(im, IN(1), axes, n))
-            return imp_err(im, "axes must be a constant");
+        Value *a = IN(1);
+        if (a && !imp_const_ints(im, a, axes, n)) {
+            if (!dtype_is_int(vdt(a)) || vrank(a) != 1 || !dim_is_const(vdims(a)[0]))
+                return imp_err(im, "axes must be a 1-D integer tensor of known length");
+            if (!dim_is(vdims(a)[0], 0)) {
+                *dyn = imp_cvt(im, a, DT_I64);
+                *n = -2;
+                return *dyn != NULL || imp_fail(im);
+            }
+            *n = 0; /* statically empty: as if absent */
+        }
     } else if (!attr_ints(im, "axes", axes, n)) {
         return false;
     }
@@ -54,10 +66,10 @@ static bool reduce_axes(Imp *im, Value *x, int64_t **axes, int *n)
 /* x -> reduce(kind, pre(x)), for Reduce* and its variants. */
 static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
 {
-    Value *x = imp_need(im, 0);
+    Value *x = imp_need(im, 0), *dyn;
     int64_t *axes, keep;
     int n;
-    if (!x || !attr_int(im, "keepdims", 1, &keep) || !reduce_axes(im, x, &axes, &n))
+    if (!x || !attr_int(im, "keepdims", 1, &keep) || !reduce_axes(im, x, &axes, &n, &dyn))
         return false;
     if (n == 0)
         return done(im, x);
@@ -68,7 +80,15 @@ static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
         v = imp_bin(im, OP_MUL, x, x);
     else if (pre != OP_COUNT)
         v = imp_un(im, pre, x);
-    v = imp_reduce(im, v, kind, axes, n, keep != 0);
+    if (dyn && v) {
+        AttrList l = {0};
+        attrs_add_str(im->g, &l, "kind", kind);
+        attrs_add_int(im->g, &l, "keepdims", keep != 0);
+        Op *op = build_op(im->g, OP_DYN_REDUCE, (Value *[]){v, dyn}, 2, l.v, l.n);
+        v = op ? op->out[0] : NULL;
+    } else {
+        v = imp_reduce(im, v, kind, axes, n, keep != 0);
+    }
     if (post != OP_COUNT)
         v = imp_un(im, post, v);
     return done(im, v);

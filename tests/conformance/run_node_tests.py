@@ -86,6 +86,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=60, help="seconds per test")
     ap.add_argument("--dcc-arg", action="append", default=[],
                     help="an extra argument for dcc check, e.g. --dcc-arg=--no-shape (repeatable)")
+    ap.add_argument("--results", metavar="FILE",
+                    help="also write one line per test, 'name<TAB>status<TAB>message' (for op_table.py)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every failure and unsupported test")
     ap.add_argument("tests", nargs="*", help="only these test names (default: all)")
     a = ap.parse_args()
@@ -110,6 +112,11 @@ def main():
     by = {"passed": [], "failed": [], "unsupported": []}
     for n in names:
         by[results[n][0]].append(n)
+
+    if a.results:
+        with open(a.results, "w") as f:
+            for n in names:
+                f.write("%s\t%s\t%s\n" % (n, results[n][0], results[n][1].replace("\n", " ")))
 
     if a.verbose:
         for n in by["unsupported"]:
