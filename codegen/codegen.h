@@ -37,6 +37,7 @@ typedef struct CgOpts {
     int opt_level;     /* 0..3 */
     bool verbose;      /* per-stage times on stderr */
     int threads;       /* 0: every core */
+    bool unfused;      /* one kernel per op (the baseline, and for debugging) */
 } CgOpts;
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
