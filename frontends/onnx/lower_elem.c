@@ -20,11 +20,18 @@ static bool done(Imp *im, Value *v)
 
 static bool need1(Imp *im) { return imp_need(im, 0) != NULL; }
 
+static Value *fold_shape_arith(Imp *im, OpKind k, Value *a, Value *b);
+
 bool onnx_lower_unary(Imp *im)
 {
     if (!need1(im))
         return false;
-    Value *y = imp_un(im, (OpKind)im->arg, X0);
+    Value *y = NULL;
+    if (im->arg == OP_NEG && vdt(X0) == DT_I64 && vrank(X0) <= 1 && X0->def &&
+        (X0->def->kind == OP_SHAPE_CONST || X0->def->kind == OP_CONST))
+        y = fold_shape_arith(im, OP_SUB, imp_scalar(im, DT_I64, 0), X0);
+    if (!y)
+        y = imp_un(im, (OpKind)im->arg, X0);
     if (im->arg == OP_ISINF) { /* IsInf can select one sign */
         int64_t neg, pos;
         if (!attr_int(im, "detect_negative", 1, &neg) || !attr_int(im, "detect_positive", 1, &pos))
@@ -55,6 +62,54 @@ static Value *pow_(Imp *im, Value *a, Value *b)
     return imp_cvt(im, imp_un(im, OP_ROUND, r), vdt(a));
 }
 
+/* The entries of an i64 shape value (shape_const, or a small integer
+ * constant) of rank <= 1 as dims; false if v is not one. */
+static bool shape_dims(Imp *im, Value *v, Dim **dims, int *n)
+{
+    int64_t *c;
+    if (vdt(v) != DT_I64 || vrank(v) > 1)
+        return false;
+    if (v->def && v->def->kind == OP_SHAPE_CONST) {
+        const Attr *a = op_attr(v->def, "dims");
+        if (!a || a->n > MAX_RANK)
+            return false;
+        for (int i = 0; i < a->n; i++)
+            dims[i] = a->dims[i];
+        *n = a->n;
+        return true;
+    }
+    if (!imp_const_ints(im, v, &c, n) || *n > MAX_RANK)
+        return false;
+    for (int i = 0; i < *n; i++)
+        dims[i] = dim_const(&im->g->dims, c[i]);
+    return true;
+}
+
+/* Add, Sub, Mul of i64 shape values fold into a shape_const, so that a
+ * rank computed from Shape and Size (LayerNorm's expansion) stays static. */
+static Value *fold_shape_arith(Imp *im, OpKind k, Value *a, Value *b)
+{
+    Dim *da[MAX_RANK], *db[MAX_RANK], *r[MAX_RANK];
+    int na, nb;
+    if ((k != OP_ADD && k != OP_SUB && k != OP_MUL) || !shape_dims(im, a, da, &na) ||
+        !shape_dims(im, b, db, &nb) || (na != nb && na != 1 && nb != 1))
+        return NULL;
+    int n = na > nb ? na : nb;
+    DimCtx *cx = &im->g->dims;
+    for (int i = 0; i < n; i++) {
+        Dim *x = da[na == 1 ? 0 : i], *y = db[nb == 1 ? 0 : i];
+        r[i] = k == OP_ADD ? dim_add(cx, x, y) : k == OP_SUB ? dim_sub(cx, x, y) : dim_mul(cx, x, y);
+        if (!r[i])
+            return NULL;
+    }
+    AttrList l = {0};
+    attrs_add_dims(im->g, &l, "dims", r, n);
+    if (vrank(a) == 0 && vrank(b) == 0)
+        attrs_add_int(im->g, &l, "scalar", 1);
+    Op *op = build_op(im->g, OP_SHAPE_CONST, NULL, 0, l.v, l.n);
+    return op ? op->out[0] : NULL;
+}
+
 bool onnx_lower_binary(Imp *im)
 {
     Value *a = imp_need(im, 0), *b = imp_need(im, 1);
@@ -65,7 +120,8 @@ bool onnx_lower_binary(Imp *im)
     if (vdt(a) != vdt(b))
         return imp_err(im, "operand types differ: %s and %s", dtype_name(vdt(a)),
                        dtype_name(vdt(b)));
-    return done(im, imp_bin(im, (OpKind)im->arg, a, b));
+    Value *f = fold_shape_arith(im, (OpKind)im->arg, a, b);
+    return done(im, f ? f : imp_bin(im, (OpKind)im->arg, a, b));
 }
 
 bool onnx_lower_mod(Imp *im)

@@ -107,9 +107,15 @@ bool onnx_lower_size(Imp *im)
     Value *x = imp_need(im, 0);
     if (!x)
         return false;
-    if (vrank(x) == 0)
-        return done(im, imp_scalar(im, DT_I64, 1));
-    return done(im, prod(im, build_shape_of(im->g, x)));
+    /* numel as a dim: constant when the shape is, and foldable further */
+    Dim *n = type_numel(CX, &x->type);
+    if (!n)
+        return done(im, prod(im, build_shape_of(im->g, x)));
+    AttrList l = {0};
+    attrs_add_dims(im->g, &l, "dims", &n, 1);
+    attrs_add_int(im->g, &l, "scalar", 1);
+    Op *op = build_op(im->g, OP_SHAPE_CONST, NULL, 0, l.v, l.n);
+    return done(im, op ? op->out[0] : NULL);
 }
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze ---- */
