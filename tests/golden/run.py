@@ -8,10 +8,13 @@ A golden file tests/golden/<area>/<name>.disc holds, in this order:
                               RUN command (default 0; earlier ones must exit 0)
     <input>                   the IR text
     #--- expect
-    <expected stdout+stderr, verbatim>
+    # <expected stdout+stderr, each line behind "# " ("#" if empty)>
 
-Everything before the line "#--- expect" (headers included: to the IR
-parser they are comments) is written to <tmp>/<area>/<name>.disc. In a
+Every line after "#--- expect" is a comment, so a golden file is itself a
+valid IR file (`dcc emit tests/golden/ir/dot.disc` works). The header
+"#--- expect (no newline at end)" marks output whose last line has no
+newline. Everything before the "#--- expect" line (headers included: to
+the IR parser they are comments) is written to <tmp>/<area>/<name>.disc. In a
 command, %s stands for that path and the word dcc for the binary given by
 --dcc. Commands run with the golden file's directory as the working
 directory; their combined output, with the temporary path replaced by %s,
@@ -31,14 +34,41 @@ import subprocess
 import sys
 
 EXPECT = "#--- expect\n"
+EXPECT_NOEOL = "#--- expect (no newline at end)\n"
+
+
+def encode(out):
+    """The expectation as comment lines."""
+    head = EXPECT if out.endswith("\n") or not out else EXPECT_NOEOL
+    lines = out.split("\n")
+    if out.endswith("\n"):
+        lines.pop()
+    return head + "".join(("# " + l if l else "#") + "\n" for l in lines)
+
+
+def decode(body, noeol):
+    """The expectation from its comment lines; None if a line is not one."""
+    out = []
+    for line in body.splitlines():
+        if line.startswith("# "):
+            out.append(line[2:])
+        elif line == "#":
+            out.append("")
+        else:
+            return None
+    text = "\n".join(out)
+    return text if noeol else text + "\n" if out else ""
 DCC_WORD = re.compile(r"(?<![\w/.-])dcc(?![\w/.-])")
 
 
 def parse_golden(text):
     """Splits a golden file into (input, expected, runs, exit)."""
-    m = re.search(r"^#--- expect\n", text, re.M)
+    m = re.search(r"^#--- expect( \(no newline at end\))?\n", text, re.M)
     if m:
-        inp, expected = text[:m.start()], text[m.end():]
+        inp = text[:m.start()]
+        expected = decode(text[m.end():], m.group(1) is not None)
+        if expected is None:
+            expected = "<every line after '#--- expect' must be a '# ' comment>\n"
     else:
         inp, expected = text, None
     runs, status = [], 0
@@ -88,7 +118,7 @@ def run_one(path, dcc, tmp, update):
     if update:
         if actual != expected:
             with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(inp + EXPECT + actual)
+                f.write(inp + encode(actual))
             print(f"{path}: updated")
         return ok
     if actual != expected:
