@@ -120,8 +120,8 @@ bool infer_unary(Graph *g, const Op *op, Type *out, Diag *d)
     const char *name = op_info(op->kind)->name;
     *out = same(x);
     switch (op->kind) {
-    case OP_NOT:
-        return check_dtype(x, dt == DT_BOOL, name, d);
+    case OP_NOT: /* logical on bool, bitwise on integers */
+        return check_dtype(x, dt == DT_BOOL || dtype_is_int(dt), name, d);
     case OP_ISNAN:
     case OP_ISINF:
         out->dtype = DT_BOOL;
@@ -148,7 +148,9 @@ bool infer_binary(Graph *g, const Op *op, Type *out, Diag *d)
     if (!same_dtype(t[0], t[1], d))
         return false;
     bool logical = op->kind == OP_AND || op->kind == OP_OR || op->kind == OP_XOR;
-    if (!check_dtype(t[0], logical == (t[0]->dtype == DT_BOOL), op_info(op->kind)->name, d))
+    /* and/or/xor: logical on bool, bitwise on integers; the rest not on bool */
+    bool ok = logical ? !dtype_is_float(t[0]->dtype) : t[0]->dtype != DT_BOOL;
+    if (!check_dtype(t[0], ok, op_info(op->kind)->name, d))
         return false;
     if (op->kind == OP_POW && !dtype_is_float(t[0]->dtype))
         return check_dtype(t[0], false, "pow", d);

@@ -186,7 +186,11 @@ int dim_snprint(char *buf, size_t size, const Dim *d);
     X(U8, "u8", 1)         \
     X(I32, "i32", 4)       \
     X(I64, "i64", 8)       \
-    X(BOOL, "bool", 1)
+    X(BOOL, "bool", 1)     \
+    X(I16, "i16", 2)       \
+    X(U16, "u16", 2)       \
+    X(U32, "u32", 4)       \
+    X(U64, "u64", 8)
 
 typedef enum DType {
 #define X(e, s, n) DT_##e,
@@ -200,7 +204,7 @@ const char *dtype_name(DType t);
 DType dtype_from_name(const char *s, size_t n); /* DT_INVALID if unknown */
 size_t dtype_size(DType t);
 bool dtype_is_float(DType t);
-bool dtype_is_int(DType t); /* i8 u8 i32 i64 */
+bool dtype_is_int(DType t); /* i8 u8 i16 u16 i32 u32 i64 u64 */
 
 enum { MAX_RANK = 16 };
 

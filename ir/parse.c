@@ -1137,6 +1137,20 @@ static bool parse_elem(Parser *P, DType dt, char *buf, size_t i)
             return error_at(P, num, "%lld out of range for u8", (long long)v);
         *(uint8_t *)dst = (uint8_t)v;
         break;
+    case DT_I16: {
+        if (v < INT16_MIN || v > INT16_MAX)
+            return error_at(P, num, "%lld out of range for i16", (long long)v);
+        int16_t w = (int16_t)v;
+        memcpy(dst, &w, 2);
+        break;
+    }
+    case DT_U16: {
+        if (v < 0 || v > UINT16_MAX)
+            return error_at(P, num, "%lld out of range for u16", (long long)v);
+        uint16_t w = (uint16_t)v;
+        memcpy(dst, &w, 2);
+        break;
+    }
     case DT_I32: {
         if (v < INT32_MIN || v > INT32_MAX)
             return error_at(P, num, "%lld out of range for i32", (long long)v);
@@ -1144,6 +1158,18 @@ static bool parse_elem(Parser *P, DType dt, char *buf, size_t i)
         memcpy(dst, &w, 4);
         break;
     }
+    case DT_U32: {
+        if (v < 0 || v > UINT32_MAX)
+            return error_at(P, num, "%lld out of range for u32", (long long)v);
+        uint32_t w = (uint32_t)v;
+        memcpy(dst, &w, 4);
+        break;
+    }
+    case DT_U64:
+        if (v < 0)
+            return error_at(P, num, "%lld out of range for u64", (long long)v);
+        memcpy(dst, &v, 8);
+        break;
     default:
         memcpy(dst, &v, 8);
         break;

@@ -288,6 +288,30 @@ static bool fmt_elem(char *s, size_t size, DType dt, const unsigned char *p)
         snprintf(s, size, "%" PRId64, v);
         return true;
     }
+    case DT_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        snprintf(s, size, "%d", (int)v);
+        return true;
+    }
+    case DT_U16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        snprintf(s, size, "%u", (unsigned)v);
+        return true;
+    }
+    case DT_U32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        snprintf(s, size, "%" PRIu32, v);
+        return true;
+    }
+    case DT_U64: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        snprintf(s, size, "%" PRIu64, v);
+        return !(v >> 63); /* the parser reads int64 literals */
+    }
     case DT_BOOL:
         snprintf(s, size, "%s", *p ? "true" : "false");
         return *p <= 1;

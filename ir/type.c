@@ -34,7 +34,14 @@ size_t dtype_size(DType t) { return t >= 0 && t < DT_COUNT ? dtypes[t].size : 0;
 
 bool dtype_is_float(DType t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64; }
 
-bool dtype_is_int(DType t) { return t == DT_I8 || t == DT_U8 || t == DT_I32 || t == DT_I64; }
+bool dtype_is_int(DType t)
+{
+    switch (t) {
+    case DT_I8: case DT_U8: case DT_I16: case DT_U16:
+    case DT_I32: case DT_U32: case DT_I64: case DT_U64: return true;
+    default: return false;
+    }
+}
 
 Type type_make(Arena *a, DType dt, int rank, Dim *const *dims)
 {

@@ -54,12 +54,12 @@ static double unary_f(OpKind k, double x)
     }
 }
 
-static int64_t unary_i(OpKind k, int64_t x)
+static int64_t unary_i(OpKind k, int64_t x, bool u)
 {
     switch (k) {
     case OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case OP_ABS: return x < 0 && !u ? (int64_t)(0 - (uint64_t)x) : x;
+    case OP_SIGN: return u ? x != 0 : x > 0 ? 1 : x < 0 ? -1 : 0;
     case OP_NOT: return ~x;
     case OP_ISNAN:
     case OP_ISINF: return 0;
@@ -93,7 +93,7 @@ bool interp_unary(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out
         else if (cls == CLS_BOOL && k == OP_NOT)
             interp_store_i(out, i, !interp_load_i(x, i));
         else
-            interp_store_i(out, i, unary_i(k, interp_load_i(x, i)));
+            interp_store_i(out, i, unary_i(k, interp_load_i(x, i), x->dtype == DT_U64));
     }
     return true;
 }
@@ -132,10 +132,18 @@ static int64_t ipow(int64_t a, int64_t b)
     return (int64_t)r;
 }
 
-/* Integer binary op; false on division by zero. */
-static bool binary_i(OpKind k, int64_t a, int64_t b, int64_t *out)
+/* Integer binary op; false on division by zero. u: the operands are the
+ * bits of u64 values (division and order are unsigned). */
+static bool binary_i(OpKind k, int64_t a, int64_t b, bool u, int64_t *out)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    if (u && (k == OP_DIV || k == OP_REM || k == OP_MOD || k == OP_MAX || k == OP_MIN)) {
+        if (ub == 0 && k != OP_MAX && k != OP_MIN)
+            return false;
+        *out = (int64_t)(k == OP_DIV ? ua / ub : k == OP_MAX ? (ua > ub ? ua : ub)
+                       : k == OP_MIN ? (ua < ub ? ua : ub) : ua % ub);
+        return true;
+    }
     switch (k) {
     case OP_ADD: *out = (int64_t)(ua + ub); return true;
     case OP_SUB: *out = (int64_t)(ua - ub); return true;
@@ -200,7 +208,7 @@ bool interp_binary(Interp *ip, const Op *op, const Tensor *const *in, Tensor *ou
             continue;
         }
         int64_t r;
-        if (!binary_i(k, interp_load_i(a, ia), interp_load_i(b, ib), &r)) {
+        if (!binary_i(k, interp_load_i(a, ia), interp_load_i(b, ib), a->dtype == DT_U64, &r)) {
             tensor_free(out);
             return interp_fail(ip, k == OP_POW ? "integer zero raised to a negative power"
                                                : "integer division by zero");
@@ -248,7 +256,7 @@ bool interp_cmp(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
             lt = x < y, eq = x == y, un = isnan(x) || isnan(y);
         } else {
             int64_t x = interp_load_i(a, ia), y = interp_load_i(b, ib);
-            lt = x < y, eq = x == y;
+            lt = a->dtype == DT_U64 ? (uint64_t)x < (uint64_t)y : x < y, eq = x == y;
         }
         bool r;
         switch (di) {
@@ -310,7 +318,7 @@ bool interp_convert(Interp *ip, const Op *op, const Tensor *const *in, Tensor *o
             interp_store_i(out, i, interp_load_f(x, i) != 0);
         else if (from_float && !to_float)
             interp_store_i(out, i, interp_f2i(to, interp_load_f(x, i)));
-        else if (from_float)
+        else if (from_float || (x->dtype == DT_U64 && to_float))
             interp_store_f(out, i, interp_load_f(x, i));
         else
             interp_store_i(out, i, interp_load_i(x, i));

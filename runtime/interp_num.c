@@ -105,6 +105,9 @@ int64_t interp_wrap(DType to, int64_t v)
     case DT_I8: return (int8_t)(uint8_t)(uint64_t)v;
     case DT_U8: return (uint8_t)(uint64_t)v;
     case DT_I32: return (int32_t)(uint32_t)(uint64_t)v;
+    case DT_I16: return (int16_t)(uint16_t)(uint64_t)v;
+    case DT_U16: return (uint16_t)(uint64_t)v;
+    case DT_U32: return (uint32_t)(uint64_t)v;
     case DT_BOOL: return v != 0;
     default: return v;
     }
@@ -121,6 +124,14 @@ int64_t interp_f2i(DType to, double v)
     case DT_I8: lo = -128, hi = 127; break;
     case DT_U8: lo = 0, hi = 255; break;
     case DT_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DT_I16: lo = -32768, hi = 32767; break;
+    case DT_U16: lo = 0, hi = 65535; break;
+    case DT_U32: lo = 0, hi = 4294967295.0; break;
+    case DT_U64: /* the bits of the uint64 */
+        v = trunc(v);
+        if (v <= 0)
+            return 0;
+        return v >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)v;
     default:
         v = trunc(v);
         if (v >= 9223372036854775808.0)
@@ -146,6 +157,10 @@ double interp_load_f(const Tensor *t, size_t i)
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DT_I16: return ((const int16_t *)p)[i];
+    case DT_U16: return ((const uint16_t *)p)[i];
+    case DT_U32: return ((const uint32_t *)p)[i];
+    case DT_U64: return (double)((const uint64_t *)p)[i];
     default: return 0;
     }
 }
@@ -159,6 +174,10 @@ int64_t interp_load_i(const Tensor *t, size_t i)
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return ((const int64_t *)p)[i];
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DT_I16: return ((const int16_t *)p)[i];
+    case DT_U16: return ((const uint16_t *)p)[i];
+    case DT_U32: return ((const uint32_t *)p)[i];
+    case DT_U64: return (int64_t)((const uint64_t *)p)[i];
     default: return interp_f2i(DT_I64, interp_load_f(t, i));
     }
 }
@@ -189,6 +208,10 @@ void interp_store_i(Tensor *t, size_t i, int64_t v)
     case DT_I32: ((int32_t *)p)[i] = (int32_t)interp_wrap(DT_I32, v); break;
     case DT_I64: ((int64_t *)p)[i] = v; break;
     case DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case DT_I16: ((int16_t *)p)[i] = (int16_t)interp_wrap(DT_I16, v); break;
+    case DT_U16: ((uint16_t *)p)[i] = (uint16_t)interp_wrap(DT_U16, v); break;
+    case DT_U32: ((uint32_t *)p)[i] = (uint32_t)interp_wrap(DT_U32, v); break;
+    case DT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
     default: break;
     }
 }

@@ -21,9 +21,10 @@ static int64_t int_lowest(DType t)
 {
     switch (t) {
     case DT_I8: return INT8_MIN;
+    case DT_I16: return INT16_MIN;
     case DT_I32: return INT32_MIN;
     case DT_I64: return INT64_MIN;
-    default: return 0; /* u8, bool */
+    default: return 0; /* unsigned, bool */
     }
 }
 
@@ -32,7 +33,11 @@ static int64_t int_highest(DType t)
     switch (t) {
     case DT_I8: return INT8_MAX;
     case DT_U8: return UINT8_MAX;
+    case DT_I16: return INT16_MAX;
+    case DT_U16: return UINT16_MAX;
     case DT_I32: return INT32_MAX;
+    case DT_U32: return UINT32_MAX;
+    case DT_U64: return -1; /* the bits of UINT64_MAX */
     case DT_BOOL: return 1;
     default: return INT64_MAX;
     }
@@ -121,7 +126,7 @@ static bool reduce_run(Interp *ip, const Tensor *x, int kind, const bool *red, b
     for (int i = 0; i < x->rank; i++)
         st[i] = red[i] ? 0 : ost[i];
     size_t no = tensor_numel(out), nx = tensor_numel(x), count = no ? nx / no : 0;
-    bool fl = dtype_is_float(x->dtype);
+    bool fl = dtype_is_float(x->dtype), u64 = x->dtype == DT_U64;
     double *af = fl ? malloc((no ? no : 1) * sizeof *af) : NULL;
     int64_t *ai = fl ? NULL : malloc((no ? no : 1) * sizeof *ai);
     if (!af && !ai) {
@@ -151,8 +156,8 @@ static bool reduce_run(Interp *ip, const Tensor *x, int kind, const bool *red, b
         } else {
             int64_t v = interp_load_i(x, i), *a = &ai[o];
             switch (kind) {
-            case R_MAX: *a = v > *a ? v : *a; break;
-            case R_MIN: *a = v < *a ? v : *a; break;
+            case R_MAX: *a = (u64 ? (uint64_t)v > (uint64_t)*a : v > *a) ? v : *a; break;
+            case R_MIN: *a = (u64 ? (uint64_t)v < (uint64_t)*a : v < *a) ? v : *a; break;
             case R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
             default: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
             }

@@ -458,6 +458,10 @@ static double elem_f(const void *p, DType dt, size_t i)
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_I16: return ((const int16_t *)p)[i];
+    case DT_U16: return ((const uint16_t *)p)[i];
+    case DT_U32: return ((const uint32_t *)p)[i];
+    case DT_U64: return (double)((const uint64_t *)p)[i];
     default: return 0;
     }
 }
@@ -470,6 +474,10 @@ static int64_t elem_i(const void *p, DType dt, size_t i)
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0;
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return ((const int64_t *)p)[i];
+    case DT_I16: return ((const int16_t *)p)[i];
+    case DT_U16: return ((const uint16_t *)p)[i];
+    case DT_U32: return ((const uint32_t *)p)[i];
+    case DT_U64: return (int64_t)((const uint64_t *)p)[i];
     default: return (int64_t)elem_f(p, dt, i);
     }
 }
@@ -534,6 +542,10 @@ Value *imp_scalar(Imp *im, DType dt, double x)
         uint16_t h;
         int8_t i8;
         uint8_t u8;
+        int16_t i16;
+        uint16_t u16;
+        uint32_t u32;
+        uint64_t u64;
         int32_t i32;
         int64_t i64;
     } u;
@@ -548,6 +560,10 @@ Value *imp_scalar(Imp *im, DType dt, double x)
     case DT_BOOL: u.u8 = x != 0; break;
     case DT_I32: u.i32 = (int32_t)x; break;
     case DT_I64: u.i64 = (int64_t)x; break;
+    case DT_I16: u.i16 = (int16_t)x; break;
+    case DT_U16: u.u16 = (uint16_t)x; break;
+    case DT_U32: u.u32 = (uint32_t)x; break;
+    case DT_U64: u.u64 = (uint64_t)x; break;
     default: return NULL;
     }
     Type t = type_make(&im->g->arena, dt, 0, NULL);

@@ -18,16 +18,16 @@ static const struct {
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, DT_F32, "FLOAT"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, DT_U8, "UINT8"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, DT_I8, "INT8"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, DT_INVALID, "UINT16"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, DT_INVALID, "INT16"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, DT_U16, "UINT16"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, DT_I16, "INT16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, DT_I32, "INT32"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, DT_I64, "INT64"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, DT_INVALID, "STRING"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, DT_BOOL, "BOOL"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, DT_F16, "FLOAT16"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, DT_F64, "DOUBLE"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, DT_INVALID, "UINT32"},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, DT_INVALID, "UINT64"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, DT_U32, "UINT32"},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, DT_U64, "UINT64"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, DT_INVALID, "COMPLEX64"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, DT_INVALID, "COMPLEX128"},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, DT_BF16, "BFLOAT16"},
@@ -194,6 +194,8 @@ static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, char *err, 
     case DT_F32: have = t->n_float_data; break;
     case DT_F64: have = t->n_double_data; break;
     case DT_I64: have = t->n_int64_data; break;
+    case DT_U32:
+    case DT_U64: have = t->n_uint64_data; break;
     default: have = t->n_int32_data; break;
     }
     if (have != td->numel) {
@@ -229,6 +231,16 @@ static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, char *err, 
         for (size_t i = 0; i < td->numel; i++)
             ((uint8_t *)p)[i] = (uint8_t)t->int32_data[i];
         break;
+    case DT_I16:
+    case DT_U16:
+        for (size_t i = 0; i < td->numel; i++)
+            ((uint16_t *)p)[i] = (uint16_t)t->int32_data[i];
+        break;
+    case DT_U32:
+        for (size_t i = 0; i < td->numel; i++)
+            ((uint32_t *)p)[i] = (uint32_t)t->uint64_data[i];
+        break;
+    case DT_U64: memcpy(p, t->uint64_data, td->nbytes); break;
     default:
         snprintf(err, errlen, "unsupported element type");
         return false;
