@@ -81,6 +81,109 @@ static Value *prod(Imp *im, Value *v) /* i64[n] -> i64 scalar */
     return imp_reduce(im, v, "prod", &ax, 1, false);
 }
 
+/* ---- Axes computed at run time ----
+ *
+ * Unsqueeze, Squeeze, Slice and Pad from opset 13/18 take their axes as an
+ * input. When it is computed, the rank of the result is still static (it
+ * depends on the number of axes only), and the per-axis vectors are built
+ * with i64 ops that are right for every value of the axes: a match matrix
+ * m[i, j] = (axes[j] == i) picks the entries. */
+
+/* Axes i64[n] with negative entries made positive against rank r. */
+static Value *norm_axes(Imp *im, Value *axes, int r)
+{
+    Value *a = imp_cvt(im, axes, DT_I64);
+    Value *neg = imp_cmp(im, "lt", a, imp_scalar(im, DT_I64, 0));
+    return imp_sel(im, neg, imp_binc(im, OP_ADD, a, r), a);
+}
+
+/* bool[r, n]: entry [i, j] is whether the normalized axes[j] is i. */
+static Value *axes_match(Imp *im, Value *axes, int n, int r)
+{
+    Dim *md[2] = {dc(im, r), dc(im, n)};
+    return imp_cmp(im, "eq", build_iota(im->g, DT_I64, md, 2, 0), axes);
+}
+
+/* A full-rank i64 vector: entry i is v[j] where axes[j] = i, else dflt. */
+static Value *full_vector_dyn(Imp *im, Value *v, Value *axes, int n, int r, int64_t dflt)
+{
+    Value *m = axes_match(im, norm_axes(im, axes, r), n, r);
+    int64_t ax = 1;
+    Value *zero = imp_scalar(im, DT_I64, 0);
+    Value *picked = imp_reduce(im, imp_sel(im, m, imp_cvt(im, v, DT_I64), zero), "sum", &ax, 1, false);
+    Value *any = imp_reduce(im, imp_cvt(im, m, DT_I64), "max", &ax, 1, false);
+    return imp_sel(im, imp_cmp(im, "ne", any, zero), picked, build_scalar_i64(im->g, dflt));
+}
+
+/* The length of a rank-1 operand, or -1 if it is not static. */
+static int static_len(Value *v)
+{
+    return v && vrank(v) == 1 && dim_is_const(vdims(v)[0]) && vdims(v)[0]->c <= MAX_RANK
+               ? (int)vdims(v)[0]->c : -1;
+}
+
+static Value *gather0(Imp *im, Value *x, Value *idx)
+{
+    if (!x || !idx)
+        return NULL;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", 0);
+    Op *op = build_op(im->g, OP_GATHER, (Value *[]){x, idx}, 2, l.v, l.n);
+    return op ? op->out[0] : NULL;
+}
+
+static Value *dyn_reshape(Imp *im, Value *x, Value *shape);
+
+/* Unsqueeze with computed axes: result dim i is 1 where i is an axis, else
+ * x's dim i - #{axes below i}. */
+static Value *unsqueeze_dyn(Imp *im, Value *x, Value *axes, int n)
+{
+    int r = vrank(x), R = r + n;
+    if (R > MAX_RANK) {
+        imp_err(im, "rank %d exceeds %d", R, MAX_RANK);
+        return NULL;
+    }
+    Value *a = norm_axes(im, axes, R);
+    int64_t ax = 1;
+    Value *ins = imp_reduce(im, imp_cvt(im, axes_match(im, a, n, R), DT_I64), "max", &ax, 1, false);
+    Dim *md[2] = {dc(im, R), dc(im, n)}, *rd = dc(im, R);
+    Value *below = imp_cvt(im, imp_cmp(im, "lt", a, build_iota(im->g, DT_I64, md, 2, 0)), DT_I64);
+    below = imp_reduce(im, below, "sum", &ax, 1, false);
+    Value *src = imp_bin(im, OP_SUB, build_iota(im->g, DT_I64, &rd, 1, 0), below);
+    Value *xs = build_concat(im->g, (Value *[]){build_shape_of(im->g, x), ones(im, 1)}, 2, 0);
+    Value *one = imp_scalar(im, DT_I64, 1);
+    Value *shape = imp_sel(im, imp_cmp(im, "ne", ins, imp_scalar(im, DT_I64, 0)), one, gather0(im, xs, src));
+    return dyn_reshape(im, x, shape);
+}
+
+/* Squeeze with computed axes: result dim k is x's dim at the k-th kept
+ * position, #{i : c[i] <= k} with c the running count of kept axes. */
+static Value *squeeze_dyn(Imp *im, Value *x, Value *axes, int n)
+{
+    int r = vrank(x), R = r - n;
+    if (R < 0) {
+        imp_err(im, "%d axes for rank %d", n, r);
+        return NULL;
+    }
+    int64_t ax = 1;
+    Value *sq = imp_reduce(im, imp_cvt(im, axes_match(im, norm_axes(im, axes, r), n, r), DT_I64),
+                           "max", &ax, 1, false);
+    Value *keep = imp_bin(im, OP_SUB, imp_scalar(im, DT_I64, 1), sq);
+    if (!keep)
+        return NULL;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", 0);
+    attrs_add_int(im->g, &l, "exclusive", 0);
+    attrs_add_int(im->g, &l, "reverse", 0);
+    Op *cs = build_op(im->g, OP_CUMSUM, &keep, 1, l.v, l.n);
+    if (!cs)
+        return NULL;
+    Dim *md[2] = {dc(im, R), dc(im, r)};
+    Value *le = imp_cmp(im, "le", cs->out[0], build_iota(im->g, DT_I64, md, 2, 0));
+    Value *src = imp_reduce(im, imp_cvt(im, le, DT_I64), "sum", &ax, 1, false);
+    return dyn_reshape(im, x, gather0(im, build_shape_of(im->g, x), src));
+}
+
 /* ---- Shape, Size ---- */
 
 bool onnx_lower_shape(Imp *im)
@@ -138,7 +241,8 @@ static Value *resolve_shape(Imp *im, Value *x, Value *s, bool allowzero)
     Value *neg = imp_cmp(im, "eq", s, m1);
     Value *known = imp_sel(im, neg, imp_scalar(im, DT_I64, 1), s);
     Value *total = xr ? prod(im, xs) : imp_scalar(im, DT_I64, 1);
-    Value *inferred = imp_bin(im, OP_DIV, total, prod(im, known));
+    /* max(.., 1): with allowzero a 0 next to no -1 must not divide by zero */
+    Value *inferred = imp_bin(im, OP_DIV, total, imp_binc(im, OP_MAX, prod(im, known), 1));
     return imp_sel(im, neg, inferred, s);
 }
 
@@ -212,13 +316,17 @@ bool onnx_lower_flatten(Imp *im)
     return done(im, imp_reshape(im, x, d, 2));
 }
 
-/* Squeeze/Unsqueeze axes: an attribute before opset 13, an input after. */
+/* Squeeze/Unsqueeze axes: an attribute before opset 13, an input after.
+ * Computed axes of a static length leave *n = -2. */
 static bool axes_arg(Imp *im, int64_t **axes, int *n)
 {
     if (im->opset >= 13) {
         *n = -1;
-        if (IN(1) && !imp_const_ints(im, IN(1), axes, n))
-            return imp_err(im, "axes must be a constant");
+        if (IN(1) && !imp_const_ints(im, IN(1), axes, n)) {
+            if (!dtype_is_int(vdt(IN(1))) || static_len(IN(1)) < 0)
+                return imp_err(im, "axes must be a 1-D integer tensor of known length");
+            *n = -2;
+        }
         return true;
     }
     return attr_ints(im, "axes", axes, n);
@@ -231,6 +339,8 @@ bool onnx_lower_squeeze(Imp *im)
     int n;
     if (!x || !axes_arg(im, &axes, &n))
         return false;
+    if (n == -2)
+        return done(im, squeeze_dyn(im, x, IN(1), static_len(IN(1))));
     int r = vrank(x);
     bool drop[MAX_RANK] = {0};
     if (n < 0) {
@@ -268,6 +378,8 @@ bool onnx_lower_unsqueeze(Imp *im)
     int n;
     if (!x || !axes_arg(im, &axes, &n))
         return false;
+    if (n == -2)
+        return done(im, unsqueeze_dyn(im, x, IN(1), static_len(IN(1))));
     if (n < 0)
         return imp_err(im, "axes are required");
     if (!imp_axes(im, axes, n, vrank(x) + n))
@@ -418,19 +530,31 @@ bool onnx_lower_slice(Imp *im)
     if (vrank(vs) != 1 || !dim_is_const(vdims(vs)[0]))
         return imp_err(im, "starts must be a 1-D tensor of known length");
     int n = (int)vdims(vs)[0]->c;
-    if (IN(3)) {
-        if (!imp_const_ints(im, IN(3), &axes, &na))
-            return imp_err(im, "axes must be a constant");
-    } else {
+    bool dyn_axes = IN(3) && !imp_const_ints(im, IN(3), &axes, &na);
+    bool dyn_steps = IN(4) && !imp_const_ints(im, IN(4), &steps, &nst);
+    if (dyn_axes || dyn_steps) { /* dyn_slice with vectors built at run time */
+        if (n > r || n > MAX_RANK || (IN(3) && static_len(IN(3)) != n) ||
+            (IN(4) && static_len(IN(4)) != n) || static_len(ve) != n)
+            return imp_err(im, "starts, ends, axes and steps must have equal lengths, at most the rank");
+        for (int i = 0; i < n; i++)
+            dflt_axes[i] = i;
+        Value *va = IN(3) ? IN(3) : imp_i64s(im, dflt_axes, n);
+        Value *vst = IN(4) ? IN(4) : ones(im, n);
+        Value *in[4] = {x, full_vector_dyn(im, vs, va, n, r, 0),
+                        full_vector_dyn(im, ve, va, n, r, INT64_MAX),
+                        full_vector_dyn(im, vst, va, n, r, 1)};
+        if (!in[1] || !in[2] || !in[3])
+            return imp_fail(im);
+        Op *op = build_op(im->g, OP_DYN_SLICE, in, 4, NULL, 0);
+        return done(im, op ? op->out[0] : NULL);
+    }
+    if (!IN(3)) {
         for (int i = 0; i < n && i < MAX_RANK; i++)
             dflt_axes[i] = i;
         axes = dflt_axes;
         na = n;
     }
-    if (IN(4)) {
-        if (!imp_const_ints(im, IN(4), &steps, &nst))
-            return imp_err(im, "steps must be a constant");
-    } else {
+    if (!IN(4)) {
         for (int i = 0; i < n && i < MAX_RANK; i++)
             dflt_steps[i] = 1;
         steps = dflt_steps;
