@@ -1,0 +1,843 @@
+/*
+ * dnnl.c — matmul, convolution and pooling through oneDNN (its C API).
+ *
+ * Shapes are dynamic, so a primitive is made for the shapes of each call.
+ * Making one costs tens of microseconds even when oneDNN's own primitive
+ * cache hits (it still builds an op descriptor and a primitive descriptor,
+ * which runs implementation dispatch), so a process-wide cache of ours
+ * sits in front: the key is the whole call descriptor flattened into
+ * int64s (kind, dtype, dims, strides, which operands exist, post-op,
+ * thread count), the value the primitive and the memory descriptors to
+ * bind at execution. It is a chained hash map with an LRU list, bounded
+ * (CAPACITY entries), guarded by one mutex; an entry in use is reference
+ * counted, so evicting it while another thread runs it is safe.
+ *
+ * Scratchpad mode is "user": the scratch memory a primitive needs comes
+ * from disc_rt_alloc, so cached primitives hold no hidden per-thread
+ * buffers and may run on several threads at once.
+ *
+ * Post-ops: bias is the primitive's bias argument (broadcast over rows);
+ * the activation an eltwise post-op; the residual a binary-add post-op
+ * whose second operand has the layout of the result.
+ *
+ * Threads. Debian's libdnnl (2.6) is built on OpenMP (libgomp): a primitive
+ * forks an OpenMP team of omp_get_max_threads() threads from the calling
+ * thread, apart from our pool. The host flow calls us between kernels, so
+ * our workers are idle (asleep or in their short spin) while oneDNN runs.
+ * To keep the two from oversubscribing the cores, each call sets the
+ * calling thread's OpenMP team size to the run's thread count (the ICV is
+ * per thread, so concurrent runs do not disturb each other), and to 1 when
+ * called from inside a pool job. The thread count is part of the cache
+ * key, as oneDNN picks blockings for it.
+ */
+#include "runtime/rt.h"
+
+#include "ir/ir.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { KEY_LEN = 64, CAPACITY = 256, NBUCKET = 1024, NMD = 6 };
+
+/* Memory descriptors an entry binds, by role. */
+enum { MD_SRC, MD_WEI, MD_BIAS, MD_DST, MD_RES, MD_SCRATCH };
+
+typedef struct Entry {
+    int64_t key[KEY_LEN];
+    uint64_t hash;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t md[NMD];
+    int has[NMD];              /* md[i] is bound */
+    size_t scratch;            /* bytes of scratchpad */
+    int res_arg;               /* the execution argument of the residual */
+    int refs;                  /* the cache's own reference, plus users */
+    int cached;                /* in the map and the LRU list */
+    struct Entry *hnext;       /* bucket chain */
+    struct Entry *older, *newer; /* LRU list */
+} Entry;
+
+static struct {
+    pthread_mutex_t mu;
+    Entry *buckets[NBUCKET];
+    Entry *newest, *oldest;
+    int entries, capacity;
+    int64_t hits, misses, evictions;
+} cache = {.mu = PTHREAD_MUTEX_INITIALIZER, .capacity = CAPACITY};
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status;
+
+static void engine_init(void)
+{
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+}
+
+static dnnl_engine_t get_engine(DiscRt *rt)
+{
+    pthread_once(&engine_once, engine_init);
+    if (engine_status != dnnl_success) {
+        disc_rt_fail(rt, "oneDNN: cannot create the CPU engine: %s", dnnl_status2str(engine_status));
+        return NULL;
+    }
+    return engine;
+}
+
+/* ---- the cache ----------------------------------------------------------- */
+
+static uint64_t key_hash(const int64_t *k)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < KEY_LEN; i++) {
+        h ^= (uint64_t)k[i];
+        h *= 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static void entry_destroy(Entry *e)
+{
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    free(e);
+}
+
+static void entry_unref(Entry *e) /* under cache.mu */
+{
+    if (--e->refs == 0)
+        entry_destroy(e);
+}
+
+static void lru_unlink(Entry *e)
+{
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        cache.oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        cache.newest = e->older;
+    e->older = e->newer = NULL;
+}
+
+static void lru_push(Entry *e)
+{
+    e->older = cache.newest;
+    e->newer = NULL;
+    if (cache.newest)
+        cache.newest->newer = e;
+    else
+        cache.oldest = e;
+    cache.newest = e;
+}
+
+static void evict(Entry *e) /* under cache.mu */
+{
+    Entry **p = &cache.buckets[e->hash % NBUCKET];
+    while (*p != e)
+        p = &(*p)->hnext;
+    *p = e->hnext;
+    lru_unlink(e);
+    e->cached = 0;
+    cache.entries--;
+    cache.evictions++;
+    entry_unref(e);
+}
+
+/* A referenced entry for key, or NULL. */
+static Entry *cache_get(const int64_t *key, uint64_t h)
+{
+    pthread_mutex_lock(&cache.mu);
+    Entry *e = cache.buckets[h % NBUCKET];
+    while (e && (e->hash != h || memcmp(e->key, key, sizeof e->key) != 0))
+        e = e->hnext;
+    if (e) {
+        e->refs++;
+        lru_unlink(e);
+        lru_push(e);
+        cache.hits++;
+    } else {
+        cache.misses++;
+    }
+    pthread_mutex_unlock(&cache.mu);
+    return e;
+}
+
+/* Adds a new entry (refs 1, the caller's); another thread may have added
+ * the same key meanwhile, which only costs a duplicate until eviction. */
+static void cache_put(Entry *e)
+{
+    pthread_mutex_lock(&cache.mu);
+    if (cache.capacity > 0) {
+        while (cache.entries >= cache.capacity)
+            evict(cache.oldest);
+        e->refs++;
+        e->cached = 1;
+        Entry **b = &cache.buckets[e->hash % NBUCKET];
+        e->hnext = *b;
+        *b = e;
+        lru_push(e);
+        cache.entries++;
+    }
+    pthread_mutex_unlock(&cache.mu);
+}
+
+static void cache_release(Entry *e)
+{
+    pthread_mutex_lock(&cache.mu);
+    entry_unref(e);
+    pthread_mutex_unlock(&cache.mu);
+}
+
+void disc_rt_cache_stats(DiscRtCacheStats *s)
+{
+    pthread_mutex_lock(&cache.mu);
+    s->hits = cache.hits;
+    s->misses = cache.misses;
+    s->evictions = cache.evictions;
+    s->entries = cache.entries;
+    s->capacity = cache.capacity;
+    pthread_mutex_unlock(&cache.mu);
+}
+
+int disc_rt_cache_set_capacity(int capacity)
+{
+    if (capacity < 0)
+        capacity = 0;
+    pthread_mutex_lock(&cache.mu);
+    int old = cache.capacity;
+    cache.capacity = capacity;
+    while (cache.entries > capacity)
+        evict(cache.oldest);
+    pthread_mutex_unlock(&cache.mu);
+    return old;
+}
+
+void disc_rt_lib_shutdown(void)
+{
+    int cap = disc_rt_cache_set_capacity(0);
+    disc_rt_cache_set_capacity(cap);
+    pthread_mutex_lock(&cache.mu);
+    cache.evictions = 0;
+    pthread_mutex_unlock(&cache.mu);
+}
+
+/* ---- making and running primitives --------------------------------------- */
+
+/* What one call builds: op descriptor inputs and the post-ops. */
+typedef struct Build {
+    DiscRt *rt;
+    const char *what;          /* "matmul", ... for messages */
+    Entry *e;                  /* md[] and has[] to fill */
+    DiscPost post;
+    int residual;
+} Build;
+
+static dnnl_data_type_t dt_of(int dtype)
+{
+    switch (dtype) {
+    case DT_F32: return dnnl_f32;
+    case DT_F16: return dnnl_f16;
+    case DT_BF16: return dnnl_bf16;
+    default: return dnnl_data_type_undef;
+    }
+}
+
+static int check_dtype(DiscRt *rt, const char *what, int dtype)
+{
+    if (dt_of(dtype) == dnnl_data_type_undef) {
+        const char *name = dtype >= 0 && dtype < DT_COUNT ? dtype_name((DType)dtype) : "?";
+        disc_rt_fail(rt, "%s: unsupported dtype %s (%d); f32, f16 and bf16 are", what, name, dtype);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_post(DiscRt *rt, const char *what, DiscPost post)
+{
+    if ((int)post < 0 || post >= DISC_POST_COUNT) {
+        disc_rt_fail(rt, "%s: unknown post-op %d", what, (int)post);
+        return -1;
+    }
+    return 0;
+}
+
+static int dnnl_failed(DiscRt *rt, const char *what, const char *step, dnnl_status_t s)
+{
+    if (s == dnnl_unimplemented)
+        disc_rt_fail(rt, "%s: oneDNN has no implementation for this case on this CPU (%s)", what, step);
+    else
+        disc_rt_fail(rt, "%s: oneDNN %s: %s", what, step, dnnl_status2str(s));
+    return -1;
+}
+
+/* Dense strides for dims (row-major). */
+static void dense(int nd, const dnnl_dims_t dims, dnnl_dims_t st)
+{
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= dims[i] > 0 ? dims[i] : 1;
+    }
+}
+
+static int md_strided(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_data_type_t dt, const dnnl_dims_t st)
+{
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&b->e->md[role], nd, dims, dt, st);
+    if (s != dnnl_success)
+        return dnnl_failed(b->rt, b->what, "memory descriptor", s);
+    b->e->has[role] = 1;
+    return 0;
+}
+
+static int md_dense(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_data_type_t dt)
+{
+    dnnl_dims_t st;
+    dense(nd, dims, st);
+    return md_strided(b, role, nd, dims, dt, st);
+}
+
+static dnnl_alg_kind_t post_alg(DiscPost p)
+{
+    switch (p) {
+    case DISC_POST_RELU: return dnnl_eltwise_relu;
+    case DISC_POST_GELU_ERF: return dnnl_eltwise_gelu_erf;
+    case DISC_POST_GELU_TANH: return dnnl_eltwise_gelu_tanh;
+    case DISC_POST_TANH: return dnnl_eltwise_tanh;
+    case DISC_POST_SIGMOID: return dnnl_eltwise_logistic;
+    default: return dnnl_alg_kind_undef;
+    }
+}
+
+/* The primitive for op descriptor `desc`, with post-ops, user scratchpad. */
+static int make_primitive(Build *b, const void *desc)
+{
+    Entry *e = b->e;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s;
+    const char *step = "attributes";
+    if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success ||
+        (s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)) != dnnl_success ||
+        (s = dnnl_post_ops_create(&po)) != dnnl_success)
+        goto out;
+    step = "post-ops";
+    if (b->post != DISC_POST_NONE &&
+        (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(b->post), 0.0f, 0.0f)) != dnnl_success)
+        goto out;
+    if (b->residual) {
+        e->res_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(dnnl_post_ops_len(po)) | DNNL_ARG_SRC_1;
+        if ((s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &e->md[MD_RES])) != dnnl_success)
+            goto out;
+    }
+    if ((s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
+        goto out;
+    step = "primitive descriptor";
+    if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
+        goto out;
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (e->scratch) {
+        e->md[MD_SCRATCH] = *sp;
+        e->has[MD_SCRATCH] = 1;
+    }
+    step = "primitive";
+    s = dnnl_primitive_create(&e->prim, pd);
+out:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, step, s);
+}
+
+/* The OpenMP team size for a call on this thread. */
+static int call_threads(DiscRt *rt)
+{
+    return disc_rt_pool_busy() ? 1 : disc_rt_threads(rt);
+}
+
+/* Runs e with the buffers by role (NULL: unbound). */
+static int execute(DiscRt *rt, const char *what, Entry *e, void *const *ptr)
+{
+    static const int arg_of[NMD] = {
+        DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST,
+        0 /* res_arg */, DNNL_ARG_SCRATCHPAD,
+    };
+    dnnl_exec_arg_t args[NMD];
+    dnnl_memory_t mem[NMD] = {0};
+    void *scratch = NULL;
+    int nargs = 0, rc = -1;
+    dnnl_status_t s = dnnl_success;
+    if (e->scratch && !(scratch = disc_rt_alloc(rt, (int64_t)e->scratch)))
+        return -1;
+    for (int i = 0; i < NMD; i++) {
+        if (!e->has[i])
+            continue;
+        void *p = i == MD_SCRATCH ? scratch : ptr[i];
+        if ((s = dnnl_memory_create(&mem[i], &e->md[i], engine, p)) != dnnl_success)
+            goto out;
+        args[nargs].arg = i == MD_RES ? e->res_arg : arg_of[i];
+        args[nargs++].memory = mem[i];
+    }
+    dnnl_stream_t st = NULL;
+    if ((s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) != dnnl_success)
+        goto out;
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(call_threads(rt));
+    s = dnnl_primitive_execute(e->prim, st, nargs, args);
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(st);
+    omp_set_num_threads(prev);
+    dnnl_stream_destroy(st);
+    rc = 0;
+out:
+    for (int i = 0; i < NMD; i++)
+        if (mem[i])
+            dnnl_memory_destroy(mem[i]);
+    if (s != dnnl_success)
+        return dnnl_failed(rt, what, "execute", s);
+    return rc;
+}
+
+typedef int MakeFn(Build *b, const void *ctx);
+
+/* Looks the key up, makes the primitive on a miss, runs it. The key's
+ * last slot is the thread count. */
+static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, void *const *ptr)
+{
+    DiscRt *rt = b->rt;
+    if (!get_engine(rt))
+        return -1;
+    int nthr = call_threads(rt);
+    key[KEY_LEN - 1] = nthr;
+    uint64_t h = key_hash(key);
+    Entry *e = cache_get(key, h);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e))) {
+            disc_rt_fail(rt, "%s: out of memory", b->what);
+            return -1;
+        }
+        memcpy(e->key, key, sizeof e->key);
+        e->hash = h;
+        e->refs = 1;
+        b->e = e;
+        int prev = omp_get_max_threads(); /* oneDNN sizes its blocking for the team it will get */
+        omp_set_num_threads(nthr);
+        int rc = make(b, ctx);
+        omp_set_num_threads(prev);
+        if (rc != 0) {
+            entry_destroy(e);
+            return -1;
+        }
+        cache_put(e);
+    }
+    int rc = execute(rt, b->what, e, ptr);
+    cache_release(e);
+    return rc;
+}
+
+/* ---- element helpers for the cases oneDNN does not cover -------------------- */
+
+static float load(int dtype, const void *p, int64_t i)
+{
+    switch (dtype) {
+    case DT_F16: return (float)((const _Float16 *)p)[i];
+    case DT_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    default: return ((const float *)p)[i];
+    }
+}
+
+static void store(int dtype, void *p, int64_t i, float v)
+{
+    switch (dtype) {
+    case DT_F16: ((_Float16 *)p)[i] = (_Float16)v; break;
+    case DT_BF16: {
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
+        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+        break;
+    }
+    default: ((float *)p)[i] = v; break;
+    }
+}
+
+static float apply_post(DiscPost p, float x)
+{
+    switch (p) {
+    case DISC_POST_RELU: return x > 0 ? x : 0;
+    case DISC_POST_GELU_ERF: return 0.5f * x * (1 + erff(x * 0.70710678f));
+    case DISC_POST_GELU_TANH: return 0.5f * x * (1 + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
+    case DISC_POST_TANH: return tanhf(x);
+    case DISC_POST_SIGMOID: return 1 / (1 + expf(-x));
+    default: return x;
+    }
+}
+
+/* ---- matmul ----------------------------------------------------------------- */
+
+/* The normalised problem: 2-D (batch 1) or 3-D. */
+typedef struct Mm {
+    int dtype, nd;
+    int64_t batch, m, n, k;
+    int64_t as[3], bs[3], cs[3];
+    int abatch, bbatch;        /* batch extents of A and B (1: broadcast) */
+    int bias, post, residual;
+} Mm;
+
+static int make_matmul(Build *b, const void *ctx)
+{
+    const Mm *p = ctx;
+    dnnl_data_type_t dt = dt_of(p->dtype);
+    int nd = p->nd, o = 3 - nd; /* 2-D uses the last two of each array */
+    dnnl_dims_t ad = {p->abatch ? p->batch : 1, p->m, p->k}, bd = {p->bbatch ? p->batch : 1, p->k, p->n},
+                cd = {p->batch, p->m, p->n}, biasd = {1, 1, p->n};
+    dnnl_dims_t as = {p->as[0], p->as[1], p->as[2]}, bs = {p->bs[0], p->bs[1], p->bs[2]},
+                cs = {p->cs[0], p->cs[1], p->cs[2]};
+    /* a broadcast batch (extent 1) gets any valid stride */
+    if (ad[0] == 1)
+        as[0] = p->m * p->k;
+    if (bd[0] == 1)
+        bs[0] = p->k * p->n;
+    if (md_strided(b, MD_SRC, nd, ad + o, dt, as + o) || md_strided(b, MD_WEI, nd, bd + o, dt, bs + o) ||
+        md_strided(b, MD_DST, nd, cd + o, dt, cs + o))
+        return -1;
+    if (p->bias && md_dense(b, MD_BIAS, nd, biasd + o, dt))
+        return -1;
+    if (p->residual && md_strided(b, MD_RES, nd, cd + o, dt, cs + o))
+        return -1;
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t s = dnnl_matmul_desc_init(&desc, &b->e->md[MD_SRC], &b->e->md[MD_WEI],
+                                            p->bias ? &b->e->md[MD_BIAS] : NULL, &b->e->md[MD_DST]);
+    if (s != dnnl_success)
+        return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
+    return make_primitive(b, &desc);
+}
+
+/* k == 0: C = post(bias) + residual. */
+static void matmul_empty(const DiscMatmul *d, void *c)
+{
+    for (int64_t bt = 0; bt < d->batch; bt++)
+        for (int64_t i = 0; i < d->m; i++)
+            for (int64_t j = 0; j < d->n; j++) {
+                int64_t off = bt * d->c_stride[0] + i * d->c_stride[1] + j * d->c_stride[2];
+                float v = apply_post(d->post, d->bias ? load(d->dtype, d->bias, j) : 0);
+                if (d->residual)
+                    v += load(d->dtype, d->residual, off);
+                store(d->dtype, c, off, v);
+            }
+}
+
+int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c)
+{
+    static const char what[] = "matmul";
+    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post))
+        return -1;
+    if (d->batch < 0 || d->m < 0 || d->n < 0 || d->k < 0) {
+        disc_rt_fail(rt, "matmul: negative dims (batch %lld, m %lld, n %lld, k %lld)", (long long)d->batch,
+                     (long long)d->m, (long long)d->n, (long long)d->k);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (d->a_stride[i] < 0 || d->b_stride[i] < 0 || d->c_stride[i] < 0) {
+            disc_rt_fail(rt, "matmul: negative strides");
+            return -1;
+        }
+    if (d->batch > 1 && d->c_stride[0] == 0) {
+        disc_rt_fail(rt, "matmul: the result cannot be broadcast over the batch (c_stride[0] = 0)");
+        return -1;
+    }
+    if (d->batch == 0 || d->m == 0 || d->n == 0)
+        return 0;
+    if (!a || !b || !c) {
+        disc_rt_fail(rt, "matmul: a NULL operand");
+        return -1;
+    }
+    if (d->k == 0) {
+        matmul_empty(d, c);
+        return 0;
+    }
+    Mm p = {.dtype = d->dtype, .nd = 3, .batch = d->batch, .m = d->m, .n = d->n, .k = d->k,
+            .abatch = d->batch > 1 && d->a_stride[0] != 0, .bbatch = d->batch > 1 && d->b_stride[0] != 0,
+            .bias = d->bias != NULL, .post = d->post, .residual = d->residual != NULL};
+    memcpy(p.as, d->a_stride, sizeof p.as);
+    memcpy(p.bs, d->b_stride, sizeof p.bs);
+    memcpy(p.cs, d->c_stride, sizeof p.cs);
+    /* B shared by the batch and A, C row-contiguous across it: one matmul
+     * of batch * m rows */
+    if (p.batch > 1 && !p.bbatch && p.abatch && p.as[0] == p.m * p.as[1] && p.cs[0] == p.m * p.cs[1]) {
+        p.m *= p.batch;
+        p.batch = 1;
+        p.abatch = 0;
+    }
+    if (p.batch > 1 && !p.abatch && !p.bbatch) {
+        /* A and B both shared: the same product for every batch of C */
+        size_t es = dtype_size((DType)d->dtype);
+        DiscMatmul one = *d;
+        one.batch = 1;
+        for (int64_t bt = 0; bt < d->batch; bt++) {
+            int64_t off = bt * d->c_stride[0];
+            if (d->residual)
+                one.residual = (const char *)d->residual + off * (int64_t)es;
+            if (disc_rt_matmul(rt, &one, a, b, (char *)c + off * (int64_t)es) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    if (p.batch == 1)
+        p.nd = 2;
+    int64_t key[KEY_LEN] = {1, p.dtype, p.nd, p.batch, p.m, p.n, p.k, p.abatch, p.bbatch, p.bias, p.post,
+                            p.residual};
+    memcpy(key + 12, p.as, sizeof p.as);
+    memcpy(key + 15, p.bs, sizeof p.bs);
+    memcpy(key + 18, p.cs, sizeof p.cs);
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual};
+    void *ptr[NMD] = {(void *)a, (void *)b, (void *)d->bias, c, (void *)d->residual, NULL};
+    return run_cached(&bl, key, make_matmul, &p, ptr);
+}
+
+/* ---- convolution ------------------------------------------------------------ */
+
+typedef struct Cv {
+    const DiscConv *d;
+    int64_t hi[3];             /* the high padding oneDNN is given */
+} Cv;
+
+static int make_conv(Build *b, const void *ctx)
+{
+    const Cv *cv = ctx;
+    const DiscConv *d = cv->d;
+    dnnl_data_type_t dt = dt_of(d->dtype);
+    int nsp = d->nsp, nd = 2 + nsp;
+    int64_t g = d->groups, K = 1;
+    dnnl_dims_t xd = {d->n, d->c}, yd = {d->n, d->o}, wd, ws, st, dil, lo, hi, bd = {d->o};
+    for (int i = 0; i < nsp; i++) {
+        xd[2 + i] = d->in[i];
+        yd[2 + i] = d->out[i];
+        st[i] = d->stride[i];
+        dil[i] = d->dilation[i] - 1;
+        lo[i] = d->pad_lo[i];
+        hi[i] = cv->hi[i];
+        K *= d->k[i];
+    }
+    /* weights, logically [g][o/g][c/g][k...] (no g axis when groups == 1) */
+    int gx = g > 1, wnd = nd + gx;
+    int64_t og = d->o / g, cg = d->c / g;
+    if (gx)
+        wd[0] = g;
+    wd[gx] = og;
+    wd[gx + 1] = cg;
+    for (int i = 0; i < nsp; i++)
+        wd[gx + 2 + i] = d->k[i];
+    dense(wnd, wd, ws);
+    if (d->transpose) { /* stored [c][o/g][k...] = [g][c/g][o/g][k...] */
+        ws[gx] = K;
+        ws[gx + 1] = og * K;
+        if (gx)
+            ws[0] = cg * og * K;
+    }
+    if (md_dense(b, MD_SRC, nd, xd, dt) || md_strided(b, MD_WEI, wnd, wd, dt, ws) ||
+        md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
+        (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
+        return -1;
+    const dnnl_memory_desc_t *bias = d->bias ? &b->e->md[MD_BIAS] : NULL;
+    dnnl_status_t s;
+    if (d->transpose) {
+        dnnl_deconvolution_desc_t desc;
+        s = dnnl_dilated_deconvolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                         &b->e->md[MD_SRC], &b->e->md[MD_WEI], bias,
+                                                         &b->e->md[MD_DST], st, dil, lo, hi);
+        if (s == dnnl_success)
+            return make_primitive(b, &desc);
+    } else {
+        dnnl_convolution_desc_t desc;
+        s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,
+                                                       &b->e->md[MD_SRC], &b->e->md[MD_WEI], bias,
+                                                       &b->e->md[MD_DST], st, dil, lo, hi);
+        if (s == dnnl_success)
+            return make_primitive(b, &desc);
+    }
+    return dnnl_failed(b->rt, b->what, "convolution descriptor", s);
+}
+
+/* Checks the window parameters of axis i; the dense window extent, or -1. */
+static int64_t check_window(DiscRt *rt, const char *what, int i, int64_t k, int64_t stride, int64_t dil,
+                            int64_t lo, int64_t hi)
+{
+    if (k < 1 || stride < 1 || dil < 1 || lo < 0 || hi < 0) {
+        disc_rt_fail(rt,
+                     "%s: spatial axis %d: window %lld, stride %lld, dilation %lld must be positive, "
+                     "pads %lld, %lld not negative",
+                     what, i, (long long)k, (long long)stride, (long long)dil, (long long)lo, (long long)hi);
+        return -1;
+    }
+    return dil * (k - 1) + 1;
+}
+
+int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
+{
+    const char *what = d->transpose ? "conv_transpose" : "conv";
+    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post))
+        return -1;
+    if (d->nsp < 1 || d->nsp > 3) {
+        disc_rt_fail(rt, "%s: %d spatial dims; 1 to 3 are supported", what, d->nsp);
+        return -1;
+    }
+    if (d->n < 0 || d->c < 1 || d->o < 0 || d->groups < 1 || d->c % d->groups || d->o % d->groups) {
+        disc_rt_fail(rt, "%s: bad channels: n %lld, c %lld, o %lld, groups %lld (groups must divide c and o)",
+                     what, (long long)d->n, (long long)d->c, (long long)d->o, (long long)d->groups);
+        return -1;
+    }
+    Cv cv = {.d = d};
+    int64_t numel = d->n * d->o;
+    for (int i = 0; i < d->nsp; i++) {
+        int64_t ext = check_window(rt, what, i, d->k[i], d->stride[i], d->dilation[i], d->pad_lo[i], d->pad_hi[i]);
+        if (ext < 0)
+            return -1;
+        if (d->in[i] < 1 || d->out[i] < 0) {
+            disc_rt_fail(rt, "%s: spatial axis %d: input size %lld, output size %lld", what, i,
+                         (long long)d->in[i], (long long)d->out[i]);
+            return -1;
+        }
+        int64_t want;
+        cv.hi[i] = d->pad_hi[i];
+        if (d->transpose) {
+            want = (d->in[i] - 1) * d->stride[i] + ext - d->pad_lo[i] - d->pad_hi[i];
+            cv.hi[i] -= d->out[i] - want; /* output padding: less padding at the end */
+            if (d->out[i] < want || d->out[i] - want >= (d->stride[i] > d->dilation[i] ? d->stride[i] : d->dilation[i]))
+                want = -want - 1;
+        } else {
+            int64_t span = d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext;
+            want = span < 0 ? -1 : span / d->stride[i] + 1;
+        }
+        if (want != d->out[i] || want < 0) {
+            disc_rt_fail(rt, "%s: spatial axis %d: output size %lld does not match the input %lld, window %lld, "
+                         "stride %lld, dilation %lld, pads %lld, %lld",
+                         what, i, (long long)d->out[i], (long long)d->in[i], (long long)d->k[i],
+                         (long long)d->stride[i], (long long)d->dilation[i], (long long)d->pad_lo[i],
+                         (long long)d->pad_hi[i]);
+            return -1;
+        }
+        numel *= d->out[i];
+    }
+    if (numel == 0)
+        return 0;
+    if (!x || !w || !y) {
+        disc_rt_fail(rt, "%s: a NULL operand", what);
+        return -1;
+    }
+    int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose, d->bias != NULL,
+                            d->post, d->residual != NULL};
+    int64_t *k = key + 11;
+    for (int i = 0; i < d->nsp; i++) {
+        *k++ = d->in[i];
+        *k++ = d->k[i];
+        *k++ = d->out[i];
+        *k++ = d->stride[i];
+        *k++ = d->dilation[i];
+        *k++ = d->pad_lo[i];
+        *k++ = cv.hi[i];
+    }
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL};
+    void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
+    return run_cached(&bl, key, make_conv, &cv, ptr);
+}
+
+/* ---- pooling ---------------------------------------------------------------- */
+
+static int make_pool(Build *b, const void *ctx)
+{
+    const DiscPool *d = ctx;
+    dnnl_data_type_t dt = dt_of(d->dtype);
+    int nsp = d->nsp, nd = 2 + nsp;
+    dnnl_dims_t xd = {d->n, d->c}, yd = {d->n, d->c}, st, kk, dil, lo, hi;
+    for (int i = 0; i < nsp; i++) {
+        xd[2 + i] = d->in[i];
+        yd[2 + i] = d->out[i];
+        st[i] = d->stride[i];
+        kk[i] = d->window[i];
+        dil[i] = d->dilation[i] - 1;
+        lo[i] = d->pad_lo[i];
+        hi[i] = d->pad_hi[i];
+    }
+    if (md_dense(b, MD_SRC, nd, xd, dt) || md_dense(b, MD_DST, nd, yd, dt))
+        return -1;
+    dnnl_alg_kind_t alg = d->max         ? dnnl_pooling_max
+                          : d->count_pad ? dnnl_pooling_avg_include_padding
+                                         : dnnl_pooling_avg_exclude_padding;
+    dnnl_pooling_v2_desc_t desc;
+    dnnl_status_t s = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &b->e->md[MD_SRC],
+                                                        &b->e->md[MD_DST], st, kk, dil, lo, hi);
+    if (s != dnnl_success)
+        return dnnl_failed(b->rt, b->what, "pooling descriptor", s);
+    return make_primitive(b, &desc);
+}
+
+int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
+{
+    const char *what = d->max ? "max pool" : "avg pool";
+    if (check_dtype(rt, what, d->dtype))
+        return -1;
+    if (d->nsp < 1 || d->nsp > 3) {
+        disc_rt_fail(rt, "%s: %d spatial dims; 1 to 3 are supported", what, d->nsp);
+        return -1;
+    }
+    if (d->n < 0 || d->c < 0) {
+        disc_rt_fail(rt, "%s: negative dims n %lld, c %lld", what, (long long)d->n, (long long)d->c);
+        return -1;
+    }
+    int64_t numel = d->n * d->c;
+    for (int i = 0; i < d->nsp; i++) {
+        int64_t ext = check_window(rt, what, i, d->window[i], d->stride[i], d->dilation[i], d->pad_lo[i],
+                                   d->pad_hi[i]);
+        if (ext < 0)
+            return -1;
+        int64_t span = d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext;
+        int64_t want = d->in[i] < 1 || span < 0 ? -1 : span / d->stride[i] + 1;
+        if (want != d->out[i]) {
+            disc_rt_fail(rt, "%s: spatial axis %d: output size %lld does not match the input %lld, window %lld, "
+                         "stride %lld, dilation %lld, pads %lld, %lld",
+                         what, i, (long long)d->out[i], (long long)d->in[i], (long long)d->window[i],
+                         (long long)d->stride[i], (long long)d->dilation[i], (long long)d->pad_lo[i],
+                         (long long)d->pad_hi[i]);
+            return -1;
+        }
+        numel *= d->out[i];
+    }
+    if (numel == 0)
+        return 0;
+    if (!x || !y) {
+        disc_rt_fail(rt, "%s: a NULL operand", what);
+        return -1;
+    }
+    int64_t key[KEY_LEN] = {3, d->dtype, d->nsp, d->max, d->n, d->c, d->count_pad};
+    int64_t *k = key + 7;
+    for (int i = 0; i < d->nsp; i++) {
+        *k++ = d->in[i];
+        *k++ = d->window[i];
+        *k++ = d->out[i];
+        *k++ = d->stride[i];
+        *k++ = d->dilation[i];
+        *k++ = d->pad_lo[i];
+        *k++ = d->pad_hi[i];
+    }
+    Build bl = {.rt = rt, .what = what};
+    void *ptr[NMD] = {(void *)x, NULL, NULL, y, NULL, NULL};
+    return run_cached(&bl, key, make_pool, d, ptr);
+}

@@ -1,0 +1,174 @@
+/*
+ * rt.c — the run context: one DiscRt per model run.
+ *
+ * It holds the first error of the run, the run memory, and a reference to
+ * the process-wide thread pool (pool.c).
+ *
+ * Run memory is a bump arena of 64-byte aligned blocks: disc_rt_alloc
+ * takes the next aligned slice of the current block, or starts a block of
+ * max(request, BLOCK, what the last run used). disc_rt_reset frees every
+ * block but keeps one when it alone held the whole run, so a model run
+ * again at the same shapes allocates with no malloc at all. The arena is
+ * locked, so kernels on workers may allocate too.
+ */
+#include "runtime/rt.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ALIGN = 64, BLOCK = 1 << 20, MSG = 512 };
+
+typedef struct Block {
+    struct Block *next;
+    size_t size, used;     /* bytes of data, bytes handed out */
+    _Alignas(ALIGN) unsigned char data[];
+} Block;
+
+struct DiscRt {
+    DiscRtPool *pool;
+    int threads;
+    pthread_mutex_t mu;    /* guards err and the arena */
+    atomic_int failed;
+    char err[MSG];
+    Block *blocks;         /* the current block first */
+    size_t total;          /* bytes handed out this run */
+    size_t want;           /* the size of the first block of the next run */
+};
+
+DiscRt *disc_rt_new(const DiscRtOpts *o)
+{
+    int cores = disc_rt_cores();
+    int threads = o && o->threads > 0 ? o->threads : cores;
+    DiscRt *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return NULL;
+    char msg[MSG];
+    rt->pool = threads > 1 ? disc_rt_pool_acquire(threads, msg, MSG) : NULL;
+    if (threads > 1 && !rt->pool) {
+        free(rt);
+        return NULL;
+    }
+    rt->threads = threads;
+    pthread_mutex_init(&rt->mu, NULL);
+    atomic_init(&rt->failed, 0);
+    return rt;
+}
+
+static void free_blocks(DiscRt *rt, Block *keep)
+{
+    for (Block *b = rt->blocks, *next; b; b = next) {
+        next = b->next;
+        if (b != keep)
+            free(b);
+    }
+    rt->blocks = keep;
+    if (keep) {
+        keep->next = NULL;
+        keep->used = 0;
+    }
+}
+
+void disc_rt_free(DiscRt *rt)
+{
+    if (!rt)
+        return;
+    free_blocks(rt, NULL);
+    disc_rt_pool_release(rt->pool);
+    pthread_mutex_destroy(&rt->mu);
+    free(rt);
+}
+
+int disc_rt_threads(const DiscRt *rt)
+{
+    return rt->threads;
+}
+
+void disc_rt_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
+{
+    if (n <= 0)
+        return;
+    if (!rt->pool) {
+        fn(0, n, args);
+        return;
+    }
+    disc_rt_pool_run(rt->pool, rt->threads, fn, args, n, grain);
+}
+
+void *disc_rt_alloc(DiscRt *rt, int64_t bytes)
+{
+    if (bytes < 0) {
+        disc_rt_fail(rt, "alloc: negative size %lld (an overflowed size computation?)", (long long)bytes);
+        return NULL;
+    }
+    if ((uint64_t)bytes > SIZE_MAX - ALIGN - sizeof(Block) || bytes > INT64_MAX - ALIGN) {
+        disc_rt_fail(rt, "alloc: %lld bytes is too large", (long long)bytes);
+        return NULL;
+    }
+    size_t need = ((size_t)bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    pthread_mutex_lock(&rt->mu);
+    Block *b = rt->blocks;
+    if (!b || b->size - b->used < need) {
+        size_t size = need > BLOCK ? need : BLOCK;
+        if (!b && rt->want > size)
+            size = rt->want;
+        size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+        b = aligned_alloc(ALIGN, sizeof(Block) + size);
+        if (!b) {
+            pthread_mutex_unlock(&rt->mu);
+            disc_rt_fail(rt, "alloc: out of memory for %lld bytes", (long long)bytes);
+            return NULL;
+        }
+        b->size = size;
+        b->used = 0;
+        b->next = rt->blocks;
+        rt->blocks = b;
+    }
+    void *p = b->data + b->used;
+    b->used += need;
+    rt->total += need;
+    pthread_mutex_unlock(&rt->mu);
+    return p;
+}
+
+void disc_rt_reset(DiscRt *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    Block *keep = rt->blocks && !rt->blocks->next ? rt->blocks : NULL;
+    rt->want = rt->total;
+    free_blocks(rt, keep);
+    rt->total = 0;
+    rt->err[0] = 0;
+    atomic_store(&rt->failed, 0);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void disc_rt_fail(DiscRt *rt, const char *fmt, ...)
+{
+    if (atomic_load_explicit(&rt->failed, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&rt->mu);
+    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rt->err, sizeof rt->err, fmt, ap);
+        va_end(ap);
+        atomic_store_explicit(&rt->failed, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+const char *disc_rt_error(const DiscRt *rt)
+{
+    return atomic_load_explicit(&rt->failed, memory_order_acquire) ? rt->err : NULL;
+}
+
+void disc_rt_shutdown(void)
+{
+    disc_rt_pool_shutdown();
+    disc_rt_lib_shutdown();
+}

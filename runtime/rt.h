@@ -1,0 +1,184 @@
+/*
+ * rt.h — the runtime ABI: what generated code (the host flow and the fused
+ * kernels of the CPU backend) and the library thunks call. Every name here
+ * is `disc_rt_*` / `DiscRt*` / `DISC_*`, and the layout of every struct is
+ * part of the ABI: the code generator builds calls against it.
+ *
+ *   rt.c    the run context: the first error, run memory (a bump arena of
+ *           64-byte aligned blocks), the link to the shared thread pool
+ *   pool.c  the thread pool: persistent pthread workers, one process-wide
+ *           pool shared by every DiscRt, a job list any number of threads
+ *           may submit to at once
+ *   dnnl.c  matmul, convolution and pooling through oneDNN, with a
+ *           process-wide primitive cache
+ *
+ * A run, as the host flow does it:
+ *
+ *     DiscRtOpts o = {.threads = 0};                 // 0: every core
+ *     DiscRt *rt = disc_rt_new(&o);
+ *     float *c = disc_rt_alloc(rt, m * n * 4);       // freed with the run
+ *     DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = m, .n = n, .k = k,
+ *                     .a_stride = {0, k, 1}, .b_stride = {0, n, 1},
+ *                     .c_stride = {0, n, 1}, .post = DISC_POST_RELU};
+ *     if (disc_rt_matmul(rt, &d, a, b, c) != 0) ... disc_rt_error(rt) ...
+ *     disc_rt_parallel_for(rt, kernel, args, numel, 4096);
+ *     disc_rt_free(rt);
+ *
+ * Threads. One pool of persistent workers serves the process; it is
+ * created on the first disc_rt_new and grows when a later one asks for
+ * more threads. A DiscRt belongs to one thread at a time (the one running
+ * the host flow), but any number of DiscRt may run at once and submit to
+ * the pool together. disc_rt_fail may be called from any thread (kernels
+ * running on workers). oneDNN in Debian's build runs on OpenMP (libgomp);
+ * the library calls cap OpenMP's team for the calling thread at the run's
+ * thread count, and at 1 inside a pool worker (see dnnl.c).
+ *
+ * Errors never abort: a bad descriptor or a failed allocation records a
+ * message in the DiscRt (the first one wins) and returns -1 / NULL.
+ */
+#ifndef DISC_RT_H
+#define DISC_RT_H
+
+#include <stdint.h>
+
+typedef struct DiscRt DiscRt;
+
+typedef struct DiscRtOpts {
+    int threads; /* threads a run may use, the caller included; 0: every core */
+} DiscRtOpts;
+
+/* A generated kernel body over the index range [begin, end). */
+typedef void DiscKernelFn(int64_t begin, int64_t end, void *args);
+
+/* NULL when out of memory or when the pool cannot start a thread. */
+DiscRt *disc_rt_new(const DiscRtOpts *o);
+void disc_rt_free(DiscRt *rt);
+/* The threads this run uses, the caller included (>= 1). */
+int disc_rt_threads(const DiscRt *rt);
+
+/* Runs fn over [0, n) split in chunks of at least `grain` indices (about
+ * 4 chunks per thread) across the pool; the calling thread works too.
+ * Returns when every chunk is done. n <= grain, a one-thread run, or a
+ * call from inside a kernel (nested) runs fn(0, n, args) inline. n <= 0
+ * does nothing; grain < 1 counts as 1. */
+void disc_rt_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain);
+
+/* `bytes` of 64-byte aligned, uninitialised run memory, valid until
+ * disc_rt_reset or disc_rt_free. 0 bytes gives a valid pointer. NULL and an
+ * error on bytes < 0, overflow or out of memory. */
+void *disc_rt_alloc(DiscRt *rt, int64_t bytes);
+/* Frees the run memory and clears the error; the DiscRt can run again and
+ * reuses one block as large as the last run needed. */
+void disc_rt_reset(DiscRt *rt);
+
+/* Records the first error (printf-style); later calls are ignored.
+ * Thread-safe. */
+void disc_rt_fail(DiscRt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
+
+/* Stops the pool's workers and frees the primitive cache. Only for the
+ * end of a process (leak checkers); no DiscRt may be alive. A later
+ * disc_rt_new starts over. */
+void disc_rt_shutdown(void);
+
+/* ---- library calls (oneDNN) -------------------------------------------
+ *
+ * dtype is an ir.h DType: DT_F32 always; DT_BF16 and DT_F16 where oneDNN
+ * implements them on this CPU (else an error). Bias and residual have the
+ * dtype of the result. Every call returns 0, or -1 with the message
+ * recorded in rt. Primitives are made for the shapes of each call and kept
+ * in a process-wide cache (bounded, LRU) keyed by the whole descriptor, so
+ * a repeated shape costs a hash lookup. Scratch memory comes from
+ * disc_rt_alloc. Zero-sized results do nothing. */
+
+typedef enum DiscPost {
+    DISC_POST_NONE,
+    DISC_POST_RELU,      /* max(x, 0) */
+    DISC_POST_GELU_ERF,  /* x/2 (1 + erf(x/sqrt 2)) */
+    DISC_POST_GELU_TANH, /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    DISC_POST_TANH,
+    DISC_POST_SIGMOID,   /* 1 / (1 + exp(-x)) */
+    DISC_POST_COUNT
+} DiscPost;
+
+/* C[b][i][j] = post(sum_k A[b][i][k] B[b][k][j] + bias[j]) + residual[b][i][j] */
+typedef struct DiscMatmul {
+    int dtype;                      /* DType of a, b, c (and bias, residual) */
+    int64_t batch, m, n, k;         /* all >= 0 */
+    int64_t a_stride[3];            /* element strides of A: batch, row (m), col (k) */
+    int64_t b_stride[3];            /* of B: batch, row (k), col (n); {., 1, k} is a transposed B */
+    int64_t c_stride[3];            /* of C (and residual): batch, row, col */
+    const void *bias;               /* NULL or [n], added to every row before post */
+    DiscPost post;                  /* activation on the biased product */
+    const void *residual;           /* NULL or laid out like C, added after post */
+} DiscMatmul;
+/* A batch stride of 0 broadcasts that operand over the batch (A or B, not
+ * C). A row-major A and C with B broadcast fold into one matmul of
+ * m * batch rows. Unit-stride innermost axes (either of the two) are what
+ * oneDNN implements; other strides are an error. */
+int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c);
+
+/* Convolution (or transposed convolution) in plain dense layouts:
+ *   x [n][c][in...], y [n][o][out...]
+ *   conv:      w [o][c/groups][k...]
+ *   transpose: w [c][o/groups][k...]
+ * Dilation 1 is a dense window (the ONNX convention). For a transposed
+ * convolution out[] may exceed the padded size (ONNX output_padding). */
+typedef struct DiscConv {
+    int dtype;                      /* DType of x, w, y (and bias, residual) */
+    int nsp;                        /* spatial dims, 1..3 */
+    int64_t n, c, o, groups;        /* batch, in channels, out channels, groups (divides c and o) */
+    int64_t in[3], k[3], out[3];    /* spatial sizes of x, the window, y */
+    int64_t stride[3], dilation[3]; /* >= 1 */
+    int64_t pad_lo[3], pad_hi[3];   /* >= 0, at the start and end of each spatial axis */
+    int transpose;                  /* 1: conv_transpose */
+    const void *bias;               /* NULL or [o] */
+    DiscPost post;
+    const void *residual;           /* NULL or laid out like y, added after post */
+} DiscConv;
+int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y);
+
+/* Max or average pooling, x [n][c][in...] -> y [n][c][out...]. out[] must
+ * be the floor-mode size (ceil mode is pad_hi made large enough). */
+typedef struct DiscPool {
+    int dtype;                      /* DType of x and y */
+    int nsp;                        /* spatial dims, 1..3 */
+    int max;                        /* 1: max pooling, 0: average */
+    int64_t n, c;
+    int64_t in[3], window[3], out[3];
+    int64_t stride[3], dilation[3]; /* >= 1 */
+    int64_t pad_lo[3], pad_hi[3];   /* >= 0 */
+    int count_pad;                  /* average: padding counts in the divisor */
+} DiscPool;
+int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
+
+/* The primitive cache, for benchmarks and tests. */
+typedef struct DiscRtCacheStats {
+    int64_t hits, misses, evictions; /* since the process started */
+    int entries, capacity;
+} DiscRtCacheStats;
+void disc_rt_cache_stats(DiscRtCacheStats *s);
+/* Entries kept (>= 0; 0 disables the cache). Returns the old capacity. */
+int disc_rt_cache_set_capacity(int capacity);
+
+/* ---- inside the runtime (rt.c, pool.c, dnnl.c) -------------------------
+ * Not for generated code. The pool is process-wide and reference counted
+ * by the DiscRt objects that use it. */
+
+typedef struct DiscRtPool DiscRtPool;
+/* The shared pool with at least threads - 1 workers; NULL with a message
+ * in msg when a thread cannot start. */
+DiscRtPool *disc_rt_pool_acquire(int threads, char *msg, int msgsize);
+void disc_rt_pool_release(DiscRtPool *p);
+/* parallel_for with at most `threads` participants, the caller included. */
+void disc_rt_pool_run(DiscRtPool *p, int threads, DiscKernelFn *fn, void *args, int64_t n, int64_t grain);
+/* Stops the workers once no DiscRt holds the pool (disc_rt_shutdown). */
+void disc_rt_pool_shutdown(void);
+/* True on a pool worker, or on a caller while it runs chunks of a job. */
+int disc_rt_pool_busy(void);
+/* The cores the process may use. */
+int disc_rt_cores(void);
+/* Frees the primitive cache (dnnl.c); for disc_rt_shutdown. */
+void disc_rt_lib_shutdown(void);
+
+#endif
