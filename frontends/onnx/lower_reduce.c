@@ -301,8 +301,32 @@ bool onnx_lower_cumsum(Imp *im)
     int n;
     if (!x || !ax || !attr_int(im, "exclusive", 0, &excl) || !attr_int(im, "reverse", 0, &rev))
         return false;
-    if (!imp_const_ints(im, ax, &axis, &n) || n != 1)
-        return imp_err(im, "axis must be a constant scalar");
+    if (!imp_const_ints(im, ax, &axis, &n)) {
+        /* a computed axis: one cumsum per axis, the one asked for selected */
+        size_t one;
+        if (!dtype_is_int(vdt(ax)) || !type_static_numel(&ax->type, &one) || one != 1)
+            return imp_err(im, "axis must be an integer scalar");
+        int r = vrank(x);
+        if (r < 1)
+            return imp_err(im, "data must have rank 1 or more");
+        Dim *none[1] = {NULL};
+        Value *a = imp_reshape(im, imp_cvt(im, ax, DT_I64), none, 0), *y = NULL;
+        a = imp_sel(im, imp_cmp(im, "lt", a, imp_scalar(im, DT_I64, 0)), imp_binc(im, OP_ADD, a, r), a);
+        for (int i = r - 1; i >= 0; i--) {
+            AttrList l = {0};
+            attrs_add_int(im->g, &l, "axis", i);
+            attrs_add_int(im->g, &l, "exclusive", excl != 0);
+            attrs_add_int(im->g, &l, "reverse", rev != 0);
+            Op *op = build_op(im->g, OP_CUMSUM, &x, 1, l.v, l.n);
+            if (!op)
+                return imp_fail(im);
+            y = y ? imp_sel(im, imp_cmp(im, "eq", a, imp_scalar(im, DT_I64, i)), op->out[0], y)
+                  : op->out[0];
+        }
+        return done(im, y);
+    }
+    if (n != 1)
+        return imp_err(im, "axis must be a scalar");
     if (!imp_axis(im, axis[0], vrank(x), &axis[0]))
         return false;
     AttrList l = {0};

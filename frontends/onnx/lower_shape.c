@@ -424,6 +424,41 @@ bool onnx_lower_concat(Imp *im)
     return done(im, build_concat(im->g, im->in, im->nin, axis));
 }
 
+static Value *full_vector(Imp *im, Value *v, const int64_t *axes, int n, int r, int64_t dflt);
+
+/* Split with computed sizes: output i is a dyn_slice from the exclusive
+ * running sum of the sizes. */
+static bool split_dyn(Imp *im, Value *x, int axis, Value *sizes)
+{
+    int r = vrank(x), nout = im->nout;
+    if (!dtype_is_int(vdt(sizes)) || static_len(sizes) != nout)
+        return imp_err(im, "split must be an integer vector with one entry per output");
+    Value *sp = imp_cvt(im, sizes, DT_I64);
+    if (!sp)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", 0);
+    attrs_add_int(im->g, &l, "exclusive", 1);
+    attrs_add_int(im->g, &l, "reverse", 0);
+    Op *off = build_op(im->g, OP_CUMSUM, &sp, 1, l.v, l.n);
+    if (!off)
+        return imp_fail(im);
+    int64_t ax = axis;
+    for (int i = 0; i < nout; i++) {
+        Value *s = imp_slice1(im, off->out[0], 0, dc(im, i), dc(im, i + 1), 1);
+        Value *e = imp_bin(im, OP_ADD, s, imp_slice1(im, sp, 0, dc(im, i), dc(im, i + 1), 1));
+        Value *in[4] = {x, full_vector(im, s, &ax, 1, r, 0), full_vector(im, e, &ax, 1, r, INT64_MAX),
+                        ones(im, r)};
+        if (!in[1] || !in[2] || !in[3])
+            return imp_fail(im);
+        Op *op = build_op(im->g, OP_DYN_SLICE, in, 4, NULL, 0);
+        if (!op)
+            return imp_fail(im);
+        im->out[i] = op->out[0];
+    }
+    return true;
+}
+
 bool onnx_lower_split(Imp *im)
 {
     Value *x = imp_need(im, 0);
@@ -434,7 +469,7 @@ bool onnx_lower_split(Imp *im)
     if (im->opset >= 13) {
         n = -1;
         if (IN(1) && !imp_const_ints(im, IN(1), &sizes, &n))
-            return imp_err(im, "split must be a constant");
+            return split_dyn(im, x, (int)axis, IN(1));
     } else if (!attr_ints(im, "split", &sizes, &n)) {
         return false;
     }
@@ -743,8 +778,31 @@ bool onnx_lower_tile(Imp *im)
     if (!x || !rep)
         return false;
     r = vrank(x);
-    if (!imp_const_ints(im, rep, &v, &n))
-        return imp_err(im, "repeats must be a constant");
+    if (!imp_const_ints(im, rep, &v, &n)) {
+        /* computed repeats: broadcast [r0, d0, r1, d1 ...], reshape [r0*d0, ...] */
+        if (!dtype_is_int(vdt(rep)) || static_len(rep) != r || 2 * r > MAX_RANK)
+            return imp_err(im, "repeats must be an integer vector with one entry per axis");
+        Value *reps = imp_cvt(im, rep, DT_I64), *xs = build_shape_of(im->g, x), *parts[MAX_RANK];
+        int64_t axes[MAX_RANK];
+        for (int i = 0; i < r; i++) {
+            parts[2 * i] = imp_slice1(im, reps, 0, dc(im, i), dc(im, i + 1), 1);
+            parts[2 * i + 1] = imp_slice1(im, xs, 0, dc(im, i), dc(im, i + 1), 1);
+            axes[i] = 2 * i + 1;
+            if (!parts[2 * i] || !parts[2 * i + 1])
+                return imp_fail(im);
+        }
+        if (r == 0)
+            return done(im, x);
+        AttrList l = {0};
+        attrs_add_ints(im->g, &l, "axes", axes, r);
+        Value *in[2] = {x, build_concat(im->g, parts, 2 * r, 0)};
+        if (!in[1])
+            return imp_fail(im);
+        Op *b = build_op(im->g, OP_DYN_BROADCAST, in, 2, l.v, l.n);
+        if (!b)
+            return imp_fail(im);
+        return done(im, dyn_reshape(im, b->out[0], imp_bin(im, OP_MUL, reps, xs)));
+    }
     if (n != r)
         return imp_err(im, "repeats has %d entries for rank %d", n, r);
     if (2 * r > MAX_RANK)
@@ -801,9 +859,22 @@ bool onnx_lower_pad(Imp *im)
         all[i] = i;
     axes = all;
     na = r;
+    if (IN(3) && !imp_const_ints(im, IN(3), &axes, &na)) {
+        /* computed axes: full-rank pads built at run time */
+        na = static_len(IN(3));
+        if (!vp || !dtype_is_int(vdt(IN(3))) || na < 0 || static_len(vp) != 2 * na)
+            return imp_err(im, "axes must be an integer vector with half as many entries as pads");
+        Value *lo = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, 0), dc(im, na), 1), IN(3), na, r, 0);
+        Value *hi = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, na), dc(im, 2 * na), 1), IN(3), na, r, 0);
+        if (!val || !lo || !hi)
+            return imp_fail(im);
+        AttrList l = {0};
+        attrs_add_str(im->g, &l, "mode", mode);
+        Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
+        Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
+        return done(im, op ? op->out[0] : NULL);
+    }
     if (IN(3)) {
-        if (!imp_const_ints(im, IN(3), &axes, &na))
-            return imp_err(im, "axes must be a constant");
         for (int i = 0; i < na; i++)
             if (!imp_axis(im, axes[i], r, &axes[i]))
                 return false;
@@ -915,8 +986,27 @@ bool onnx_lower_range(Imp *im)
         return false;
     DType dt = vdt(vs);
     bool cs = imp_const_scalar(im, vs, &s), cl = imp_const_scalar(im, vl, &l);
-    if (!imp_const_scalar(im, vd, &d) || d == 0)
-        return imp_err(im, "delta must be a non-zero constant");
+    if (!imp_const_scalar(im, vd, &d)) {
+        /* computed delta: n = max(0, ceil((limit - start) / delta)) in f64 */
+        Dim *none[1] = {NULL}, *one = dc(im, 1);
+        Value *s64 = imp_reshape(im, imp_cvt(im, vs, DT_F64), none, 0);
+        Value *l64 = imp_reshape(im, imp_cvt(im, vl, DT_F64), none, 0);
+        Value *d64 = imp_reshape(im, imp_cvt(im, vd, DT_F64), none, 0);
+        Value *cnt = imp_un(im, OP_CEIL, imp_bin(im, OP_DIV, imp_bin(im, OP_SUB, l64, s64), d64));
+        cnt = imp_reshape(im, imp_binc(im, OP_MAX, imp_cvt(im, cnt, DT_I64), 0), &one, 1);
+        if (!cnt)
+            return imp_fail(im);
+        AttrList lst = {0};
+        attrs_add_dtype(im->g, &lst, "dtype", dt);
+        attrs_add_int(im->g, &lst, "axis", 0);
+        Op *op = build_op(im->g, OP_DYN_IOTA, &cnt, 1, lst.v, lst.n);
+        if (!op)
+            return imp_fail(im);
+        Value *step = imp_reshape(im, vd, none, 0), *start = imp_reshape(im, vs, none, 0);
+        return done(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, op->out[0], step), start));
+    }
+    if (d == 0)
+        return imp_err(im, "delta must not be 0");
     if (cs && cl) {
         double cnt = ceil((l - s) / d);
         int64_t n = cnt > 0 ? (int64_t)cnt : 0;
@@ -977,11 +1067,41 @@ bool onnx_lower_one_hot(Imp *im)
     double depth;
     if (!idx || !vd || !vals || !attr_int(im, "axis", -1, &axis))
         return false;
-    if (!imp_const_scalar(im, vd, &depth) || depth < 1)
-        return imp_err(im, "depth must be a positive constant");
     int r = vrank(idx) + 1;
     if (!imp_axis(im, axis, r, &axis))
         return false;
+    if (!imp_const_scalar(im, vd, &depth)) {
+        /* computed depth: the result shape is built at run time */
+        size_t one;
+        if (!type_static_numel(&vd->type, &one) || one != 1 || r > MAX_RANK)
+            return imp_err(im, "depth must be a scalar");
+        Dim *d1 = dc(im, 1), *none[1] = {NULL};
+        Value *dv = imp_reshape(im, imp_cvt(im, vd, DT_I64), &d1, 1), *parts[MAX_RANK];
+        Value *is = build_shape_of(im->g, idx);
+        for (int i = 0; i < r; i++) {
+            int j = i < axis ? i : i - 1;
+            parts[i] = i == axis ? dv : imp_slice1(im, is, 0, dc(im, j), dc(im, j + 1), 1);
+            if (!parts[i])
+                return imp_fail(im);
+        }
+        Value *shape = r == 1 ? parts[0] : build_concat(im->g, parts, r, 0);
+        Value *ds = imp_reshape(im, dv, none, 0);
+        AttrList l = {0};
+        attrs_add_dtype(im->g, &l, "dtype", DT_I64);
+        attrs_add_int(im->g, &l, "axis", axis);
+        Op *io = shape ? build_op(im->g, OP_DYN_IOTA, &shape, 1, l.v, l.n) : NULL;
+        if (!io || !ds)
+            return imp_fail(im);
+        Value *i64 = imp_cvt(im, idx, DT_I64);
+        Value *neg = imp_cmp(im, "lt", i64, imp_scalar(im, DT_I64, 0));
+        i64 = imp_unsqueeze(im, imp_sel(im, neg, imp_bin(im, OP_ADD, i64, ds), i64), &axis, 1);
+        Value *hot = imp_cmp(im, "eq", i64, io->out[0]);
+        Value *off = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 0), dc(im, 1), 1), none, 0);
+        Value *on = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 1), dc(im, 2), 1), none, 0);
+        return done(im, imp_sel(im, hot, on, off));
+    }
+    if (depth < 1)
+        return imp_err(im, "depth must be positive");
     Dim *dims[MAX_RANK];
     for (int i = 0, k = 0; i < r; i++)
         dims[i] = i == axis ? dc(im, (int64_t)depth) : vdims(idx)[k++];
