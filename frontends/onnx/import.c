@@ -19,6 +19,7 @@
  */
 #include "frontends/onnx/internal.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -613,6 +614,31 @@ bool imp_axes(Imp *im, int64_t *axes, int n, int rank)
 /* ------------------------------------------------------------------ */
 /* Graph inputs                                                         */
 
+/* A dim_param as a symbol name: the IR prints symbol names raw, so one that
+ * is not an identifier ([A-Za-z_][A-Za-z0-9_]*) has every other byte
+ * replaced by '_' ("batch size" -> "batch_size", "2d" -> "_2d"). Equal
+ * names stay equal; two names that differ only there would merge, so the
+ * mapped name gets a hash suffix when it was changed. */
+static Dim *dim_param_sym(Imp *im, const char *p)
+{
+    size_t n = strlen(p);
+    bool ok = isalpha((unsigned char)p[0]) || p[0] == '_';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)p[i]) || p[i] == '_';
+    if (ok)
+        return dim_sym(&im->g->dims, p);
+    char *s = arena_alloc(&im->g->arena, n + 16);
+    if (!s)
+        return NULL;
+    size_t k = 0;
+    if (!isalpha((unsigned char)p[0]) && p[0] != '_')
+        s[k++] = '_';
+    for (size_t i = 0; i < n; i++)
+        s[k++] = isalnum((unsigned char)p[i]) || p[i] == '_' ? p[i] : '_';
+    snprintf(s + k, 16, "_%04x", (unsigned)(str_hash(p) & 0xffff));
+    return dim_sym(&im->g->dims, s);
+}
+
 static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
 {
     const char *name = vi->name;
@@ -636,7 +662,7 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
             dims[i] = dim_const(&im->g->dims, d->dim_value);
         else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                  d->dim_param && *d->dim_param)
-            dims[i] = dim_sym(&im->g->dims, d->dim_param);
+            dims[i] = dim_param_sym(im, d->dim_param);
         else
             dims[i] = dim_sym_fresh(&im->g->dims, SYM_INPUT);
         if (!dims[i])

@@ -241,6 +241,14 @@ def out_of_order():
 
 # ---- malformed models --------------------------------------------------
 
+def dim_names():
+    """dim_param names that are not identifiers become valid symbol names;
+    equal names stay one symbol."""
+    return save("dim_names", [node("Add", ["x", "y"], ["z"])],
+                [vi("x", F, ["batch size", "seq-len"]), vi("y", F, ["batch size", "seq-len"])],
+                [vi("z", F, ["batch size", "seq-len"])])
+
+
 def errors(good):
     data = good.SerializeToString()
     with open(os.path.join(HERE, "err_truncated.onnx"), "wb") as f:
@@ -281,6 +289,7 @@ if __name__ == "__main__":
     opset11()
     typed_and_external()
     out_of_order()
+    dim_names()
     errors(good)
     print("wrote", HERE)
 
