@@ -720,8 +720,9 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         if (d->transpose) {
             want = (d->in[i] - 1) * d->stride[i] + ext - d->pad_lo[i] - d->pad_hi[i];
             cv.hi[i] -= d->out[i] - want; /* output padding: less padding at the end */
-            if (d->out[i] < want || d->out[i] - want >= (d->stride[i] > d->dilation[i] ? d->stride[i] : d->dilation[i]))
-                want = -want - 1;
+            int64_t extra = d->out[i] - want, most = d->stride[i] > d->dilation[i] ? d->stride[i] : d->dilation[i];
+            if (extra >= 0 && extra < most)
+                want = d->out[i];
         } else {
             int64_t span = d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext;
             want = span < 0 ? -1 : span / d->stride[i] + 1;

@@ -1,0 +1,699 @@
+/*
+ * test_rt.c — the runtime (runtime/rt.h): parallel_for covers every index
+ * once (alone, from two threads at once, nested), run memory, errors, and
+ * the oneDNN thunks against naive loops computed in double.
+ */
+#include "runtime/rt.h"
+
+#include "ir/ir.h"
+#include "tests/unit/check.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parallel_for ----------------------------------------------------------- */
+
+typedef struct Cover {
+    atomic_int *hits;
+    DiscRt *rt;          /* for the nested case */
+    int64_t inner;       /* nested: each index runs a parallel_for over this many */
+    atomic_int *inner_hits;
+} Cover;
+
+static void cover_fn(int64_t b, int64_t e, void *args)
+{
+    Cover *c = args;
+    for (int64_t i = b; i < e; i++)
+        atomic_fetch_add(&c->hits[i], 1);
+}
+
+static bool covered(DiscRt *rt, int64_t n, int64_t grain)
+{
+    Cover c = {.hits = calloc((size_t)n + 1, sizeof(atomic_int))};
+    disc_rt_parallel_for(rt, cover_fn, &c, n, grain);
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++)
+        ok = ok && atomic_load(&c.hits[i]) == 1;
+    free(c.hits);
+    return ok;
+}
+
+static void test_cover(void)
+{
+    static const int64_t ns[] = {0, 1, 2, 3, 7, 64, 100, 1000, 4097, 100003};
+    static const int64_t grains[] = {0, 1, 3, 16, 1000, 1 << 20};
+    static const int threads[] = {0, 1, 2, 3, 5};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = threads[t]});
+        CHECK(rt != NULL);
+        CHECK(disc_rt_threads(rt) >= 1);
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+            for (size_t g = 0; g < sizeof grains / sizeof *grains; g++)
+                CHECK_MSG(covered(rt, ns[i], grains[g]), "threads %d n %lld grain %lld", threads[t],
+                          (long long)ns[i], (long long)grains[g]);
+        disc_rt_free(rt);
+    }
+    CHECK(disc_rt_new(NULL) != NULL ? (disc_rt_free(disc_rt_new(NULL)), true) : false);
+}
+
+static void *cover_thread(void *arg)
+{
+    int *ok = arg;
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 3});
+    *ok = rt != NULL;
+    for (int rep = 0; rep < 200 && *ok; rep++)
+        *ok = covered(rt, 1000 + rep * 37, 7 + rep % 50);
+    disc_rt_free(rt);
+    return NULL;
+}
+
+static void test_cover_two_threads(void)
+{
+    pthread_t t[2];
+    int ok[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, cover_thread, &ok[i]) == 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(ok[i]);
+    }
+}
+
+static void nested_fn(int64_t b, int64_t e, void *args)
+{
+    Cover *c = args;
+    for (int64_t i = b; i < e; i++) {
+        Cover in = {.hits = c->inner_hits + i * c->inner};
+        disc_rt_parallel_for(c->rt, cover_fn, &in, c->inner, 1);
+        atomic_fetch_add(&c->hits[i], 1);
+    }
+}
+
+static void test_nested(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 2});
+    int64_t n = 50, inner = 40;
+    Cover c = {.hits = calloc((size_t)n, sizeof(atomic_int)), .rt = rt, .inner = inner,
+               .inner_hits = calloc((size_t)(n * inner), sizeof(atomic_int))};
+    disc_rt_parallel_for(rt, nested_fn, &c, n, 1);
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++)
+        ok = ok && atomic_load(&c.hits[i]) == 1;
+    for (int64_t i = 0; i < n * inner; i++)
+        ok = ok && atomic_load(&c.inner_hits[i]) == 1;
+    CHECK(ok);
+    free(c.hits);
+    free(c.inner_hits);
+    disc_rt_free(rt);
+}
+
+/* ---- run memory and errors ---------------------------------------------------- */
+
+static void test_alloc(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    static const int64_t sizes[] = {1, 3, 64, 65, 1000, 0, 3 << 20, 17};
+    char *prev = NULL;
+    for (int rep = 0; rep < 2; rep++) {
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            char *p = disc_rt_alloc(rt, sizes[i]);
+            CHECK(p != NULL);
+            CHECK(((uintptr_t)p & 63) == 0);
+            if (p && sizes[i])
+                memset(p, 0xab, (size_t)sizes[i]);
+            CHECK(p != prev || sizes[i] == 0);
+            if (sizes[i])
+                prev = p;
+        }
+        CHECK(disc_rt_error(rt) == NULL);
+        disc_rt_reset(rt);
+        prev = NULL;
+    }
+    CHECK(disc_rt_alloc(rt, -1) == NULL);
+    CHECK(disc_rt_error(rt) && strstr(disc_rt_error(rt), "negative"));
+    disc_rt_reset(rt);
+    CHECK(disc_rt_error(rt) == NULL);
+    CHECK(disc_rt_alloc(rt, INT64_MAX) == NULL);
+    CHECK(disc_rt_error(rt) != NULL);
+    disc_rt_reset(rt);
+    CHECK(disc_rt_alloc(rt, INT64_MAX - 10) == NULL);
+    disc_rt_reset(rt);
+    disc_rt_fail(rt, "first %d", 1);
+    disc_rt_fail(rt, "second %d", 2);
+    CHECK(disc_rt_error(rt) && strcmp(disc_rt_error(rt), "first 1") == 0);
+    disc_rt_free(rt);
+    disc_rt_free(NULL);
+}
+
+/* ---- numeric helpers -------------------------------------------------------- */
+
+static uint32_t seed = 12345;
+
+static float rnd(void)
+{
+    seed = seed * 1664525u + 1013904223u;
+    return (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static float *rnd_buf(int64_t n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = rnd();
+    return p;
+}
+
+static double post_ref(DiscPost p, double x)
+{
+    switch (p) {
+    case DISC_POST_RELU: return x > 0 ? x : 0;
+    case DISC_POST_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case DISC_POST_TANH: return tanh(x);
+    case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+/* max |got - want| / (1 + |want|) over n entries at offsets off[i] (or i) */
+static double max_err(const float *got, const double *want, int64_t n)
+{
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]) / (1 + fabs(want[i]));
+        if (!(d <= e))
+            e = d;
+    }
+    return e;
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+typedef struct MmCase {
+    const char *name;
+    int64_t batch, m, n, k;
+    int transA, transB;        /* operand stored transposed */
+    int bcastA, bcastB;        /* batch stride 0 */
+    int64_t gapA;              /* extra elements between A's batches */
+    int bias, residual;
+    DiscPost post;
+} MmCase;
+
+static void run_mm(DiscRt *rt, const MmCase *t)
+{
+    int64_t B = t->batch, M = t->m, N = t->n, K = t->k;
+    DiscMatmul d = {.dtype = DT_F32, .batch = B, .m = M, .n = N, .k = K, .post = t->post};
+    int64_t asz = M * K + t->gapA, bsz = K * N;
+    d.a_stride[0] = t->bcastA ? 0 : asz;
+    d.a_stride[1] = t->transA ? 1 : K;
+    d.a_stride[2] = t->transA ? M : 1;
+    d.b_stride[0] = t->bcastB ? 0 : bsz;
+    d.b_stride[1] = t->transB ? 1 : N;
+    d.b_stride[2] = t->transB ? K : 1;
+    d.c_stride[0] = M * N;
+    d.c_stride[1] = N;
+    d.c_stride[2] = 1;
+    float *a = rnd_buf((t->bcastA ? 1 : B) * asz), *b = rnd_buf((t->bcastB ? 1 : B) * bsz);
+    float *bias = t->bias ? rnd_buf(N) : NULL, *res = t->residual ? rnd_buf(B * M * N) : NULL;
+    float *c = malloc((size_t)(B * M * N + 1) * sizeof *c);
+    double *want = malloc((size_t)(B * M * N + 1) * sizeof *want);
+    d.bias = bias;
+    d.residual = res;
+    for (int64_t bt = 0; bt < B; bt++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < K; p++)
+                    s += (double)a[bt * d.a_stride[0] + i * d.a_stride[1] + p * d.a_stride[2]] *
+                         b[bt * d.b_stride[0] + p * d.b_stride[1] + j * d.b_stride[2]];
+                if (bias)
+                    s += bias[j];
+                s = post_ref(t->post, s);
+                int64_t o = bt * M * N + i * N + j;
+                want[o] = s + (res ? res[o] : 0);
+            }
+    int rc = disc_rt_matmul(rt, &d, a, b, c);
+    CHECK_MSG(rc == 0, "%s: %s", t->name, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+    if (rc == 0) {
+        double e = max_err(c, want, B * M * N);
+        CHECK_MSG(e < 1e-4, "%s: error %g", t->name, e);
+    }
+    disc_rt_reset(rt);
+    free(a), free(b), free(bias), free(res), free(c), free(want);
+}
+
+static void test_matmul(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    const MmCase cases[] = {
+        {.name = "plain 64", .batch = 1, .m = 64, .n = 64, .k = 64},
+        {.name = "m1 n13 k197", .batch = 1, .m = 1, .n = 13, .k = 197},
+        {.name = "odd", .batch = 1, .m = 37, .n = 129, .k = 65},
+        {.name = "transposed B", .batch = 1, .m = 33, .n = 17, .k = 50, .transB = 1},
+        {.name = "transposed A", .batch = 1, .m = 9, .n = 31, .k = 20, .transA = 1},
+        {.name = "both transposed", .batch = 1, .m = 12, .n = 5, .k = 7, .transA = 1, .transB = 1},
+        {.name = "batched", .batch = 3, .m = 5, .n = 7, .k = 9},
+        {.name = "batched transposed B", .batch = 4, .m = 6, .n = 11, .k = 13, .transB = 1},
+        {.name = "broadcast B (folds)", .batch = 4, .m = 3, .n = 24, .k = 16, .bcastB = 1},
+        {.name = "broadcast B, gap in A", .batch = 3, .m = 5, .n = 8, .k = 6, .bcastB = 1, .gapA = 5},
+        {.name = "broadcast B transposed", .batch = 2, .m = 7, .n = 9, .k = 12, .bcastB = 1, .transB = 1},
+        {.name = "broadcast A", .batch = 3, .m = 4, .n = 5, .k = 6, .bcastA = 1},
+        {.name = "broadcast A and B", .batch = 3, .m = 4, .n = 5, .k = 6, .bcastA = 1, .bcastB = 1, .residual = 1},
+        {.name = "bias", .batch = 1, .m = 10, .n = 13, .k = 8, .bias = 1},
+        {.name = "relu", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_RELU},
+        {.name = "gelu erf", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_GELU_ERF},
+        {.name = "gelu tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_GELU_TANH},
+        {.name = "tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_TANH},
+        {.name = "sigmoid", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_SIGMOID},
+        {.name = "residual", .batch = 1, .m = 10, .n = 13, .k = 8, .residual = 1},
+        {.name = "bias gelu residual batched", .batch = 2, .m = 10, .n = 13, .k = 8, .bias = 1,
+         .post = DISC_POST_GELU_ERF, .residual = 1},
+        {.name = "bias relu residual broadcast B", .batch = 3, .m = 10, .n = 13, .k = 8, .bcastB = 1, .bias = 1,
+         .post = DISC_POST_RELU, .residual = 1},
+        {.name = "k = 0", .batch = 2, .m = 3, .n = 4, .k = 0, .bias = 1, .post = DISC_POST_SIGMOID, .residual = 1},
+        {.name = "m = 0", .batch = 1, .m = 0, .n = 4, .k = 5},
+        {.name = "bert-like", .batch = 2, .m = 13, .n = 768, .k = 768, .bcastB = 1, .bias = 1,
+         .post = DISC_POST_GELU_TANH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_mm(rt, &cases[i]);
+    /* the cache serves a repeated shape */
+    DiscRtCacheStats s0, s1;
+    disc_rt_cache_stats(&s0);
+    run_mm(rt, &cases[2]);
+    disc_rt_cache_stats(&s1);
+    CHECK(s1.hits == s0.hits + 1 && s1.misses == s0.misses);
+    /* a one-thread run and a tiny cache still compute the same */
+    int cap = disc_rt_cache_set_capacity(1);
+    DiscRt *one = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    for (size_t i = 0; i < 6; i++)
+        run_mm(one, &cases[i]);
+    disc_rt_cache_stats(&s1);
+    CHECK(s1.entries <= 1 && s1.evictions > s0.evictions);
+    disc_rt_cache_set_capacity(cap);
+    disc_rt_free(one);
+    disc_rt_free(rt);
+}
+
+/* bf16 and f16: computed, or a clean error where this CPU lacks them */
+static void test_matmul_half(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    const int64_t M = 8, N = 16, K = 32;
+    for (int dt = DT_F16; dt <= DT_BF16; dt++) {
+        uint16_t a[8 * 32], b[32 * 16], c[8 * 16];
+        float af[8 * 32], bf[32 * 16];
+        for (int i = 0; i < M * K; i++) {
+            af[i] = (float)((i * 7) % 9 - 4) / 4; /* exact in both formats */
+            _Float16 h = (_Float16)af[i];
+            uint32_t u;
+            memcpy(&u, &af[i], 4);
+            if (dt == DT_F16)
+                memcpy(&a[i], &h, 2);
+            else
+                a[i] = (uint16_t)(u >> 16);
+        }
+        for (int i = 0; i < K * N; i++) {
+            bf[i] = (float)((i * 5) % 7 - 3) / 2;
+            _Float16 h = (_Float16)bf[i];
+            uint32_t u;
+            memcpy(&u, &bf[i], 4);
+            if (dt == DT_F16)
+                memcpy(&b[i], &h, 2);
+            else
+                b[i] = (uint16_t)(u >> 16);
+        }
+        DiscMatmul d = {.dtype = dt, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                        .b_stride = {0, N, 1}, .c_stride = {0, N, 1}};
+        int rc = disc_rt_matmul(rt, &d, a, b, c);
+        if (rc != 0) {
+            CHECK_MSG(disc_rt_error(rt) != NULL, "%s", dtype_name(dt));
+            printf("note: %s matmul: %s\n", dtype_name(dt), disc_rt_error(rt));
+        } else {
+            double e = 0;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int64_t p = 0; p < K; p++)
+                        s += (double)af[i * K + p] * bf[p * N + j];
+                    float got;
+                    if (dt == DT_F16) {
+                        _Float16 h;
+                        memcpy(&h, &c[i * N + j], 2);
+                        got = (float)h;
+                    } else {
+                        uint32_t u = (uint32_t)c[i * N + j] << 16;
+                        memcpy(&got, &u, 4);
+                    }
+                    double r = fabs(got - s) / (1 + fabs(s));
+                    e = r > e ? r : e;
+                }
+            CHECK_MSG(e < 1e-2, "%s: error %g", dtype_name(dt), e);
+        }
+        disc_rt_reset(rt);
+    }
+    disc_rt_free(rt);
+}
+
+/* ---- conv -------------------------------------------------------------------- */
+
+static int64_t numel_sp(int nsp, const int64_t *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nsp; i++)
+        n *= s[i];
+    return n;
+}
+
+static void unravel(int64_t p, int nsp, const int64_t *shape, int64_t *idx)
+{
+    for (int i = nsp - 1; i >= 0; i--) {
+        idx[i] = p % shape[i];
+        p /= shape[i];
+    }
+}
+
+/* The reference, as runtime/interp_lib.c computes it. */
+static void conv_ref(const DiscConv *d, const float *x, const float *w, const float *bias, const float *res,
+                     double *y)
+{
+    int nsp = d->nsp;
+    int64_t nin = numel_sp(nsp, d->in), nout = numel_sp(nsp, d->out), nk = numel_sp(nsp, d->k);
+    int64_t g = d->groups, cg = d->c / g, og = d->o / g;
+    int64_t total = d->n * d->o * nout;
+    memset(y, 0, (size_t)total * sizeof *y);
+    int64_t is[3], os[3], ks[3];
+    if (!d->transpose) {
+        for (int64_t n = 0; n < d->n; n++)
+            for (int64_t o = 0; o < d->o; o++)
+                for (int64_t p = 0; p < nout; p++) {
+                    unravel(p, nsp, d->out, os);
+                    double s = 0;
+                    int64_t grp = o / og;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t kf = 0; kf < nk; kf++) {
+                            unravel(kf, nsp, d->k, ks);
+                            int64_t off = 0;
+                            bool inside = true;
+                            for (int i = 0; i < nsp && inside; i++) {
+                                int64_t pos = os[i] * d->stride[i] - d->pad_lo[i] + ks[i] * d->dilation[i];
+                                inside = pos >= 0 && pos < d->in[i];
+                                off = off * d->in[i] + pos;
+                            }
+                            if (inside)
+                                s += (double)x[(n * d->c + grp * cg + ci) * nin + off] * w[(o * cg + ci) * nk + kf];
+                        }
+                    y[(n * d->o + o) * nout + p] = s;
+                }
+    } else {
+        for (int64_t n = 0; n < d->n; n++)
+            for (int64_t c = 0; c < d->c; c++) {
+                int64_t grp = c / cg;
+                for (int64_t p = 0; p < nin; p++) {
+                    unravel(p, nsp, d->in, is);
+                    double xv = x[(n * d->c + c) * nin + p];
+                    for (int64_t kf = 0; kf < nk; kf++) {
+                        unravel(kf, nsp, d->k, ks);
+                        int64_t off = 0;
+                        bool inside = true;
+                        for (int i = 0; i < nsp && inside; i++) {
+                            int64_t pos = is[i] * d->stride[i] - d->pad_lo[i] + ks[i] * d->dilation[i];
+                            inside = pos >= 0 && pos < d->out[i];
+                            off = off * d->out[i] + pos;
+                        }
+                        if (!inside)
+                            continue;
+                        for (int64_t ol = 0; ol < og; ol++)
+                            y[(n * d->o + grp * og + ol) * nout + off] += xv * w[(c * og + ol) * nk + kf];
+                    }
+                }
+            }
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int64_t o = i / nout % d->o;
+        y[i] = post_ref(d->post, y[i] + (bias ? bias[o] : 0)) + (res ? res[i] : 0);
+    }
+}
+
+typedef struct ConvCase {
+    const char *name;
+    int nsp, transpose;
+    int64_t n, c, o, groups;
+    int64_t in[3], k[3], stride[3], dil[3], lo[3], hi[3], opad[3];
+    int bias, residual;
+    DiscPost post;
+} ConvCase;
+
+static void run_conv(DiscRt *rt, const ConvCase *t)
+{
+    DiscConv d = {.dtype = DT_F32, .nsp = t->nsp, .n = t->n, .c = t->c, .o = t->o, .groups = t->groups,
+                  .transpose = t->transpose, .post = t->post};
+    for (int i = 0; i < t->nsp; i++) {
+        d.in[i] = t->in[i];
+        d.k[i] = t->k[i];
+        d.stride[i] = t->stride[i] ? t->stride[i] : 1;
+        d.dilation[i] = t->dil[i] ? t->dil[i] : 1;
+        d.pad_lo[i] = t->lo[i];
+        d.pad_hi[i] = t->hi[i];
+        int64_t ext = d.dilation[i] * (d.k[i] - 1) + 1;
+        d.out[i] = t->transpose ? (d.in[i] - 1) * d.stride[i] + ext - d.pad_lo[i] - d.pad_hi[i] + t->opad[i]
+                                : (d.in[i] + d.pad_lo[i] + d.pad_hi[i] - ext) / d.stride[i] + 1;
+    }
+    int64_t nx = t->n * t->c * numel_sp(t->nsp, d.in), ny = t->n * t->o * numel_sp(t->nsp, d.out);
+    int64_t nw = t->c * t->o / t->groups * numel_sp(t->nsp, d.k);
+    float *x = rnd_buf(nx), *w = rnd_buf(nw), *bias = t->bias ? rnd_buf(t->o) : NULL;
+    float *res = t->residual ? rnd_buf(ny) : NULL, *y = malloc((size_t)ny * sizeof *y);
+    double *want = malloc((size_t)ny * sizeof *want);
+    d.bias = bias;
+    d.residual = res;
+    conv_ref(&d, x, w, bias, res, want);
+    int rc = disc_rt_conv(rt, &d, x, w, y);
+    CHECK_MSG(rc == 0, "%s: %s", t->name, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+    if (rc == 0) {
+        double e = max_err(y, want, ny);
+        CHECK_MSG(e < 1e-4, "%s: error %g", t->name, e);
+    }
+    disc_rt_reset(rt);
+    free(x), free(w), free(bias), free(res), free(y), free(want);
+}
+
+static void test_conv(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    const ConvCase cases[] = {
+        {.name = "2-D plain", .nsp = 2, .n = 2, .c = 3, .o = 4, .groups = 1, .in = {7, 9}, .k = {3, 3}},
+        {.name = "2-D stride 2 pad", .nsp = 2, .n = 2, .c = 4, .o = 6, .groups = 1, .in = {9, 11}, .k = {3, 3},
+         .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 2}},
+        {.name = "2-D dilation", .nsp = 2, .n = 1, .c = 3, .o = 5, .groups = 1, .in = {10, 12}, .k = {3, 2},
+         .stride = {1, 1}, .dil = {2, 3}, .lo = {2, 1}, .hi = {2, 0}},
+        {.name = "2-D groups 2", .nsp = 2, .n = 2, .c = 4, .o = 6, .groups = 2, .in = {8, 8}, .k = {3, 3},
+         .stride = {1, 2}, .dil = {1, 1}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "2-D depthwise", .nsp = 2, .n = 2, .c = 8, .o = 8, .groups = 8, .in = {9, 7}, .k = {3, 3},
+         .stride = {2, 1}, .dil = {1, 1}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "2-D depthwise x2", .nsp = 2, .n = 1, .c = 4, .o = 8, .groups = 4, .in = {6, 6}, .k = {5, 5},
+         .stride = {1, 1}, .dil = {1, 1}, .lo = {2, 2}, .hi = {2, 2}},
+        {.name = "2-D 1x1", .nsp = 2, .n = 2, .c = 16, .o = 32, .groups = 1, .in = {5, 5}, .k = {1, 1}},
+        {.name = "2-D bias relu residual", .nsp = 2, .n = 2, .c = 3, .o = 4, .groups = 1, .in = {7, 9}, .k = {3, 3},
+         .stride = {1, 1}, .lo = {1, 1}, .hi = {1, 1}, .bias = 1, .residual = 1, .post = DISC_POST_RELU},
+        {.name = "2-D bias sigmoid", .nsp = 2, .n = 1, .c = 3, .o = 4, .groups = 1, .in = {7, 9}, .k = {3, 3},
+         .bias = 1, .post = DISC_POST_SIGMOID},
+        {.name = "1-D", .nsp = 1, .n = 2, .c = 3, .o = 5, .groups = 1, .in = {20}, .k = {4}, .stride = {3},
+         .dil = {2}, .lo = {1}, .hi = {2}},
+        {.name = "3-D", .nsp = 3, .n = 1, .c = 2, .o = 3, .groups = 1, .in = {5, 6, 4}, .k = {2, 3, 2},
+         .stride = {1, 2, 1}, .dil = {1, 1, 2}, .lo = {0, 1, 1}, .hi = {1, 0, 1}},
+        {.name = "transpose plain", .nsp = 2, .transpose = 1, .n = 2, .c = 3, .o = 4, .groups = 1, .in = {5, 6},
+         .k = {3, 3}},
+        {.name = "transpose stride 2 pad", .nsp = 2, .transpose = 1, .n = 1, .c = 4, .o = 3, .groups = 1,
+         .in = {5, 4}, .k = {3, 3}, .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "transpose output padding", .nsp = 2, .transpose = 1, .n = 1, .c = 2, .o = 3, .groups = 1,
+         .in = {4, 5}, .k = {3, 3}, .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .opad = {1, 1}},
+        {.name = "transpose groups 2 dilation", .nsp = 2, .transpose = 1, .n = 2, .c = 4, .o = 6, .groups = 2,
+         .in = {4, 5}, .k = {3, 2}, .stride = {2, 1}, .dil = {2, 1}, .lo = {1, 0}, .hi = {0, 1}},
+        {.name = "transpose bias tanh", .nsp = 1, .transpose = 1, .n = 2, .c = 3, .o = 2, .groups = 1, .in = {7},
+         .k = {3}, .stride = {2}, .lo = {0}, .hi = {0}, .bias = 1, .post = DISC_POST_TANH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_conv(rt, &cases[i]);
+    disc_rt_free(rt);
+}
+
+/* ---- pool -------------------------------------------------------------------- */
+
+static void pool_ref(const DiscPool *d, const float *x, double *y)
+{
+    int nsp = d->nsp;
+    int64_t nin = numel_sp(nsp, d->in), nout = numel_sp(nsp, d->out), nk = numel_sp(nsp, d->window);
+    int64_t os[3], ks[3];
+    for (int64_t pl = 0; pl < d->n * d->c; pl++)
+        for (int64_t p = 0; p < nout; p++) {
+            unravel(p, nsp, d->out, os);
+            double acc = d->max ? -INFINITY : 0;
+            int64_t count = 0;
+            for (int64_t kf = 0; kf < nk; kf++) {
+                unravel(kf, nsp, d->window, ks);
+                int64_t off = 0;
+                bool inside = true, in_pad = true;
+                for (int i = 0; i < nsp; i++) {
+                    int64_t pos = os[i] * d->stride[i] - d->pad_lo[i] + ks[i] * d->dilation[i];
+                    inside = inside && pos >= 0 && pos < d->in[i];
+                    in_pad = in_pad && pos >= -d->pad_lo[i] && pos < d->in[i] + d->pad_hi[i];
+                    if (inside)
+                        off = off * d->in[i] + pos;
+                }
+                if (inside || (d->count_pad && in_pad))
+                    count++;
+                if (!inside)
+                    continue;
+                double v = x[pl * nin + off];
+                acc = d->max ? (v > acc ? v : acc) : acc + v;
+            }
+            y[pl * nout + p] = d->max ? acc : acc / (double)count;
+        }
+}
+
+static void test_pool(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    const struct {
+        const char *name;
+        int nsp, max, count_pad;
+        int64_t in[3], win[3], stride[3], dil[3], lo[3], hi[3];
+    } cases[] = {
+        {.name = "max 2x2", .nsp = 2, .max = 1, .count_pad = 0, .in = {8, 8}, .win = {2, 2}, .stride = {2, 2}},
+        {.name = "max 3x3 stride 2 pad", .nsp = 2, .max = 1, .count_pad = 0, .in = {9, 10}, .win = {3, 3},
+         .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "max dilation", .nsp = 2, .max = 1, .count_pad = 0, .in = {9, 10}, .win = {3, 2}, .stride = {1, 2},
+         .dil = {2, 2}, .lo = {1, 0}, .hi = {1, 1}},
+        {.name = "avg exclude pad", .nsp = 2, .max = 0, .count_pad = 0, .in = {9, 10}, .win = {3, 3},
+         .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "avg include pad", .nsp = 2, .max = 0, .count_pad = 1, .in = {9, 10}, .win = {3, 3},
+         .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}},
+        {.name = "avg include pad uneven", .nsp = 2, .max = 0, .count_pad = 1, .in = {7, 6}, .win = {3, 2},
+         .stride = {2, 1}, .lo = {2, 0}, .hi = {0, 1}},
+        {.name = "avg 1-D", .nsp = 1, .max = 0, .count_pad = 0, .in = {20}, .win = {4}, .stride = {3}, .lo = {2},
+         .hi = {1}},
+        {.name = "max 3-D", .nsp = 3, .max = 1, .count_pad = 0, .in = {4, 5, 6}, .win = {2, 2, 3},
+         .stride = {2, 1, 2}, .lo = {0, 1, 1}, .hi = {1, 0, 1}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        DiscPool d = {.dtype = DT_F32, .nsp = cases[t].nsp, .max = cases[t].max, .n = 2, .c = 3,
+                      .count_pad = cases[t].count_pad};
+        for (int i = 0; i < d.nsp; i++) {
+            d.in[i] = cases[t].in[i];
+            d.window[i] = cases[t].win[i];
+            d.stride[i] = cases[t].stride[i] ? cases[t].stride[i] : 1;
+            d.dilation[i] = cases[t].dil[i] ? cases[t].dil[i] : 1;
+            d.pad_lo[i] = cases[t].lo[i];
+            d.pad_hi[i] = cases[t].hi[i];
+            d.out[i] = (d.in[i] + d.pad_lo[i] + d.pad_hi[i] - d.dilation[i] * (d.window[i] - 1) - 1) / d.stride[i] + 1;
+        }
+        int64_t nx = d.n * d.c * numel_sp(d.nsp, d.in), ny = d.n * d.c * numel_sp(d.nsp, d.out);
+        float *x = rnd_buf(nx), *y = malloc((size_t)ny * sizeof *y);
+        double *want = malloc((size_t)ny * sizeof *want);
+        pool_ref(&d, x, want);
+        int rc = disc_rt_pool(rt, &d, x, y);
+        CHECK_MSG(rc == 0, "%s: %s", cases[t].name, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+        if (rc == 0) {
+            double e = max_err(y, want, ny);
+            CHECK_MSG(e < 1e-5, "%s: error %g", cases[t].name, e);
+        }
+        disc_rt_reset(rt);
+        free(x), free(y), free(want);
+    }
+    disc_rt_free(rt);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static void expect_fail(DiscRt *rt, int rc, const char *what, const char *part)
+{
+    const char *e = disc_rt_error(rt);
+    CHECK_MSG(rc == -1 && e && strstr(e, part), "%s: rc %d, message \"%s\"", what, rc, e ? e : "(none)");
+    disc_rt_reset(rt);
+}
+
+static void test_errors(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 2});
+    float buf[64] = {0};
+    DiscMatmul m = {.dtype = DT_F32, .batch = 1, .m = 2, .n = 2, .k = 2, .a_stride = {0, 2, 1},
+                    .b_stride = {0, 2, 1}, .c_stride = {0, 2, 1}};
+    DiscMatmul bad = m;
+    bad.m = -1;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "negative m", "negative dims");
+    bad = m;
+    bad.dtype = DT_I32;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "i32", "unsupported dtype i32");
+    bad.dtype = 99;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "dtype 99", "unsupported dtype");
+    bad = m;
+    bad.post = (DiscPost)42;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "post 42", "post-op");
+    bad = m;
+    bad.batch = 2;
+    bad.c_stride[0] = 0;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "broadcast C", "broadcast");
+    bad = m;
+    bad.a_stride[1] = -2;
+    expect_fail(rt, disc_rt_matmul(rt, &bad, buf, buf, buf), "negative stride", "negative strides");
+    expect_fail(rt, disc_rt_matmul(rt, &m, NULL, buf, buf), "NULL a", "NULL");
+    CHECK(disc_rt_matmul(rt, &m, buf, buf, buf + 8) == 0);
+
+    DiscConv c = {.dtype = DT_F32, .nsp = 2, .n = 1, .c = 2, .o = 2, .groups = 1, .in = {3, 3}, .k = {2, 2},
+                  .out = {2, 2}, .stride = {1, 1}, .dilation = {1, 1}};
+    CHECK(disc_rt_conv(rt, &c, buf, buf + 20, buf + 40) == 0);
+    DiscConv bc = c;
+    bc.nsp = 4;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "nsp 4", "spatial dims");
+    bc = c;
+    bc.groups = 3;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "groups 3", "groups must divide");
+    bc = c;
+    bc.out[1] = 3;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "bad out", "does not match");
+    bc = c;
+    bc.stride[0] = 0;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "stride 0", "must be positive");
+    bc = c;
+    bc.pad_lo[0] = -1;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "negative pad", "not negative");
+    bc = c;
+    bc.dtype = DT_I8;
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "i8 conv", "unsupported dtype");
+    bc = c;
+    bc.transpose = 1; /* out 2 < (3-1)*1 + 2 = 4 */
+    expect_fail(rt, disc_rt_conv(rt, &bc, buf, buf, buf), "transpose out", "does not match");
+
+    DiscPool p = {.dtype = DT_F32, .nsp = 1, .max = 1, .n = 1, .c = 1, .in = {4}, .window = {2}, .out = {3},
+                  .stride = {1}, .dilation = {1}};
+    CHECK(disc_rt_pool(rt, &p, buf, buf + 8) == 0);
+    CHECK(buf[8] == 0);
+    DiscPool bp = p;
+    bp.out[0] = 4;
+    expect_fail(rt, disc_rt_pool(rt, &bp, buf, buf), "pool out", "does not match");
+    bp = p;
+    bp.window[0] = 0;
+    expect_fail(rt, disc_rt_pool(rt, &bp, buf, buf), "window 0", "must be positive");
+    bp = p;
+    bp.n = -1;
+    expect_fail(rt, disc_rt_pool(rt, &bp, buf, buf), "negative n", "negative");
+    disc_rt_free(rt);
+}
+
+int main(void)
+{
+    test_cover();
+    test_cover_two_threads();
+    test_nested();
+    test_alloc();
+    test_matmul();
+    test_matmul_half();
+    test_conv();
+    test_pool();
+    test_errors();
+    disc_rt_shutdown();
+    return check_done();
+}
