@@ -164,6 +164,22 @@ static bool matrix_view(const int64_t *shape, int rank, const Attr *batch, const
     return true;
 }
 
+/* An empty result needs no library call. */
+static bool empty_result(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, int32_t *rc)
+{
+    int64_t shape[MAX_RANK];
+    if (!eval_dims(&op->out[0]->type, syms, e->g->dims.nsyms, shape))
+        return false;
+    for (int i = 0; i < op->out[0]->type.rank; i++)
+        if (shape[i] == 0) {
+            void *p = disc_rt_alloc(rt, 0);
+            bufs[op->nin] = p;
+            *rc = p ? 0 : -1;
+            return true;
+        }
+    return false;
+}
+
 static int32_t run_dot(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
 {
     int nsyms = e->g->dims.nsyms;
@@ -284,6 +300,8 @@ int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64
     Exec *e = self;
     bool handled = false;
     int32_t rc = 0;
+    if (empty_result(e, rt, op, bufs, syms, &rc))
+        return rc;
     switch (op->kind) {
     case OP_DOT: rc = run_dot(e, rt, op, bufs, syms, &handled); break;
     case OP_CONV:
