@@ -28,7 +28,10 @@
  * calling thread's OpenMP team size to the run's thread count (the ICV is
  * per thread, so concurrent runs do not disturb each other), and to 1 when
  * called from inside a pool job. The thread count is part of the cache
- * key, as oneDNN picks blockings for it.
+ * key, as oneDNN picks blockings for it. omp_set_num_threads is looked up
+ * in the libgomp that libdnnl loaded (dlopen RTLD_NOLOAD): linking an
+ * OpenMP of our own could bind it to another runtime (LLVM's libomp also
+ * provides libgomp's names) and cap nothing.
  */
 #include "runtime/rt.h"
 
@@ -36,8 +39,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <dlfcn.h>
 #include <math.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +76,38 @@ static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine;
 static dnnl_status_t engine_status;
 
+/* libgomp's team size of the calling thread, looked up in the libgomp
+ * instance libdnnl itself loaded (not linked by us, so they cannot
+ * differ); NULL when oneDNN runs on something else. */
+static void (*omp_set_threads)(int);
+static int (*omp_get_threads)(void);
+
 static void engine_init(void)
 {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (gomp) {
+        *(void **)&omp_set_threads = dlsym(gomp, "omp_set_num_threads");
+        *(void **)&omp_get_threads = dlsym(gomp, "omp_get_max_threads");
+        if (!omp_set_threads || !omp_get_threads)
+            omp_set_threads = NULL;
+    }
+}
+
+/* Sets the calling thread's OpenMP team size; returns the old one (0: none). */
+static int team_set(int n)
+{
+    if (!omp_set_threads)
+        return 0;
+    int old = omp_get_threads();
+    omp_set_threads(n);
+    return old;
+}
+
+static void team_restore(int old)
+{
+    if (old > 0)
+        omp_set_threads(old);
 }
 
 static dnnl_engine_t get_engine(DiscRt *rt)
@@ -393,12 +425,11 @@ static int execute(DiscRt *rt, const char *what, Entry *e, void *const *ptr)
     dnnl_stream_t st = NULL;
     if ((s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) != dnnl_success)
         goto out;
-    int prev = omp_get_max_threads();
-    omp_set_num_threads(call_threads(rt));
+    int old = team_set(call_threads(rt));
     s = dnnl_primitive_execute(e->prim, st, nargs, args);
     if (s == dnnl_success)
         s = dnnl_stream_wait(st);
-    omp_set_num_threads(prev);
+    team_restore(old);
     dnnl_stream_destroy(st);
     rc = 0;
 out:
@@ -432,10 +463,9 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         e->hash = h;
         e->refs = 1;
         b->e = e;
-        int prev = omp_get_max_threads(); /* oneDNN sizes its blocking for the team it will get */
-        omp_set_num_threads(nthr);
+        int old = team_set(nthr); /* oneDNN sizes its blocking for the team it will get */
         int rc = make(b, ctx);
-        omp_set_num_threads(prev);
+        team_restore(old);
         if (rc != 0) {
             entry_destroy(e);
             return -1;

@@ -148,7 +148,7 @@ typedef struct DiscPool {
     int64_t in[3], window[3], out[3];
     int64_t stride[3], dilation[3]; /* >= 1 */
     int64_t pad_lo[3], pad_hi[3];   /* >= 0 */
-    int count_pad;                  /* average: padding counts in the divisor */
+    int count_pad;                  /* average: divide by the whole window (padding counts) */
 } DiscPool;
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 
