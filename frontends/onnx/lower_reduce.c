@@ -210,11 +210,36 @@ bool onnx_lower_batch_norm(Imp *im)
     if (!x || !scale || !bias || !mean || !var || !attr_float(im, "epsilon", 1e-5, &eps) ||
         !attr_int(im, "training_mode", 0, &training))
         return false;
-    if (training || want_out(im, 1) || want_out(im, 2))
-        return imp_err(im, "BatchNormalization in training mode is not supported");
     if (vrank(x) < 2)
         return imp_err(im, "data must have rank 2 or more");
     int r = vrank(x);
+    if (training || want_out(im, 1) || want_out(im, 2)) {
+        /* batch statistics over every axis but the channel; the running
+         * ones are updated with momentum (the variance is the biased one) */
+        double mom;
+        int64_t axes[MAX_RANK];
+        int n = 0;
+        if (!attr_float(im, "momentum", 0.9, &mom))
+            return false;
+        for (int i = 0; i < r; i++)
+            if (i != 1)
+                axes[n++] = i;
+        Value *bm;
+        Value *y = normalize(im, x, axes, n, eps, &bm, NULL);
+        y = imp_bin(im, OP_MUL, y, per_channel(im, scale, r));
+        y = imp_bin(im, OP_ADD, y, per_channel(im, bias, r));
+        Dim *c = vdims(x)[1];
+        Value *bm1 = imp_reshape(im, bm, &c, 1);
+        Value *d = imp_bin(im, OP_SUB, x, bm);
+        Value *bv1 = imp_reshape(im, imp_reduce(im, imp_bin(im, OP_MUL, d, d), "mean", axes, n, true), &c, 1);
+        if (want_out(im, 1))
+            im->out[1] = imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, mean, mom), imp_binc(im, OP_MUL, bm1, 1 - mom));
+        if (want_out(im, 2))
+            im->out[2] = imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, var, mom), imp_binc(im, OP_MUL, bv1, 1 - mom));
+        if ((want_out(im, 1) && !im->out[1]) || (want_out(im, 2) && !im->out[2]))
+            return imp_fail(im);
+        return done(im, y);
+    }
     /* y = (x - mean) * (scale / sqrt(var + eps)) + bias */
     Value *k = imp_bin(im, OP_MUL, scale, imp_un(im, OP_RSQRT, imp_binc(im, OP_ADD, var, eps)));
     Value *y = imp_bin(im, OP_SUB, x, per_channel(im, mean, r));
