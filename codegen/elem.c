@@ -75,7 +75,10 @@ void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx
 /* ---- scalar arithmetic ----------------------------------------------- */
 
 static bool is_f(DType dt) { return dtype_is_float(dt); }
-static bool is_u(DType dt) { return dt == DT_U8 || dt == DT_BOOL; }
+static bool is_u(DType dt)
+{
+    return dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
+}
 
 static LLVMValueRef fconst(Kern *k, DType dt, double v)
 {
@@ -342,6 +345,10 @@ static LLVMValueRef const_elem(Kern *k, const Op *op, LLVMValueRef *idx)
         case DT_I32: { int32_t v; memcpy(&v, p, 4); return LLVMConstInt(cg->t_i32, (unsigned long long)(int64_t)v, true); }
         case DT_I8: return LLVMConstInt(cg->t_i8, (unsigned long long)(int64_t)*(const int8_t *)p, true);
         case DT_U8: return LLVMConstInt(cg->t_i8, *(const uint8_t *)p, false);
+        case DT_I16: { int16_t v; memcpy(&v, p, 2); return LLVMConstInt(cg->t_i16, (unsigned long long)(int64_t)v, true); }
+        case DT_U16: { uint16_t v; memcpy(&v, p, 2); return LLVMConstInt(cg->t_i16, v, false); }
+        case DT_U32: { uint32_t v; memcpy(&v, p, 4); return LLVMConstInt(cg->t_i32, v, false); }
+        case DT_U64: { uint64_t v; memcpy(&v, p, 8); return LLVMConstInt(cg->t_i64, v, false); }
         case DT_BOOL: return LLVMConstInt(cg->t_i1, *(const uint8_t *)p != 0, false);
         default: break;
         }

@@ -191,7 +191,7 @@ static LLVMValueRef acc_init(Cg *cg, Kern *k, const Op *op, DType dt)
     if (f)
         return LLVMConstReal(t, is_max ? -__builtin_inf() : __builtin_inf());
     unsigned w = LLVMGetIntTypeWidth(t);
-    bool u = dt == DT_U8 || dt == DT_BOOL;
+    bool u = dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
     if (u)
         return LLVMConstInt(t, is_max ? 0 : ~0ull, false);
     unsigned long long minv = 1ull << (w - 1);
@@ -227,7 +227,8 @@ static bool emit_one_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx,
             bk = OP_AND;
         LLVMBuildStore(B, kern_binary(k, bk, dt, a, v), acc);
     } else {
-        bool is_max = op->kind == OP_ARGMAX, f = dtype_is_float(dt), u = dt == DT_U8 || dt == DT_BOOL;
+        bool is_max = op->kind == OP_ARGMAX, f = dtype_is_float(dt);
+        bool u = dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
         LLVMValueRef better;
         if (f)
             better = LLVMBuildFCmp(B, is_max ? (last ? LLVMRealOGE : LLVMRealOGT) : (last ? LLVMRealOLE : LLVMRealOLT),

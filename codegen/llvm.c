@@ -187,8 +187,12 @@ LLVMTypeRef cg_compute_type(Cg *cg, DType dt)
     case DT_F64: return cg->t_f64;
     case DT_I8:
     case DT_U8: return cg->t_i8;
-    case DT_I32: return cg->t_i32;
-    case DT_I64: return cg->t_i64;
+    case DT_I16:
+    case DT_U16: return cg->t_i16;
+    case DT_I32:
+    case DT_U32: return cg->t_i32;
+    case DT_I64:
+    case DT_U64: return cg->t_i64;
     case DT_BOOL: return cg->t_i1;
     default: return cg->t_i8;
     }

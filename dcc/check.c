@@ -28,6 +28,7 @@
 #include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "codegen/codegen.h"
 #include "runtime/interp.h"
 
 #include <dirent.h>
@@ -36,13 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Defaults of ONNX's own backend test runner (onnx/backend/test/runner). */
 #define CHECK_RTOL 1e-3
 #define CHECK_ATOL 1e-7
 
-static const char usage_check[] =
-    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-shape] [-v]\n"
+static const char usage_check_text[] =
+    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-fuse] [--no-shape] [-v]\n"
     "\n"
     "Runs a model on the test data of an ONNX backend-test directory: DIR holds\n"
     "model.onnx and test_data_set_*/{input,output}_K.pb. The model is compiled\n"
@@ -54,14 +56,31 @@ static const char usage_check[] =
     "an infinity only itself).\n"
     "\n"
     "options:\n"
-    "  --backend NAME  interp (the reference interpreter; the default)\n"
+    "  --backend NAME  interp (the reference interpreter; the default) or cpu\n"
+    "                  (native code through LLVM, compiled once for every shape)\n"
     "  --rtol R        relative tolerance (default 1e-3, as ONNX's backend tests)\n"
     "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
-    "  --no-shape      skip shape analysis (run the imported graph as is)\n"
-    "  -v              also print per-output errors and full messages\n"
+    "  --no-fuse       cpu: one kernel per op (the unfused baseline)\n"
+    "  --threads N     cpu: threads per run (default: every core)\n"
+    "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
+    "  -v              also print per-output errors, full messages, compile times\n"
     "\n"
     "exit status: 0 every data set passed, 1 a failure or an error in the\n"
     "input, 2 usage error\n";
+
+static const char usage_bench[] =
+    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--no-fuse] [-v]\n"
+    "\n"
+    "Compiles the model of an ONNX backend-test directory once (the time is\n"
+    "printed), then for every data set checks the outputs once and times N runs\n"
+    "(default 20): median, min and max per data set.\n"
+    "\n"
+    "options:\n"
+    "  --backend NAME  cpu (the default) or interp\n"
+    "  --runs N        timed runs per data set\n"
+    "  --threads N     threads per run (default: every core)\n"
+    "  --no-fuse       one kernel per op (the unfused baseline)\n"
+    "  -v              compile times per stage\n";
 
 static const char usage_run[] =
     "usage: dcc run MODEL --input NAME=FILE.pb ... --output-dir DIR [--backend NAME]\n"
@@ -88,18 +107,18 @@ static int usage(const char *fmt, const char *arg, const char *text)
     return EXIT_USAGE;
 }
 
-/* Backends that will exist; only interp runs today. */
+/* Backends: interp and cpu run; the GPU ones will follow. */
 static int check_backend(const char *name, const char *text)
 {
-    static const char *const later[] = {"cpu", "cuda", "hip"};
-    if (!strcmp(name, "interp"))
+    static const char *const later[] = {"cuda", "hip"};
+    if (!strcmp(name, "interp") || !strcmp(name, "cpu"))
         return 0;
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (!strcmp(name, later[i])) {
-            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp)\n", name);
+            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu)\n", name);
             return EXIT_USAGE;
         }
-    return usage("unknown backend '%s' (backends: interp)", name, text);
+    return usage("unknown backend '%s' (backends: interp, cpu)", name, text);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -129,6 +148,7 @@ static bool file_exists(const char *path)
 typedef struct Model {
     Graph *g;
     ShapeInfo *si;   /* NULL with --no-shape */
+    Exec *exec;      /* the cpu backend's compiled model */
     char **inames;   /* graph input names, as the user sees them */
     char **onames;   /* graph output names */
 } Model;
@@ -145,6 +165,7 @@ static void model_free(Model *m)
     free(m->onames);
     if (m->si)
         shape_info_free(m->si);
+    exec_free(m->exec);
     graph_free(m->g);
     memset(m, 0, sizeof *m);
 }
@@ -177,7 +198,7 @@ static char **value_names(Graph *g, Value **vs, int n, char **printed)
 
 /* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
  * the error and returns an exit status on failure. */
-static int model_load(Model *m, const char *path, bool no_shape)
+static int model_load(Model *m, const char *path, bool no_shape, const char *backend, const CgOpts *co)
 {
     Diag d = {0};
     memset(m, 0, sizeof *m);
@@ -202,7 +223,14 @@ static int model_load(Model *m, const char *path, bool no_shape)
         model_free(m);
         return EXIT_SYSTEM;
     }
-    if (!no_shape) {
+    if (!strcmp(backend, "cpu")) {
+        m->exec = exec_compile(m->g, NULL, co, &d);
+        if (!m->exec) {
+            fprintf(stderr, "%s: %s\n", path, d.msg);
+            model_free(m);
+            return EXIT_INPUT;
+        }
+    } else if (!no_shape) {
         ShapeOpts so = {NULL, 0};
         m->si = shape_analyze(m->g, &so, &d);
         if (!m->si) {
@@ -218,6 +246,8 @@ static int model_load(Model *m, const char *path, bool no_shape)
  * backend. outputs has g->noutputs entries. */
 static bool model_exec(Model *m, const Tensor *in, int nin, Tensor *out, Diag *d)
 {
+    if (m->exec)
+        return exec_run(m->exec, in, nin, out, m->g->noutputs, d);
     if (m->si && !shape_check_inputs(m->si, in, nin, d))
         return false;
     return interp_run(m->g, in, nin, out, m->g->noutputs, d);
@@ -332,6 +362,8 @@ static bool compare(const Tensor *got, const Tensor *exp, double rtol, double at
 typedef struct CheckOpts {
     double rtol, atol;
     bool verbose;
+    bool bench;      /* dcc bench: time the runs instead of checking */
+    int runs;
 } CheckOpts;
 
 /* Data-set names in order: by length first, so test_data_set_10 follows
@@ -439,6 +471,63 @@ static bool check_set(Model *m, const char *dir, const char *set, const CheckOpt
     return pass;
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One data set timed: checks it once, then runs it o->runs times. */
+static bool bench_set(Model *m, const char *dir, const char *set, const CheckOpts *o)
+{
+    CheckOpts quiet = *o;
+    quiet.verbose = false;
+    if (!check_set(m, dir, set, &quiet))
+        return false;
+    char *sdir = path_join(dir, set);
+    Diag d = {0};
+    int nin = m->g->ninputs, nout = m->g->noutputs;
+    Tensor *in = read_tensors(sdir, "input", nin, &d);
+    Tensor *got = calloc((size_t)nout + 1, sizeof *got);
+    double *t = calloc((size_t)o->runs, sizeof *t);
+    bool ok = in && got && t;
+    for (int r = 0; ok && r < o->runs; r++) {
+        double t0 = now();
+        ok = model_exec(m, in, nin, got, &d);
+        t[r] = now() - t0;
+        for (int k = 0; k < nout; k++)
+            tensor_free(&got[k]);
+    }
+    if (ok) {
+        qsort(t, (size_t)o->runs, sizeof *t, dbl_cmp);
+        char shape[256] = "";
+        for (int i = 0; i < nin; i++) {
+            size_t n = strlen(shape);
+            if (n < sizeof shape)
+                snprintf(shape + n, sizeof shape - n, "%s", i ? " " : "");
+            n = strlen(shape);
+            shape_snprint(shape + n, sizeof shape - n, in[i].shape, in[i].rank);
+        }
+        double med = t[o->runs / 2];
+        printf("%s: %s median %.3f ms, min %.3f ms, max %.3f ms over %d runs\n", set, shape, 1e3 * med,
+               1e3 * t[0], 1e3 * t[o->runs - 1], o->runs);
+    } else {
+        printf("%s: FAIL %s\n", set, d.msg);
+    }
+    free_tensors(in, nin);
+    free(got);
+    free(t);
+    free(sdir);
+    return ok;
+}
+
 static bool parse_double(const char *s, double *out)
 {
     char *end;
@@ -450,28 +539,42 @@ static bool parse_double(const char *s, double *out)
     return true;
 }
 
-int dcc_check(int argc, char **argv)
+static int check_or_bench(int argc, char **argv, bool bench)
 {
-    const char *dir = NULL, *backend = "interp";
-    CheckOpts o = {CHECK_RTOL, CHECK_ATOL, false};
+    const char *usage_check = bench ? usage_bench : usage_check_text;
+    const char *dir = NULL, *backend = bench ? "cpu" : "interp";
+    CheckOpts o = {CHECK_RTOL, CHECK_ATOL, false, bench, 20};
+    CgOpts co = {3, false, 0, false};
     bool no_shape = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_check, stdout);
             return 0;
-        } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
+        } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol") ||
+                   !strcmp(a, "--runs") || !strcmp(a, "--threads")) {
             if (i + 1 >= argc)
                 return usage("%s needs a value", a, usage_check);
             const char *v = argv[++i];
-            if (!strcmp(a, "--backend"))
+            double x;
+            if (!strcmp(a, "--runs") || !strcmp(a, "--threads")) {
+                if (!parse_double(v, &x) || x != (int)x || x > 1e6 || (x < 1 && !strcmp(a, "--runs")))
+                    return usage("bad count '%s'", v, usage_check);
+                if (!strcmp(a, "--runs"))
+                    o.runs = (int)x;
+                else
+                    co.threads = (int)x;
+            } else if (!strcmp(a, "--backend"))
                 backend = v;
             else if (!parse_double(v, !strcmp(a, "--rtol") ? &o.rtol : &o.atol))
                 return usage("bad tolerance '%s' (a number >= 0)", v, usage_check);
         } else if (!strcmp(a, "-v")) {
             o.verbose = true;
+            co.verbose = true;
         } else if (!strcmp(a, "--no-shape")) {
             no_shape = true;
+        } else if (!strcmp(a, "--no-fuse")) {
+            co.unfused = true;
         } else if (a[0] == '-' && a[1]) {
             return usage("unknown option '%s'", a, usage_check);
         } else if (dir) {
@@ -519,14 +622,18 @@ int dcc_check(int argc, char **argv)
 
     char *model = path_join(dir, "model.onnx");
     Model m;
-    rc = model ? model_load(&m, model, no_shape) : EXIT_SYSTEM;
+    double t0 = now();
+    rc = model ? model_load(&m, model, no_shape, backend, &co) : EXIT_SYSTEM;
+    if (rc == 0 && o.bench)
+        printf("%s: compiled once in %.1f ms (backend %s; %d ops, %d kernels)\n", model, 1e3 * (now() - t0), backend,
+               m.g->nops, m.exec ? exec_kernel_count(m.exec) : 0);
     if (rc == 0) {
         if (o.verbose)
             printf("%s: %d inputs, %d outputs, %d ops, %d data sets\n", model, m.g->ninputs,
                    m.g->noutputs, m.g->nops, nsets);
         int npass = 0;
         for (int i = 0; i < nsets; i++)
-            npass += check_set(&m, dir, sets[i], &o);
+            npass += o.bench ? bench_set(&m, dir, sets[i], &o) : check_set(&m, dir, sets[i], &o);
         if (o.verbose)
             printf("%d of %d data sets passed\n", npass, nsets);
         rc = npass == nsets ? 0 : EXIT_INPUT;
@@ -540,6 +647,9 @@ int dcc_check(int argc, char **argv)
     free(sets);
     return rc;
 }
+
+int dcc_check(int argc, char **argv) { return check_or_bench(argc, argv, false); }
+int dcc_bench(int argc, char **argv) { return check_or_bench(argc, argv, true); }
 
 /* ------------------------------------------------------------------ */
 /* dcc run                                                              */
@@ -619,7 +729,8 @@ int dcc_run(int argc, char **argv)
     }
 
     Model m;
-    if ((rc = model_load(&m, model, no_shape))) {
+    CgOpts co = {3, false, 0, false};
+    if ((rc = model_load(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;
     }

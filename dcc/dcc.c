@@ -29,6 +29,7 @@ static const char usage_main[] =
     "  emit FILE    parse (IR text or ONNX), verify and print a stage of the pipeline\n"
     "  check DIR    run an ONNX backend-test directory (model.onnx, test_data_set_*)\n"
     "  run MODEL    run a model on TensorProto inputs, write the outputs\n"
+    "  bench DIR    compile once, then time the runs of every data set\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (dcc <command> --help for a command)\n"
@@ -187,5 +188,7 @@ int main(int argc, char **argv)
         return dcc_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "run"))
         return dcc_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench"))
+        return dcc_bench(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd, usage_main);
 }

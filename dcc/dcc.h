@@ -15,5 +15,6 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
 int dcc_check(int argc, char **argv);
 int dcc_run(int argc, char **argv);
+int dcc_bench(int argc, char **argv);
 
 #endif

@@ -2,8 +2,10 @@
 #   onnx/node_tests  ONNX's own backend node tests (from the onnx pip package),
 #                    run by tests/conformance/run_node_tests.py; the tests in
 #                    tests/conformance/expected_pass.txt must pass
+#   onnx/node_tests_cpu  the same list through the cpu backend
 #   model/<name>     each tests/models/<name>/ with model.onnx and
-#                    test_data_set_*, checked on every data set (label `model`)
+#                    test_data_set_*, checked on every data set (label `model`),
+#                    on the interpreter and (model/<name>/cpu) the cpu backend
 if(NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
   return()
 endif()
@@ -12,6 +14,11 @@ add_test(NAME onnx/node_tests
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
                  --dcc $<TARGET_FILE:dcc> -j 2 --timeout 60)
 set_tests_properties(onnx/node_tests PROPERTIES LABELS onnx SKIP_RETURN_CODE 77 TIMEOUT 1800)
+# The cpu backend must pass every node test the interpreter passes.
+add_test(NAME onnx/node_tests_cpu
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                 --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cpu)
+set_tests_properties(onnx/node_tests_cpu PROPERTIES LABELS "onnx;cpu" SKIP_RETURN_CODE 77 TIMEOUT 2400)
 
 file(GLOB DISC_MODEL_DIRS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
 foreach(dir ${DISC_MODEL_DIRS})
@@ -20,5 +27,8 @@ foreach(dir ${DISC_MODEL_DIRS})
     get_filename_component(name ${dir} NAME)
     add_test(NAME model/${name} COMMAND dcc check ${dir} --backend interp)
     set_tests_properties(model/${name} PROPERTIES LABELS "onnx;model")
+    # float32 kernels against ONNX Runtime's float32: a looser absolute tolerance
+    add_test(NAME model/${name}/cpu COMMAND dcc check ${dir} --backend cpu --atol 1e-5)
+    set_tests_properties(model/${name}/cpu PROPERTIES LABELS "onnx;model;cpu")
   endif()
 endforeach()
