@@ -1,0 +1,123 @@
+/*
+ * bench_rt.c — micro-benchmarks of the runtime: parallel_for overhead, the
+ * cost of a library call with our primitive cache, with only oneDNN's, and
+ * with neither, and a kernel run right after a oneDNN call (OpenMP's
+ * spinning team against our pool). Not part of `make test`:
+ *
+ *   make && cc -O2 -I. -Iinclude bench/bench_rt.c build/libdisc.a -ldnnl -lm -lpthread -o build/bench_rt
+ *   build/bench_rt
+ */
+#include "runtime/rt.h"
+
+#include "ir/ir.h"
+
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void nop(int64_t b, int64_t e, void *args)
+{
+    (void)b, (void)e, (void)args;
+}
+
+static void work(int64_t b, int64_t e, void *args)
+{
+    float *x = args;
+    for (int64_t i = b; i < e; i++)
+        x[i] = tanhf(x[i] + 0.5f);
+}
+
+static double per_call(DiscRt *rt, const DiscMatmul *d, const float *a, const float *b, float *c, int reps)
+{
+    double t = now();
+    for (int i = 0; i < reps; i++) {
+        disc_rt_matmul(rt, d, a, b, c);
+        disc_rt_reset(rt);
+    }
+    return (now() - t) / reps * 1e6;
+}
+
+int main(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0}), *one = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    printf("threads %d\n", disc_rt_threads(rt));
+
+    int reps = 20000;
+    double t = now();
+    for (int i = 0; i < reps; i++)
+        disc_rt_parallel_for(rt, nop, NULL, 1024, 1);
+    printf("parallel_for, empty kernel, n 1024 grain 1: %.2f us/call\n", (now() - t) / reps * 1e6);
+
+    int64_t n = 1 << 18;
+    float *x = calloc((size_t)n, sizeof *x);
+    for (int pass = 0; pass < 2; pass++) {
+        DiscRt *r = pass ? rt : one;
+        t = now();
+        for (int i = 0; i < 200; i++)
+            disc_rt_parallel_for(r, work, x, n, 4096);
+        printf("tanh kernel over %lld floats, %d thread(s): %.1f us/call\n", (long long)n, disc_rt_threads(r),
+               (now() - t) / 200 * 1e6);
+    }
+
+    /* creation cost: small matmuls, where making a primitive is most of a call */
+    static const int64_t sizes[][3] = {{1, 64, 64}, {16, 256, 256}, {128, 768, 768}};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int64_t M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+        float *a = calloc((size_t)(M * K), 4), *b = calloc((size_t)(K * N), 4), *c = calloc((size_t)(M * N), 4);
+        DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                        .b_stride = {0, N, 1}, .c_stride = {0, N, 1}, .post = DISC_POST_GELU_ERF};
+        int r = M >= 128 ? 200 : 5000;
+        per_call(rt, &d, a, b, c, 10);
+        double hit = per_call(rt, &d, a, b, c, r);
+        int cap = disc_rt_cache_set_capacity(0);
+        double dnnl_hit = per_call(rt, &d, a, b, c, r);
+        int dcap;
+        dnnl_get_primitive_cache_capacity(&dcap);
+        dnnl_set_primitive_cache_capacity(0);
+        double miss = per_call(rt, &d, a, b, c, M >= 128 ? 20 : 200);
+        dnnl_set_primitive_cache_capacity(dcap);
+        disc_rt_cache_set_capacity(cap);
+        printf("matmul %lldx%lldx%lld + gelu: ours hit %.1f us, oneDNN cache hit %.1f us, no cache %.1f us\n",
+               (long long)M, (long long)N, (long long)K, hit, dnnl_hit, miss);
+        free(a), free(b), free(c);
+    }
+
+    /* a kernel right after a library call: OpenMP's team spins after its
+     * parallel region while our worker wants the other core */
+    int64_t M = 128, N = 768, K = 768;
+    float *a = calloc((size_t)(M * K), 4), *b = calloc((size_t)(K * N), 4), *c = calloc((size_t)(M * N), 4);
+    DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                    .b_stride = {0, N, 1}, .c_stride = {0, N, 1}};
+    double tm = 0, tk = 0, tk_alone = 0;
+    for (int i = 0; i < 200; i++) {
+        double t0 = now();
+        disc_rt_matmul(rt, &d, a, b, c);
+        double t1 = now();
+        disc_rt_parallel_for(rt, work, x, n, 4096);
+        double t2 = now();
+        tm += t1 - t0;
+        tk += t2 - t1;
+        disc_rt_reset(rt);
+    }
+    for (int i = 0; i < 200; i++) {
+        double t0 = now();
+        disc_rt_parallel_for(rt, work, x, n, 4096);
+        tk_alone += now() - t0;
+    }
+    printf("matmul 128x768x768 %.1f us; the tanh kernel right after it %.1f us, alone %.1f us\n", tm / 200 * 1e6,
+           tk / 200 * 1e6, tk_alone / 200 * 1e6);
+    free(a), free(b), free(c), free(x);
+    disc_rt_free(rt);
+    disc_rt_free(one);
+    disc_rt_shutdown();
+    return 0;
+}
