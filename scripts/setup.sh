@@ -4,7 +4,7 @@
 # With --if-needed it only acts when something is missing.
 set -eu
 
-PKGS="cmake make gcc python3 llvm-14-dev libdnnl-dev protobuf-c-compiler
+PKGS="cmake make gcc python3 pkg-config llvm-14-dev libdnnl-dev protobuf-c-compiler
 libprotobuf-c-dev libonnx-dev libisl-dev"
 
 missing=""

@@ -1,0 +1,14 @@
+# examples.cmake — the example programs run as tests (label `examples`):
+# the public API end to end, and an install into an empty prefix used
+# through pkg-config.
+if(TARGET compile_run)
+  foreach(backend cpu interp)
+    add_test(NAME examples/compile_run/${backend}
+             COMMAND compile_run ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm/model.onnx ${backend})
+    set_tests_properties(examples/compile_run/${backend} PROPERTIES LABELS examples
+                         PASS_REGULAR_EXPRESSION "run 3:.*sum")
+  endforeach()
+  add_test(NAME examples/install_pkgconfig
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(examples/install_pkgconfig PROPERTIES LABELS examples TIMEOUT 300)
+endif()
