@@ -3,6 +3,7 @@
 #   make            set up (once), build libdisc.a and dcc
 #   make test       build and run every test through ctest
 #   make asan       build with ASan+UBSan into build-asan and run the tests
+#   make bench      disc against ONNX Runtime (needs torch, onnxruntime)
 #   make install PREFIX=/usr/local
 #   make clean
 #
@@ -16,7 +17,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan install clean
+.PHONY: all setup build test asan install clean bench
 
 all: build
 
@@ -41,6 +42,11 @@ asan: setup
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# disc against ONNX Runtime on the test models and BERT-base / GPT-2 size
+# models (generated, never committed); not part of make test.
+bench: build
+	python3 bench/run_bench.py --dcc $(BUILD)/dcc
 
 clean:
 	rm -rf $(BUILD) build-asan

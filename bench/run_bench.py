@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""run_bench.py — disc (cpu backend) against ONNX Runtime, in the same run.
+
+    python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--models NAME,...] [--quick]
+
+For every model (the committed tests/models/* and the BERT-base and GPT-2
+size models that bench/gen_bench.py generates into bench/models/, never
+committed) and every shape of its spread, it writes a data set (inputs,
+and the outputs ONNX Runtime computes, so disc's results are checked
+first), then times both: disc through `dcc bench` (the model compiled once
+for all shapes) and ONNX Runtime (CPU, the same number of threads, every
+graph optimisation). It prints per shape disc ms, ORT ms and the ratio
+ORT/disc (above 1: disc is faster), the geometric mean per model, disc's one
+compile time and its kernel count against the model's op count.
+
+Machines here are noisy: only ratios measured in the same run mean much.
+Needs torch (for generating the large models), onnxruntime, numpy, onnx.
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# (batch, seq) spread for the transformer models; odd lengths included
+SEQ_SPREAD = [(1, 8), (1, 13), (1, 197), (2, 64), (4, 128), (8, 33), (16, 32), (1, 512)]
+SEQ_QUICK = [(1, 13), (2, 64), (4, 128)]
+IMG_SPREAD = [(1, 32, 32), (2, 17, 29), (1, 64, 197), (4, 64, 64)]
+
+
+def threads():
+    return os.cpu_count() or 1
+
+
+def ort_session(path):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads()
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def make_inputs(model_path, shape, rng):
+    """Inputs for a model at a shape: ids for int64 inputs, floats else."""
+    m = onnx.load(model_path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    feeds = {}
+    for inp in m.graph.input:
+        if inp.name in inits:
+            continue
+        t = inp.type.tensor_type
+        rank = len(t.shape.dim)
+        dims = []
+        for k, d in enumerate(t.shape.dim):
+            if d.dim_value:
+                dims.append(d.dim_value)
+            else:
+                dims.append(shape[k] if k < len(shape) else 1)
+        if t.elem_type == onnx.TensorProto.INT64:
+            hi = 100
+            if "mask" in inp.name:
+                feeds[inp.name] = np.ones(dims, np.int64)
+            else:
+                feeds[inp.name] = rng.integers(0, hi, size=dims).astype(np.int64)
+        else:
+            feeds[inp.name] = rng.standard_normal(dims).astype(np.float32)
+        assert rank == len(dims)
+    return feeds
+
+
+def write_set(d, sess, feeds):
+    os.makedirs(d, exist_ok=True)
+    for k, (name, v) in enumerate(feeds.items()):
+        with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, name).SerializeToString())
+    outs = sess.run(None, feeds)
+    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
+        with open(os.path.join(d, f"output_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, o.name).SerializeToString())
+
+
+def time_ort(sess, feeds, runs):
+    sess.run(None, feeds)
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def bench_model(name, path, shapes, dcc, runs, rows):
+    sess = ort_session(path)
+    rng = np.random.default_rng(0)
+    work = tempfile.mkdtemp(prefix=f"disc-bench-{name}-")
+    try:
+        os.symlink(os.path.abspath(path), os.path.join(work, "model.onnx"))
+        data = os.path.join(os.path.dirname(os.path.abspath(path)), "model.onnx.data")
+        if os.path.exists(data):
+            os.symlink(data, os.path.join(work, "model.onnx.data"))
+        feeds = []
+        for k, shape in enumerate(shapes):
+            f = make_inputs(path, shape, rng)
+            write_set(os.path.join(work, f"test_data_set_{k}"), sess, f)
+            feeds.append(f)
+        p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--atol", "1e-4", "--rtol", "1e-2", "-v"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = p.stdout
+        m = re.search(r"compiled once in ([\d.]+) ms \(backend \w+; (\d+) ops, (\d+) kernels\)", out)
+        compile_ms, nops, nkern = (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (float("nan"), 0, 0)
+        times = {}
+        for line in out.splitlines():
+            m2 = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms", line)
+            if m2:
+                times[int(m2.group(1))] = float(m2.group(2))
+            elif "FAIL" in line:
+                print(f"  {name}: {line.strip()}", file=sys.stderr)
+        onnx_nodes = len(onnx.load(path, load_external_data=False).graph.node)
+        ratios = []
+        for k, shape in enumerate(shapes):
+            ort_ms = time_ort(sess, feeds[k], runs)
+            disc_ms = times.get(k)
+            ratio = ort_ms / disc_ms if disc_ms else float("nan")
+            if disc_ms:
+                ratios.append(ratio)
+            rows.append((name, "x".join(map(str, shape)), disc_ms, ort_ms, ratio))
+            print(f"{name:14s} {'x'.join(map(str, shape)):>10s} disc {disc_ms if disc_ms else float('nan'):9.3f} ms"
+                  f"  ort {ort_ms:9.3f} ms  ratio {ratio:6.2f}", flush=True)
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        print(f"{name:14s} geomean ratio {geo:.2f}; compiled once in {compile_ms:.0f} ms; "
+              f"{nkern} kernels for {nops} core ops ({onnx_nodes} ONNX nodes)\n", flush=True)
+        return geo
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dcc", default=os.path.join(ROOT, "build", "dcc"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--models", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="fewer shapes")
+    args = ap.parse_args()
+    want = set(filter(None, args.models.split(",")))
+    seq = SEQ_QUICK if args.quick else SEQ_SPREAD
+    models = []
+    big = os.path.join(HERE, "models")
+    if not want or want & {"bert_base", "gpt2"}:
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")], check=True)
+        models += [("bert_base", os.path.join(big, "bert_base", "model.onnx"), seq),
+                   ("gpt2", os.path.join(big, "gpt2", "model.onnx"), seq)]
+    for name in ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
+        path = os.path.join(ROOT, "tests", "models", name, "model.onnx")
+        if os.path.exists(path):
+            shapes = IMG_SPREAD if "cnn" in name else ([(1, 1), (4, 5), (16, 50)] if name == "recommender" else seq)
+            models.append((name, path, shapes))
+    print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs\n")
+    rows, geos = [], {}
+    for name, path, shapes in models:
+        if want and name not in want:
+            continue
+        geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, rows)
+    print("geometric mean of ORT/disc per model (above 1: disc faster):")
+    for k, v in geos.items():
+        print(f"  {k:14s} {v:.2f}")
+
+
+if __name__ == "__main__":
+    main()
