@@ -16,6 +16,7 @@
 #include "passes/passes.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #define DISC_VERSION "0.1.0"
@@ -169,8 +170,22 @@ static int cmd_emit(int argc, char **argv)
     return rc;
 }
 
+/* oneDNN runs on OpenMP (Debian's libdnnl), whose threads spin after each
+ * library call by default and steal the cores our own pool needs next: up
+ * to 10x slower matmuls on a busy machine (runtime/dnnl.c). libgomp reads
+ * its wait policy when it loads, so dcc sets it and starts itself again. */
+static void passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY"))
+        return;
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    /* if that fails, run on with the default policy */
+}
+
 int main(int argc, char **argv)
 {
+    passive_openmp(argv);
     if (argc < 2)
         return usage_error("%s", "no command given", usage_main);
     const char *cmd = argv[1];
