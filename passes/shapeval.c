@@ -40,7 +40,7 @@ typedef struct SV {
 typedef struct Prop {
     Graph *g;
     DimCtx *cx;
-    SV *sv;      /* by value id */
+    SV **sv;     /* by value id; each SV stays put while the table grows */
     int cap;
     DimMap map;  /* placeholder symbol -> what it stands for */
     Arena scratch;
@@ -53,14 +53,16 @@ static SV *sv_of(Prop *p, const Value *v)
         int cap = p->cap ? p->cap : 64;
         while (cap <= v->id)
             cap *= 2;
-        SV *n = realloc(p->sv, (size_t)cap * sizeof *n);
+        SV **n = realloc(p->sv, (size_t)cap * sizeof *n);
         if (!n)
             abort();
         memset(n + p->cap, 0, (size_t)(cap - p->cap) * sizeof *n);
         p->sv = n;
         p->cap = cap;
     }
-    return &p->sv[v->id];
+    if (!p->sv[v->id] && !(p->sv[v->id] = arena_alloc(&p->scratch, sizeof(SV))))
+        abort();
+    return p->sv[v->id];
 }
 
 static bool trackable(const Type *t)
