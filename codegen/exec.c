@@ -18,9 +18,11 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassManagerBuilder.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +39,97 @@ struct Exec {
     char *llvm_text;   /* the optimised module, for --stage llvm */
     int nkernels;
     int threads;
+    /* run contexts kept between runs: their memory stays mapped, so a run
+     * does not fault in fresh pages (several runs at once take several) */
+    pthread_mutex_t lock;
+    DiscRt *idle[8];
+    int nidle;
 };
+
+static DiscRt *rt_acquire(Exec *e)
+{
+    DiscRt *rt = NULL;
+    pthread_mutex_lock(&e->lock);
+    if (e->nidle > 0)
+        rt = e->idle[--e->nidle];
+    pthread_mutex_unlock(&e->lock);
+    if (!rt) {
+        DiscRtOpts ro = {.threads = e->threads};
+        rt = disc_rt_new(&ro);
+    }
+    return rt;
+}
+
+static void rt_release(Exec *e, DiscRt *rt)
+{
+    disc_rt_reset(rt);
+    pthread_mutex_lock(&e->lock);
+    if (e->nidle < (int)(sizeof e->idle / sizeof e->idle[0])) {
+        e->idle[e->nidle++] = rt;
+        rt = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    disc_rt_free(rt);
+}
 
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- profile (DISC_PROFILE=1): time per kernel and library call ---------- */
+
+typedef struct ProfEntry {
+    const void *key;
+    const char *what;
+    double seconds;
+    long calls;
+} ProfEntry;
+
+static ProfEntry prof[4096];
+static int nprof;
+static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void prof_add(const void *key, const char *what, double t)
+{
+    pthread_mutex_lock(&prof_lock);
+    int i = 0;
+    while (i < nprof && prof[i].key != key)
+        i++;
+    if (i == nprof && nprof < 4096)
+        prof[nprof++] = (ProfEntry){key, what, 0, 0};
+    if (i < nprof) {
+        prof[i].seconds += t;
+        prof[i].calls++;
+    }
+    pthread_mutex_unlock(&prof_lock);
+}
+
+static int prof_cmp(const void *a, const void *b)
+{
+    double x = ((const ProfEntry *)a)->seconds, y = ((const ProfEntry *)b)->seconds;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void prof_report(void)
+{
+    double total = 0;
+    for (int i = 0; i < nprof; i++)
+        total += prof[i].seconds;
+    qsort(prof, (size_t)nprof, sizeof *prof, prof_cmp);
+    fprintf(stderr, "disc profile: %.1f ms in %d kernels and library calls\n", 1e3 * total, nprof);
+    for (int i = 0; i < nprof && i < (getenv("DISC_PROFILE_TOP") ? atoi(getenv("DISC_PROFILE_TOP")) : 25); i++)
+        fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof[i].seconds,
+                100 * prof[i].seconds / (total > 0 ? total : 1), prof[i].calls, prof[i].what);
+}
+
+static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
+{
+    double t0 = now();
+    disc_rt_parallel_for(rt, fn, args, n, grain);
+    prof_add((const void *)fn, "kernel", now() - t0);
 }
 
 /* ---- thunks ------------------------------------------------------------ */
@@ -297,7 +383,19 @@ static int32_t run_pool(Exec *e, void *rt, const Op *op, void **bufs, int64_t *s
     return disc_rt_pool(rt, &pl, bufs[0], p) == 0 ? 0 : -1;
 }
 
+static int32_t exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+
 int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+{
+    if (!getenv("DISC_PROFILE"))
+        return exec_library(self, rt, op, bufs, syms);
+    double t0 = now();
+    int32_t rc = exec_library(self, rt, op, bufs, syms);
+    prof_add(op, op_info(op->kind)->name, now() - t0);
+    return rc;
+}
+
+static int32_t exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
 {
     Exec *e = self;
     bool handled = false;
@@ -325,6 +423,13 @@ static void llvm_init(void)
 {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
+    /* glibc's vector math (libmvec) for exp, log, sin, cos, pow in
+     * vectorised loops (_ZGVdN8v_expf and friends), when it can be loaded
+     * into the process for the JIT to find */
+    if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) {
+        const char *argv[] = {"disc", "-vector-library=LIBMVEC-X86"};
+        LLVMParseCommandLineOptions(2, argv, NULL);
+    }
 }
 
 static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
@@ -374,6 +479,7 @@ static bool define_runtime(Exec *e, Diag *d)
     } syms[] = {
         {"disc_rt_alloc", (void *)disc_rt_alloc},
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
+        {"disc_prof_parallel_for", (void *)prof_parallel_for},
         {"disc_exec_library", (void *)disc_exec_library},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
     };
@@ -403,6 +509,11 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (!o)
         o = &dflt;
     pthread_once(&llvm_once, llvm_init);
+    static bool prof_registered;
+    if (getenv("DISC_PROFILE") && !prof_registered) {
+        prof_registered = true;
+        atexit(prof_report);
+    }
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
         diag_set(d, "error: out of memory");
@@ -410,10 +521,12 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     }
     e->g = g;
     e->threads = o->threads;
+    pthread_mutex_init(&e->lock, NULL);
     double t0 = now();
     e->si = shape_analyze(g, so, d);
     if (!e->si)
         goto fail;
+    canon_simplify(g);
     double t1 = now();
     e->plan = o->unfused ? fuse_plan_unfused(e->si, d) : fuse_plan(e->si, d);
     if (!e->plan)
@@ -481,6 +594,9 @@ void exec_free(Exec *e)
 {
     if (!e)
         return;
+    for (int i = 0; i < e->nidle; i++)
+        disc_rt_free(e->idle[i]);
+    pthread_mutex_destroy(&e->lock);
     if (e->jit)
         LLVMOrcDisposeLLJIT(e->jit);
     fuse_plan_free(e->plan);
@@ -514,11 +630,11 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
     void *io[g->ninputs + g->noutputs + 1];
     int64_t shapes[nshapes + 1];
     int64_t *syms = calloc((size_t)g->dims.nsyms + 1, sizeof *syms);
-    DiscRtOpts ro = {.threads = e->threads};
-    DiscRt *rt = disc_rt_new(&ro);
+    DiscRt *rt = rt_acquire(e);
     if (!syms || !rt) {
         free(syms);
-        disc_rt_free(rt);
+        if (rt)
+            rt_release(e, rt);
         return diag_set(d, "error: out of memory");
     }
     int k = 0;
@@ -552,7 +668,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
     if (!ok)
         for (int i = 0; i < noutputs; i++)
             tensor_free(&outputs[i]);
-    disc_rt_free(rt);
+    rt_release(e, rt);
     free(syms);
     return ok;
 }

@@ -20,6 +20,7 @@
  */
 #include "codegen/codegen.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define B (cg->b)
@@ -178,7 +179,8 @@ static bool emit_kernel_group(Host *h, const Group *grp)
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = ptr_array(h, ptrs, nb + 1);
     LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
-    LLVMValueRef f = fn_decl(cg, "disc_rt_parallel_for", cg->t_void, params, 5, &fty);
+    LLVMValueRef f = fn_decl(cg, getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
+                             cg->t_void, params, 5, &fty);
     LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
                          cg_i64(cg, ki.grain)};
     LLVMBuildCall2(B, fty, f, a, 5, "");

@@ -43,6 +43,11 @@ bool dim_mentions(const Dim *d, const Dim *sym);
 
 /* Removes ops whose results are unused; returns the number removed. */
 int canon_dce(Graph *g);
+/* Removes ops that compute an operand unchanged (a broadcast, reshape or
+ * transpose to the same shape, a convert to the same dtype, an empty pad or
+ * slice), then dead ops. Run after shape analysis, when equal dims are
+ * equal pointers. Returns the number of ops removed. */
+int canon_simplify(Graph *g);
 
 /* ---- shape analysis -------------------------------------------------- */
 
