@@ -42,6 +42,13 @@ typedef struct CgOpts {
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
 
+typedef struct KernelInfo {
+    LLVMValueRef fn;
+    char name[32];
+    Dim *range;        /* parallel iterations */
+    int64_t grain;     /* minimum iterations per task */
+} KernelInfo;
+
 typedef struct Cg {
     Graph *g;
     ShapeInfo *si;
@@ -53,6 +60,12 @@ typedef struct Cg {
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_p8, t_p64, t_pp8;
     LLVMTypeRef t_kernel; /* void(i64, i64, i8*) */
     int nkernels;
+    char **kdesc;              /* per kernel: "k3 stitch: reduce exp sub ..." */
+    char **ksig;               /* per kernel: its signature (ksig.c) */
+    struct KernelInfo *kinfo;         /* per kernel */
+    int nreused;               /* groups that reused an earlier kernel */
+    int nlaunch;               /* kernel launches in the host flow */
+    int nlibrary;              /* library calls in the host flow */
     /* per function being emitted */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */
@@ -98,16 +111,13 @@ void cg_loop_end(Cg *cg, CgLoop *l);
 
 /* ---- kernels (elem.c, kernel.c) ---------------------------------------- */
 
-typedef struct KernelInfo {
-    LLVMValueRef fn;
-    char name[32];
-    Dim *range;        /* parallel iterations */
-    int64_t grain;     /* minimum iterations per task */
-} KernelInfo;
 
 /* Emits the kernel of a LOOP, INPUT or STITCH group (or the epilogue of a
  * LIBRARY group when `epilogue`). */
 bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki);
+/* What a group's kernel code depends on, as text (ksig.c): groups with
+ * equal signatures share one kernel. malloc'd; NULL if out of memory. */
+char *cg_kernel_signature(const Group *grp);
 
 /* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
 
@@ -126,6 +136,8 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
 void exec_free(Exec *e);
 /* The optimised LLVM IR of the model, for dcc emit --stage llvm. */
 void exec_print_llvm(Exec *e, FILE *f);
+/* Kernel launches per run (and, in *distinct, kernels compiled). */
 int exec_kernel_count(const Exec *e);
+int exec_distinct_kernels(const Exec *e);
 
 #endif

@@ -37,7 +37,9 @@ struct Exec {
     LLVMOrcLLJITRef jit;
     MainFn *main;
     char *llvm_text;   /* the optimised module, for --stage llvm */
-    int nkernels;
+    int nkernels;      /* compiled */
+    int nlaunch;       /* launched per run */
+    char **kdesc;      /* per kernel, for the profile */
     int threads;
     /* run contexts kept between runs: their memory stays mapped, so a run
      * does not fault in fresh pages (several runs at once take several) */
@@ -123,6 +125,18 @@ static void prof_report(void)
     for (int i = 0; i < nprof && i < (getenv("DISC_PROFILE_TOP") ? atoi(getenv("DISC_PROFILE_TOP")) : 25); i++)
         fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof[i].seconds,
                 100 * prof[i].seconds / (total > 0 ? total : 1), prof[i].calls, prof[i].what);
+}
+
+/* Names a kernel's entry for the report (strings live with the Exec). */
+static void prof_name(const void *key, const char *what)
+{
+    pthread_mutex_lock(&prof_lock);
+    int i = 0;
+    while (i < nprof && prof[i].key != key)
+        i++;
+    if (i == nprof && nprof < 4096)
+        prof[nprof++] = (ProfEntry){key, what, 0, 0};
+    pthread_mutex_unlock(&prof_lock);
 }
 
 static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
@@ -537,6 +551,8 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     cg_init(&cg, LLVMOrcThreadSafeContextGetContext(tsc), g, e->si, e->plan, d);
     bool ok = cg_host(&cg, e);
     e->nkernels = cg.nkernels;
+    e->nlaunch = cg.nlaunch;
+    e->kdesc = cg.kdesc;
     cg_free(&cg);
     char *vmsg = NULL;
     if (ok && LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &vmsg)) {
@@ -578,12 +594,23 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (!ok)
         goto fail;
     e->main = (MainFn *)(uintptr_t)addr;
+    if (getenv("DISC_PROFILE"))
+        for (int i = 0; i < e->nkernels && e->kdesc; i++) {
+            char name[32];
+            LLVMOrcJITTargetAddress ka = 0;
+            snprintf(name, sizeof name, "disc_k%d", i);
+            LLVMErrorRef kerr = LLVMOrcLLJITLookup(e->jit, &ka, name);
+            if (kerr)
+                LLVMConsumeError(kerr);
+            else
+                prof_name((const void *)(uintptr_t)ka, e->kdesc[i]);
+        }
     if (o->verbose)
         fprintf(stderr,
                 "dcc: shape analysis %.1f ms, fusion %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
-                "JIT %.1f ms; %d kernels for %d ops\n",
+                "JIT %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls for %d ops\n",
                 1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2), 1e3 * (t4 - t3), 1e3 * (t5 - t4),
-                e->nkernels, g->nops);
+                e->nlaunch, e->nkernels, cg.nlibrary, g->nops);
     return e;
 fail:
     exec_free(e);
@@ -600,6 +627,11 @@ void exec_free(Exec *e)
     if (e->jit)
         LLVMOrcDisposeLLJIT(e->jit);
     fuse_plan_free(e->plan);
+    if (!getenv("DISC_PROFILE")) /* the profile report reads them at exit */
+        for (int i = 0; e->kdesc && i < e->nkernels; i++)
+            free(e->kdesc[i]);
+    if (!getenv("DISC_PROFILE"))
+        free(e->kdesc);
     shape_info_free(e->si);
     free(e->llvm_text);
     free(e);
@@ -611,7 +643,8 @@ void exec_print_llvm(Exec *e, FILE *f)
         fputs(e->llvm_text, f);
 }
 
-int exec_kernel_count(const Exec *e) { return e->nkernels; }
+int exec_kernel_count(const Exec *e) { return e->nlaunch; }
+int exec_distinct_kernels(const Exec *e) { return e->nkernels; }
 
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {

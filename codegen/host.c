@@ -144,9 +144,18 @@ static LLVMValueRef ptr_array(Host *h, LLVMValueRef *v, int n)
     return arr;
 }
 
-static bool emit_kernel_group(Host *h, const Group *grp)
+/* The kernel of a group: an earlier one with the same signature, or a new
+ * one. */
+static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
 {
-    Cg *cg = h->cg;
+    char *sig = cg_kernel_signature(grp);
+    for (int i = 0; sig && i < cg->nkernels; i++)
+        if (cg->ksig[i] && !strcmp(cg->ksig[i], sig)) {
+            *ki = cg->kinfo[i];
+            cg->nreused++;
+            free(sig);
+            return true;
+        }
     LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
     LLVMValueRef save_fn = cg->fn, save_syms = cg->syms;
     LLVMBasicBlockRef save_entry = cg->entry;
@@ -154,8 +163,8 @@ static bool emit_kernel_group(Host *h, const Group *grp)
     bool save_nh = cg->no_hoist;
     cg->no_hoist = false;
     dimmap_init(&cg->dimcache);
-    KernelInfo ki;
-    bool ok = cg_kernel(cg, grp, &ki);
+    int k = cg->nkernels;
+    bool ok = cg_kernel(cg, grp, ki);
     dimmap_free(&cg->dimcache);
     cg->dimcache = save_cache;
     cg->no_hoist = save_nh;
@@ -164,8 +173,28 @@ static bool emit_kernel_group(Host *h, const Group *grp)
     cg->entry = save_entry;
     LLVMPositionBuilderAtEnd(cg->eb, cg->entry);
     LLVMPositionBuilderAtEnd(B, here);
-    if (!ok)
+    char **sv = realloc(cg->ksig, (size_t)(k + 1) * sizeof *sv);
+    KernelInfo *kv = realloc(cg->kinfo, (size_t)(k + 1) * sizeof *kv);
+    if (sv)
+        cg->ksig = sv;
+    if (kv)
+        cg->kinfo = kv;
+    if (!sv || !kv) {
+        free(sig);
+        return diag_set(cg->d, "codegen: out of memory");
+    }
+    cg->ksig[k] = sig;
+    cg->kinfo[k] = *ki;
+    return ok;
+}
+
+static bool emit_kernel_group(Host *h, const Group *grp)
+{
+    Cg *cg = h->cg;
+    KernelInfo ki;
+    if (!kernel_for(cg, grp, &ki))
         return false;
+    cg->nlaunch++;
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 1];
     for (int i = 0; i < grp->nouts; i++)
@@ -247,6 +276,7 @@ static bool emit_shape_op(Host *h, Op *op)
 static bool emit_library(Host *h, const Group *grp)
 {
     Op *root = grp->root;
+    h->cg->nlibrary++;
     if (!emit_thunk(h, "disc_exec_library", root))
         return false;
     int first = 0;

@@ -20,6 +20,7 @@
  */
 #include "codegen/kern.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define B (cg->b)
@@ -341,9 +342,18 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
 
 bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
 {
-    snprintf(ki->name, sizeof ki->name, "k%d", cg->nkernels++);
+    snprintf(ki->name, sizeof ki->name, "disc_k%d", cg->nkernels);
+    char **kd = realloc(cg->kdesc, (size_t)(cg->nkernels + 1) * sizeof *kd);
+    if (kd) {
+        cg->kdesc = kd;
+        char buf[256];
+        int n = snprintf(buf, sizeof buf, "%s %s:", ki->name, fuse_kind_name(grp->kind));
+        for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof buf; i++)
+            n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
+        kd[cg->nkernels] = strdup(buf);
+    }
+    cg->nkernels++;
     LLVMValueRef fn = LLVMAddFunction(cg->mod, ki->name, cg->t_kernel);
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
     ki->fn = fn;
     cg_begin_function(cg, fn, NULL);
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);

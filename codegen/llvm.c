@@ -9,6 +9,7 @@
  */
 #include "codegen/codegen.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d)
@@ -47,6 +48,12 @@ void cg_free(Cg *cg)
     if (cg->eb)
         LLVMDisposeBuilder(cg->eb);
     dimmap_free(&cg->dimcache);
+    for (int i = 0; cg->ksig && i < cg->nkernels; i++)
+        free(cg->ksig[i]);
+    free(cg->ksig);
+    free(cg->kinfo);
+    cg->ksig = NULL;
+    cg->kinfo = NULL;
     /* the module and context are handed to the JIT, or disposed there */
     cg->b = cg->eb = NULL;
 }
