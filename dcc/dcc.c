@@ -14,6 +14,7 @@
 #include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "codegen/codegen.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -48,6 +49,8 @@ static const char usage_emit[] =
     "  --stage STAGE   ir     the verified input graph (the default)\n"
     "                  shape  after shape analysis: resolved dims, dim and size\n"
     "                         classes, constraints, the host shape program\n"
+    "                  llvm   the optimised LLVM IR of the cpu backend: the\n"
+    "                         kernels and the host flow (disc_main)\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
     "  -o OUT          write to OUT instead of standard output\n"
@@ -134,8 +137,8 @@ static int cmd_emit(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
-    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0)
-        return usage_error("unknown stage '%s' (stages: ir, shape)", stage, usage_emit);
+    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0)
+        return usage_error("unknown stage '%s' (stages: ir, shape, llvm)", stage, usage_emit);
     po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
 
     Graph *g = load(file);
@@ -158,6 +161,17 @@ static int cmd_emit(int argc, char **argv)
         } else {
             shape_print(f, si);
             shape_info_free(si);
+        }
+    } else if (!strcmp(stage, "llvm")) {
+        Diag d = {0};
+        ShapeOpts so = {assume, nassume};
+        Exec *e = exec_compile(g, &so, NULL, &d);
+        if (!e) {
+            fprintf(stderr, "%s\n", d.msg);
+            rc = EXIT_INPUT;
+        } else {
+            exec_print_llvm(e, f);
+            exec_free(e);
         }
     } else {
         graph_print(f, g, &po);
