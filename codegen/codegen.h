@@ -66,6 +66,7 @@ typedef struct Cg {
     int nreused;               /* groups that reused an earlier kernel */
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
+    int nfallback;             /* groups split up because no template took them */
     /* per function being emitted */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */

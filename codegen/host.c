@@ -188,12 +188,56 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
     return ok;
 }
 
+static bool emit_thunk(Host *h, const char *name, Op *op);
+static bool emit_shape_op(Host *h, Op *op);
+static bool emit_kernel_group(Host *h, const Group *grp);
+
+/* One op as its own group: the fallback for a group no template takes. */
+static bool emit_single(Host *h, Op *op)
+{
+    Value *ins[op->nin + 1];
+    int nins = 0;
+    for (int i = 0; i < op->nin; i++) {
+        bool dup = false;
+        for (int j = 0; j < nins; j++)
+            dup |= ins[j] == op->in[i];
+        if (!dup)
+            ins[nins++] = op->in[i];
+    }
+    Group g1 = {.kind = fuse_kind_of(op), .id = -1, .ops = &op, .nops = 1, .ins = ins, .nins = nins,
+                .outs = op->out, .nouts = op->nout, .root = op};
+    switch (g1.kind) {
+    case FUSE_SHAPE: return emit_shape_op(h, op);
+    case FUSE_LIBRARY: return emit_thunk(h, "disc_exec_library", op);
+    case FUSE_OPAQUE: return emit_thunk(h, "disc_exec_host_op", op);
+    default: return emit_kernel_group(h, &g1);
+    }
+}
+
 static bool emit_kernel_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
-    KernelInfo ki;
-    if (!kernel_for(cg, grp, &ki))
-        return false;
+    KernelInfo ki = {0};
+    if (!kernel_for(cg, grp, &ki)) {
+        if (!cg->d->set || !strncmp(cg->d->msg, "codegen: out of memory", 22))
+            return false;
+        /* no template takes this group: drop its kernel, split it up; a
+         * single op no template takes runs on the host */
+        if (ki.fn)
+            LLVMDeleteFunction(ki.fn);
+        if (cg->nkernels > 0 && cg->kinfo && cg->kinfo[cg->nkernels - 1].fn == ki.fn) {
+            free(cg->ksig[cg->nkernels - 1]);
+            cg->ksig[cg->nkernels - 1] = NULL; /* never matched again */
+        }
+        cg->d->set = false;
+        cg->nfallback++;
+        if (grp->nops == 1)
+            return emit_thunk(h, "disc_exec_host_op", grp->ops[0]);
+        for (int i = 0; i < grp->nops; i++)
+            if (!emit_single(h, grp->ops[i]))
+                return false;
+        return true;
+    }
     cg->nlaunch++;
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 1];

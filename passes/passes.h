@@ -179,6 +179,8 @@ typedef struct FusionPlan {
 
 /* Groups the ops of an analysed graph into kernels. */
 FusionPlan *fuse_plan(ShapeInfo *si, Diag *d);
+/* The kind of group an op forms on its own (unfused.c). */
+FuseKind fuse_kind_of(const Op *op);
 /* One group per op, in program order (unfused.c): the baseline. */
 FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d);
 void fuse_plan_free(FusionPlan *p);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static FuseKind kind_of(const Op *op)
+FuseKind fuse_kind_of(const Op *op)
 {
     switch (op_info(op->kind)->cat) {
     case CAT_UNARY:
@@ -59,7 +59,7 @@ FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d)
     graph_for_each_op(g, op) {
         Group *grp = &p->groups[p->n];
         grp->id = p->n++;
-        grp->kind = kind_of(op);
+        grp->kind = fuse_kind_of(op);
         grp->ops = arena_array(&p->arena, 1, sizeof(Op *));
         grp->ops[0] = op;
         grp->nops = 1;
