@@ -482,6 +482,44 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /* sym NAME ['>=' lo] ['<=' hi] [origin], for non-default symbols. */
+static void mark_syms(const Dim *d, bool *used)
+{
+    if (d->kind == DIM_SYM) {
+        used[d->id] = true;
+        return;
+    }
+    for (int i = 0; i < d->n; i++)
+        mark_syms(d->args[i], used);
+}
+
+static void mark_type(const Type *t, bool *used)
+{
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i])
+            mark_syms(t->dims[i], used);
+}
+
+/* Symbols the graph uses: in a type or a dim attribute. Placeholders that
+ * shape analysis resolved away are not printed. */
+static bool *used_syms(Printer *pr, const Graph *g)
+{
+    bool *used = arena_array(&pr->tmp, (size_t)g->dims.nsyms + 1, sizeof *used);
+    if (!used)
+        return NULL;
+    for (int i = 0; i < g->ninputs; i++)
+        mark_type(&g->inputs[i]->type, used);
+    graph_for_each_op(g, op) {
+        for (int r = 0; r < op->nout; r++)
+            mark_type(&op->out[r]->type, used);
+        for (int a = 0; a < op->nattrs; a++)
+            if (op->attrs[a].kind == ATTR_DIMS)
+                for (int k = 0; k < op->attrs[a].n; k++)
+                    if (op->attrs[a].dims[k])
+                        mark_syms(op->attrs[a].dims[k], used);
+    }
+    return used;
+}
+
 static void print_syms(Printer *pr, const Graph *g)
 {
     static const char *origins[] = {"input", "data", "user", "derived"};
@@ -492,9 +530,10 @@ static void print_syms(Printer *pr, const Graph *g)
     if (!v)
         return;
     int n = 0;
+    bool *used = used_syms(pr, g);
     for (int i = 0; i < cx->nsyms; i++) {
         Dim *s = cx->syms[i];
-        if (s->lo != 1 || s->hi != DIM_INF || s->origin != SYM_INPUT)
+        if ((s->lo != 1 || s->hi != DIM_INF || s->origin != SYM_INPUT) && (!used || used[s->id]))
             v[n++] = s;
     }
     qsort(v, (size_t)n, sizeof *v, cmp_sym);
