@@ -46,6 +46,8 @@ install: build
 # disc against ONNX Runtime on the test models and BERT-base / GPT-2 size
 # models (generated, never committed); not part of make test.
 bench: build
+	cmake --build $(BUILD) --target bench_bw
+	OMP_WAIT_POLICY=PASSIVE $(BUILD)/bench_bw 64
 	python3 bench/run_bench.py --dcc $(BUILD)/dcc
 
 clean:

@@ -284,36 +284,45 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
     }
     Diag d = {0};
     bool ok;
+    memset(out, 0, sizeof out);
     if (c->exec) {
+        /* caller buffers are written in place */
+        for (int i = 0; i < noutputs; i++)
+            if (outputs[i].data) {
+                out[i].data = outputs[i].data;
+                out[i].nbytes = outputs[i].nbytes;
+            }
         ok = exec_run(c->exec, in, ninputs, out, noutputs, &d);
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
     if (!ok) {
         set_error("%s", d.msg);
-        bool shape = strstr(d.msg, "input") != NULL;
-        return shape ? DISC_ERR_SHAPE : DISC_ERR_RUNTIME;
+        if (strstr(d.msg, "bytes, ") && strstr(d.msg, "given"))
+            return DISC_ERR_ARG;
+        return strstr(d.msg, "input") ? DISC_ERR_SHAPE : DISC_ERR_RUNTIME;
     }
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
         disc_tensor *o = &outputs[i];
-        if (o->data) {
-            if (o->nbytes < out[i].nbytes) {
-                set_error("error: output %d needs %zu bytes, %zu given", i, out[i].nbytes, o->nbytes);
+        size_t nbytes = out[i].nbytes;
+        if (o->data && out[i].data != o->data) { /* the interpreter's result */
+            if (o->nbytes < nbytes) {
+                set_error("error: output %d needs %zu bytes, %zu given", i, nbytes, o->nbytes);
                 st = DISC_ERR_ARG;
-            } else if (out[i].nbytes) {
-                memcpy(o->data, out[i].data, out[i].nbytes);
+            } else if (nbytes) {
+                memcpy(o->data, out[i].data, nbytes);
             }
             tensor_free(&out[i]);
             o->owned = 0;
-        } else {
+        } else if (!o->data) {
             o->data = out[i].data;
-            o->owned = 1;
+            o->owned = out[i].owned;
         }
         o->dtype = (disc_dtype)out[i].dtype;
         o->rank = out[i].rank;
         memcpy(o->shape, out[i].shape, sizeof o->shape);
-        o->nbytes = out[i].nbytes;
+        o->nbytes = nbytes;
     }
     return st;
 }

@@ -130,6 +130,7 @@ bool cg_host(Cg *cg, void *self);
 /* Host thunks the generated host flow calls (exec.c). */
 int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
 int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+void *disc_exec_output(void *rt, void **slots, int64_t slot, int64_t bytes);
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d);
 /* Runs a compiled model on inputs; outputs are allocated (owned). */

@@ -148,6 +148,26 @@ static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t 
 
 /* ---- thunks ------------------------------------------------------------ */
 
+/* Memory for graph output k: slots = &io[ninputs + 3k] = {buffer, capacity,
+ * allocated}. The caller's buffer when it is large enough, else memory the
+ * caller will own: no copy after the run. */
+void *disc_exec_output(void *rt, void **slots, int64_t slot, int64_t bytes)
+{
+    void **s = slots + slot;
+    if (s[0] && (int64_t)(uintptr_t)s[1] >= bytes)
+        return s[0];
+    void *p = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (!p) {
+        disc_rt_fail(rt, "out of memory for an output of %lld bytes", (long long)bytes);
+        return NULL;
+    }
+    if (s[2]) /* an output computed twice: keep the last */
+        free(s[0]);
+    s[0] = p;
+    s[2] = (void *)1;
+    return p;
+}
+
 static bool eval_dims(const Type *t, const int64_t *syms, int nsyms, int64_t *out)
 {
     DimEnv env = {syms, NULL, nsyms};
@@ -496,6 +516,7 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_prof_parallel_for", (void *)prof_parallel_for},
         {"disc_exec_library", (void *)disc_exec_library},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
+        {"disc_exec_output", (void *)disc_exec_output},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
     LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0]];
@@ -649,7 +670,6 @@ int exec_distinct_kernels(const Exec *e) { return e->nkernels; }
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {
     Graph *g = e->g;
-    memset(outputs, 0, (size_t)noutputs * sizeof *outputs);
     if (ninputs != g->ninputs || noutputs != g->noutputs)
         return diag_set(d, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
     int nshapes = 0;
@@ -660,7 +680,8 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
     }
     for (int i = 0; i < g->noutputs; i++)
         nshapes += g->outputs[i]->type.rank;
-    void *io[g->ninputs + g->noutputs + 1];
+    /* inputs, then {buffer, capacity, allocated} per output */
+    void *io[g->ninputs + 3 * g->noutputs + 1];
     int64_t shapes[nshapes + 1];
     int64_t *syms = calloc((size_t)g->dims.nsyms + 1, sizeof *syms);
     DiscRt *rt = rt_acquire(e);
@@ -676,6 +697,13 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         for (int j = 0; j < inputs[i].rank; j++)
             shapes[k++] = inputs[i].shape[j];
     }
+    for (int i = 0; i < g->noutputs; i++) {
+        void **s = &io[g->ninputs + 3 * i];
+        bool given = outputs[i].data && !outputs[i].owned;
+        s[0] = given ? outputs[i].data : NULL;
+        s[1] = (void *)(uintptr_t)(given ? outputs[i].nbytes : 0);
+        s[2] = NULL;
+    }
     int32_t rc = e->main(rt, io, shapes, syms);
     bool ok = rc == 0;
     if (rc > 0) {
@@ -685,22 +713,53 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         const char *msg = disc_rt_error(rt);
         diag_set(d, "error: %s", msg ? msg : "run failed");
     }
-    for (int i = 0; ok && i < g->noutputs; i++) {
+    for (int i = 0; i < g->noutputs; i++) {
+        void **s = &io[g->ninputs + 3 * i];
         Tensor *t = &outputs[i];
-        int64_t shape[MAX_RANK];
+        bool given = t->data && !t->owned;
         int rank = g->outputs[i]->type.rank;
-        memcpy(shape, &shapes[k], (size_t)rank * sizeof *shape);
+        Tensor r = {.dtype = g->outputs[i]->type.dtype, .rank = rank};
+        memcpy(r.shape, &shapes[k], (size_t)rank * sizeof *r.shape);
         k += rank;
-        if (!tensor_alloc(t, g->outputs[i]->type.dtype, rank, shape)) {
-            ok = diag_set(d, "error: out of memory for output %d", i);
-            break;
+        r.nbytes = tensor_numel(&r) * dtype_size(r.dtype);
+        if (!ok) {
+            if (s[2])
+                free(s[0]);
+            if (!given)
+                memset(t, 0, sizeof *t);
+            continue;
         }
-        if (t->nbytes)
-            memcpy(t->data, io[g->ninputs + i], t->nbytes);
+        if (s[2]) { /* allocated for the caller */
+            if (given) {
+                ok = diag_set(d, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
+                free(s[0]);
+                continue;
+            }
+            r.data = s[0];
+            r.owned = true;
+        } else if (given && s[0] == t->data) { /* written in place */
+            r.data = t->data;
+        } else { /* an input or a constant returned as is: copy it */
+            if (given && t->nbytes < r.nbytes) {
+                ok = diag_set(d, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
+                continue;
+            }
+            void *p = given ? t->data : malloc(r.nbytes ? r.nbytes : 1);
+            if (!p) {
+                ok = diag_set(d, "error: out of memory for output %d", i);
+                continue;
+            }
+            if (r.nbytes)
+                memcpy(p, s[0], r.nbytes);
+            r.data = p;
+            r.owned = !given;
+        }
+        *t = r;
     }
     if (!ok)
         for (int i = 0; i < noutputs; i++)
-            tensor_free(&outputs[i]);
+            if (outputs[i].owned)
+                tensor_free(&outputs[i]);
     rt_release(e, rt);
     free(syms);
     return ok;

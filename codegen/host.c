@@ -3,7 +3,9 @@
  *
  *     int32_t disc_main(DiscRt *rt, void **io, int64_t *shapes, int64_t *syms)
  *
- * io holds the data of the inputs, then receives the data of the outputs;
+ * io holds the data of the inputs, then three slots per output: its data
+ * (on entry the caller's buffer or NULL), the buffer's capacity in bytes,
+ * and a flag set when the flow allocated it for the caller (exec.c);
  * shapes holds the dims of every input, then receives those of every
  * output; syms receives the value of every symbol. The function
  *   1. binds every symbol from the input dims (the host shape program's
@@ -120,15 +122,29 @@ static void emit_steps(Host *h)
     }
 }
 
+/* Memory for v: a graph output goes straight to the caller's buffer (or
+ * to memory the caller will own), anything else to run memory. */
 static LLVMValueRef alloc(Host *h, Value *v)
 {
     Cg *cg = h->cg;
     LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
     LLVMValueRef bytes = LLVMBuildMul(B, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)), "");
-    LLVMTypeRef fty, params[2] = {cg->t_p8, cg->t_i64};
-    LLVMValueRef f = fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
-    LLVMValueRef args[2] = {h->rt, bytes};
-    LLVMValueRef p = LLVMBuildCall2(B, fty, f, args, 2, "");
+    int k = -1;
+    for (int i = 0; i < cg->g->noutputs && k < 0; i++)
+        if (cg->g->outputs[i] == v)
+            k = i;
+    LLVMValueRef p;
+    if (k >= 0) {
+        LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_i64};
+        LLVMValueRef f = fn_decl(cg, "disc_exec_output", cg->t_p8, params, 4, &fty);
+        LLVMValueRef args[4] = {h->rt, h->io, cg_i64(cg, cg->g->ninputs + 3 * k), bytes};
+        p = LLVMBuildCall2(B, fty, f, args, 4, "");
+    } else {
+        LLVMTypeRef fty, params[2] = {cg->t_p8, cg->t_i64};
+        LLVMValueRef f = fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
+        LLVMValueRef args[2] = {h->rt, bytes};
+        p = LLVMBuildCall2(B, fty, f, args, 2, "");
+    }
     check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
     h->vbuf[v->id] = p;
     return p;
@@ -401,7 +417,7 @@ bool cg_host(Cg *cg, void *self)
         Value *v = g->outputs[i];
         if (!h.vbuf[v->id])
             return diag_set(cg->d, "codegen: output %d has no buffer", i);
-        LLVMBuildStore(B, h.vbuf[v->id], gep(cg, cg->t_p8, h.io, g->ninputs + i));
+        LLVMBuildStore(B, h.vbuf[v->id], gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
         for (int k = 0; k < v->type.rank; k++)
             LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), gep(cg, cg->t_i64, h.shapes, off++));
     }
