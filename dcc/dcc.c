@@ -49,8 +49,11 @@ static const char usage_emit[] =
     "  --stage STAGE   ir     the verified input graph (the default)\n"
     "                  shape  after shape analysis: resolved dims, dim and size\n"
     "                         classes, constraints, the host shape program\n"
+    "                  fusion the fusion plan: groups (loop, input, stitch,\n"
+    "                         library, opaque) with their ops, inputs, outputs\n"
     "                  llvm   the optimised LLVM IR of the cpu backend: the\n"
     "                         kernels and the host flow (disc_main)\n"
+    "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
     "  -o OUT          write to OUT instead of standard output\n"
@@ -93,7 +96,7 @@ static Graph *load(const char *path)
 
 static int cmd_emit(int argc, char **argv)
 {
-    const char *file = NULL, *stage = "ir", *out = NULL;
+    const char *file = NULL, *stage = "ir", *out = NULL, *format = "text";
     const char *assume[64];
     int nassume = 0;
     PrintOpts po = {16, false};
@@ -104,7 +107,7 @@ static int cmd_emit(int argc, char **argv)
             fputs(usage_emit, stdout);
             return 0;
         } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max") ||
-                   !strcmp(a, "--assume")) {
+                   !strcmp(a, "--assume") || !strcmp(a, "--format")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a, usage_emit);
             const char *v = argv[++i];
@@ -112,6 +115,8 @@ static int cmd_emit(int argc, char **argv)
                 if (nassume == 64)
                     return usage_error("%s", "too many --assume hints", usage_emit);
                 assume[nassume++] = v;
+            } else if (!strcmp(a, "--format")) {
+                format = v;
             } else if (!strcmp(a, "--stage"))
                 stage = v;
             else if (!strcmp(a, "-o"))
@@ -137,8 +142,11 @@ static int cmd_emit(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
-    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0)
-        return usage_error("unknown stage '%s' (stages: ir, shape, llvm)", stage, usage_emit);
+    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0 &&
+        strcmp(stage, "fusion") != 0)
+        return usage_error("unknown stage '%s' (stages: ir, shape, fusion, llvm)", stage, usage_emit);
+    if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
+        return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
     po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
 
     Graph *g = load(file);
@@ -162,6 +170,28 @@ static int cmd_emit(int argc, char **argv)
             shape_print(f, si);
             shape_info_free(si);
         }
+    } else if (!strcmp(stage, "fusion")) {
+        Diag d = {0};
+        ShapeOpts so = {assume, nassume};
+        ShapeInfo *si = shape_analyze(g, &so, &d);
+        FusionPlan *fp = NULL;
+        if (si) {
+            canon_simplify(g);
+            fp = fuse_plan(si, &d);
+        }
+        if (!fp) {
+            fprintf(stderr, "%s\n", d.msg);
+            rc = EXIT_INPUT;
+        } else if (!strcmp(format, "dot")) {
+            fuse_print_dot(f, fp);
+        } else {
+            po.elide = true;
+            graph_print(f, g, &po);
+            fputs("\n# fusion plan\n", f);
+            fuse_print(f, fp);
+        }
+        fuse_plan_free(fp);
+        shape_info_free(si);
     } else if (!strcmp(stage, "llvm")) {
         Diag d = {0};
         ShapeOpts so = {assume, nassume};

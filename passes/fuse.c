@@ -1,12 +1,480 @@
 /*
- * fuse.c — PLACEHOLDER until the fusion planner lands: every op is its own
- * group (fuse_plan_unfused). The real planner replaces this whole file.
+ * fuse.c — the fusion planner: which ops become one kernel.
+ *
+ * Requires: shape analysis (equal sizes are equal Dim pointers). Leaves the
+ * graph unchanged and returns a FusionPlan.
+ *
+ * Decisions use proved facts only, never shape values. Ops are visited in
+ * reverse program order, so every consumer is placed before its producers
+ * are considered, and a producer joins its consumers' group when
+ *
+ *   - every user of its result is in that one group (nothing outside would
+ *     need the value materialised), and
+ *   - the group can compute it per element:
+ *       loop group: the producer's element count is the group's index space,
+ *         or the producer is cheap to recompute (broadcast, iota, reshape,
+ *         transpose, slice, convert of a value);
+ *       reduction group (input fusion): the producer has the element count of
+ *         the reduced operand;
+ *       library group: a dot or convolution whose only users form an
+ *         elementwise loop over its result becomes that group's root, the
+ *         loop its epilogue (bias, activation, residual).
+ *
+ * A reduction whose users all lie in one loop group that iterates over the
+ * reduction's whole operand joins it, and the group becomes a stitch group:
+ * per row, the reductions run first and the elementwise work over the same
+ * row reads their results (softmax: max, sum, then the outputs; LayerNorm:
+ * mean, variance, then the normalised row). All reductions of a stitch
+ * group reduce the same trailing axes of operands of one shape.
+ *
+ * Merging only into the group of all users keeps the group graph acyclic;
+ * the groups are then ordered topologically (Kahn, earliest program
+ * position first), with a check, and the planner falls back to one group per
+ * op if that check ever failed.
  */
 #include "passes/passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-FusionPlan *fuse_plan(ShapeInfo *si, Diag *d) { return fuse_plan_unfused(si, d); }
+typedef enum Class { C_SHAPE, C_ELEM, C_MOVE, C_REDUCE, C_LIB, C_OPAQUE } Class;
+
+typedef struct PGroup {
+    FuseKind kind;
+    int root;           /* op index */
+    int *ops;           /* op indices */
+    int nops, cap;
+    Dim *space;         /* loop: index space; reduction: the reduced operand's count */
+    const Type *rowty;  /* stitch/input: the reduced operand's type */
+    const Attr *axes;   /* stitch/input: reduced axes (reduce) */
+    int axis;           /* stitch/input: argmax/argmin axis, or -1 */
+    bool dead;
+} PGroup;
+
+typedef struct Planner {
+    Graph *g;
+    Op **ops;           /* program order */
+    int nops;
+    int *grp;           /* op index -> group */
+    PGroup *groups;
+    int ngroups;
+    int **users;        /* value id -> op indices */
+    int *nusers;
+    bool *is_output;    /* value id */
+    Diag *d;
+} Planner;
+
+static Class class_of(const Op *op)
+{
+    switch (op_info(op->kind)->cat) {
+    case CAT_CONST:
+    case CAT_SHAPE: return C_SHAPE;
+    case CAT_UNARY:
+    case CAT_BINARY:
+    case CAT_ELEM: return C_ELEM;
+    case CAT_LIB: return op->kind == OP_DOT || op->kind == OP_CONV ? C_LIB : C_OPAQUE;
+    case CAT_REDUCE: return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ? C_REDUCE : C_OPAQUE;
+    case CAT_MOVE:
+        switch (op->kind) {
+        case OP_BROADCAST: case OP_RESHAPE: case OP_TRANSPOSE: case OP_SLICE: case OP_REVERSE:
+        case OP_CONCAT: case OP_PAD: case OP_IOTA: case OP_GATHER: case OP_GATHER_ELEMENTS:
+            return C_MOVE;
+        default: return C_OPAQUE;
+        }
+    default: return C_OPAQUE;
+    }
+}
+
+static Dim *numel(Planner *p, const Value *v) { return type_numel(&p->g->dims, &v->type); }
+
+static void add_op(PGroup *g, int op)
+{
+    if (g->nops == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        int *v = realloc(g->ops, (size_t)g->cap * sizeof *v);
+        if (!v)
+            abort();
+        g->ops = v;
+    }
+    g->ops[g->nops++] = op;
+}
+
+/* The reduced axes of a reduction, as a comparable description. */
+static bool same_rows(const PGroup *g, const Op *r)
+{
+    const Type *t = &r->in[0]->type;
+    if (!g->rowty || !type_eq(g->rowty, t))
+        return false;
+    if (r->kind == OP_REDUCE) {
+        const Attr *a = op_attr(r, "axes");
+        if (g->axis >= 0 || !g->axes || a->n != g->axes->n)
+            return false;
+        for (int i = 0; i < a->n; i++)
+            if (a->ints[i] != g->axes->ints[i])
+                return false;
+        return true;
+    }
+    return g->axis == op_attr_int(r, "axis", -2);
+}
+
+/* Reduced axes are the trailing ones (rows are contiguous). */
+static bool trailing(const Op *r)
+{
+    int rank = r->in[0]->type.rank;
+    if (r->kind != OP_REDUCE)
+        return op_attr_int(r, "axis", -1) == rank - 1;
+    const Attr *a = op_attr(r, "axes");
+    for (int i = 0; i < a->n; i++)
+        if (a->ints[i] != rank - a->n + i)
+            return false;
+    return a->n > 0;
+}
+
+static void set_rows(PGroup *g, const Op *r)
+{
+    g->rowty = &r->in[0]->type;
+    g->axes = r->kind == OP_REDUCE ? op_attr(r, "axes") : NULL;
+    g->axis = r->kind == OP_REDUCE ? -1 : (int)op_attr_int(r, "axis", 0);
+}
+
+static int new_group(Planner *p, FuseKind kind, int op)
+{
+    PGroup *g = &p->groups[p->ngroups];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->root = op;
+    g->axis = -1;
+    add_op(g, op);
+    Op *o = p->ops[op];
+    if (kind == FUSE_LOOP)
+        g->space = numel(p, o->out[0]);
+    if (kind == FUSE_INPUT) {
+        g->space = numel(p, o->in[0]);
+        set_rows(g, o);
+    }
+    p->grp[op] = p->ngroups;
+    return p->ngroups++;
+}
+
+/* The one group all users of op's results belong to, or -1. */
+static int users_group(Planner *p, int op)
+{
+    const Op *o = p->ops[op];
+    int gid = -1;
+    for (int r = 0; r < o->nout; r++) {
+        const Value *v = o->out[r];
+        for (int i = 0; i < p->nusers[v->id]; i++) {
+            int g = p->grp[p->users[v->id][i]];
+            if (gid >= 0 && g != gid)
+                return -1;
+            gid = g;
+        }
+    }
+    return gid;
+}
+
+static bool cheap(const Op *o)
+{
+    return o->kind == OP_BROADCAST || o->kind == OP_IOTA || o->kind == OP_RESHAPE || o->kind == OP_TRANSPOSE ||
+           o->kind == OP_SLICE || o->kind == OP_CONVERT || o->kind == OP_REVERSE;
+}
+
+static bool is_output(Planner *p, const Op *o)
+{
+    for (int r = 0; r < o->nout; r++)
+        if (p->is_output[o->out[r]->id])
+            return true;
+    return false;
+}
+
+static void join(Planner *p, int op, int gid)
+{
+    add_op(&p->groups[gid], op);
+    p->grp[op] = gid;
+}
+
+/* Moves every op of group `from` into group `to`. */
+static void absorb(Planner *p, int from, int to)
+{
+    PGroup *f = &p->groups[from];
+    for (int i = 0; i < f->nops; i++)
+        join(p, f->ops[i], to);
+    f->nops = 0;
+    f->dead = true;
+}
+
+/* Ops a stitch group may hold besides its reductions: they must keep every
+ * element in its row, since per row the kernel has only that row's
+ * reduction results. Elementwise ops, and broadcasts that do not permute. */
+static bool row_safe(const Op *o)
+{
+    if (class_of(o) == C_ELEM || o->kind == OP_IOTA)
+        return true;
+    if (o->kind != OP_BROADCAST)
+        return false;
+    const Attr *axes = op_attr(o, "axes");
+    for (int i = 1; i < axes->n; i++)
+        if (axes->ints[i] <= axes->ints[i - 1])
+            return false;
+    return true;
+}
+
+static bool all_row_safe(Planner *p, const PGroup *g)
+{
+    for (int i = 0; i < g->nops; i++)
+        if (!row_safe(p->ops[g->ops[i]]))
+            return false;
+    return true;
+}
+
+/* Only elementwise and index-map ops in a loop group (a library epilogue). */
+static bool all_loop_ops(Planner *p, const PGroup *g)
+{
+    for (int i = 0; i < g->nops; i++) {
+        Class c = class_of(p->ops[g->ops[i]]);
+        if (c != C_ELEM && c != C_MOVE)
+            return false;
+    }
+    return true;
+}
+
+static void place(Planner *p, int op)
+{
+    Op *o = p->ops[op];
+    Class c = class_of(o);
+    int gid = o->nout == 1 ? users_group(p, op) : -1;
+    PGroup *g = gid >= 0 ? &p->groups[gid] : NULL;
+    if (g && (c == C_ELEM || c == C_MOVE)) {
+        Dim *n = numel(p, o->out[0]);
+        bool fits = false, feeds_root = false;
+        for (int k = 0; k < p->ops[g->root]->nin; k++)
+            feeds_root |= p->ops[g->root]->in[k] == o->out[0];
+        if (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH)
+            /* smaller values (a row's rsqrt, a broadcast bias) are
+             * recomputed where they are read */
+            fits = n == g->space || (!is_output(p, o) && (cheap(o) || c == C_ELEM));
+        if (g->kind == FUSE_STITCH)
+            fits = fits && row_safe(o);
+        else if (g->kind == FUSE_INPUT)
+            fits = n == g->space;
+        else if (g->kind == FUSE_LIBRARY) /* the epilogue, after the call */
+            fits = n == g->space && !feeds_root;
+        if (fits) {
+            join(p, op, gid);
+            return;
+        }
+    }
+    if (g && c == C_REDUCE && (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH) && trailing(o) &&
+        numel(p, o->in[0]) == g->space && !is_output(p, o) &&
+        (g->kind == FUSE_LOOP ? all_row_safe(p, g) : same_rows(g, o))) {
+        /* the reduction's rows are the group's rows: a stitch group */
+        if (g->kind == FUSE_LOOP)
+            set_rows(g, o);
+        g->kind = FUSE_STITCH;
+        join(p, op, gid);
+        g->root = op;
+        return;
+    }
+    if (g && c == C_LIB && g->kind == FUSE_LOOP && numel(p, o->out[0]) == g->space && all_loop_ops(p, g) &&
+        !is_output(p, o) && o->out[0]->type.dtype == DT_F32) {
+        g->kind = FUSE_LIBRARY;
+        g->root = op;
+        join(p, op, gid);
+        return;
+    }
+    switch (c) {
+    case C_SHAPE: new_group(p, FUSE_SHAPE, op); break;
+    case C_ELEM:
+    case C_MOVE: new_group(p, FUSE_LOOP, op); break;
+    case C_REDUCE: new_group(p, FUSE_INPUT, op); break;
+    case C_LIB: new_group(p, FUSE_LIBRARY, op); break;
+    default: new_group(p, FUSE_OPAQUE, op); break;
+    }
+    if (c == C_LIB)
+        p->groups[p->grp[op]].space = numel(p, o->out[0]);
+}
+
+/* A reduction group all of whose results feed one stitch group over the
+ * same rows joins it (LayerNorm's first reduction after its second). */
+static void merge_reductions(Planner *p)
+{
+    for (int i = p->nops - 1; i >= 0; i--) {
+        int gid = p->grp[i];
+        PGroup *g = &p->groups[gid];
+        if (g->dead || g->kind != FUSE_INPUT || g->root != i)
+            continue;
+        int to = -1;
+        bool ok = true;
+        for (int k = 0; k < g->nops && ok; k++) {
+            const Op *o = p->ops[g->ops[k]];
+            for (int r = 0; r < o->nout && ok; r++) {
+                const Value *v = o->out[r];
+                ok = !p->is_output[v->id];
+                for (int u = 0; u < p->nusers[v->id] && ok; u++) {
+                    int ug = p->grp[p->users[v->id][u]];
+                    if (ug == gid)
+                        continue;
+                    if (to >= 0 && ug != to)
+                        ok = false;
+                    to = ug;
+                }
+            }
+        }
+        if (!ok || to < 0)
+            continue;
+        PGroup *t = &p->groups[to];
+        if (t->kind == FUSE_STITCH && same_rows(t, p->ops[i]) && trailing(p->ops[i]))
+            absorb(p, gid, to);
+    }
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Builds the plan's groups in a topological order; false on a cycle. */
+static bool emit(Planner *p, FusionPlan *plan)
+{
+    int n = p->ngroups;
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg), *order = malloc(((size_t)n + 1) * sizeof *order);
+    int *first = malloc(((size_t)n + 1) * sizeof *first);
+    bool *done = calloc((size_t)n + 1, 1);
+    if (!indeg || !order || !first || !done)
+        abort();
+    for (int g = 0; g < n; g++) {
+        first[g] = p->nops;
+        if (p->groups[g].nops)
+            qsort(p->groups[g].ops, (size_t)p->groups[g].nops, sizeof(int), cmp_int);
+        if (p->groups[g].nops)
+            first[g] = p->groups[g].ops[0];
+    }
+    /* edges: producer group -> consumer group, counted per operand */
+    for (int i = 0; i < p->nops; i++) {
+        const Op *o = p->ops[i];
+        for (int k = 0; k < o->nin; k++) {
+            const Op *d = o->in[k]->def;
+            if (d && p->grp[d->id] != p->grp[i])
+                indeg[p->grp[i]]++;
+        }
+    }
+    int norder = 0, live = 0;
+    for (int g = 0; g < n; g++)
+        live += !p->groups[g].dead;
+    while (norder < live) {
+        int best = -1;
+        for (int g = 0; g < n; g++)
+            if (!p->groups[g].dead && !done[g] && indeg[g] == 0 && (best < 0 || first[g] < first[best]))
+                best = g;
+        if (best < 0)
+            break;
+        done[best] = true;
+        order[norder++] = best;
+        const PGroup *pg = &p->groups[best];
+        for (int k = 0; k < pg->nops; k++) {
+            const Op *o = p->ops[pg->ops[k]];
+            for (int r = 0; r < o->nout; r++)
+                for (int u = 0; u < p->nusers[o->out[r]->id]; u++) {
+                    int ug = p->grp[p->users[o->out[r]->id][u]];
+                    if (ug != best)
+                        indeg[ug]--;
+                }
+        }
+    }
+    bool ok = norder == live;
+    plan->groups = arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
+    for (int i = 0; ok && i < norder; i++) {
+        const PGroup *pg = &p->groups[order[i]];
+        Group *g = &plan->groups[plan->n];
+        g->id = plan->n++;
+        g->kind = pg->kind;
+        g->root = p->ops[pg->root];
+        g->nops = pg->nops;
+        g->ops = arena_array(&plan->arena, (size_t)pg->nops, sizeof(Op *));
+        g->ins = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        g->outs = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        for (int k = 0; k < pg->nops; k++)
+            g->ops[k] = p->ops[pg->ops[k]];
+        for (int k = 0; k < pg->nops; k++) {
+            const Op *o = g->ops[k];
+            for (int j = 0; j < o->nin; j++) {
+                Value *v = o->in[j];
+                if (v->def && p->grp[v->def->id] == order[i])
+                    continue;
+                bool dup = false;
+                for (int m = 0; m < g->nins; m++)
+                    dup |= g->ins[m] == v;
+                if (!dup)
+                    g->ins[g->nins++] = v;
+            }
+            for (int r = 0; r < o->nout; r++) {
+                Value *v = o->out[r];
+                bool outside = p->is_output[v->id];
+                for (int u = 0; u < p->nusers[v->id] && !outside; u++)
+                    outside = p->grp[p->users[v->id][u]] != order[i];
+                if (outside)
+                    g->outs[g->nouts++] = v;
+            }
+        }
+    }
+    free(indeg);
+    free(order);
+    free(first);
+    free(done);
+    return ok;
+}
+
+FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
+{
+    Graph *g = si->g;
+    graph_renumber(g);
+    Planner p = {.g = g, .nops = g->nops, .d = d};
+    p.ops = calloc((size_t)g->nops + 1, sizeof *p.ops);
+    p.grp = calloc((size_t)g->nops + 1, sizeof *p.grp);
+    p.groups = calloc((size_t)g->nops + 1, sizeof *p.groups);
+    p.users = calloc((size_t)g->nvalues + 1, sizeof *p.users);
+    p.nusers = calloc((size_t)g->nvalues + 1, sizeof *p.nusers);
+    p.is_output = calloc((size_t)g->nvalues + 1, 1);
+    FusionPlan *plan = calloc(1, sizeof *plan);
+    if (!p.ops || !p.grp || !p.groups || !p.users || !p.nusers || !p.is_output || !plan)
+        abort();
+    plan->g = g;
+    arena_init(&plan->arena);
+    int n = 0;
+    graph_for_each_op(g, op) p.ops[n++] = op;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < p.ops[i]->nin; k++)
+            p.nusers[p.ops[i]->in[k]->id]++;
+    for (int v = 0; v < g->nvalues; v++)
+        if (p.nusers[v])
+            p.users[v] = arena_array(&plan->arena, (size_t)p.nusers[v], sizeof(int));
+    memset(p.nusers, 0, (size_t)(g->nvalues + 1) * sizeof *p.nusers);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < p.ops[i]->nin; k++) {
+            int id = p.ops[i]->in[k]->id;
+            bool dup = false;
+            for (int u = 0; u < p.nusers[id]; u++)
+                dup |= p.users[id][u] == i;
+            if (!dup)
+                p.users[id][p.nusers[id]++] = i;
+        }
+    for (int i = 0; i < g->noutputs; i++)
+        p.is_output[g->outputs[i]->id] = true;
+    for (int i = n - 1; i >= 0; i--)
+        place(&p, i);
+    merge_reductions(&p);
+    bool ok = emit(&p, plan);
+    for (int i = 0; i < p.ngroups; i++)
+        free(p.groups[i].ops);
+    free(p.ops);
+    free(p.grp);
+    free(p.groups);
+    free(p.users);
+    free(p.nusers);
+    free(p.is_output);
+    if (!ok) { /* a cycle: the planner's invariant broke; stay correct */
+        fuse_plan_free(plan);
+        return fuse_plan_unfused(si, d);
+    }
+    return plan;
+}
 
 void fuse_plan_free(FusionPlan *p)
 {
@@ -22,16 +490,71 @@ const char *fuse_kind_name(FuseKind k)
     return k >= 0 && k <= FUSE_SHAPE ? names[k] : "?";
 }
 
+static void print_values(FILE *f, char **names, Value **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", i ? " " : "", names ? names[v[i]->id] : "?");
+}
+
 void fuse_print(FILE *f, const FusionPlan *p)
 {
-    for (int i = 0; i < p->n; i++)
-        fprintf(f, "group %d %s: %d ops\n", p->groups[i].id, fuse_kind_name(p->groups[i].kind), p->groups[i].nops);
+    char **names = graph_value_names(p->g);
+    int kernels = 0, library = 0;
+    for (int i = 0; i < p->n; i++) {
+        const Group *g = &p->groups[i];
+        if (g->kind == FUSE_SHAPE)
+            continue;
+        kernels += g->kind == FUSE_LOOP || g->kind == FUSE_INPUT || g->kind == FUSE_STITCH;
+        library += g->kind == FUSE_LIBRARY;
+        fprintf(f, "# group %d %s, root %s:", g->id, fuse_kind_name(g->kind),
+                names && g->root ? names[g->root->out[0]->id] : "?");
+        for (int k = 0; k < g->nops; k++)
+            fprintf(f, " %s", op_info(g->ops[k]->kind)->name);
+        fputs("\n#   in: ", f);
+        print_values(f, names, g->ins, g->nins);
+        fputs("\n#   out: ", f);
+        print_values(f, names, g->outs, g->nouts);
+        if (g->root && g->kind != FUSE_OPAQUE) {
+            fputs("\n#   space: ", f);
+            const Value *sp = g->kind == FUSE_INPUT || g->kind == FUSE_STITCH ? g->root->in[0] : g->root->out[0];
+            Dim *n = type_numel(&p->g->dims, &sp->type);
+            dim_print(f, n);
+        }
+        fputc('\n', f);
+    }
+    int ops = 0;
+    graph_for_each_op(p->g, op) ops += op_info(op->kind)->cat != CAT_CONST;
+    fprintf(f, "# %d kernels and %d library calls for %d ops\n", kernels, library, ops);
+    graph_value_names_free(p->g, names);
 }
 
 void fuse_print_dot(FILE *f, const FusionPlan *p)
 {
-    fputs("digraph fusion {\n", f);
-    for (int i = 0; i < p->n; i++)
-        fprintf(f, "  g%d [label=\"%s\"];\n", p->groups[i].id, fuse_kind_name(p->groups[i].kind));
+    char **names = graph_value_names(p->g);
+    fputs("digraph fusion {\n  rankdir=TB;\n  node [shape=box, fontname=monospace];\n", f);
+    for (int i = 0; i < p->n; i++) {
+        const Group *g = &p->groups[i];
+        if (g->kind == FUSE_SHAPE)
+            continue;
+        fprintf(f, "  subgraph cluster_%d {\n    label=\"group %d: %s\";\n", g->id, g->id, fuse_kind_name(g->kind));
+        for (int k = 0; k < g->nops; k++)
+            fprintf(f, "    op%d [label=\"%s\"];\n", g->ops[k]->id, op_info(g->ops[k]->kind)->name);
+        fputs("  }\n", f);
+    }
+    for (int i = 0; i < p->n; i++) {
+        const Group *g = &p->groups[i];
+        if (g->kind == FUSE_SHAPE)
+            continue;
+        for (int k = 0; k < g->nops; k++) {
+            const Op *o = g->ops[k];
+            for (int j = 0; j < o->nin; j++) {
+                const Op *d = o->in[j]->def;
+                if (d && op_info(d->kind)->cat != CAT_CONST && op_info(d->kind)->cat != CAT_SHAPE)
+                    fprintf(f, "  op%d -> op%d [label=\"%s\"];\n", d->id, o->id,
+                            names ? names[o->in[j]->id] : "");
+            }
+        }
+    }
     fputs("}\n", f);
+    graph_value_names_free(p->g, names);
 }
