@@ -421,6 +421,51 @@ static LLVMValueRef pick(Kern *k, LLVMValueRef *v, int n, LLVMValueRef idx)
     return r;
 }
 
+/* The operand index of a reshape from xt to rt. Leading and trailing dims
+ * the two shapes share (equal pointers) pass through; only the middle goes
+ * through a flat index, and when the operand's middle is one dim (a merge
+ * such as [B, S, 12, 64] -> [B, S, 768] read backwards: the split) that is
+ * a sum of products with no division at all. */
+static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *xi)
+{
+    Cg *cg = k->cg;
+    int lead = 0, tail = 0;
+    while (lead < xt->rank && lead < rt->rank && xt->dims[lead] == rt->dims[lead])
+        lead++;
+    while (tail < xt->rank - lead && tail < rt->rank - lead &&
+           xt->dims[xt->rank - 1 - tail] == rt->dims[rt->rank - 1 - tail])
+        tail++;
+    for (int i = 0; i < lead; i++)
+        xi[i] = idx[i];
+    for (int i = 0; i < tail; i++)
+        xi[xt->rank - 1 - i] = idx[rt->rank - 1 - i];
+    int xm = xt->rank - lead - tail, rm = rt->rank - lead - tail;
+    if (xm == 0)
+        return;
+    /* the flat position within the middle block of the result */
+    LLVMValueRef flat = cg_i64(cg, 0);
+    for (int i = lead; i < lead + rm; i++) {
+        LLVMValueRef d = cg_dim(cg, rt->dims[i]);
+        flat = i == lead ? idx[i] : LLVMBuildAdd(B, LLVMBuildMul(B, flat, d, ""), idx[i], "");
+    }
+    if (rm == 0)
+        flat = cg_i64(cg, 0);
+    for (int i = lead + xm - 1; i >= lead; i--) {
+        if (i == lead) {
+            xi[i] = flat;
+            break;
+        }
+        Dim *dd = xt->dims[i];
+        if (dim_is(dd, 1)) {
+            xi[i] = cg_i64(cg, 0);
+            continue;
+        }
+        LLVMValueRef d = cg_dim(cg, dd);
+        xi[i] = LLVMBuildURem(B, flat, d, "");
+        flat = LLVMBuildUDiv(B, flat, d, "");
+    }
+}
+
 static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -455,12 +500,7 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         const Type *xt = &op->in[0]->type;
         if (k->flat)
             return elem(k, op->in[0], idx);
-        bool same = xt->rank == rt->rank;
-        for (int i = 0; same && i < rt->rank; i++)
-            same = xt->dims[i] == rt->dims[i];
-        if (same)
-            return elem(k, op->in[0], idx);
-        kern_unflatten(k, xt, kern_offset(k, rt, idx), xi);
+        reshape_index(k, xt, rt, idx, xi);
         return elem(k, op->in[0], xi);
     }
     case OP_BROADCAST:
