@@ -200,9 +200,74 @@ static LLVMValueRef acc_init(Cg *cg, Kern *k, const Op *op, DType dt)
 }
 
 /* One reduction over the rows' reduced index space; caches its scalar. */
+/* The combining op of a reduce. */
+static OpKind reduce_op(const Op *op, DType dt)
+{
+    const char *kind = op_attr_str(op, "kind", "sum");
+    OpKind bk = !strcmp(kind, "max") ? OP_MAX : !strcmp(kind, "min") ? OP_MIN : !strcmp(kind, "prod") ? OP_MUL : OP_ADD;
+    if (dt == DT_BOOL && bk == OP_ADD)
+        return OP_OR;
+    if (dt == DT_BOOL && bk == OP_MUL)
+        return OP_AND;
+    return bk;
+}
+
+enum { LANES = 8 };
+
+/* A float reduce over one trailing axis, in LANES independent partial
+ * results (lane k takes the elements k, k + LANES, ...), combined at the
+ * end: the loop body holds LANES copies of the element's computation, which
+ * LLVM's SLP vectoriser turns into vector code (exp through libmvec), where
+ * one running result would serialise every step. The order of a float sum
+ * changes with it, as in every vectorised reduction. */
+static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, Dim *m)
+{
+    Value *x = op->in[0];
+    DType dt = x->type.dtype;
+    LLVMTypeRef t = cg_compute_type(cg, dt);
+    OpKind bk = reduce_op(op, dt);
+    LLVMValueRef acc[LANES];
+    for (int l = 0; l < LANES; l++) {
+        acc[l] = LLVMBuildAlloca(cg->eb, t, "lane");
+        LLVMBuildStore(B, acc_init(cg, k, op, dt), acc[l]);
+    }
+    LLVMValueRef n = cg_dim(cg, m);
+    LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
+    LLVMValueRef full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    CgLoop lb;
+    LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
+    LLVMValueRef base = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
+    LLVMValueRef v[LANES];
+    for (int l = 0; l < LANES; l++) {
+        full[rax[0]] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
+        v[l] = elem(k, x, full);
+    }
+    for (int l = 0; l < LANES; l++)
+        LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[l], ""), v[l]), acc[l]);
+    cg_loop_end(cg, &lb);
+    CgLoop lr;
+    LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "rest");
+    full[rax[0]] = j;
+    LLVMValueRef e = elem(k, x, full);
+    LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[0], ""), e), acc[0]);
+    cg_loop_end(cg, &lr);
+    LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], "");
+    for (int l = 1; l < LANES; l++)
+        r = kern_binary(k, bk, dt, r, LLVMBuildLoad2(B, t, acc[l], ""));
+    if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+        r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
+    k->rv[k->nr] = op->out[0];
+    k->rval[k->nr++] = r;
+    return true;
+}
+
 static bool emit_one_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, int nr,
                                Dim *m)
 {
+    if (op->kind == OP_REDUCE && nr == 1 && dtype_is_float(op->in[0]->type.dtype) &&
+        strcmp(op_attr_str(op, "kind", "sum"), "prod") != 0)
+        return emit_lane_reduction(cg, k, op, idx, rax, m);
     Value *x = op->in[0];
     DType dt = x->type.dtype;
     LLVMTypeRef t = cg_compute_type(cg, dt);
