@@ -504,7 +504,9 @@ void fuse_print(FILE *f, const FusionPlan *p)
         const Group *g = &p->groups[i];
         if (g->kind == FUSE_SHAPE)
             continue;
-        kernels += g->kind == FUSE_LOOP || g->kind == FUSE_INPUT || g->kind == FUSE_STITCH;
+        /* a library group's epilogue is a loop kernel after the call */
+        kernels += g->kind == FUSE_LOOP || g->kind == FUSE_INPUT || g->kind == FUSE_STITCH ||
+                   (g->kind == FUSE_LIBRARY && g->nops > 1);
         library += g->kind == FUSE_LIBRARY;
         fprintf(f, "# group %d %s, root %s:", g->id, fuse_kind_name(g->kind),
                 names && g->root ? names[g->root->out[0]->id] : "?");
