@@ -1,0 +1,122 @@
+/*
+ * test_api.c — the public C API: load, signature, compile once, run at
+ * several shapes from several threads at once, and the errors a caller can
+ * make (a bad path, a bad backend, wrong counts, an input shape the model
+ * does not accept, an output buffer too small).
+ */
+#include "disc.h"
+#include "tests/unit/check.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL DISC_SOURCE_DIR "/tests/models/mlp_norm/model.onnx"
+
+static disc_compiled *compiled;
+
+/* x: f32[B, 8] -> y: f32[B, 4]; runs batch b and returns the sum of y. */
+static double run_batch(int64_t b, disc_status *st)
+{
+    float x[64 * 8];
+    for (int i = 0; i < b * 8; i++)
+        x[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+    disc_tensor in = {DISC_F32, 2, {b, 8}, x, (size_t)(b * 8 * 4), 0}, out = {0};
+    *st = disc_run(compiled, &in, 1, &out, 1);
+    double sum = 0;
+    if (*st == DISC_OK) {
+        for (int64_t i = 0; i < out.shape[0] * out.shape[1]; i++)
+            sum += fabs(((float *)out.data)[i]);
+        disc_tensor_free(&out);
+    }
+    return sum;
+}
+
+static double expected[65];
+
+static void *worker(void *arg)
+{
+    long t = (long)arg;
+    long bad = 0;
+    for (int r = 0; r < 50; r++) {
+        int64_t b = 1 + (t * 7 + r * 3) % 64;
+        disc_status st;
+        double s = run_batch(b, &st);
+        bad += st != DISC_OK || fabs(s - expected[b]) > 1e-5 * (1 + expected[b]);
+    }
+    return (void *)bad;
+}
+
+int main(void)
+{
+    CHECK(!strcmp(disc_version(), DISC_VERSION));
+    CHECK(disc_load("/nonexistent/model.onnx") == NULL);
+    CHECK(strstr(disc_last_error(), "/nonexistent/model.onnx") != NULL);
+    disc_model *m = disc_load(MODEL);
+    CHECK_MSG(m != NULL, "%s", disc_last_error());
+    if (!m)
+        return check_done();
+    CHECK(disc_model_num_inputs(m) == 1 && disc_model_num_outputs(m) == 1);
+    CHECK(disc_model_input_rank(m, 0) == 2 && disc_model_input_dtype(m, 0) == DISC_F32);
+    char dim[32];
+    CHECK(disc_model_input_dim(m, 0, 1, dim, sizeof dim) > 0 && !strcmp(dim, "8"));
+    CHECK(disc_model_input_dim(m, 0, 0, dim, sizeof dim) > 0 && strcmp(dim, "8") != 0); /* symbolic */
+    CHECK(disc_model_input_dim(m, 0, 5, dim, sizeof dim) == -1);
+    disc_options o = disc_default_options();
+    o.backend = "tpu";
+    CHECK(disc_compile(m, &o) == NULL && strstr(disc_last_error(), "unknown backend 'tpu'"));
+    compiled = disc_compile(m, NULL);
+    CHECK_MSG(compiled != NULL, "%s", disc_last_error());
+    if (!compiled) {
+        disc_model_free(m);
+        return check_done();
+    }
+    CHECK(disc_compiled_kernel_count(compiled) > 0);
+    /* the interpreter as the reference for every batch size */
+    o.backend = "interp";
+    disc_compiled *ref = disc_compile(m, &o);
+    CHECK(ref != NULL);
+    disc_compiled *cpu = compiled;
+    for (int b = 1; b <= 64; b++) {
+        disc_status st;
+        compiled = ref;
+        expected[b] = run_batch(b, &st);
+        compiled = cpu;
+        double got = run_batch(b, &st);
+        CHECK_MSG(st == DISC_OK && fabs(got - expected[b]) <= 1e-5 * (1 + expected[b]), "batch %d: %g vs %g", b,
+                  got, expected[b]);
+    }
+    /* one compiled model, four threads, different shapes at once */
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, worker, (void *)i);
+    long bad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += (long)r;
+    }
+    CHECK_MSG(bad == 0, "%ld of 200 concurrent runs were wrong", bad);
+    /* errors */
+    float x[3 * 7];
+    disc_tensor in = {DISC_F32, 2, {3, 7}, x, sizeof x, 0}, out = {0};
+    CHECK(disc_run(compiled, &in, 1, &out, 1) == DISC_ERR_SHAPE);
+    CHECK_MSG(strstr(disc_last_error(), "dim 1 is 7, expected 8") != NULL, "%s", disc_last_error());
+    CHECK(disc_run(compiled, &in, 2, &out, 1) == DISC_ERR_ARG);
+    in.nbytes = 4;
+    CHECK(disc_run(compiled, &in, 1, &out, 1) == DISC_ERR_ARG);
+    float small[2];
+    float xs[2 * 8] = {0};
+    disc_tensor in2 = {DISC_F32, 2, {2, 8}, xs, sizeof xs, 0}, out2 = {DISC_F32, 0, {0}, small, sizeof small, 0};
+    CHECK(disc_run(compiled, &in2, 1, &out2, 1) == DISC_ERR_ARG);
+    CHECK(strstr(disc_last_error(), "bytes") != NULL);
+    float big[2 * 4];
+    disc_tensor out3 = {DISC_F32, 0, {0}, big, sizeof big, 0};
+    CHECK(disc_run(compiled, &in2, 1, &out3, 1) == DISC_OK && out3.data == big && out3.shape[0] == 2 &&
+          !out3.owned);
+    disc_compiled_free(ref);
+    disc_compiled_free(compiled);
+    disc_model_free(m);
+    return check_done();
+}
