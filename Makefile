@@ -1,5 +1,6 @@
 # disc — the user's entry point.
 #
+#   make demo       set up, build, compile a bundled model once, run it at several shapes
 #   make            set up (once), build libdisc.a and dcc
 #   make test       build and run every test through ctest
 #   make asan       build with ASan+UBSan into build-asan and run the tests
@@ -17,7 +18,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan install clean bench
+.PHONY: all setup build test asan install clean bench demo
 
 all: build
 
@@ -42,6 +43,11 @@ asan: setup
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The first thing to run: compiles a BERT-style encoder once, runs it at
+# several shapes, prints what happened.
+demo: build
+	@$(BUILD)/demo tests/models/bert_encoder/model.onnx
 
 # disc against ONNX Runtime on the test models and BERT-base / GPT-2 size
 # models (generated, never committed); not part of make test.

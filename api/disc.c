@@ -132,6 +132,14 @@ void disc_model_free(disc_model *m)
     free(m);
 }
 
+int disc_model_op_count(const disc_model *m)
+{
+    int n = 0;
+    if (m)
+        graph_for_each_op(m->g, op) n += op->kind != OP_CONST;
+    return n;
+}
+
 int disc_model_num_inputs(const disc_model *m) { return m ? m->g->ninputs : 0; }
 int disc_model_num_outputs(const disc_model *m) { return m ? m->g->noutputs : 0; }
 

@@ -88,6 +88,8 @@ disc_model *disc_load(const char *path);
 disc_model *disc_load_ir(const char *text, size_t len, const char *name);
 void disc_model_free(disc_model *m);
 
+/* Ops in the loaded (imported) graph. */
+int disc_model_op_count(const disc_model *m);
 /* The signature: names, dtypes and symbolic dims ("B", "S", "768"). */
 int disc_model_num_inputs(const disc_model *m);
 int disc_model_num_outputs(const disc_model *m);
@@ -104,7 +106,7 @@ int disc_model_output_dim(const disc_model *m, int i, int axis, char *buf, size_
 /* Compiles once for every shape. NULL options: disc_default_options(). */
 disc_compiled *disc_compile(const disc_model *m, const disc_options *o);
 void disc_compiled_free(disc_compiled *c);
-/* Number of kernels the compiled model launches (0 for "interp"). */
+/* Number of kernels the compiled model launches per run (0 for "interp"). */
 int disc_compiled_kernel_count(const disc_compiled *c);
 
 /* Runs on inputs in signature order. An output whose data is NULL is

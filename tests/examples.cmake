@@ -8,6 +8,9 @@ if(TARGET compile_run)
     set_tests_properties(examples/compile_run/${backend} PROPERTIES LABELS examples
                          PASS_REGULAR_EXPRESSION "run 3:.*sum")
   endforeach()
+  add_test(NAME examples/demo COMMAND demo ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder/model.onnx)
+  set_tests_properties(examples/demo PROPERTIES LABELS examples
+                       PASS_REGULAR_EXPRESSION "mismatched inputs: error: input \"attention_mask\"")
   # the sanitizer build's archive needs the sanitizer runtime to link
   if(NOT DISC_SANITIZE)
   add_test(NAME examples/install_pkgconfig
