@@ -53,6 +53,7 @@ typedef struct Cg {
     Graph *g;
     ShapeInfo *si;
     FusionPlan *plan;
+    MemPlan *mp;               /* NULL: every buffer from run memory */
     Diag *d;
     LLVMContextRef ctx;
     LLVMModuleRef mod;

@@ -34,6 +34,7 @@ struct Exec {
     Graph *g;
     ShapeInfo *si;
     FusionPlan *plan;
+    MemPlan *mp;
     LLVMOrcLLJITRef jit;
     MainFn *main;
     char *llvm_text;   /* the optimised module, for --stage llvm */
@@ -566,10 +567,14 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->plan = o->unfused ? fuse_plan_unfused(e->si, d) : fuse_plan(e->si, d);
     if (!e->plan)
         goto fail;
+    e->mp = memplan_build(e->plan, e->si, d);
+    if (!e->mp)
+        goto fail;
     double t2 = now();
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     Cg cg;
     cg_init(&cg, LLVMOrcThreadSafeContextGetContext(tsc), g, e->si, e->plan, d);
+    cg.mp = e->mp;
     bool ok = cg_host(&cg, e);
     e->nkernels = cg.nkernels;
     e->nlaunch = cg.nlaunch;
@@ -628,7 +633,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         }
     if (o->verbose)
         fprintf(stderr,
-                "dcc: shape analysis %.1f ms, fusion %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
+                "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
                 "JIT %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls for %d ops\n",
                 1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2), 1e3 * (t4 - t3), 1e3 * (t5 - t4),
                 e->nlaunch, e->nkernels, cg.nlibrary, g->nops);
@@ -648,6 +653,7 @@ void exec_free(Exec *e)
     if (e->jit)
         LLVMOrcDisposeLLJIT(e->jit);
     fuse_plan_free(e->plan);
+    memplan_free(e->mp);
     if (!getenv("DISC_PROFILE")) /* the profile report reads them at exit */
         for (int i = 0; e->kdesc && i < e->nkernels; i++)
             free(e->kdesc[i]);

@@ -30,6 +30,7 @@
 typedef struct Host {
     Cg *cg;
     void *self;
+    LLVMValueRef block; /* the memory plan's one block for this run */
     LLVMValueRef rt, io, shapes, syms;
     LLVMValueRef *vbuf; /* by value id: i8* */
     LLVMValueRef fail;  /* the block that returns -1 */
@@ -134,6 +135,12 @@ static LLVMValueRef alloc(Host *h, Value *v)
         if (cg->g->outputs[i] == v)
             k = i;
     LLVMValueRef p;
+    if (k < 0 && h->block && cg->mp && cg->mp->slot_of[v->id] >= 0) {
+        LLVMValueRef off = cg_dim(cg, cg->mp->offset[cg->mp->slot_of[v->id]]);
+        p = LLVMBuildGEP2(B, cg->t_i8, h->block, &off, 1, "");
+        h->vbuf[v->id] = p;
+        return p;
+    }
     if (k >= 0) {
         LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_i64};
         LLVMValueRef f = fn_decl(cg, "disc_exec_output", cg->t_p8, params, 4, &fty);
@@ -387,6 +394,13 @@ bool cg_host(Cg *cg, void *self)
     for (int i = 0; i < g->ninputs; i++)
         h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, gep(cg, cg->t_p8, h.io, i), "");
     emit_steps(&h);
+    if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer */
+        LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
+        LLVMValueRef af = fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
+        LLVMValueRef aargs[2] = {h.rt, cg_dim(cg, cg->mp->total)};
+        h.block = LLVMBuildCall2(B, aty, af, aargs, 2, "block");
+        check_or_return(&h, LLVMBuildIsNotNull(B, h.block, ""), -1);
+    }
     bool ok = true;
     for (int i = 0; i < cg->plan->n && ok; i++) {
         const Group *grp = &cg->plan->groups[i];

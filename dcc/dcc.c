@@ -51,9 +51,12 @@ static const char usage_emit[] =
     "                         classes, constraints, the host shape program\n"
     "                  fusion the fusion plan: groups (loop, input, stitch,\n"
     "                         library, opaque) with their ops, inputs, outputs\n"
+    "                  memplan the memory plan: slots of one block per run, their\n"
+    "                         symbolic offsets and sizes (--bind for a peak)\n"
     "                  llvm   the optimised LLVM IR of the cpu backend: the\n"
     "                         kernels and the host flow (disc_main)\n"
     "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
+    "  --bind B=4,S=128  with --stage memplan: the block size at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
     "  -o OUT          write to OUT instead of standard output\n"
@@ -94,9 +97,56 @@ static Graph *load(const char *path)
     return g;
 }
 
+/* --stage memplan: the fusion plan and its memory plan; with --bind
+ * "B=4,S=128" also the block size at those values. */
+static int emit_memplan(FILE *f, Graph *g, const char **assume, int nassume, const char *bind)
+{
+    Diag d = {0};
+    ShapeOpts so = {assume, nassume};
+    ShapeInfo *si = shape_analyze(g, &so, &d);
+    FusionPlan *fp = NULL;
+    MemPlan *mp = NULL;
+    if (si) {
+        canon_simplify(g);
+        fp = fuse_plan(si, &d);
+    }
+    if (fp)
+        mp = memplan_build(fp, si, &d);
+    int rc = 0;
+    int64_t val[256] = {0};
+    bool set[256] = {0};
+    DimEnv env = {val, set, g->dims.nsyms < 256 ? g->dims.nsyms : 256};
+    if (mp && bind) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", bind);
+        for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            Dim *s = eq ? (*eq = 0, dim_sym_find(&g->dims, tok)) : NULL;
+            if (!s || s->id >= 256) {
+                fprintf(stderr, "dcc: error: --bind: '%s' is not NAME=VALUE for a symbol of the model\n", tok);
+                rc = EXIT_USAGE;
+            } else {
+                val[s->id] = strtoll(eq + 1, NULL, 10);
+                set[s->id] = true;
+            }
+        }
+    }
+    if (!mp) {
+        fprintf(stderr, "%s\n", d.msg);
+        rc = EXIT_INPUT;
+    } else if (!rc) {
+        fuse_print(f, fp);
+        memplan_print(f, mp, bind ? &env : NULL);
+    }
+    memplan_free(mp);
+    fuse_plan_free(fp);
+    shape_info_free(si);
+    return rc;
+}
+
 static int cmd_emit(int argc, char **argv)
 {
-    const char *file = NULL, *stage = "ir", *out = NULL, *format = "text";
+    const char *file = NULL, *stage = "ir", *out = NULL, *format = "text", *bind = NULL;
     const char *assume[64];
     int nassume = 0;
     PrintOpts po = {16, false};
@@ -107,7 +157,7 @@ static int cmd_emit(int argc, char **argv)
             fputs(usage_emit, stdout);
             return 0;
         } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max") ||
-                   !strcmp(a, "--assume") || !strcmp(a, "--format")) {
+                   !strcmp(a, "--assume") || !strcmp(a, "--format") || !strcmp(a, "--bind")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a, usage_emit);
             const char *v = argv[++i];
@@ -117,6 +167,8 @@ static int cmd_emit(int argc, char **argv)
                 assume[nassume++] = v;
             } else if (!strcmp(a, "--format")) {
                 format = v;
+            } else if (!strcmp(a, "--bind")) {
+                bind = v;
             } else if (!strcmp(a, "--stage"))
                 stage = v;
             else if (!strcmp(a, "-o"))
@@ -143,8 +195,8 @@ static int cmd_emit(int argc, char **argv)
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
     if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0 &&
-        strcmp(stage, "fusion") != 0)
-        return usage_error("unknown stage '%s' (stages: ir, shape, fusion, llvm)", stage, usage_emit);
+        strcmp(stage, "fusion") != 0 && strcmp(stage, "memplan") != 0)
+        return usage_error("unknown stage '%s' (stages: ir, shape, fusion, memplan, llvm)", stage, usage_emit);
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
     po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
@@ -170,6 +222,8 @@ static int cmd_emit(int argc, char **argv)
             shape_print(f, si);
             shape_info_free(si);
         }
+    } else if (!strcmp(stage, "memplan")) {
+        rc = emit_memplan(f, g, assume, nassume, bind);
     } else if (!strcmp(stage, "fusion")) {
         Diag d = {0};
         ShapeOpts so = {assume, nassume};

@@ -189,6 +189,30 @@ void fuse_print(FILE *f, const FusionPlan *p);
 void fuse_print_dot(FILE *f, const FusionPlan *p);
 const char *fuse_kind_name(FuseKind k);
 
+/* ---- memory planning (memplan.c) --------------------------------------- */
+
+typedef struct MemSlot {
+    Dim *bytes;      /* size, 64-byte aligned */
+    int first, last; /* groups between which it is in use */
+    int nvalues;     /* values placed in it over the run */
+} MemSlot;
+
+typedef struct MemPlan {
+    Graph *g;
+    int *slot_of;    /* by value id: its slot, or -1 (not planned) */
+    MemSlot *slots;
+    int nslots;
+    Dim **offset;    /* by slot: byte offset in the block */
+    Dim *total;      /* bytes of the one block per run */
+    Dim *unplanned_total; /* what the planned values would take without reuse */
+    Arena arena;
+} MemPlan;
+
+MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d);
+void memplan_free(MemPlan *mp);
+/* The plan as comments; with env, the block size at that binding. */
+void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env);
+
 /* Parses a hint such as "S % 8 == 0", "B <= 64", "S == T" into c. */
 bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d);
 

@@ -1,0 +1,151 @@
+/*
+ * memplan.c — memory planning over the kernel schedule.
+ *
+ * Requires: a fusion plan (its group order is the schedule). Leaves the
+ * graph and the plan unchanged.
+ *
+ * Every value a kernel writes for another kernel (not a graph output, not a
+ * library or host-op result, which those allocate themselves) gets a slot
+ * in one block allocated per run. A value is live from the group that
+ * writes it to the last group that reads it; when it dies its slot is free
+ * for values written later whose size is provably no larger: the same
+ * element count and element size (equal dims are equal pointers), or an
+ * inequality ISL proves under the model's constraints. Sizes and offsets are
+ * Dims, so the host flow computes the one block's size and every offset
+ * from the symbols at run time: one plan for every shape.
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { ALIGN = 64 };
+
+static Dim *value_bytes(DimCtx *cx, const Value *v)
+{
+    Dim *b = dim_mulc(cx, type_numel(cx, &v->type), (int64_t)dtype_size(v->type.dtype));
+    return dim_mulc(cx, dim_ceildiv(cx, b, dim_const(cx, ALIGN)), ALIGN);
+}
+
+/* Values the host flow allocates for a kernel group's outputs. */
+static bool planned(const Graph *g, const Group *grp, const Value *v)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return false;
+    if (grp->kind == FUSE_LIBRARY)
+        return v != grp->root->out[0]; /* the epilogue's outputs */
+    return grp->kind == FUSE_LOOP || grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH;
+}
+
+MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
+{
+    Graph *g = fp->g;
+    MemPlan *mp = calloc(1, sizeof *mp);
+    if (!mp) {
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    mp->g = g;
+    arena_init(&mp->arena);
+    int nv = g->nvalues + 1;
+    mp->slot_of = arena_array(&mp->arena, (size_t)nv, sizeof *mp->slot_of);
+    int *def = arena_array(&mp->arena, (size_t)nv, sizeof *def);
+    int *last = arena_array(&mp->arena, (size_t)nv, sizeof *last);
+    mp->slots = arena_array(&mp->arena, (size_t)nv, sizeof *mp->slots);
+    mp->offset = arena_array(&mp->arena, (size_t)nv, sizeof *mp->offset);
+    if (!mp->slot_of || !def || !last || !mp->slots || !mp->offset) {
+        memplan_free(mp);
+        diag_set(d, "error: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < nv; i++) {
+        mp->slot_of[i] = -1;
+        def[i] = last[i] = -1;
+    }
+    /* liveness over the group order */
+    for (int gi = 0; gi < fp->n; gi++) {
+        const Group *grp = &fp->groups[gi];
+        for (int k = 0; k < grp->nouts; k++)
+            if (planned(g, grp, grp->outs[k]))
+                def[grp->outs[k]->id] = last[grp->outs[k]->id] = gi;
+        for (int k = 0; k < grp->nins; k++)
+            last[grp->ins[k]->id] = gi;
+        if (grp->kind == FUSE_LIBRARY || grp->kind == FUSE_OPAQUE || grp->kind == FUSE_SHAPE)
+            for (int o = 0; o < grp->nops; o++) /* thunks read their op's operands */
+                for (int j = 0; j < grp->ops[o]->nin; j++)
+                    last[grp->ops[o]->in[j]->id] = gi > last[grp->ops[o]->in[j]->id] ? gi
+                                                                                    : last[grp->ops[o]->in[j]->id];
+    }
+    DimCtx *cx = &g->dims;
+    for (int gi = 0; gi < fp->n; gi++) {
+        const Group *grp = &fp->groups[gi];
+        for (int k = 0; k < grp->nouts; k++) {
+            const Value *v = grp->outs[k];
+            if (def[v->id] != gi)
+                continue;
+            Dim *bytes = value_bytes(cx, v);
+            mp->unplanned_total = mp->unplanned_total ? dim_add(cx, mp->unplanned_total, bytes) : bytes;
+            int best = -1;
+            for (int s = 0; s < mp->nslots; s++) {
+                MemSlot *sl = &mp->slots[s];
+                if (sl->last >= gi)
+                    continue; /* still live */
+                if (sl->bytes == bytes || cons_prove(si->cons, sl->bytes, REL_GE, bytes)) {
+                    best = s;
+                    if (sl->bytes == bytes)
+                        break;
+                }
+            }
+            if (best < 0) {
+                best = mp->nslots++;
+                mp->slots[best].bytes = bytes;
+                mp->slots[best].first = gi;
+            }
+            mp->slots[best].last = last[v->id];
+            mp->slots[best].nvalues++;
+            mp->slot_of[v->id] = best;
+        }
+    }
+    Dim *off = dim_const(cx, 0);
+    for (int s = 0; s < mp->nslots; s++) {
+        mp->offset[s] = off;
+        off = dim_add(cx, off, mp->slots[s].bytes);
+    }
+    mp->total = off;
+    if (!mp->unplanned_total)
+        mp->unplanned_total = dim_const(cx, 0);
+    return mp;
+}
+
+void memplan_free(MemPlan *mp)
+{
+    if (!mp)
+        return;
+    arena_free(&mp->arena);
+    free(mp);
+}
+
+void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env)
+{
+    fputs("# memory plan\n", f);
+    int planned = 0;
+    for (int i = 0; i < mp->g->nvalues; i++)
+        planned += mp->slot_of[i] >= 0;
+    fprintf(f, "#   %d values written by kernels for other kernels share %d slots\n", planned, mp->nslots);
+    for (int s = 0; s < mp->nslots; s++) {
+        fprintf(f, "#   slot %d: offset ", s);
+        dim_print(f, mp->offset[s]);
+        fputs(", bytes ", f);
+        dim_print(f, mp->slots[s].bytes);
+        fprintf(f, ", %d value%s\n", mp->slots[s].nvalues, mp->slots[s].nvalues == 1 ? "" : "s");
+    }
+    fputs("#   block: ", f);
+    dim_print(f, mp->total);
+    fputs(" bytes (without reuse: ", f);
+    dim_print(f, mp->unplanned_total);
+    fputs(")\n", f);
+    int64_t a, b;
+    if (env && dim_eval(mp->total, env, &a) == DIM_OK && dim_eval(mp->unplanned_total, env, &b) == DIM_OK)
+        fprintf(f, "#   at the given binding: %lld bytes planned, %lld without reuse\n", (long long)a, (long long)b);
+}
