@@ -68,6 +68,7 @@ typedef struct Cg {
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
     int nfallback;             /* groups split up because no template took them */
+    int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     /* per function being emitted */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */

@@ -344,7 +344,7 @@ static void bcast_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *i
     int off = rt->rank - xt->rank;
     for (int j = 0; j < xt->rank; j++) {
         Dim *xd = xt->dims[j], *rd = rt->dims[j + off];
-        if (xd == rd)
+        if (xd == rd || (k->speculate && !dim_is(xd, 1)))
             out[j] = idx[j + off];
         else if (dim_is(xd, 1))
             out[j] = cg_i64(cg, 0);
@@ -510,7 +510,7 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         for (int i = 0; i < xt->rank; i++) {
             Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
             LLVMValueRef j = idx[axes->ints[i]];
-            if (xd == rd)
+            if (xd == rd || (k->speculate && !dim_is(xd, 1)))
                 xi[i] = j;
             else if (dim_is(xd, 1))
                 xi[i] = cg_i64(cg, 0);

@@ -20,6 +20,7 @@ typedef struct Kern {
     int nr;
     LLVMValueRef flat;       /* flat mode: every value is indexed by this */
     bool in_group_outs;      /* treat the group's outs as computed (not loaded) */
+    bool speculate;          /* the variant where no dim broadcasts implicitly */
 } Kern;
 
 /* True if v is computed by an op of the group. */

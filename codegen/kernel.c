@@ -105,7 +105,76 @@ static void store_out(Cg *cg, Kern *k, Value *o, LLVMValueRef *idx, LLVMValueRef
 
 /* ---- loop -------------------------------------------------------------- */
 
+/* Pairs (operand dim, result dim) that are not provably equal and may be 1
+ * at run time: where the kernel broadcasts implicitly. */
+static int broadcast_pairs(const Group *grp, Dim **x, Dim **r, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        OpCat cat = op_info(op->kind)->cat;
+        const Type *rt = &op->out[0]->type;
+        if (cat == CAT_UNARY || cat == CAT_BINARY || op->kind == OP_CMP || op->kind == OP_SELECT) {
+            for (int j = 0; j < op->nin; j++) {
+                const Type *t = &op->in[j]->type;
+                for (int a = 0; a < t->rank; a++) {
+                    Dim *xd = t->dims[a], *rd = rt->dims[a + rt->rank - t->rank];
+                    if (xd != rd && !dim_is(xd, 1) && n < cap) {
+                        x[n] = xd;
+                        r[n++] = rd;
+                    }
+                }
+            }
+        } else if (op->kind == OP_BROADCAST || op->kind == OP_DYN_BROADCAST) {
+            const Attr *axes = op_attr(op, "axes");
+            const Type *t = &op->in[0]->type;
+            for (int a = 0; a < t->rank; a++) {
+                Dim *xd = t->dims[a], *rd = rt->dims[axes->ints[a]];
+                if (xd != rd && !dim_is(xd, 1) && n < cap) {
+                    x[n] = xd;
+                    r[n++] = rd;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end);
+
+/* Speculation: where dims might broadcast implicitly (S against T, either
+ * possibly 1), the kernel checks at entry whether every such pair is equal
+ * and then runs the variant that reads plain indices (no broadcast, the
+ * case shape analysis speculated), else the broadcasting fallback. Pairs the
+ * analysis proved equal are one pointer and need no variant. */
 static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
+{
+    Dim *x[64], *r[64];
+    int n = broadcast_pairs(k->grp, x, r, 64);
+    if (n == 0) {
+        emit_loop_body(cg, k, ki, begin, end);
+        return;
+    }
+    LLVMValueRef same = LLVMConstInt(cg->t_i1, 1, false);
+    for (int i = 0; i < n; i++)
+        same = LLVMBuildAnd(B, same, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, x[i]), cg_dim(cg, r[i]), ""), "");
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "no_broadcast");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "broadcast");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "done");
+    LLVMBuildCondBr(B, same, fast, slow);
+    LLVMPositionBuilderAtEnd(B, fast);
+    k->speculate = true;
+    emit_loop_body(cg, k, ki, begin, end);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, slow);
+    k->speculate = false;
+    emit_loop_body(cg, k, ki, begin, end);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    cg->nvariants++;
+}
+
+static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
     Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
