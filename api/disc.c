@@ -230,7 +230,7 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     Diag d = {0};
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
-        CgOpts co = {o->opt_level, o->verbose != 0, o->threads, false};
+        CgOpts co = {o->opt_level, o->verbose != 0, o->threads, false, NULL};
         c->exec = exec_compile(c->g, &so, &co, &d);
     } else {
         c->si = shape_analyze(c->g, &so, &d);

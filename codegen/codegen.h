@@ -38,6 +38,8 @@ typedef struct CgOpts {
     bool verbose;      /* per-stage times on stderr */
     int threads;       /* 0: every core */
     bool unfused;      /* one kernel per op (the baseline, and for debugging) */
+    const char *dump_after; /* "shape", "canon", "fusion", "memplan" or "llvm":
+                               the IR after that pass on stderr */
 } CgOpts;
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */

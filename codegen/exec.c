@@ -541,7 +541,7 @@ static bool define_runtime(Exec *e, Diag *d)
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
-    CgOpts dflt = {3, false, 0, false};
+    CgOpts dflt = {3, false, 0, false, NULL};
     if (!o)
         o = &dflt;
     pthread_once(&llvm_once, llvm_init);
@@ -562,14 +562,22 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->si = shape_analyze(g, so, d);
     if (!e->si)
         goto fail;
+    if (o->dump_after && !strcmp(o->dump_after, "shape"))
+        shape_print(stderr, e->si);
     canon_simplify(g);
+    if (o->dump_after && !strcmp(o->dump_after, "canon"))
+        graph_print(stderr, g, &(PrintOpts){16, true});
     double t1 = now();
     e->plan = o->unfused ? fuse_plan_unfused(e->si, d) : fuse_plan(e->si, d);
     if (!e->plan)
         goto fail;
+    if (o->dump_after && !strcmp(o->dump_after, "fusion"))
+        fuse_print(stderr, e->plan);
     e->mp = memplan_build(e->plan, e->si, d);
     if (!e->mp)
         goto fail;
+    if (o->dump_after && !strcmp(o->dump_after, "memplan"))
+        memplan_print(stderr, e->mp, NULL);
     double t2 = now();
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     Cg cg;
@@ -591,6 +599,8 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         optimise(cg.mod, o->opt_level);
         char *txt = LLVMPrintModuleToString(cg.mod);
         e->llvm_text = strdup(txt);
+        if (o->dump_after && !strcmp(o->dump_after, "llvm"))
+            fputs(txt, stderr);
         LLVMDisposeMessage(txt);
     }
     double t4 = now();

@@ -62,6 +62,8 @@ static const char usage_check_text[] =
     "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
     "  --no-fuse       cpu: one kernel per op (the unfused baseline)\n"
     "  --threads N     cpu: threads per run (default: every core)\n"
+    "  --dump-after=P  cpu: print the IR after pass P (shape, canon, fusion,\n"
+    "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
     "  -v              also print per-output errors, full messages, compile times\n"
     "\n"
@@ -544,7 +546,7 @@ static int check_or_bench(int argc, char **argv, bool bench)
     const char *usage_check = bench ? usage_bench : usage_check_text;
     const char *dir = NULL, *backend = bench ? "cpu" : "interp";
     CheckOpts o = {CHECK_RTOL, CHECK_ATOL, false, bench, 20};
-    CgOpts co = {3, false, 0, false};
+    CgOpts co = {3, false, 0, false, NULL};
     bool no_shape = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -575,6 +577,15 @@ static int check_or_bench(int argc, char **argv, bool bench)
             no_shape = true;
         } else if (!strcmp(a, "--no-fuse")) {
             co.unfused = true;
+        } else if (!strncmp(a, "--dump-after=", 13)) {
+            static const char *passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
+            co.dump_after = a + 13;
+            bool known = false;
+            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
+                known |= !strcmp(co.dump_after, passes[k]);
+            if (!known)
+                return usage("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", co.dump_after,
+                             usage_check);
         } else if (a[0] == '-' && a[1]) {
             return usage("unknown option '%s'", a, usage_check);
         } else if (dir) {
@@ -729,7 +740,7 @@ int dcc_run(int argc, char **argv)
     }
 
     Model m;
-    CgOpts co = {3, false, 0, false};
+    CgOpts co = {3, false, 0, false, NULL};
     if ((rc = model_load(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;
