@@ -103,6 +103,20 @@ static void store_out(Cg *cg, Kern *k, Value *o, LLVMValueRef *idx, LLVMValueRef
     cg_store(cg, o->type.dtype, v, ptr_at(cg, k, o, off));
 }
 
+/* Stores output o at flat offset off of an index space of type t, whose
+ * multi-index is idx: o's own index is idx when o has t's dims, else the
+ * offset split over o's dims (a reshape of the same element count). */
+static void store_at(Cg *cg, Kern *k, Value *o, const Type *t, LLVMValueRef *idx, LLVMValueRef off)
+{
+    LLVMValueRef oidx[MAX_RANK];
+    if (same_dims(&o->type, t)) {
+        store_out(cg, k, o, idx, off);
+    } else {
+        kern_unflatten(k, &o->type, off, oidx);
+        store_out(cg, k, o, oidx, off);
+    }
+}
+
 /* ---- loop -------------------------------------------------------------- */
 
 /* Pairs (operand dim, result dim) that are not provably equal and may be 1
@@ -193,7 +207,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
         return;
     }
     int r = rt->rank;
-    LLVMValueRef idx[MAX_RANK], oidx[MAX_RANK];
+    LLVMValueRef idx[MAX_RANK];
     if (r == 0) {
         ki->range = dim_const(&cg->g->dims, 1);
         ki->grain = 1;
@@ -215,15 +229,8 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     LLVMValueRef j = cg_loop_begin(cg, &cols, cg_i64(cg, 0), n, "col");
     idx[r - 1] = j;
     LLVMValueRef flat = LLVMBuildAdd(B, base, j, "");
-    for (int o = 0; o < grp->nouts; o++) {
-        Value *ov = grp->outs[o];
-        if (same_dims(&ov->type, rt)) {
-            store_out(cg, k, ov, idx, flat);
-        } else {
-            kern_unflatten(k, &ov->type, flat, oidx);
-            store_out(cg, k, ov, oidx, flat);
-        }
-    }
+    for (int o = 0; o < grp->nouts; o++)
+        store_at(cg, k, grp->outs[o], rt, idx, flat);
     cg_loop_end(cg, &cols);
     cg_loop_end(cg, &rows);
 }
@@ -459,14 +466,9 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
         LLVMValueRef off = kern_offset(k, xt, fi);
         for (int o = 0; o < grp->nouts; o++) {
             Value *ov = grp->outs[o];
-            if (type_numel(&cg->g->dims, &ov->type) != full || type_numel(&cg->g->dims, &ov->type) == p)
-                continue;
-            if (same_dims(&ov->type, xt)) {
-                store_out(cg, k, ov, fi, off);
-            } else {
-                kern_unflatten(k, &ov->type, off, oidx);
-                store_out(cg, k, ov, oidx, off);
-            }
+            Dim *n = type_numel(&cg->g->dims, &ov->type);
+            if (n == full && n != p)
+                store_at(cg, k, ov, xt, fi, off);
         }
         cg_loop_end(cg, &l);
     }
