@@ -500,6 +500,26 @@ bool infer_resize(Graph *g, const Op *op, Type *out, Diag *d)
     return true;
 }
 
+/* dyn_resize_scales(x, sizes: i64[r], scales: f32|f64[r], roi: f32|f64[2r]):
+ * rank preserved, dims undetermined (the result's dims are data). */
+bool infer_dyn_resize_scales(Graph *g, const Op *op, Type *out, Diag *d)
+{
+    int r = 0, rank = IN(0)->rank;
+    if (!shape_operand(IN(1), "sizes", &r, d))
+        return false;
+    if (r != rank)
+        return diag_set(d, "sizes has %d entries for an operand of rank %d", r, rank);
+    for (int k = 2; k < 4; k++) {
+        const Type *t = IN(k);
+        int64_t want = k == 2 ? rank : 2 * rank;
+        if ((t->dtype != DT_F32 && t->dtype != DT_F64) || t->rank != 1 || !dim_is(t->dims[0], want))
+            return diag_set(d, "%s must be f32[%lld] or f64[%lld]", k == 2 ? "scales" : "roi",
+                            (long long)want, (long long)want);
+    }
+    *out = type_make(&g->arena, IN(0)->dtype, rank, NULL);
+    return true;
+}
+
 bool infer_nonzero(Graph *g, const Op *op, Type *out, Diag *d)
 {
     Dim *dims[2] = {dim_const(dcx(g), IN(0)->rank), NULL};

@@ -49,6 +49,7 @@ static InterpFn *const interp_kernels[OP_COUNT] = {
     [OP_GATHER_ND] = interp_gather_nd, [OP_SCATTER_ELEMENTS] = interp_scatter_elements,
     [OP_SCATTER_ND] = interp_scatter_nd, [OP_RESIZE] = interp_resize,
     [OP_DYN_RESIZE] = interp_dyn_resize, [OP_NONZERO] = interp_nonzero,
+    [OP_DYN_RESIZE_SCALES] = interp_dyn_resize_scales,
     [OP_REDUCE] = interp_reduce, [OP_ARGMAX] = interp_arg, [OP_ARGMIN] = interp_arg,
     [OP_CUMSUM] = interp_cumsum, [OP_TOPK] = interp_topk, [OP_DYN_REDUCE] = interp_dyn_reduce,
     [OP_DOT] = interp_dot, [OP_CONV] = interp_conv,

@@ -90,7 +90,7 @@ InterpFn interp_transpose, interp_slice, interp_dyn_slice, interp_reverse, inter
 InterpFn interp_pad, interp_dyn_pad, interp_iota, interp_dyn_iota;
 InterpFn interp_gather, interp_gather_elements, interp_gather_nd;
 InterpFn interp_scatter_elements, interp_scatter_nd, interp_nonzero;
-InterpFn interp_resize, interp_dyn_resize;
+InterpFn interp_resize, interp_dyn_resize, interp_dyn_resize_scales;
 InterpFn interp_reduce, interp_dyn_reduce, interp_arg, interp_cumsum, interp_topk;
 InterpFn interp_dot, interp_conv, interp_conv_transpose, interp_pool;
 InterpFn interp_dim, interp_shape_of, interp_shape_const, interp_const;

@@ -1184,32 +1184,164 @@ static Dim *scaled_dim(Imp *im, Dim *d, double scale)
     return NULL;
 }
 
+static Value *f64s(Imp *im, const double *v, int n)
+{
+    Dim *d = dc(im, n);
+    Type t = type_make(&im->g->arena, DT_F64, 1, &d);
+    return build_const(im->g, t, n ? (const void *)v : "", (size_t)n * 8, true);
+}
+
+/* Length of a rank-1 value with a constant length, else -1. */
+static int vec_len(Value *v)
+{
+    return v && vrank(v) == 1 && dim_is_const(vdims(v)[0]) ? (int)vdims(v)[0]->c : -1;
+}
+
+/* The full-rank vector of a per-axes one: entry i is v[j] where axes[j] = i,
+ * else dflt[i] (dflt: r entries of v's dtype). */
+static Value *scatter_axes(Imp *im, Value *v, Value *dflt, const int64_t *axes, int k, int r)
+{
+    bool ident = k == r;
+    for (int i = 0; ident && i < k; i++)
+        ident = axes[i] == i;
+    if (ident || !v || !dflt)
+        return v;
+    int64_t idx[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        idx[i] = k + i;
+        for (int j = 0; j < k; j++)
+            if (axes[j] == i)
+                idx[i] = j;
+    }
+    return gather0(im, build_concat(im->g, (Value *[]){v, dflt}, 2, 0), imp_i64s(im, idx, r));
+}
+
+/* Resize in general: the sizes (from run-time scales, or sizes with axes
+ * or keep_aspect_ratio_policy) are computed in f64 as the ONNX reference
+ * does, and the scales and roi travel to dyn_resize_scales. */
+static bool resize_general(Imp *im, Value *x, AttrList *l, const char *coord, const char *policy,
+                           const int64_t *axes, int k)
+{
+    int r = vrank(x);
+    double ones[MAX_RANK], zo[2 * MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        ones[i] = 1;
+        zo[i] = 0;
+        zo[r + i] = 1;
+    }
+    Value *shp = build_shape_of(im->g, x), *L = imp_cvt(im, shp, DT_F64);
+    Value *vsizes = IN(3), *vscales = IN(2), *sizes, *scales;
+    if (vsizes) {
+        if (vec_len(vsizes) != k || vdt(vsizes) != DT_I64)
+            return imp_err(im, "sizes must be i64[%d]", k);
+        if (!strcmp(policy, "stretch")) {
+            sizes = scatter_axes(im, vsizes, shp, axes, k, r);
+            scales = imp_bin(im, OP_DIV, imp_cvt(im, sizes, DT_F64), L);
+        } else {
+            if (strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
+                return imp_err(im, "keep_aspect_ratio_policy \"%s\" is not supported", policy);
+            Value *ratio = imp_bin(im, OP_DIV, imp_cvt(im, vsizes, DT_F64), gather0(im, L, imp_i64s(im, axes, k)));
+            int64_t a0 = 0;
+            Value *sc = imp_reduce(im, ratio, strcmp(policy, "not_larger") ? "max" : "min", &a0, 1, false);
+            Dim *kd = dc(im, k);
+            scales = scatter_axes(im, imp_broadcast_to(im, sc, &kd, 1), f64s(im, ones, r), axes, k, r);
+            /* round half up, as the reference */
+            sizes = imp_cvt(im, imp_un(im, OP_FLOOR, imp_binc(im, OP_ADD, imp_bin(im, OP_MUL, scales, L), 0.5)),
+                            DT_I64);
+        }
+    } else {
+        if (!vscales)
+            return imp_err(im, "needs scales or sizes");
+        if (vec_len(vscales) != k || !dtype_is_float(vdt(vscales)))
+            return imp_err(im, "scales must be a float[%d]", k);
+        scales = scatter_axes(im, imp_cvt(im, vscales, DT_F64), f64s(im, ones, r), axes, k, r);
+        sizes = imp_cvt(im, imp_un(im, OP_FLOOR, imp_bin(im, OP_MUL, scales, L)), DT_I64);
+    }
+    Value *roi;
+    if (!strcmp(coord, "tf_crop_and_resize")) {
+        Value *vroi = IN(1);
+        if (vec_len(vroi) != 2 * k || !dtype_is_float(vdt(vroi)))
+            return imp_err(im, "tf_crop_and_resize needs a roi of 2 * %d floats", k);
+        roi = imp_cvt(im, vroi, DT_F64);
+        bool ident = k == r;
+        for (int i = 0; ident && i < k; i++)
+            ident = axes[i] == i;
+        if (!ident) {
+            int64_t idx[2 * MAX_RANK];
+            for (int i = 0; i < r; i++) {
+                idx[i] = 2 * k + i;
+                idx[r + i] = 2 * k + r + i;
+                for (int j = 0; j < k; j++)
+                    if (axes[j] == i) {
+                        idx[i] = j;
+                        idx[r + i] = k + j;
+                    }
+            }
+            roi = gather0(im, build_concat(im->g, (Value *[]){roi, f64s(im, zo, 2 * r)}, 2, 0),
+                          imp_i64s(im, idx, 2 * r));
+        }
+    } else {
+        roi = f64s(im, zo, 2 * r);
+    }
+    if (!sizes || !scales || !roi)
+        return imp_fail(im);
+    Value *in[4] = {x, sizes, scales, roi};
+    Op *op = build_op(im->g, OP_DYN_RESIZE_SCALES, in, 4, l->v, l->n);
+    return done(im, op ? op->out[0] : NULL);
+}
+
 bool onnx_lower_resize(Imp *im)
 {
     Value *x = imp_need(im, 0);
-    const char *mode, *coord, *nearest;
-    double cubic_a;
-    int64_t excl, *sizes;
-    int ns = -1, r;
+    const char *mode, *coord, *nearest, *policy;
+    double cubic_a, extrap;
+    int64_t excl, aa, *sizes, *axes;
+    int ns = -1, r, k;
     if (!x || !attr_str(im, "mode", "nearest", &mode) ||
         !attr_str(im, "coordinate_transformation_mode", "half_pixel", &coord) ||
         !attr_str(im, "nearest_mode", "round_prefer_floor", &nearest) ||
-        !attr_float(im, "cubic_coeff_a", -0.75, &cubic_a) || !attr_int(im, "exclude_outside", 0, &excl))
+        !attr_float(im, "cubic_coeff_a", -0.75, &cubic_a) || !attr_int(im, "exclude_outside", 0, &excl) ||
+        !attr_int(im, "antialias", 0, &aa) || !attr_float(im, "extrapolation_value", 0, &extrap) ||
+        !attr_str(im, "keep_aspect_ratio_policy", "stretch", &policy) || !attr_ints(im, "axes", &axes, &k))
         return false;
-    if (attr_find(im, "axes") || attr_find(im, "antialias"))
-        return imp_err(im, "the axes and antialias attributes are not supported");
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return imp_err(im, "mode \"%s\" is not supported", mode);
     if (strcmp(coord, "half_pixel") && strcmp(coord, "asymmetric") && strcmp(coord, "align_corners") &&
-        strcmp(coord, "pytorch_half_pixel") && strcmp(coord, "half_pixel_symmetric"))
+        strcmp(coord, "pytorch_half_pixel") && strcmp(coord, "half_pixel_symmetric") &&
+        strcmp(coord, "tf_crop_and_resize"))
         return imp_err(im, "coordinate_transformation_mode \"%s\" is not supported", coord);
     r = vrank(x);
+    int64_t all[MAX_RANK];
+    if (!axes) {
+        for (int i = 0; i < r; i++)
+            all[i] = i;
+        axes = all;
+        k = r;
+    } else {
+        if (k > r)
+            return imp_err(im, "axes has %d entries for rank %d", k, r);
+        for (int i = 0; i < k; i++) /* in the given order: it pairs with scales, sizes, roi */
+            if (!imp_axis(im, axes[i], r, &axes[i]))
+                return false;
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < i; j++)
+                if (axes[i] == axes[j])
+                    return imp_err(im, "axes repeats axis %lld", (long long)axes[i]);
+    }
+    bool plain = k == r && !strcmp(policy, "stretch") && !aa && strcmp(coord, "tf_crop_and_resize");
+    for (int i = 0; plain && i < k; i++)
+        plain = axes[i] == i;
     AttrList l = {0};
     attrs_add_str(im->g, &l, "mode", mode);
     attrs_add_str(im->g, &l, "coord", coord);
     attrs_add_str(im->g, &l, "nearest", nearest);
     attrs_add_float(im->g, &l, "cubic_a", cubic_a);
     attrs_add_int(im->g, &l, "exclude_outside", excl);
+    if (!plain) {
+        attrs_add_int(im->g, &l, "antialias", aa != 0);
+        attrs_add_float(im->g, &l, "extrapolation", extrap);
+        return resize_general(im, x, &l, coord, policy, axes, k);
+    }
     Value *vsizes = IN(3), *vscales = IN(2);
     if (vsizes && !imp_const_ints(im, vsizes, &sizes, &ns)) {
         Value *in[2] = {x, vsizes};
@@ -1231,7 +1363,7 @@ bool onnx_lower_resize(Imp *im)
     size_t n;
     if (vdt(vscales) != DT_F32 || !type_static_numel(&vscales->type, &n) || (int)n != r ||
         !vscales->def || vscales->def->kind != OP_CONST)
-        return imp_err(im, "scales must be a constant f32[%d]", r);
+        return resize_general(im, x, &l, coord, policy, axes, k); /* scales known at run time */
     const float *sc = vscales->def->cst->data;
     double scales[MAX_RANK];
     for (int i = 0; i < r; i++) {
