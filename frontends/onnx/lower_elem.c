@@ -201,27 +201,80 @@ bool onnx_lower_identity(Imp *im)
     return done(im, X0);
 }
 
+/* One mixing round of the dropout hash on i64 (wrapping mul, xor with the
+ * high part shifted down by a signed division). */
+static Value *drop_mix(Imp *im, Value *h)
+{
+    h = imp_binc(im, OP_MUL, h, 2654435761.0);
+    h = imp_bin(im, OP_XOR, h, imp_binc(im, OP_DIV, h, 2147483648.0));
+    h = imp_binc(im, OP_MUL, h, 2246822519.0);
+    return imp_bin(im, OP_XOR, h, imp_binc(im, OP_DIV, h, 536870912.0));
+}
+
+/* Inference (training_mode false or absent): y = x, mask all true.
+ * Training (training_mode true or a run-time input): keep = u >= ratio with
+ * u in [0, 1) a deterministic hash of seed and the element's index, y =
+ * keep ? x / (1 - ratio) : 0. With ratio 0 (or training false at run time)
+ * every element is kept and y = x exactly. */
 bool onnx_lower_dropout(Imp *im)
 {
-    int64_t training = 0;
-    if (!need1(im))
+    int64_t training = 0, seed;
+    bool dyn = false;
+    if (!need1(im) || !attr_int(im, "seed", 0, &seed))
         return false;
     if (IN(2)) {
         double t;
-        if (!imp_const_scalar(im, IN(2), &t))
-            return imp_err(im, "training_mode must be a constant");
-        training = t != 0;
+        if (imp_const_scalar(im, IN(2), &t))
+            training = t != 0;
+        else
+            dyn = true;
     }
-    if (training)
-        return imp_err(im, "Dropout in training mode is not supported");
-    if (im->nout > 1 && im->node->output[1] && *im->node->output[1]) {
-        /* the mask: all true */
-        Value *t = imp_scalar(im, DT_BOOL, 1);
-        im->out[1] = imp_broadcast_to(im, t, vdims(X0), vrank(X0));
-        if (!im->out[1])
+    bool want_mask = im->nout > 1 && im->node->output[1] && *im->node->output[1];
+    if (!training && !dyn) {
+        if (want_mask) {
+            /* the mask: all true */
+            Value *t = imp_scalar(im, DT_BOOL, 1);
+            im->out[1] = imp_broadcast_to(im, t, vdims(X0), vrank(X0));
+            if (!im->out[1])
+                return imp_fail(im);
+        }
+        return done(im, X0);
+    }
+    int r = vrank(X0);
+    Dim *none[1] = {NULL};
+    Value *ratio = IN(1) ? imp_cvt(im, IN(1), DT_F64) : imp_scalar(im, DT_F64, 0.5);
+    if (ratio && ratio->type.rank != 0) {
+        size_t one;
+        if (!type_static_numel(&ratio->type, &one) || one != 1)
+            return imp_err(im, "ratio must be a scalar");
+        ratio = imp_reshape(im, ratio, none, 0);
+    }
+    Value *h = imp_scalar(im, DT_I64, (double)(seed & 0xffffffff));
+    for (int a = 0; a < r; a++)
+        h = drop_mix(im, imp_bin(im, OP_ADD, h, build_iota(im->g, DT_I64, vdims(X0), r, a)));
+    if (r == 0)
+        h = drop_mix(im, h);
+    /* u = (h mod 2^24) / 2^24 */
+    Value *u = imp_binc(im, OP_MUL, imp_cvt(im, imp_binc(im, OP_MOD, h, 16777216.0), DT_F64),
+                        1.0 / 16777216.0);
+    Value *keep = imp_cmp(im, "ge", u, ratio);
+    Value *scale = imp_bin(im, OP_DIV, imp_scalar(im, DT_F64, 1),
+                           imp_bin(im, OP_SUB, imp_scalar(im, DT_F64, 1), ratio));
+    if (dyn) {
+        Value *t = vdt(IN(2)) == DT_BOOL ? IN(2) : imp_cmp(im, "ne", IN(2), imp_scalar(im, vdt(IN(2)), 0));
+        if (t && t->type.rank != 0)
+            t = imp_reshape(im, t, none, 0);
+        keep = imp_bin(im, OP_OR, keep, imp_un(im, OP_NOT, t));
+        scale = imp_sel(im, t, scale, imp_scalar(im, DT_F64, 1));
+    }
+    Value *y = imp_bin(im, OP_MUL, X0, imp_cvt(im, scale, vdt(X0)));
+    y = imp_sel(im, keep, y, imp_scalar(im, vdt(X0), 0));
+    if (want_mask) {
+        im->out[1] = keep;
+        if (!keep)
             return imp_fail(im);
     }
-    return done(im, X0);
+    return done(im, y);
 }
 
 /* ---- activations ---- */
