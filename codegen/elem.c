@@ -582,6 +582,11 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
                 LLVMValueRef m = LLVMBuildSub(B, j, LLVMBuildMul(B, p1, cg_floordiv(cg, B, j, p1), ""), "");
                 LLVMValueRef past = LLVMBuildICmp(B, LLVMIntSGE, m, n, "");
                 j = LLVMBuildSelect(B, past, LLVMBuildSub(B, p1, m, ""), m, "");
+            } else if (!strcmp(mode, "wrap")) {
+                /* periodic: floor-mod by n (n >= 1 whenever it is read) */
+                LLVMValueRef n1 = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, n, cg_i64(cg, 1), ""),
+                                                  cg_i64(cg, 1), n, "");
+                j = LLVMBuildSub(B, j, LLVMBuildMul(B, n1, cg_floordiv(cg, B, j, n1), ""), "");
             }
             xi[i] = clamp(k, j, n);
         }

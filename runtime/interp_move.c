@@ -299,7 +299,7 @@ bool interp_concat(Interp *ip, const Op *op, const Tensor *const *in, Tensor *ou
 
 /* ---- pad ------------------------------------------------------------------ */
 
-enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE };
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 /* Source index for result index o along an axis of size n, or -1 for the
  * pad value. */
@@ -311,6 +311,10 @@ static int64_t pad_src(int mode, int64_t s, int64_t n)
         return -1;
     if (mode == PAD_EDGE)
         return s < 0 ? 0 : n - 1;
+    if (mode == PAD_WRAP) {
+        s %= n;
+        return s < 0 ? s + n : s;
+    }
     if (n == 1)
         return 0;
     int64_t p = 2 * (n - 1);
@@ -327,7 +331,7 @@ static bool do_pad(Interp *ip, const Op *op, const Tensor *x, const Tensor *val,
     if (!interp_attr_str(ip, "mode", &ms))
         return false;
     int mode = strcmp(ms, "constant") == 0 ? PAD_CONSTANT : strcmp(ms, "reflect") == 0 ? PAD_REFLECT
-             : strcmp(ms, "edge") == 0   ? PAD_EDGE : -1;
+             : strcmp(ms, "edge") == 0   ? PAD_EDGE : strcmp(ms, "wrap") == 0 ? PAD_WRAP : -1;
     if (mode < 0)
         return interp_fail(ip, "unknown mode \"%s\"", ms);
     if (val->dtype != x->dtype || tensor_numel(val) != 1)

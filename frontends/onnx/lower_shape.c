@@ -831,7 +831,7 @@ bool onnx_lower_pad(Imp *im)
     if (!x || !attr_str(im, "mode", "constant", &mode))
         return false;
     r = vrank(x);
-    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
         return imp_err(im, "mode \"%s\" is not supported", mode);
     Value *val = NULL, *vp = NULL;
     if (im->opset < 11) {
