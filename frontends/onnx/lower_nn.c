@@ -133,27 +133,124 @@ static Value *einsum_drop(Imp *im, Value *x, char *s, const char *other, const c
     return n ? imp_reduce(im, x, "sum", axes, n, false) : x;
 }
 
-static bool einsum_term(Imp *im, const char *p, size_t len, char *out, int rank)
+static bool einsum_term(Imp *im, const char *p, size_t len, char *out, int rank, bool rep)
 {
     if (len > MAX_RANK || (int)len != rank)
         return imp_err(im, "equation term '%.*s' does not match an operand of rank %d", (int)len, p, rank);
     for (size_t i = 0; i < len; i++) {
         if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')))
-            return imp_err(im, "equation term '%.*s': only letters are supported (no ellipsis)",
+            return imp_err(im, "equation term '%.*s': only letters and one ellipsis are supported",
                            (int)len, p);
-        if (memchr(p, p[i], i))
-            return imp_err(im, "equation term '%.*s' repeats a letter (diagonals are not supported)",
-                           (int)len, p);
+        if (!rep && memchr(p, p[i], i))
+            return imp_err(im, "equation output '%.*s' repeats a letter", (int)len, p);
         out[i] = p[i];
     }
     out[len] = 0;
     return true;
 }
 
+/* A letter repeated within one term selects the diagonal of those axes:
+ * x masked by iota(i) == iota(j), summed over the second axis j. */
+static Value *einsum_diag(Imp *im, Value *x, char *s)
+{
+    for (int j = 1; x && s[j]; j++) {
+        const char *f = memchr(s, s[j], (size_t)j);
+        if (!f)
+            continue;
+        int i = (int)(f - s), r = vrank(x);
+        int64_t ax = j;
+        Value *eq = imp_cmp(im, "eq", build_iota(im->g, DT_I64, vdims(x), r, i),
+                            build_iota(im->g, DT_I64, vdims(x), r, j));
+        x = imp_reduce(im, imp_sel(im, eq, x, imp_scalar(im, vdt(x), 0)), "sum", &ax, 1, false);
+        memmove(s + j, s + j + 1, strlen(s + j));
+        j--;
+    }
+    return x;
+}
+
+/* Rewrites the equation (spaces removed) without ellipses and with an
+ * explicit output: each operand's "..." becomes the last of K fresh
+ * letters (K the most dims any "..." stands for), the output's "..." all
+ * K; an implicit output is the K letters then the letters used exactly
+ * once, sorted. */
+static bool einsum_expand(Imp *im, const char *eq, char *dst, size_t cap)
+{
+    char pool[MAX_RANK + 1];
+    int K = 0, n = im->nin, nk[2] = {0, 0};
+    const char *arrow = strstr(eq, "->"), *p = eq;
+    const char *t[3];
+    size_t tl[3];
+    for (int i = 0; i < n; i++) {
+        const char *end = i + 1 < n ? strchr(p, ',') : (arrow ? arrow : p + strlen(p));
+        if (!end || (arrow && end > arrow))
+            return imp_err(im, "equation '%s' does not have %d operand terms", eq, n);
+        t[i] = p;
+        tl[i] = (size_t)(end - p);
+        const char *e = strstr(p, "...");
+        if (e && e < end) {
+            int known = (int)tl[i] - 3;
+            if (!IN(i) || vrank(IN(i)) < known)
+                return imp_err(im, "equation term %d does not match its operand", i);
+            nk[i] = vrank(IN(i)) - known;
+            if (nk[i] > K)
+                K = nk[i];
+        }
+        p = end + 1;
+    }
+    if (K > MAX_RANK)
+        return imp_err(im, "ellipsis too wide");
+    int m = 0;
+    for (char c = 'A'; m < K && c <= 'z'; c++)
+        if (((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) && !strchr(eq, c))
+            pool[m++] = c;
+    pool[m] = 0;
+    size_t k = 0;
+#define PUT(c) do { if (k + 1 >= cap) return imp_err(im, "equation too long"); dst[k++] = (c); } while (0)
+    for (int i = 0; i < n; i++) {
+        if (i)
+            PUT(',');
+        for (size_t q = 0; q < tl[i]; q++) {
+            if (q + 3 <= tl[i] && !strncmp(t[i] + q, "...", 3)) {
+                for (int r = K - nk[i]; r < K; r++)
+                    PUT(pool[r]);
+                q += 2;
+            } else
+                PUT(t[i][q]);
+        }
+    }
+    PUT('-');
+    PUT('>');
+    if (arrow) {
+        for (const char *q = arrow + 2; *q; q++) {
+            if (!strncmp(q, "...", 3)) {
+                for (int r = 0; r < K; r++)
+                    PUT(pool[r]);
+                q += 2;
+            } else
+                PUT(*q);
+        }
+    } else {
+        for (int r = 0; r < K; r++)
+            PUT(pool[r]);
+        for (char c = 'A'; c <= 'z'; c++) {
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+                continue;
+            int cnt = 0;
+            for (const char *q = eq; *q; q++)
+                cnt += *q == c;
+            if (cnt == 1)
+                PUT(c);
+        }
+    }
+#undef PUT
+    dst[k] = 0;
+    return true;
+}
+
 bool onnx_lower_einsum(Imp *im)
 {
     const char *eq;
-    char terms[2][MAX_RANK + 1], out[MAX_RANK + 1], buf[256];
+    char terms[2][MAX_RANK + 1], out[MAX_RANK + 1], buf[256], full[256];
     if (!attr_str(im, "equation", NULL, &eq))
         return false;
     if (!eq)
@@ -166,30 +263,21 @@ bool onnx_lower_einsum(Imp *im)
     int n = im->nin;
     if (n < 1 || n > 2)
         return imp_err(im, "only one or two operands are supported");
-    char *arrow = strstr(buf, "->");
-    const char *p = buf;
+    if (!einsum_expand(im, buf, full, sizeof full))
+        return false;
+    char *arrow = strstr(full, "->");
+    const char *p = full;
     for (int i = 0; i < n; i++) {
-        const char *end = strchr(p, i + 1 < n ? ',' : (arrow ? '-' : 0));
-        if (!end)
-            end = p + strlen(p);
-        if (!IN(i) || !einsum_term(im, p, (size_t)(end - p), terms[i], vrank(IN(i))))
+        const char *end = i + 1 < n ? strchr(p, ',') : arrow;
+        if (!IN(i) || !einsum_term(im, p, (size_t)(end - p), terms[i], vrank(IN(i)), true))
             return IN(i) ? false : imp_err(im, "input %d is empty", i);
         p = end + 1;
     }
-    if (arrow) {
-        if (!einsum_term(im, arrow + 2, strlen(arrow + 2), out, (int)strlen(arrow + 2)))
-            return false;
-    } else { /* implicit: letters seen once, sorted */
-        int m = 0;
-        for (char c = 'A'; c <= 'z'; c++) {
-            int cnt = (strchr(terms[0], c) && c) + (n > 1 && strchr(terms[1], c) && c);
-            if (cnt == 1 && m < MAX_RANK && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-                out[m++] = c;
-        }
-        out[m] = 0;
-    }
+    if (!einsum_term(im, arrow + 2, strlen(arrow + 2), out, (int)strlen(arrow + 2), false))
+        return false;
+    Value *ins[2] = {einsum_diag(im, IN(0), terms[0]), n > 1 ? einsum_diag(im, IN(1), terms[1]) : NULL};
     const char *b_letters = n > 1 ? terms[1] : "";
-    Value *a = einsum_drop(im, IN(0), terms[0], b_letters, out), *y;
+    Value *a = einsum_drop(im, ins[0], terms[0], b_letters, out), *y;
     char res[3 * MAX_RANK + 1];
     int nr = 0;
     if (n == 1) {
@@ -197,7 +285,7 @@ bool onnx_lower_einsum(Imp *im)
         strcpy(res, terms[0]);
         nr = (int)strlen(res);
     } else {
-        Value *b = einsum_drop(im, IN(1), terms[1], terms[0], out);
+        Value *b = einsum_drop(im, ins[1], terms[1], terms[0], out);
         int64_t lb[MAX_RANK], rb[MAX_RANK], lc[MAX_RANK], rc[MAX_RANK];
         int nb = 0, nc = 0;
         const char *ta = terms[0], *tb = terms[1];
