@@ -27,10 +27,17 @@
  * mean, variance, then the normalised row). All reductions of a stitch
  * group reduce the same trailing axes of operands of one shape.
  *
- * Merging only into the group of all users keeps the group graph acyclic;
- * the groups are then ordered topologically (Kahn, earliest program
- * position first), with a check, and the planner falls back to one group per
- * op if that check ever failed.
+ * Merging only into the group of all users keeps the group graph acyclic.
+ * One merge goes further: a loop group whose result is read by another loop
+ * group over the same index space (and with the same dims) joins it even if
+ * the result is needed elsewhere too: it becomes a second output of that
+ * kernel (multi-output loop fusion). That merge is made only when no third
+ * group lies on a path between the two, which would be a cycle.
+ *
+ * The groups are then ordered topologically (Kahn, earliest program
+ * position first). A cycle there is the planner's bug: it is reported as an
+ * internal error. A library group lists its library op first and then its
+ * epilogue, which codegen runs as one loop kernel after the call.
  */
 #include "passes/passes.h"
 
@@ -72,7 +79,7 @@ static Class class_of(const Op *op)
     case CAT_UNARY:
     case CAT_BINARY:
     case CAT_ELEM: return C_ELEM;
-    case CAT_LIB: return op->kind == OP_DOT || op->kind == OP_CONV ? C_LIB : C_OPAQUE;
+    case CAT_LIB: return C_LIB;
     case CAT_REDUCE: return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ? C_REDUCE : C_OPAQUE;
     case CAT_MOVE:
         switch (op->kind) {
@@ -268,14 +275,16 @@ static void place(Planner *p, int op)
         numel(p, o->in[0]) == g->space && !is_output(p, o) &&
         (g->kind == FUSE_LOOP ? all_row_safe(p, g) : same_rows(g, o))) {
         /* the reduction's rows are the group's rows: a stitch group */
-        if (g->kind == FUSE_LOOP)
+        if (g->kind == FUSE_LOOP) {
             set_rows(g, o);
+            g->root = op; /* the last reduction: later ones are placed first */
+        }
         g->kind = FUSE_STITCH;
         join(p, op, gid);
-        g->root = op;
         return;
     }
-    if (g && c == C_LIB && g->kind == FUSE_LOOP && numel(p, o->out[0]) == g->space && all_loop_ops(p, g) &&
+    if (g && c == C_LIB && (o->kind == OP_DOT || o->kind == OP_CONV) && g->kind == FUSE_LOOP &&
+        numel(p, o->out[0]) == g->space && all_loop_ops(p, g) &&
         !is_output(p, o) && o->out[0]->type.dtype == DT_F32) {
         g->kind = FUSE_LIBRARY;
         g->root = op;
@@ -328,6 +337,124 @@ static void merge_reductions(Planner *p)
     }
 }
 
+/* True if group `to` is reachable from group `from` other than by a direct
+ * edge: merging the two would then put a third group both after and before
+ * the merged one. */
+static bool path_around(Planner *p, int from, int to)
+{
+    int n = p->ngroups;
+    int *start = calloc((size_t)n + 2, sizeof *start), *succ = NULL;
+    int *stack = malloc(((size_t)n + 1) * sizeof *stack);
+    bool *seen = calloc((size_t)n + 1, 1);
+    if (!start || !stack || !seen)
+        abort();
+    /* successor lists, compressed: one edge per operand across groups */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < p->nops; i++) {
+            const Op *o = p->ops[i];
+            for (int k = 0; k < o->nin; k++) {
+                const Op *d = o->in[k]->def;
+                int a = d ? p->grp[d->id] : -1, b = p->grp[i];
+                if (a < 0 || a == b)
+                    continue;
+                if (pass == 0)
+                    start[a + 2]++;
+                else
+                    succ[start[a + 1]++] = b;
+            }
+        }
+        if (pass == 0) {
+            for (int gi = 0; gi < n; gi++)
+                start[gi + 2] += start[gi + 1];
+            succ = malloc(((size_t)start[n + 1] + 1) * sizeof *succ);
+            if (!succ)
+                abort();
+        }
+    }
+    int top = 0;
+    bool found = false;
+    for (int e = start[from]; e < start[from + 1]; e++)
+        if (succ[e] != to && !seen[succ[e]]) {
+            seen[succ[e]] = true;
+            stack[top++] = succ[e];
+        }
+    while (top > 0 && !found) {
+        int gi = stack[--top];
+        for (int e = start[gi]; e < start[gi + 1] && !found; e++) {
+            int s = succ[e];
+            found = s == to;
+            if (!seen[s]) {
+                seen[s] = true;
+                stack[top++] = s;
+            }
+        }
+    }
+    free(start);
+    free(succ);
+    free(stack);
+    free(seen);
+    return found;
+}
+
+static bool same_dims(const Type *a, const Type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+/* Every value group `from` hands to others has the dims of `t`. */
+static bool outs_have_dims(Planner *p, int from, const Type *t)
+{
+    const PGroup *g = &p->groups[from];
+    for (int k = 0; k < g->nops; k++) {
+        const Op *o = p->ops[g->ops[k]];
+        for (int r = 0; r < o->nout; r++) {
+            const Value *v = o->out[r];
+            bool outside = p->is_output[v->id];
+            for (int u = 0; u < p->nusers[v->id] && !outside; u++)
+                outside = p->grp[p->users[v->id][u]] != from;
+            if (outside && !same_dims(&v->type, t))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Multi-output loop groups: a loop group whose result another loop group
+ * over the same index space reads joins that group even when its result is
+ * needed elsewhere too; it stays an output of the merged kernel. Only where
+ * the result has the dims of the consumer's root (so one index computes
+ * both), and only where no other group lies on a path between the two. */
+static void merge_outputs(Planner *p)
+{
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int i = 0; i < p->nops && !changed; i++) {
+            int a = p->grp[i];
+            const Op *o = p->ops[i];
+            if (p->groups[a].kind != FUSE_LOOP)
+                continue;
+            for (int r = 0; r < o->nout && !changed; r++) {
+                const Value *v = o->out[r];
+                for (int u = 0; u < p->nusers[v->id] && !changed; u++) {
+                    int b = p->grp[p->users[v->id][u]];
+                    const PGroup *pb = &p->groups[b];
+                    if (b == a || pb->kind != FUSE_LOOP || pb->space != p->groups[a].space ||
+                        !outs_have_dims(p, a, &p->ops[pb->root]->out[0]->type) || path_around(p, a, b))
+                        continue;
+                    absorb(p, a, b);
+                    changed = true;
+                }
+            }
+        }
+    }
+}
+
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 /* Builds the plan's groups in a topological order; false on a cycle. */
@@ -346,14 +473,13 @@ static bool emit(Planner *p, FusionPlan *plan)
         if (p->groups[g].nops)
             first[g] = p->groups[g].ops[0];
     }
-    /* edges: producer group -> consumer group, counted per operand */
+    /* edges: producer group -> consumer group, one per (value, user op), as
+     * they are taken away below (an op reading a value twice is one user) */
     for (int i = 0; i < p->nops; i++) {
         const Op *o = p->ops[i];
-        for (int k = 0; k < o->nin; k++) {
-            const Op *d = o->in[k]->def;
-            if (d && p->grp[d->id] != p->grp[i])
-                indeg[p->grp[i]]++;
-        }
+        for (int r = 0; r < o->nout; r++)
+            for (int u = 0; u < p->nusers[o->out[r]->id]; u++)
+                indeg[p->grp[p->users[o->out[r]->id][u]]] += p->grp[p->users[o->out[r]->id][u]] != p->grp[i];
     }
     int norder = 0, live = 0;
     for (int g = 0; g < n; g++)
@@ -390,8 +516,13 @@ static bool emit(Planner *p, FusionPlan *plan)
         g->ops = arena_array(&plan->arena, (size_t)pg->nops, sizeof(Op *));
         g->ins = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
         g->outs = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        /* a library group: the call, then its epilogue in program order */
+        int nk = 0;
+        if (pg->kind == FUSE_LIBRARY)
+            g->ops[nk++] = p->ops[pg->root];
         for (int k = 0; k < pg->nops; k++)
-            g->ops[k] = p->ops[pg->ops[k]];
+            if (pg->kind != FUSE_LIBRARY || pg->ops[k] != pg->root)
+                g->ops[nk++] = p->ops[pg->ops[k]];
         for (int k = 0; k < pg->nops; k++) {
             const Op *o = g->ops[k];
             for (int j = 0; j < o->nin; j++) {
@@ -460,6 +591,7 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     for (int i = n - 1; i >= 0; i--)
         place(&p, i);
     merge_reductions(&p);
+    merge_outputs(&p);
     bool ok = emit(&p, plan);
     for (int i = 0; i < p.ngroups; i++)
         free(p.groups[i].ops);
@@ -469,9 +601,11 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     free(p.users);
     free(p.nusers);
     free(p.is_output);
-    if (!ok) { /* a cycle: the planner's invariant broke; stay correct */
+    if (!ok) { /* the planner's invariant broke */
         fuse_plan_free(plan);
-        return fuse_plan_unfused(si, d);
+        diag_set(d, "%s: internal error: the fusion plan has a cycle between its groups",
+                 g->name ? g->name : "graph");
+        return NULL;
     }
     return plan;
 }
@@ -493,54 +627,100 @@ const char *fuse_kind_name(FuseKind k)
 static void print_values(FILE *f, char **names, Value **v, int n)
 {
     for (int i = 0; i < n; i++)
-        fprintf(f, "%s%s", i ? " " : "", names ? names[v[i]->id] : "?");
+        fprintf(f, " %s", names ? names[v[i]->id] : "?");
 }
 
+static const char *op_name(char **names, const Op *o)
+{
+    return names && o->nout > 0 ? names[o->out[0]->id] : op_info(o->kind)->name;
+}
+
+/* One line per group, in execution order:
+ *
+ *   # group 3 stitch root %mx2: ops %mx %sh %e %sum %p; in %s; out %p; space 12*B*S*S
+ *
+ * ops are named by their (first) result. A library group lists the call,
+ * then its epilogue. The space is the element count of the index space:
+ * the root's result, or for a reduction group the reduced operand. Shape
+ * groups (one per constant or shape op) run on the host, not as kernels. */
 void fuse_print(FILE *f, const FusionPlan *p)
 {
     char **names = graph_value_names(p->g);
-    int kernels = 0, library = 0;
+    int kernels = 0, library = 0, host = 0, opaque = 0;
     for (int i = 0; i < p->n; i++) {
         const Group *g = &p->groups[i];
-        if (g->kind == FUSE_SHAPE)
-            continue;
         /* a library group's epilogue is a loop kernel after the call */
         kernels += g->kind == FUSE_LOOP || g->kind == FUSE_INPUT || g->kind == FUSE_STITCH ||
                    (g->kind == FUSE_LIBRARY && g->nops > 1);
         library += g->kind == FUSE_LIBRARY;
-        fprintf(f, "# group %d %s, root %s:", g->id, fuse_kind_name(g->kind),
-                names && g->root ? names[g->root->out[0]->id] : "?");
-        for (int k = 0; k < g->nops; k++)
-            fprintf(f, " %s", op_info(g->ops[k]->kind)->name);
-        fputs("\n#   in: ", f);
-        print_values(f, names, g->ins, g->nins);
-        fputs("\n#   out: ", f);
+        host += g->kind == FUSE_SHAPE;
+        opaque += g->kind == FUSE_OPAQUE;
+        fprintf(f, "# group %d %s root %s: ops", g->id, fuse_kind_name(g->kind),
+                g->root ? op_name(names, g->root) : "?");
+        for (int k = 0; k < g->nops; k++) {
+            if (g->kind == FUSE_LIBRARY && k == 1)
+                fputs("; epilogue", f);
+            fprintf(f, " %s", op_name(names, g->ops[k]));
+        }
+        if (g->nins) {
+            fputs("; in", f);
+            print_values(f, names, g->ins, g->nins);
+        }
+        fputs("; out", f);
         print_values(f, names, g->outs, g->nouts);
-        if (g->root && g->kind != FUSE_OPAQUE) {
-            fputs("\n#   space: ", f);
+        if (g->root && g->kind != FUSE_OPAQUE && g->kind != FUSE_SHAPE) {
+            fputs("; space ", f);
             const Value *sp = g->kind == FUSE_INPUT || g->kind == FUSE_STITCH ? g->root->in[0] : g->root->out[0];
-            Dim *n = type_numel(&p->g->dims, &sp->type);
-            dim_print(f, n);
+            dim_print(f, type_numel(&p->g->dims, &sp->type));
         }
         fputc('\n', f);
     }
     int ops = 0;
     graph_for_each_op(p->g, op) ops += op_info(op->kind)->cat != CAT_CONST;
-    fprintf(f, "# %d kernels and %d library calls for %d ops\n", kernels, library, ops);
+    fprintf(f, "# %d kernels, %d library calls, %d opaque ops for %d ops; host: %d shape groups (one per constant or shape op)\n",
+            kernels, library, opaque, ops, host);
     graph_value_names_free(p->g, names);
 }
 
+static bool on_host(const Op *o)
+{
+    return op_info(o->kind)->cat == CAT_CONST || op_info(o->kind)->cat == CAT_SHAPE;
+}
+
+/* s inside a DOT string: quotes and backslashes escaped. */
+static void dot_str(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+/* Graphviz: a cluster per kernel (host shape groups left out), a node per
+ * op labelled with its result, an edge per value read across or within
+ * groups; graph inputs and outputs as ellipses. */
 void fuse_print_dot(FILE *f, const FusionPlan *p)
 {
-    char **names = graph_value_names(p->g);
+    const Graph *gr = p->g;
+    char **names = graph_value_names(gr);
     fputs("digraph fusion {\n  rankdir=TB;\n  node [shape=box, fontname=monospace];\n", f);
+    for (int i = 0; i < gr->ninputs; i++)
+    {
+        fprintf(f, "  in%d [shape=ellipse, label=\"", i);
+        dot_str(f, names ? names[gr->inputs[i]->id] : "?");
+        fputs("\"];\n", f);
+    }
     for (int i = 0; i < p->n; i++) {
         const Group *g = &p->groups[i];
         if (g->kind == FUSE_SHAPE)
             continue;
-        fprintf(f, "  subgraph cluster_%d {\n    label=\"group %d: %s\";\n", g->id, g->id, fuse_kind_name(g->kind));
-        for (int k = 0; k < g->nops; k++)
-            fprintf(f, "    op%d [label=\"%s\"];\n", g->ops[k]->id, op_info(g->ops[k]->kind)->name);
+        fprintf(f, "  subgraph cluster_%d {\n    label=\"group %d %s\";\n", g->id, g->id, fuse_kind_name(g->kind));
+        for (int k = 0; k < g->nops; k++) {
+            fprintf(f, "    op%d [label=\"", g->ops[k]->id);
+            dot_str(f, op_name(names, g->ops[k]));
+            fprintf(f, " = %s\"];\n", op_info(g->ops[k]->kind)->name);
+        }
         fputs("  }\n", f);
     }
     for (int i = 0; i < p->n; i++) {
@@ -550,13 +730,26 @@ void fuse_print_dot(FILE *f, const FusionPlan *p)
         for (int k = 0; k < g->nops; k++) {
             const Op *o = g->ops[k];
             for (int j = 0; j < o->nin; j++) {
-                const Op *d = o->in[j]->def;
-                if (d && op_info(d->kind)->cat != CAT_CONST && op_info(d->kind)->cat != CAT_SHAPE)
-                    fprintf(f, "  op%d -> op%d [label=\"%s\"];\n", d->id, o->id,
-                            names ? names[o->in[j]->id] : "");
+                const Value *v = o->in[j];
+                if (v->def && !on_host(v->def)) {
+                    fprintf(f, "  op%d -> op%d [label=\"", v->def->id, o->id);
+                    dot_str(f, names ? names[v->id] : "");
+                    fputs("\"];\n", f);
+                }
+                for (int m = 0; !v->def && m < gr->ninputs; m++)
+                    if (gr->inputs[m] == v)
+                        fprintf(f, "  in%d -> op%d;\n", m, o->id);
             }
         }
     }
+    for (int i = 0; i < gr->noutputs; i++) {
+        const Value *v = gr->outputs[i];
+        fprintf(f, "  out%d [shape=ellipse, label=\"return ", i);
+        dot_str(f, names ? names[v->id] : "?");
+        fputs("\"];\n", f);
+        if (v->def && !on_host(v->def))
+            fprintf(f, "  op%d -> out%d;\n", v->def->id, i);
+    }
     fputs("}\n", f);
-    graph_value_names_free(p->g, names);
+    graph_value_names_free(gr, names);
 }

@@ -159,11 +159,13 @@ typedef enum FuseKind {
 typedef struct Group {
     FuseKind kind;
     int id;
-    Op **ops;        /* program order */
+    Op **ops;        /* program order; LIBRARY: the library op first, then
+                        its epilogue (the ops after the root) */
     int nops;
     Value **ins;     /* operands defined outside the group */
     int nins;
-    Value **outs;    /* results used outside the group or returned */
+    Value **outs;    /* results used outside the group or returned; a LOOP
+                        group may have several, all of one element count */
     int nouts;
     Op *root;        /* LOOP: the op whose result shape is the index space;
                         INPUT, STITCH: the last reduction; LIBRARY: the
