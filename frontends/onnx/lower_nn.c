@@ -477,6 +477,78 @@ static bool conv_common(Imp *im, bool transpose)
 bool onnx_lower_conv(Imp *im) { return conv_common(im, false); }
 bool onnx_lower_conv_transpose(Imp *im) { return conv_common(im, true); }
 
+/* MaxPool's Indices: for each window, the flat index into x (row-major,
+ * or with column_major the spatial axes column-major: ONNX storage_order
+ * 1) of its first tap, in scan order, inside x whose value equals the max
+ * y. Taps are visited last to first, each overriding the index where it
+ * matches: tap value x[flat] by a gather from x flattened (index clamped
+ * where the tap is in the padding, which never matches). */
+static Value *pool_indices(Imp *im, Value *x, Value *y, const int64_t *ks, const Window *w, bool column_major)
+{
+    int r = vrank(y), nsp = r - 2;
+    Dim *none[1] = {NULL}, *tot = dc(im, 1);
+    int64_t taps = 1;
+    for (int i = 0; i < nsp; i++)
+        taps *= ks[i] > 0 ? ks[i] : 1;
+    if (taps > 1024) {
+        imp_err(im, "the Indices output needs at most 1024 window taps (has %lld)", (long long)taps);
+        return NULL;
+    }
+    for (int i = 0; i < r; i++)
+        tot = dim_mul(CX, tot, vdims(x)[i]);
+    Value *xf = imp_reshape(im, x, &tot, 1);
+    Value *hs[MAX_RANK], *lo[MAX_RANK], *base[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        hs[i] = build_dim(im->g, x, i);
+    for (int i = 0; i < nsp; i++) {
+        lo[i] = imp_reshape(im, imp_shape_value(im, (Dim *const *)&w->pads[i], 1), none, 0);
+        /* o * stride - pad_begin */
+        base[i] = imp_bin(im, OP_SUB, imp_binc(im, OP_MUL, build_iota(im->g, DT_I64, vdims(y), r, 2 + i),
+                                                  (double)w->strides[i]), lo[i]);
+    }
+    /* (n * C + c), the outer part of the flat index */
+    Value *nc = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, build_iota(im->g, DT_I64, vdims(y), r, 0), hs[1]),
+                        build_iota(im->g, DT_I64, vdims(y), r, 1));
+    Value *idx = imp_scalar(im, DT_I64, 0);
+    for (int64_t t = taps - 1; t >= 0; t--) {
+        int64_t rem = t, a[MAX_RANK];
+        for (int i = nsp - 1; i >= 0; i--) {
+            a[i] = rem % ks[i];
+            rem /= ks[i];
+        }
+        Value *valid = NULL, *h[MAX_RANK];
+        for (int i = 0; i < nsp; i++) {
+            h[i] = imp_binc(im, OP_ADD, base[i], (double)(a[i] * w->dil[i]));
+            Value *ok = imp_bin(im, OP_AND, imp_cmp(im, "ge", h[i], imp_scalar(im, DT_I64, 0)),
+                                imp_cmp(im, "lt", h[i], hs[2 + i]));
+            valid = valid ? imp_bin(im, OP_AND, valid, ok) : ok;
+        }
+        /* row-major (to read x) and the requested order (to report) */
+        Value *flat = nc, *rep = NULL, *stride = NULL;
+        for (int i = 0; i < nsp; i++)
+            flat = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, flat, hs[2 + i]),
+                           imp_sel(im, valid, h[i], imp_scalar(im, DT_I64, 0)));
+        if (column_major) {
+            rep = imp_scalar(im, DT_I64, 0);
+            stride = imp_scalar(im, DT_I64, 1);
+            for (int i = 0; i < nsp; i++) {
+                rep = imp_bin(im, OP_ADD, rep, imp_bin(im, OP_MUL, h[i], stride));
+                stride = imp_bin(im, OP_MUL, stride, hs[2 + i]);
+            }
+            rep = imp_bin(im, OP_ADD, rep, imp_bin(im, OP_MUL, nc, stride));
+        }
+        AttrList l = {0};
+        attrs_add_int(im->g, &l, "axis", 0);
+        Value *gin[2] = {xf, flat};
+        Op *g = xf && flat ? build_op(im->g, OP_GATHER, gin, 2, l.v, l.n) : NULL;
+        if (!g)
+            return NULL;
+        Value *hit = imp_bin(im, OP_AND, valid, imp_cmp(im, "eq", g->out[0], y));
+        idx = imp_sel(im, hit, column_major ? rep : flat, idx);
+    }
+    return idx;
+}
+
 bool onnx_lower_pool(Imp *im)
 {
     Value *x = imp_need(im, 0);
@@ -490,8 +562,7 @@ bool onnx_lower_pool(Imp *im)
         return imp_err(im, "needs data [N, C, spatial...]");
     if (nk != nsp)
         return imp_err(im, "kernel_shape needs %d entries", nsp);
-    if (im->arg == 0 && im->nout > 1 && im->node->output[1] && *im->node->output[1])
-        return imp_err(im, "the Indices output of MaxPool is not supported");
+    bool want_idx = im->arg == 0 && im->nout > 1 && im->node->output[1] && *im->node->output[1];
     Dim *k[MAX_RANK];
     for (int i = 0; i < nsp; i++)
         k[i] = dc(im, ks[i]);
@@ -505,6 +576,14 @@ bool onnx_lower_pool(Imp *im)
     attrs_add_int(im->g, &l, "ceil", ceil_mode != 0);
     attrs_add_int(im->g, &l, "count_pad", count_pad != 0);
     Op *op = build_op(im->g, OP_POOL, &x, 1, l.v, l.n);
+    if (op && want_idx) {
+        int64_t order;
+        if (!attr_int(im, "storage_order", 0, &order))
+            return false;
+        im->out[1] = pool_indices(im, x, op->out[0], ks, &win, order != 0);
+        if (!im->out[1])
+            return imp_fail(im);
+    }
     return done(im, op ? op->out[0] : NULL);
 }
 
