@@ -397,14 +397,9 @@ const Attr *op_attr(const Op *op, const char *name); /* NULL if absent */
 int64_t op_attr_int(const Op *op, const char *name, int64_t dflt);
 double op_attr_float(const Op *op, const char *name, double dflt);
 const char *op_attr_str(const Op *op, const char *name, const char *dflt);
-/* Setters copy lists into the graph arena; they replace an existing one. */
-void op_set_int(Graph *g, Op *op, const char *name, int64_t v);
-void op_set_float(Graph *g, Op *op, const char *name, double v);
-void op_set_str(Graph *g, Op *op, const char *name, const char *s);
-void op_set_dtype(Graph *g, Op *op, const char *name, DType dt);
-void op_set_ints(Graph *g, Op *op, const char *name, const int64_t *v, int n);
-void op_set_floats(Graph *g, Op *op, const char *name, const double *v, int n);
-void op_set_dims(Graph *g, Op *op, const char *name, Dim *const *v, int n);
+/* Sets attribute a->name of op (replacing an existing one, keeping schema
+ * order), copying strings and lists into the graph arena. */
+void op_set_attr(Graph *g, Op *op, const Attr *a);
 
 /* ------------------------------------------------------------------ */
 /* Builders (build.c): create an op from operands and attributes, infer

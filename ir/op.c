@@ -166,37 +166,9 @@ static Attr *slot(Graph *g, Op *op, const char *name, AttrKind kind)
     return &v[at];
 }
 
-void op_set_int(Graph *g, Op *op, const char *name, int64_t v)
-{
-    Attr *a = slot(g, op, name, ATTR_INT);
-    if (a)
-        a->i = v;
-}
-
-void op_set_float(Graph *g, Op *op, const char *name, double v)
-{
-    Attr *a = slot(g, op, name, ATTR_FLOAT);
-    if (a)
-        a->f = v;
-}
-
-void op_set_str(Graph *g, Op *op, const char *name, const char *s)
-{
-    Attr *a = slot(g, op, name, ATTR_STR);
-    if (a)
-        a->s = arena_strdup(&g->arena, s);
-}
-
-void op_set_dtype(Graph *g, Op *op, const char *name, DType dt)
-{
-    Attr *a = slot(g, op, name, ATTR_DTYPE);
-    if (a)
-        a->dt = dt;
-}
-
 static void *dup(Graph *g, const void *p, int n, size_t size)
 {
-    if (n <= 0)
+    if (n <= 0 || !p)
         return NULL;
     void *q = arena_array(&g->arena, (size_t)n, size);
     if (q)
@@ -204,29 +176,19 @@ static void *dup(Graph *g, const void *p, int n, size_t size)
     return q;
 }
 
-void op_set_ints(Graph *g, Op *op, const char *name, const int64_t *v, int n)
+void op_set_attr(Graph *g, Op *op, const Attr *a)
 {
-    Attr *a = slot(g, op, name, ATTR_INTS);
-    if (a) {
-        a->ints = dup(g, v, n, sizeof *v);
-        a->n = n;
-    }
-}
-
-void op_set_floats(Graph *g, Op *op, const char *name, const double *v, int n)
-{
-    Attr *a = slot(g, op, name, ATTR_FLOATS);
-    if (a) {
-        a->floats = dup(g, v, n, sizeof *v);
-        a->n = n;
-    }
-}
-
-void op_set_dims(Graph *g, Op *op, const char *name, Dim *const *v, int n)
-{
-    Attr *a = slot(g, op, name, ATTR_DIMS);
-    if (a) {
-        a->dims = dup(g, v, n, sizeof *v);
-        a->n = n;
+    Attr *b = slot(g, op, a->name, a->kind);
+    if (!b)
+        return;
+    const char *name = b->name;
+    *b = *a;
+    b->name = name;
+    switch (a->kind) {
+    case ATTR_STR: b->s = arena_strdup(&g->arena, a->s); break;
+    case ATTR_INTS: b->ints = dup(g, a->ints, a->n, sizeof *a->ints); break;
+    case ATTR_FLOATS: b->floats = dup(g, a->floats, a->n, sizeof *a->floats); break;
+    case ATTR_DIMS: b->dims = dup(g, a->dims, a->n, sizeof *a->dims); break;
+    default: break;
     }
 }

@@ -227,6 +227,22 @@ static void test_const_and_verify(void)
     CHECK(!graph_verify(g, &f) && has(f.msg, "result 0 has type f64[2, 2], but the operands give f32[2, 2]"));
     y->type.dtype = DT_F32;
     CHECK(graph_count_uses(g, c) == 2);
+    /* op_set_attr: copies, replaces, keeps schema order */
+    int64_t ax[1] = {1};
+    Op *r = build_op(g, OP_REDUCE, &c, 1,
+                     (Attr[]){{.name = "kind", .kind = ATTR_STR, .s = "sum"},
+                              {.name = "axes", .kind = ATTR_INTS, .n = 1, .ints = ax},
+                              {.name = "keepdims", .kind = ATTR_INT, .i = 0}},
+                     3);
+    CHECK(r != NULL);
+    if (r) {
+        ax[0] = 0; /* the op holds its own copy */
+        CHECK(op_attr(r, "axes")->ints[0] == 1);
+        op_set_attr(g, r, &(Attr){.name = "kind", .kind = ATTR_STR, .s = "max"});
+        CHECK(!strcmp(op_attr_str(r, "kind", ""), "max") && r->nattrs == 3 && !strcmp(r->attrs[0].name, "kind"));
+        Diag e2 = {0};
+        CHECK(op_check_attrs(r, &e2));
+    }
     graph_free(g);
 }
 
