@@ -137,8 +137,19 @@ Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, i
         for (int i = 0; i < nattrs; i++) {
             const AttrSpec *sp = op_attr_spec(k, attrs[i].name);
             int pos = sp ? (int)(sp - info->attrs) : info->nattrs;
-            if (pos == s)
-                sorted[n++] = attrs[i];
+            if (pos == s) {
+                /* the op owns its attributes: lists are copied */
+                Attr *a = &sorted[n++];
+                *a = attrs[i];
+                if (a->kind == ATTR_INTS)
+                    a->ints = dup(g, a->ints, a->n, sizeof *a->ints);
+                else if (a->kind == ATTR_FLOATS)
+                    a->floats = dup(g, a->floats, a->n, sizeof *a->floats);
+                else if (a->kind == ATTR_DIMS)
+                    a->dims = dup(g, a->dims, a->n, sizeof *a->dims);
+                else if (a->kind == ATTR_STR && a->s)
+                    a->s = arena_strdup(&g->arena, a->s);
+            }
         }
     tmp.attrs = sorted;
     if (!op_check_arity(&tmp, &e) || !op_check_attrs(&tmp, &e))
