@@ -330,6 +330,10 @@ static int32_t run_dot(Exec *e, void *rt, const Op *op, void **bufs, int64_t *sy
     m.c_stride[2] = 1;
     if (m.batch == 1)
         m.a_stride[0] = m.b_stride[0] = m.c_stride[0] = 0;
+    /* a constant of the model: the same data at the same address for the
+     * life of the Exec, so the library may keep a packed copy */
+    const Op *bdef = op->in[1]->def;
+    m.weights_const = bdef && bdef->kind == OP_CONST && bdef->cst && bdef->cst->data == bufs[1];
     void *c = disc_rt_alloc(rt, m.batch * m.m * m.n * 4);
     if (!c)
         return -1;
@@ -369,6 +373,8 @@ static int32_t run_conv(Exec *e, void *rt, const Op *op, void **bufs, int64_t *s
     c.o = ys[1];
     c.groups = op_attr_int(op, "groups", 1);
     c.transpose = op->kind == OP_CONV_TRANSPOSE;
+    const Op *wdef = op->in[1]->def;
+    c.weights_const = wdef && wdef->kind == OP_CONST && wdef->cst && wdef->cst->data == bufs[1];
     window(op, xs, nsp, c.in, c.stride, c.dilation, c.pad_lo, c.pad_hi, syms, nsyms);
     for (int i = 0; i < nsp; i++) {
         c.k[i] = ws[2 + i];

@@ -16,6 +16,20 @@
  * from disc_rt_alloc, so cached primitives hold no hidden per-thread
  * buffers and may run on several threads at once.
  *
+ * Packed weights. A call with weights_const makes its primitive with the
+ * weights in format "any", so oneDNN picks its own layout (brgemm matmul:
+ * 64-column panels, BA16a64b; the same for every m and thread count that
+ * was tried, 1 to 2048 rows, which is why the copies are shared across
+ * shapes). The entry then keeps both layouts, and a run looks the packed
+ * copy up in a second cache keyed by the weights' address and both
+ * layouts; a miss reorders the weights once. The copies are not bounded
+ * by count: they are the model's weights once more, and live until
+ * disc_rt_weights_forget (the owner frees its weights), capacity 0 or
+ * shutdown. Each use checks a fingerprint of 64 sampled words against the
+ * one taken at packing, a guard against an owner that forgot to call
+ * disc_rt_weights_forget before new weights landed at the same address.
+ * When oneDNN's choice is the plain layout anyway, nothing is packed.
+ *
  * Post-ops: bias is the primitive's bias argument (broadcast over rows);
  * the activation an eltwise post-op; the residual a binary-add post-op
  * whose second operand has the layout of the result.
@@ -65,6 +79,8 @@ typedef struct Entry {
     int has[NMD];              /* md[i] is bound */
     size_t scratch;            /* bytes of scratchpad */
     int res_arg;               /* the execution argument of the residual */
+    int pack;                  /* md[MD_WEI] is a packed layout of wei_plain */
+    dnnl_memory_desc_t wei_plain; /* the weights as the caller lays them out */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
     struct Entry *hnext;       /* bucket chain */
@@ -125,6 +141,194 @@ static dnnl_engine_t get_engine(DiscRt *rt)
         return NULL;
     }
     return engine;
+}
+
+/* ---- packed constant weights --------------------------------------------- */
+
+enum { NPACKBUCKET = 256, NSAMPLE = 64 };
+
+static int dnnl_failed(DiscRt *rt, const char *what, const char *step, dnnl_status_t s);
+
+typedef struct Packed {
+    const void *src;           /* the caller's weights */
+    dnnl_memory_desc_t plain, md; /* their layout, the packed one */
+    uint64_t print;            /* fingerprint of src (print_of) */
+    void *data;                /* the packed copy */
+    size_t bytes;
+    int refs;                  /* the cache's own reference, plus users */
+    struct Packed *next;       /* bucket chain */
+} Packed;
+
+static struct {
+    pthread_mutex_t mu;
+    Packed *buckets[NPACKBUCKET];
+    int count;
+    int64_t bytes, packs;
+} packed = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t packed_bucket(const void *src)
+{
+    uint64_t h = (uint64_t)(uintptr_t)src * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 56) % NPACKBUCKET;
+}
+
+/* NSAMPLE words spread over the bytes the plain layout spans, hashed. */
+static uint64_t print_of(const void *src, const dnnl_memory_desc_t *plain)
+{
+    size_t span = dnnl_memory_desc_get_size(plain), words = span / 4;
+    const unsigned char *p = src;
+    uint64_t h = 1469598103934665603ull ^ span;
+    for (int i = 0; i < NSAMPLE; i++) {
+        uint32_t w = 0;
+        if (words > 0)
+            memcpy(&w, p + 4 * (words > 1 ? (size_t)i * (words - 1) / (NSAMPLE - 1) : 0), 4);
+        else if (span > 0)
+            w = p[(size_t)i * (span - 1) / (NSAMPLE - 1)];
+        h = (h ^ w) * 1099511628211ull;
+    }
+    return h;
+}
+
+static void packed_unref(Packed *k) /* under packed.mu */
+{
+    if (--k->refs == 0) {
+        free(k->data);
+        free(k);
+    }
+}
+
+/* Unlinks *at (under packed.mu); the cache's reference goes. */
+static void packed_unlink(Packed **at)
+{
+    Packed *k = *at;
+    *at = k->next;
+    packed.count--;
+    packed.bytes -= (int64_t)k->bytes;
+    packed_unref(k);
+}
+
+/* Drops the copies whose weights start in [p, p + bytes); every one for p NULL. */
+static void packed_drop(const void *p, int64_t bytes)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + (uintptr_t)(bytes > 0 ? bytes : 0);
+    pthread_mutex_lock(&packed.mu);
+    for (int i = 0; i < NPACKBUCKET; i++)
+        for (Packed **at = &packed.buckets[i]; *at;) {
+            uintptr_t s = (uintptr_t)(*at)->src;
+            if (!p || (s >= lo && s < hi))
+                packed_unlink(at);
+            else
+                at = &(*at)->next;
+        }
+    pthread_mutex_unlock(&packed.mu);
+}
+
+void disc_rt_weights_forget(const void *p, int64_t bytes)
+{
+    if (p && bytes > 0)
+        packed_drop(p, bytes);
+}
+
+static void packed_release(Packed *k)
+{
+    pthread_mutex_lock(&packed.mu);
+    packed_unref(k);
+    pthread_mutex_unlock(&packed.mu);
+}
+
+/* A referenced copy of src in e's layout (under packed.mu), or NULL; a
+ * copy whose fingerprint no longer matches is dropped. */
+static Packed *packed_find(const Entry *e, const void *src, uint64_t print)
+{
+    for (Packed **at = &packed.buckets[packed_bucket(src)]; *at; at = &(*at)->next) {
+        Packed *k = *at;
+        if (k->src != src || !dnnl_memory_desc_equal(&k->md, &e->md[MD_WEI]) ||
+            !dnnl_memory_desc_equal(&k->plain, &e->wei_plain))
+            continue;
+        if (k->print != print) {
+            packed_unlink(at);
+            return NULL;
+        }
+        k->refs++;
+        return k;
+    }
+    return NULL;
+}
+
+/* Reorders src from e->wei_plain into e->md[MD_WEI], with nthr threads. */
+static int pack_weights(DiscRt *rt, const char *what, const Entry *e, const void *src, void *dst, int nthr)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    dnnl_stream_t st = NULL;
+    dnnl_status_t s;
+    if ((s = dnnl_reorder_primitive_desc_create(&pd, &e->wei_plain, engine, &e->md[MD_WEI], engine, NULL)) ==
+            dnnl_success &&
+        (s = dnnl_primitive_create(&prim, pd)) == dnnl_success &&
+        (s = dnnl_memory_create(&from, &e->wei_plain, engine, (void *)src)) == dnnl_success &&
+        (s = dnnl_memory_create(&to, &e->md[MD_WEI], engine, dst)) == dnnl_success &&
+        (s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        int old = team_set(nthr);
+        s = dnnl_primitive_execute(prim, st, 2, args);
+        if (s == dnnl_success)
+            s = dnnl_stream_wait(st);
+        team_restore(old);
+    }
+    if (st)
+        dnnl_stream_destroy(st);
+    if (from)
+        dnnl_memory_destroy(from);
+    if (to)
+        dnnl_memory_destroy(to);
+    if (prim)
+        dnnl_primitive_destroy(prim);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return s == dnnl_success ? 0 : dnnl_failed(rt, what, "packing the weights", s);
+}
+
+/* The packed copy of src for entry e (referenced), made on a miss. */
+static Packed *packed_get(DiscRt *rt, const char *what, const Entry *e, const void *src, int nthr)
+{
+    uint64_t print = print_of(src, &e->wei_plain);
+    pthread_mutex_lock(&packed.mu);
+    Packed *k = packed_find(e, src, print);
+    pthread_mutex_unlock(&packed.mu);
+    if (k)
+        return k;
+    size_t bytes = dnnl_memory_desc_get_size(&e->md[MD_WEI]);
+    k = calloc(1, sizeof *k);
+    void *data = k ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    if (!data) {
+        free(k);
+        disc_rt_fail(rt, "%s: out of memory for %zu bytes of packed weights", what, bytes);
+        return NULL;
+    }
+    if (pack_weights(rt, what, e, src, data, nthr) != 0) {
+        free(data);
+        free(k);
+        return NULL;
+    }
+    *k = (Packed){.src = src, .plain = e->wei_plain, .md = e->md[MD_WEI], .print = print, .data = data,
+                  .bytes = bytes, .refs = 2};
+    pthread_mutex_lock(&packed.mu);
+    packed.packs++;
+    Packed *other = packed_find(e, src, print); /* packed meanwhile by another thread */
+    if (other) {
+        pthread_mutex_unlock(&packed.mu);
+        free(data);
+        free(k);
+        return other;
+    }
+    Packed **b = &packed.buckets[packed_bucket(src)];
+    k->next = *b;
+    *b = k;
+    packed.count++;
+    packed.bytes += (int64_t)bytes;
+    pthread_mutex_unlock(&packed.mu);
+    return k;
 }
 
 /* ---- the cache ----------------------------------------------------------- */
@@ -244,6 +448,11 @@ void disc_rt_cache_stats(DiscRtCacheStats *s)
     s->entries = cache.entries;
     s->capacity = cache.capacity;
     pthread_mutex_unlock(&cache.mu);
+    pthread_mutex_lock(&packed.mu);
+    s->packed = packed.count;
+    s->packed_bytes = packed.bytes;
+    s->packs = packed.packs;
+    pthread_mutex_unlock(&packed.mu);
 }
 
 int disc_rt_cache_set_capacity(int capacity)
@@ -256,6 +465,8 @@ int disc_rt_cache_set_capacity(int capacity)
     while (cache.entries > capacity)
         evict(cache.oldest);
     pthread_mutex_unlock(&cache.mu);
+    if (capacity == 0)
+        packed_drop(NULL, 0);
     return old;
 }
 
@@ -266,6 +477,9 @@ void disc_rt_lib_shutdown(void)
     pthread_mutex_lock(&cache.mu);
     cache.evictions = 0;
     pthread_mutex_unlock(&cache.mu);
+    pthread_mutex_lock(&packed.mu);
+    packed.packs = 0;
+    pthread_mutex_unlock(&packed.mu);
 }
 
 /* ---- making and running primitives --------------------------------------- */
@@ -277,6 +491,7 @@ typedef struct Build {
     Entry *e;                  /* md[] and has[] to fill */
     DiscPost post;
     int residual;
+    int wconst;                /* the weights are constant: let oneDNN pick their layout */
 } Build;
 
 static dnnl_data_type_t dt_of(int dtype)
@@ -343,6 +558,19 @@ static int md_dense(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_dat
     return md_strided(b, role, nd, dims, dt, st);
 }
 
+/* Constant weights: keep the plain layout in wei_plain and leave the
+ * weights' layout to oneDNN (make_primitive reads its choice back). */
+static int md_weights_any(Build *b)
+{
+    Entry *e = b->e;
+    e->wei_plain = e->md[MD_WEI];
+    if (!b->wconst)
+        return 0;
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[MD_WEI], e->wei_plain.ndims, e->wei_plain.dims,
+                                                   e->wei_plain.data_type, dnnl_format_tag_any);
+    return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "weights descriptor", s);
+}
+
 static dnnl_alg_kind_t post_alg(DiscPost p)
 {
     switch (p) {
@@ -382,6 +610,13 @@ static int make_primitive(Build *b, const void *desc)
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
         goto out;
+    if (b->wconst) {
+        const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        e->md[MD_WEI] = *w;
+        e->pack = !dnnl_memory_desc_equal(w, &e->wei_plain);
+        if (!e->pack) /* the plain layout: bind it as the caller gave it */
+            e->md[MD_WEI] = e->wei_plain;
+    }
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
     if (e->scratch) {
@@ -458,6 +693,11 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     if (!get_engine(rt))
         return -1;
     int nthr = call_threads(rt);
+    pthread_mutex_lock(&cache.mu);
+    if (cache.capacity == 0) /* no cache: nothing may be kept, packed weights neither */
+        b->wconst = 0;
+    pthread_mutex_unlock(&cache.mu);
+    key[KEY_LEN - 2] = b->wconst;
     key[KEY_LEN - 1] = nthr;
     uint64_t h = key_hash(key);
     Entry *e = cache_get(key, h);
@@ -479,7 +719,19 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         }
         cache_put(e);
     }
-    int rc = execute(rt, b->what, e, ptr);
+    Packed *k = NULL;
+    void *bind[NMD];
+    memcpy(bind, ptr, sizeof bind);
+    if (e->pack) {
+        if (!(k = packed_get(rt, b->what, e, ptr[MD_WEI], nthr))) {
+            cache_release(e);
+            return -1;
+        }
+        bind[MD_WEI] = k->data;
+    }
+    int rc = execute(rt, b->what, e, bind);
+    if (k)
+        packed_release(k);
     cache_release(e);
     return rc;
 }
@@ -553,7 +805,7 @@ static int make_matmul(Build *b, const void *ctx)
     if (bd[0] == 1)
         bs[0] = p->k * p->n;
     if (md_strided(b, MD_SRC, nd, ad + o, dt, as + o) || md_strided(b, MD_WEI, nd, bd + o, dt, bs + o) ||
-        md_strided(b, MD_DST, nd, cd + o, dt, cs + o))
+        md_weights_any(b) || md_strided(b, MD_DST, nd, cd + o, dt, cs + o))
         return -1;
     if (p->bias && md_dense(b, MD_BIAS, nd, biasd + o, dt))
         return -1;
@@ -644,7 +896,7 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
     memcpy(key + 12, p.as, sizeof p.as);
     memcpy(key + 15, p.bs, sizeof p.bs);
     memcpy(key + 18, p.cs, sizeof p.cs);
-    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual};
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual, .wconst = d->weights_const != 0};
     void *ptr[NMD] = {(void *)a, (void *)b, (void *)d->bias, c, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_matmul, &p, ptr);
 }
@@ -689,7 +941,7 @@ static int make_conv(Build *b, const void *ctx)
         if (gx)
             ws[0] = cg * og * K;
     }
-    if (md_dense(b, MD_SRC, nd, xd, dt) || md_strided(b, MD_WEI, wnd, wd, dt, ws) ||
+    if (md_dense(b, MD_SRC, nd, xd, dt) || md_strided(b, MD_WEI, wnd, wd, dt, ws) || md_weights_any(b) ||
         md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
         (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
         return -1;
@@ -792,7 +1044,8 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         *k++ = d->pad_lo[i];
         *k++ = cv.hi[i];
     }
-    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL};
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
+                .wconst = d->weights_const != 0};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
 }
