@@ -202,12 +202,14 @@ typedef struct MmCase {
     int64_t gapA;              /* extra elements between A's batches */
     int bias, residual;
     DiscPost post;
+    int wconst;                /* B as constant weights (packed) */
 } MmCase;
 
 static void run_mm(DiscRt *rt, const MmCase *t)
 {
     int64_t B = t->batch, M = t->m, N = t->n, K = t->k;
-    DiscMatmul d = {.dtype = DT_F32, .batch = B, .m = M, .n = N, .k = K, .post = t->post};
+    DiscMatmul d = {.dtype = DT_F32, .batch = B, .m = M, .n = N, .k = K, .post = t->post,
+                    .weights_const = t->wconst};
     int64_t asz = M * K + t->gapA, bsz = K * N;
     d.a_stride[0] = t->bcastA ? 0 : asz;
     d.a_stride[1] = t->transA ? 1 : K;
@@ -244,6 +246,7 @@ static void run_mm(DiscRt *rt, const MmCase *t)
         CHECK_MSG(e < 1e-4, "%s: error %g", t->name, e);
     }
     disc_rt_reset(rt);
+    disc_rt_weights_forget(b, (int64_t)sizeof *b * (t->bcastB ? 1 : B) * bsz);
     free(a), free(b), free(bias), free(res), free(c), free(want);
 }
 
@@ -522,6 +525,123 @@ static void test_conv(void)
     disc_rt_free(rt);
 }
 
+/* ---- packed constant weights -------------------------------------------------- */
+
+static DiscRtCacheStats stats(void)
+{
+    DiscRtCacheStats s;
+    disc_rt_cache_stats(&s);
+    return s;
+}
+
+/* d run on a (b as plain weights) and as constant weights agree exactly or
+ * nearly (a packed layout may sum in another order). */
+static void same_mm(DiscRt *rt, const char *what, DiscMatmul d, const float *a, const float *b, int64_t nc)
+{
+    float *want = malloc((size_t)nc * sizeof *want), *got = malloc((size_t)nc * sizeof *got);
+    d.weights_const = 0;
+    CHECK_MSG(disc_rt_matmul(rt, &d, a, b, want) == 0, "%s plain: %s", what, disc_rt_error(rt));
+    d.weights_const = 1;
+    CHECK_MSG(disc_rt_matmul(rt, &d, a, b, got) == 0, "%s packed: %s", what, disc_rt_error(rt));
+    double e = 0;
+    for (int64_t i = 0; i < nc; i++) {
+        double r = fabs((double)got[i] - want[i]) / (1 + fabs(want[i]));
+        e = r > e ? r : e;
+    }
+    CHECK_MSG(e < 1e-5, "%s: packed differs from plain by %g", what, e);
+    disc_rt_reset(rt);
+    free(want), free(got);
+}
+
+static void test_packed(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    /* shapes: row-major and transposed B, with bias, gelu and residual, batched with B shared */
+    const MmCase cases[] = {
+        {.name = "packed 64", .batch = 1, .m = 64, .n = 64, .k = 64},
+        {.name = "packed odd", .batch = 1, .m = 37, .n = 129, .k = 65, .bias = 1, .post = DISC_POST_GELU_ERF},
+        {.name = "packed m1", .batch = 1, .m = 1, .n = 100, .k = 37, .residual = 1},
+        {.name = "packed transposed B", .batch = 1, .m = 33, .n = 70, .k = 50, .transB = 1},
+        {.name = "packed batch, B shared", .batch = 3, .m = 5, .n = 70, .k = 9, .bcastB = 1, .gapA = 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const MmCase *t = &cases[i];
+        int64_t B = t->batch, M = t->m, N = t->n, K = t->k, asz = M * K + t->gapA;
+        DiscMatmul d = {.dtype = DT_F32, .batch = B, .m = M, .n = N, .k = K, .post = t->post,
+                        .a_stride = {asz, K, 1}, .b_stride = {t->bcastB ? 0 : K * N, t->transB ? 1 : N,
+                                                              t->transB ? K : 1},
+                        .c_stride = {M * N, N, 1}};
+        float *a = rnd_buf(B * asz), *b = rnd_buf((t->bcastB ? 1 : B) * K * N);
+        float *bias = t->bias ? rnd_buf(N) : NULL, *res = t->residual ? rnd_buf(B * M * N) : NULL;
+        d.bias = bias;
+        d.residual = res;
+        same_mm(rt, t->name, d, a, b, B * M * N);
+        MmCase c = *t; /* and against the double reference */
+        c.wconst = 1;
+        run_mm(rt, &c);
+        disc_rt_weights_forget(b, (int64_t)sizeof(float) * (t->bcastB ? 1 : B) * K * N);
+        free(a), free(b), free(bias), free(res);
+    }
+
+    /* reuse: one weight tensor is packed once for every m, two tensors twice */
+    int64_t N = 96, K = 80, M = 300;
+    float *a = rnd_buf(M * K), *w1 = rnd_buf(K * N), *w2 = rnd_buf(K * N);
+    DiscMatmul d = {.dtype = DT_F32, .batch = 1, .n = N, .k = K, .a_stride = {0, K, 1}, .b_stride = {0, N, 1},
+                    .c_stride = {0, N, 1}};
+    DiscRtCacheStats s0 = stats();
+    static const int64_t ms[] = {1, 13, 128, 300, 13};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        d.m = ms[i];
+        same_mm(rt, "w1", d, a, w1, d.m * N);
+        same_mm(rt, "w2", d, a, w2, d.m * N);
+    }
+    DiscRtCacheStats s1 = stats();
+    CHECK_MSG(s1.packs - s0.packs == 2, "two weights over five shapes: %lld packs", (long long)(s1.packs - s0.packs));
+    CHECK(s1.packed - s0.packed == 2);
+    CHECK(s1.packed_bytes - s0.packed_bytes >= 2 * (int64_t)sizeof(float) * K * N);
+
+    /* the guard: new values at the same address (without a forget) are repacked */
+    for (int64_t i = 0; i < K * N; i++)
+        w1[i] = rnd();
+    d.m = 13;
+    same_mm(rt, "w1 changed", d, a, w1, d.m * N);
+    CHECK(stats().packs - s1.packs == 1);
+    CHECK(stats().packed == s1.packed);
+
+    /* forget drops exactly the copies inside the range */
+    disc_rt_weights_forget(w1, (int64_t)sizeof(float) * K * N);
+    CHECK(stats().packed == s1.packed - 1);
+    same_mm(rt, "w2 after forgetting w1", d, a, w2, d.m * N);
+    CHECK(stats().packs - s1.packs == 1); /* w2 is still packed */
+    disc_rt_weights_forget(w2, (int64_t)sizeof(float) * K * N);
+    CHECK(stats().packed == s0.packed);
+
+    /* no cache: weights_const runs on the weights as they are, keeps nothing */
+    int cap = disc_rt_cache_set_capacity(0);
+    same_mm(rt, "no cache", d, a, w1, d.m * N);
+    CHECK(stats().packed == 0);
+    disc_rt_cache_set_capacity(cap);
+
+    /* a convolution with constant weights agrees with the plain one */
+    DiscConv c = {.dtype = DT_F32, .nsp = 2, .n = 2, .c = 16, .o = 32, .groups = 1, .in = {9, 9}, .k = {3, 3},
+                  .out = {9, 9}, .stride = {1, 1}, .dilation = {1, 1}, .pad_lo = {1, 1}, .pad_hi = {1, 1},
+                  .post = DISC_POST_RELU};
+    int64_t nx = 2 * 16 * 81, nw = 32 * 16 * 9, ny = 2 * 32 * 81;
+    float *x = rnd_buf(nx), *w = rnd_buf(nw), *y0 = malloc((size_t)ny * 4), *y1 = malloc((size_t)ny * 4);
+    CHECK(disc_rt_conv(rt, &c, x, w, y0) == 0);
+    c.weights_const = 1;
+    CHECK(disc_rt_conv(rt, &c, x, w, y1) == 0);
+    CHECK(disc_rt_conv(rt, &c, x, w, y1) == 0);
+    double e = 0;
+    for (int64_t i = 0; i < ny; i++)
+        e = fmax(e, fabs((double)y1[i] - y0[i]) / (1 + fabs(y0[i])));
+    CHECK_MSG(e < 1e-5, "conv: packed differs from plain by %g", e);
+    disc_rt_weights_forget(w, nw * 4);
+    CHECK(stats().packed == 0);
+    disc_rt_free(rt);
+    free(a), free(w1), free(w2), free(x), free(w), free(y0), free(y1);
+}
+
 /* ---- pool -------------------------------------------------------------------- */
 
 static void pool_ref(const DiscPool *d, const float *x, double *y)
@@ -694,6 +814,7 @@ int main(void)
     test_matmul();
     test_matmul_half();
     test_conv();
+    test_packed();
     test_pool();
     test_errors();
     if (!getenv("DISC_RT_NO_SHUTDOWN")) /* set it to see the leak checker without the cleanup */
