@@ -4,8 +4,15 @@
  * with neither, and a kernel run right after a oneDNN call (OpenMP's
  * spinning team against our pool). Not part of `make test`:
  *
- *   make && cc -O2 -I. -Iinclude bench/bench_rt.c build/libdisc.a -ldnnl -lm -lpthread -o build/bench_rt
+ *   make && cc -O2 -I. -Iinclude bench/bench_rt.c build/libdisc_internal.a -ldnnl -lm -lpthread -o build/bench_rt
  *   build/bench_rt
+ *
+ * `build/bench_rt mm M N K [THREADS]` times one f32 matmul C = A B (random
+ * data, B row-major) three ways, interleaved call by call so that load
+ * from elsewhere hits all three alike: disc_rt_matmul on B as it is,
+ * disc_rt_matmul with weights_const (B packed once, outside the timing),
+ * and oneDNN's dnnl_sgemm. It prints "mm M N K plain packed sgemm", the
+ * medians in microseconds; bench/bench_matmul.py reads that line.
  */
 #include "runtime/rt.h"
 
@@ -15,6 +22,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void)
@@ -46,8 +54,64 @@ static double per_call(DiscRt *rt, const DiscMatmul *d, const float *a, const fl
     return (now() - t) / reps * 1e6;
 }
 
-int main(void)
+static int cmp_double(const void *x, const void *y)
 {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static int bench_mm(int64_t M, int64_t N, int64_t K, int threads)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = threads});
+    if (!rt || M < 1 || N < 1 || K < 1)
+        return 2;
+    float *a = malloc((size_t)(M * K) * 4), *b = malloc((size_t)(K * N) * 4), *c = malloc((size_t)(M * N) * 4);
+    for (int64_t i = 0; i < M * K; i++)
+        a[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < K * N; i++)
+        b[i] = (float)rand() / RAND_MAX - 0.5f;
+    DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                    .b_stride = {0, N, 1}, .c_stride = {0, N, 1}};
+    DiscMatmul dp = d;
+    dp.weights_const = 1;
+    /* about 0.3 s per way at 200 GFLOPS, 5 to 200 calls */
+    double flop = 2.0 * (double)M * (double)N * (double)K;
+    int reps = (int)fmin(200, fmax(5, 0.3 * 200e9 / flop));
+    double *t = malloc(sizeof *t * 3 * (size_t)reps);
+    for (int i = -2; i < reps; i++) { /* two warm-up rounds: primitives made, B packed */
+        double t0 = now();
+        int rc = disc_rt_matmul(rt, &d, a, b, c);
+        double t1 = now();
+        rc |= disc_rt_matmul(rt, &dp, a, b, c);
+        double t2 = now();
+        dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+        double t3 = now();
+        disc_rt_reset(rt);
+        if (rc != 0) {
+            fprintf(stderr, "bench_rt: %s\n", disc_rt_error(rt));
+            return 1;
+        }
+        if (i >= 0) {
+            t[i] = t1 - t0;
+            t[reps + i] = t2 - t1;
+            t[2 * reps + i] = t3 - t2;
+        }
+    }
+    for (int w = 0; w < 3; w++)
+        qsort(t + w * reps, (size_t)reps, sizeof *t, cmp_double);
+    printf("mm %lld %lld %lld %.1f %.1f %.1f\n", (long long)M, (long long)N, (long long)K, t[reps / 2] * 1e6,
+           t[reps + reps / 2] * 1e6, t[2 * reps + reps / 2] * 1e6);
+    disc_rt_weights_forget(b, K * N * 4);
+    free(a), free(b), free(c), free(t);
+    disc_rt_free(rt);
+    disc_rt_shutdown();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && !strcmp(argv[1], "mm"))
+        return bench_mm(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
     DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0}), *one = disc_rt_new(&(DiscRtOpts){.threads = 1});
     printf("threads %d\n", disc_rt_threads(rt));
 
