@@ -172,10 +172,17 @@ static size_t packed_bucket(const void *src)
     return (size_t)(h >> 56) % NPACKBUCKET;
 }
 
-/* NSAMPLE words spread over the bytes the plain layout spans, hashed. */
+/* NSAMPLE words spread over the bytes the plain (strided) layout spans,
+ * hashed. The span is counted from the strides: oneDNN's size of a
+ * strided descriptor (dims times the outer stride) runs past the end of a
+ * column slice. */
 static uint64_t print_of(const void *src, const dnnl_memory_desc_t *plain)
 {
-    size_t span = dnnl_memory_desc_get_size(plain), words = span / 4;
+    size_t span = 1;
+    for (int i = 0; i < plain->ndims; i++)
+        span += (size_t)(plain->dims[i] - 1) * (size_t)plain->format_desc.blocking.strides[i];
+    span *= dnnl_data_type_size(plain->data_type);
+    size_t words = span / 4;
     const unsigned char *p = src;
     uint64_t h = 1469598103934665603ull ^ span;
     for (int i = 0; i < NSAMPLE; i++) {

@@ -583,6 +583,18 @@ static void test_packed(void)
         free(a), free(b), free(bias), free(res);
     }
 
+    /* the right half of a row-major B (a column slice: its rows stride past
+     * its width), packed without reading past the end of B */
+    {
+        int64_t M = 7, N = 70, K = 33;
+        float *a = rnd_buf(M * K), *b = rnd_buf(K * 2 * N);
+        DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                        .b_stride = {0, 2 * N, 1}, .c_stride = {0, N, 1}};
+        same_mm(rt, "column slice", d, a, b + N, M * N);
+        disc_rt_weights_forget(b, (int64_t)sizeof *b * K * 2 * N);
+        free(a), free(b);
+    }
+
     /* reuse: one weight tensor is packed once for every m, two tensors twice */
     int64_t N = 96, K = 80, M = 300;
     float *a = rnd_buf(M * K), *w1 = rnd_buf(K * N), *w2 = rnd_buf(K * N);
