@@ -53,6 +53,11 @@
  * against a steady 1.1 ms under OMP_WAIT_POLICY=PASSIVE. libgomp reads
  * that variable when it loads, before any code of ours runs, so it is the
  * launcher's to set (dcc, the tests, a deployment), not this file's.
+ * Under it, waking the team costs more than a tiny call's work, so calls
+ * under 2 MFLOP run on the calling thread alone (call_threads). Spinning
+ * instead (GOMP_SPINCOUNT=20000) takes BERT-base at 1x13 from 28 to 22 ms
+ * on an idle machine but from 42 to 84 ms beside one busy process: the
+ * passive policy stays.
  */
 #include "runtime/rt.h"
 
@@ -65,6 +70,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { KEY_LEN = 64, CAPACITY = 256, NBUCKET = 1024, NMD = 6 };
 
@@ -105,9 +111,15 @@ static dnnl_status_t engine_status;
 static void (*omp_set_threads)(int);
 static int (*omp_get_threads)(void);
 
+/* OpenMP's team sleeps between regions (OMP_WAIT_POLICY=PASSIVE with no
+ * GOMP_SPINCOUNT, what dcc sets): see call_threads. */
+static int omp_passive;
+
 static void engine_init(void)
 {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    omp_passive = wp && !strcasecmp(wp, "passive") && !getenv("GOMP_SPINCOUNT");
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (gomp) {
         *(void **)&omp_set_threads = dlsym(gomp, "omp_set_num_threads");
@@ -499,6 +511,8 @@ typedef struct Build {
     DiscPost post;
     int residual;
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
+    double flop;               /* the work of the call, for call_threads */
+    double wbytes;             /* the weights' size */
 } Build;
 
 static dnnl_data_type_t dt_of(int dtype)
@@ -642,14 +656,32 @@ out:
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, step, s);
 }
 
-/* The OpenMP team size for a call on this thread. */
-static int call_threads(DiscRt *rt)
+/* The OpenMP team size for a call on this thread. Under a passive wait
+ * policy each parallel region wakes the team from a futex sleep, some
+ * 50-70 us on this 2-core machine, which is more than a small call's whole
+ * work: the convolutions of tests/models/resnet_cnn at 1x3x32x32 take
+ * 60-70 us each on two threads, and the model runs 0.53 ms against 0.25 ms
+ * when calls under SMALL_FLOP run on the calling thread alone (mobilenet
+ * 0.55 -> 0.34 ms; both unchanged at their largest shapes, BERT-base at
+ * 1x13 too). 4 MFLOP already cost mobilenet at 1x3x40x197 (1.39 -> 1.67
+ * ms), 16 MFLOP BERT at 1x13 (m 13 of 768x768 is 15 MFLOP; 28 -> 30 ms).
+ * A call whose weights exceed SMALL_BYTES keeps the team whatever its
+ * size: it is bandwidth-bound, and two cores stream faster (m 1 of
+ * 3072x768 packed: 250 us on two, 308 us on one). */
+enum { SMALL_BYTES = 4 << 20 };
+#define SMALL_FLOP 2e6
+
+static int call_threads(DiscRt *rt, const Build *b)
 {
-    return disc_rt_pool_busy() ? 1 : disc_rt_threads(rt);
+    if (disc_rt_pool_busy())
+        return 1;
+    if (omp_passive && b->flop < SMALL_FLOP && b->wbytes <= SMALL_BYTES)
+        return 1;
+    return disc_rt_threads(rt);
 }
 
 /* Runs e with the buffers by role (NULL: unbound). */
-static int execute(DiscRt *rt, const char *what, Entry *e, void *const *ptr)
+static int execute(DiscRt *rt, const char *what, Entry *e, void *const *ptr, int nthr)
 {
     static const int arg_of[NMD] = {
         DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST,
@@ -674,7 +706,7 @@ static int execute(DiscRt *rt, const char *what, Entry *e, void *const *ptr)
     dnnl_stream_t st = NULL;
     if ((s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) != dnnl_success)
         goto out;
-    int old = team_set(call_threads(rt));
+    int old = team_set(nthr);
     s = dnnl_primitive_execute(e->prim, st, nargs, args);
     if (s == dnnl_success)
         s = dnnl_stream_wait(st);
@@ -699,7 +731,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     DiscRt *rt = b->rt;
     if (!get_engine(rt))
         return -1;
-    int nthr = call_threads(rt);
+    int nthr = call_threads(rt, b);
     pthread_mutex_lock(&cache.mu);
     if (cache.capacity == 0) /* no cache: nothing may be kept, packed weights neither */
         b->wconst = 0;
@@ -736,7 +768,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         }
         bind[MD_WEI] = k->data;
     }
-    int rc = execute(rt, b->what, e, bind);
+    int rc = execute(rt, b->what, e, bind, nthr);
     if (k)
         packed_release(k);
     cache_release(e);
@@ -903,7 +935,10 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
     memcpy(key + 12, p.as, sizeof p.as);
     memcpy(key + 15, p.bs, sizeof p.bs);
     memcpy(key + 18, p.cs, sizeof p.cs);
-    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual, .wconst = d->weights_const != 0};
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual, .wconst = d->weights_const != 0,
+                .flop = 2.0 * (double)p.batch * (double)p.m * (double)p.n * (double)p.k,
+                .wbytes = (double)(p.bbatch ? p.batch : 1) * (double)p.k * (double)p.n *
+                          (double)dtype_size((DType)p.dtype)};
     void *ptr[NMD] = {(void *)a, (void *)b, (void *)d->bias, c, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_matmul, &p, ptr);
 }
@@ -1051,8 +1086,12 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         *k++ = d->pad_lo[i];
         *k++ = cv.hi[i];
     }
+    double wnum = (double)d->o * (double)(d->c / d->groups);
+    for (int i = 0; i < d->nsp; i++)
+        wnum *= (double)d->k[i];
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
-                .wconst = d->weights_const != 0};
+                .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
+                .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
 }
@@ -1085,6 +1124,14 @@ static int make_pool(Build *b, const void *ctx)
     if (s != dnnl_success)
         return dnnl_failed(b->rt, b->what, "pooling descriptor", s);
     return make_primitive(b, &desc);
+}
+
+static int64_t numel_window(const DiscPool *d)
+{
+    int64_t w = 1;
+    for (int i = 0; i < d->nsp; i++)
+        w *= d->window[i];
+    return w;
 }
 
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
@@ -1135,7 +1182,7 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
         *k++ = d->pad_lo[i];
         *k++ = d->pad_hi[i];
     }
-    Build bl = {.rt = rt, .what = what};
+    Build bl = {.rt = rt, .what = what, .flop = (double)numel * (double)numel_window(d)};
     void *ptr[NMD] = {(void *)x, NULL, NULL, y, NULL, NULL};
     return run_cached(&bl, key, make_pool, d, ptr);
 }
