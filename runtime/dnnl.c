@@ -68,6 +68,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -87,6 +88,8 @@ typedef struct Entry {
     int res_arg;               /* the execution argument of the residual */
     int pack;                  /* md[MD_WEI] is a packed layout of wei_plain */
     dnnl_memory_desc_t wei_plain; /* the weights as the caller lays them out */
+    dnnl_primitive_t cvt;      /* bf16 math: src_plain (f32) to md[MD_SRC] (bf16), or NULL */
+    dnnl_memory_desc_t src_plain;
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
     struct Entry *hnext;       /* bucket chain */
@@ -115,11 +118,38 @@ static int (*omp_get_threads)(void);
  * GOMP_SPINCOUNT, what dcc sets): see call_threads. */
 static int omp_passive;
 
+/* bf16 math (disc_rt_set_fpmath_bf16, DISC_FPMATH=bf16): f32 matmuls on
+ * constant weights multiply in bf16 (the weights packed as bf16 once, A
+ * converted at each call, f32 sums and result), on AMX where the CPU has
+ * it: 4x faster at 512x768x768 here. bf16_ok: oneDNN can (engine_init). */
+static atomic_int fpmath_bf16;
+static int bf16_ok;
+
+static int bf16_probe(void)
+{
+    dnnl_memory_desc_t a, w, c;
+    dnnl_dims_t ad = {16, 32}, wd = {32, 16}, cd = {16, 16};
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = NULL;
+    int ok = dnnl_memory_desc_init_by_tag(&a, 2, ad, dnnl_bf16, dnnl_ab) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&c, 2, cd, dnnl_f32, dnnl_ab) == dnnl_success &&
+             dnnl_matmul_desc_init(&desc, &a, &w, NULL, &c) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &desc, NULL, engine, NULL) == dnnl_success;
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
 static void engine_init(void)
 {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
     const char *wp = getenv("OMP_WAIT_POLICY");
     omp_passive = wp && !strcasecmp(wp, "passive") && !getenv("GOMP_SPINCOUNT");
+    const char *fm = getenv("DISC_FPMATH");
+    bf16_ok = engine_status == dnnl_success && bf16_probe();
+    if (fm && !strcmp(fm, "bf16"))
+        atomic_store(&fpmath_bf16, bf16_ok);
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (gomp) {
         *(void **)&omp_set_threads = dlsym(gomp, "omp_set_num_threads");
@@ -240,6 +270,14 @@ static void packed_drop(const void *p, int64_t bytes)
                 at = &(*at)->next;
         }
     pthread_mutex_unlock(&packed.mu);
+}
+
+int disc_rt_set_fpmath_bf16(int on)
+{
+    pthread_once(&engine_once, engine_init);
+    if (on && !bf16_ok)
+        return -1;
+    return atomic_exchange(&fpmath_bf16, on != 0);
 }
 
 void disc_rt_weights_forget(const void *p, int64_t bytes)
@@ -367,6 +405,8 @@ static void entry_destroy(Entry *e)
 {
     if (e->prim)
         dnnl_primitive_destroy(e->prim);
+    if (e->cvt)
+        dnnl_primitive_destroy(e->cvt);
     free(e);
 }
 
@@ -511,6 +551,7 @@ typedef struct Build {
     DiscPost post;
     int residual;
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
+    int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
 } Build;
@@ -588,7 +629,8 @@ static int md_weights_any(Build *b)
     if (!b->wconst)
         return 0;
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[MD_WEI], e->wei_plain.ndims, e->wei_plain.dims,
-                                                   e->wei_plain.data_type, dnnl_format_tag_any);
+                                                   b->bf16 ? dnnl_bf16 : e->wei_plain.data_type,
+                                                   dnnl_format_tag_any);
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "weights descriptor", s);
 }
 
@@ -722,6 +764,38 @@ out:
     return rc;
 }
 
+/* bf16 math: A converted into run memory by e->cvt; NULL on failure. */
+static void *convert_src(DiscRt *rt, const char *what, const Entry *e, const void *src, int nthr)
+{
+    void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_SRC]));
+    if (!dst)
+        return NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    dnnl_stream_t st = NULL;
+    dnnl_status_t s;
+    if ((s = dnnl_memory_create(&from, &e->src_plain, engine, (void *)src)) == dnnl_success &&
+        (s = dnnl_memory_create(&to, &e->md[MD_SRC], engine, dst)) == dnnl_success &&
+        (s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        int old = team_set(nthr);
+        s = dnnl_primitive_execute(e->cvt, st, 2, args);
+        if (s == dnnl_success)
+            s = dnnl_stream_wait(st);
+        team_restore(old);
+    }
+    if (st)
+        dnnl_stream_destroy(st);
+    if (from)
+        dnnl_memory_destroy(from);
+    if (to)
+        dnnl_memory_destroy(to);
+    if (s != dnnl_success) {
+        dnnl_failed(rt, what, "bf16 conversion", s);
+        return NULL;
+    }
+    return dst;
+}
+
 typedef int MakeFn(Build *b, const void *ctx);
 
 /* Looks the key up, makes the primitive on a miss, runs it. The key's
@@ -736,6 +810,8 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     if (cache.capacity == 0) /* no cache: nothing may be kept, packed weights neither */
         b->wconst = 0;
     pthread_mutex_unlock(&cache.mu);
+    b->bf16 = b->bf16 && b->wconst && atomic_load(&fpmath_bf16);
+    key[KEY_LEN - 3] = b->bf16;
     key[KEY_LEN - 2] = b->wconst;
     key[KEY_LEN - 1] = nthr;
     uint64_t h = key_hash(key);
@@ -767,6 +843,12 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
             return -1;
         }
         bind[MD_WEI] = k->data;
+    }
+    if (e->cvt && !(bind[MD_SRC] = convert_src(rt, b->what, e, ptr[MD_SRC], nthr))) {
+        if (k)
+            packed_release(k);
+        cache_release(e);
+        return -1;
     }
     int rc = execute(rt, b->what, e, bind, nthr);
     if (k)
@@ -850,12 +932,32 @@ static int make_matmul(Build *b, const void *ctx)
         return -1;
     if (p->residual && md_strided(b, MD_RES, nd, cd + o, dt, cs + o))
         return -1;
+    Entry *e = b->e;
+    dnnl_status_t s;
+    if (b->bf16) { /* A converted into a dense bf16 copy at each call */
+        e->src_plain = e->md[MD_SRC];
+        s = dnnl_memory_desc_init_by_tag(&e->md[MD_SRC], nd, ad + o, dnnl_bf16, nd == 2 ? dnnl_ab : dnnl_abc);
+        if (s != dnnl_success)
+            return dnnl_failed(b->rt, b->what, "bf16 source descriptor", s);
+    }
     dnnl_matmul_desc_t desc;
-    dnnl_status_t s = dnnl_matmul_desc_init(&desc, &b->e->md[MD_SRC], &b->e->md[MD_WEI],
-                                            p->bias ? &b->e->md[MD_BIAS] : NULL, &b->e->md[MD_DST]);
+    s = dnnl_matmul_desc_init(&desc, &e->md[MD_SRC], &e->md[MD_WEI], p->bias ? &e->md[MD_BIAS] : NULL,
+                              &e->md[MD_DST]);
     if (s != dnnl_success)
         return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
-    return make_primitive(b, &desc);
+    if (make_primitive(b, &desc) != 0)
+        return -1;
+    if (b->bf16) {
+        dnnl_primitive_desc_t rpd;
+        s = dnnl_reorder_primitive_desc_create(&rpd, &e->src_plain, engine, &e->md[MD_SRC], engine, NULL);
+        if (s == dnnl_success) {
+            s = dnnl_primitive_create(&e->cvt, rpd);
+            dnnl_primitive_desc_destroy(rpd);
+        }
+        if (s != dnnl_success)
+            return dnnl_failed(b->rt, b->what, "bf16 conversion", s);
+    }
+    return 0;
 }
 
 /* k == 0: C = post(bias) + residual. */
@@ -936,6 +1038,7 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
     memcpy(key + 15, p.bs, sizeof p.bs);
     memcpy(key + 18, p.cs, sizeof p.cs);
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = p.residual, .wconst = d->weights_const != 0,
+                .bf16 = d->dtype == DT_F32,
                 .flop = 2.0 * (double)p.batch * (double)p.m * (double)p.n * (double)p.k,
                 .wbytes = (double)(p.bbatch ? p.batch : 1) * (double)p.k * (double)p.n *
                           (double)dtype_size((DType)p.dtype)};

@@ -171,6 +171,16 @@ typedef struct DiscPool {
 } DiscPool;
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 
+/* bf16 math for f32 matmuls on constant weights (weights_const): the
+ * weights are packed as bf16, A is converted at each call, products are
+ * summed in f32 into an f32 result. About 8 significant bits per operand:
+ * BERT-base outputs move by up to 1e-2 (4x128: 343 -> 159 ms here, AMX).
+ * Off by default; DISC_FPMATH=bf16 in the environment turns it on at the
+ * first library call. Returns the old setting (0 or 1), or -1 (and
+ * changes nothing) when oneDNN has no bf16 matmul on this CPU. Takes
+ * effect for the calls that follow, in every thread. */
+int disc_rt_set_fpmath_bf16(int on);
+
 /* Drops the packed copies of constant weights that start inside
  * [p, p + bytes); for the owner of the weights, before it frees them.
  * Thread-safe; a call running on a dropped copy finishes with it. */

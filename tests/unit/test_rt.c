@@ -654,6 +654,42 @@ static void test_packed(void)
     free(a), free(w1), free(w2), free(x), free(w), free(y0), free(y1);
 }
 
+/* bf16 math: constant weights multiply in bf16, within bf16's precision of
+ * the f32 product, and visibly not the f32 path itself. */
+static void test_bf16(void)
+{
+    int old = disc_rt_set_fpmath_bf16(1);
+    if (old < 0) {
+        printf("note: bf16 math: no bf16 matmul on this CPU, not tested\n");
+        return;
+    }
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    int64_t M = 37, N = 70, K = 64;
+    float *a = rnd_buf(M * K), *b = rnd_buf(K * N), *bias = rnd_buf(N), *res = rnd_buf(M * N);
+    float *c16 = malloc((size_t)(M * N) * sizeof *c16), *c32 = malloc((size_t)(M * N) * sizeof *c32);
+    DiscMatmul d = {.dtype = DT_F32, .batch = 1, .m = M, .n = N, .k = K, .a_stride = {0, K, 1},
+                    .b_stride = {0, N, 1}, .c_stride = {0, N, 1}, .bias = bias, .residual = res,
+                    .post = DISC_POST_RELU, .weights_const = 1};
+    CHECK_MSG(disc_rt_matmul(rt, &d, a, b, c16) == 0, "bf16: %s", disc_rt_error(rt));
+    d.weights_const = 0; /* non-constant weights stay f32 */
+    CHECK_MSG(disc_rt_matmul(rt, &d, a, b, c32) == 0, "f32: %s", disc_rt_error(rt));
+    double e = 0;
+    for (int64_t i = 0; i < M * N; i++)
+        e = fmax(e, fabs((double)c16[i] - c32[i]) / (1 + fabs(c32[i])));
+    CHECK_MSG(e > 1e-6 && e < 3e-2, "bf16 against f32: relative error %g", e);
+    CHECK(disc_rt_set_fpmath_bf16(0) == 1);
+    d.weights_const = 1; /* off again: the f32 packed path */
+    CHECK(disc_rt_matmul(rt, &d, a, b, c16) == 0);
+    e = 0;
+    for (int64_t i = 0; i < M * N; i++)
+        e = fmax(e, fabs((double)c16[i] - c32[i]) / (1 + fabs(c32[i])));
+    CHECK_MSG(e < 1e-5, "f32 packed after bf16: relative error %g", e);
+    disc_rt_weights_forget(b, K * N * (int64_t)sizeof *b);
+    disc_rt_set_fpmath_bf16(old);
+    disc_rt_free(rt);
+    free(a), free(b), free(bias), free(res), free(c16), free(c32);
+}
+
 /* ---- pool -------------------------------------------------------------------- */
 
 static void pool_ref(const DiscPool *d, const float *x, double *y)
@@ -827,6 +863,7 @@ int main(void)
     test_matmul_half();
     test_conv();
     test_packed();
+    test_bf16();
     test_pool();
     test_errors();
     if (!getenv("DISC_RT_NO_SHUTDOWN")) /* set it to see the leak checker without the cleanup */
