@@ -428,6 +428,26 @@ static int32_t exec_library(void *self, void *rt, const Op *op, void **bufs, int
 
 int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
 {
+    /* Constant weights of a dot or convolution go to the library as
+     * weights_const (run_dot, run_conv), which may keep a packed copy of
+     * them: the graph, which owns the constants, drops it when it frees
+     * them (registered once per constant). */
+    Exec *e = self;
+    const Op *w = op->nin > 1 && op->in[1] ? op->in[1]->def : NULL;
+    if ((op->kind == OP_DOT || op->kind == OP_CONV || op->kind == OP_CONV_TRANSPOSE) && w &&
+        w->kind == OP_CONST && w->cst && w->cst->data == bufs[1]) {
+        static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&keep_mu);
+        bool kept = false;
+        for (int i = e->g->nkeep - 1; i >= 0 && !kept; i--)
+            kept = e->g->keep[i] == bufs[1] && e->g->keep_free[i] == disc_rt_weights_forget_at;
+        bool ok = kept || graph_keep(e->g, bufs[1], disc_rt_weights_forget_at);
+        pthread_mutex_unlock(&keep_mu);
+        if (!ok) {
+            disc_rt_fail(rt, "%s: out of memory", op_info(op->kind)->name);
+            return -1;
+        }
+    }
     if (!getenv("DISC_PROFILE"))
         return exec_library(self, rt, op, bufs, syms);
     double t0 = now();

@@ -286,6 +286,11 @@ void disc_rt_weights_forget(const void *p, int64_t bytes)
         packed_drop(p, bytes);
 }
 
+void disc_rt_weights_forget_at(void *p)
+{
+    disc_rt_weights_forget(p, 1);
+}
+
 static void packed_release(Packed *k)
 {
     pthread_mutex_lock(&packed.mu);

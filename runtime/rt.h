@@ -103,7 +103,8 @@ void disc_rt_shutdown(void);
  * count). A packed copy costs the weights' size again and lives until
  * disc_rt_weights_forget, disc_rt_cache_set_capacity(0) or
  * disc_rt_shutdown; whoever frees constant weights that were passed with
- * weights_const calls disc_rt_weights_forget first. As a guard against a
+ * weights_const calls disc_rt_weights_forget first (a compiled model does,
+ * through graph_keep). As a guard against a
  * forgotten call, each use compares a fingerprint of 64 sampled words of
  * the weights with the one taken when they were packed and repacks on a
  * mismatch (a guard only: it cannot see a change between the samples). */
@@ -185,6 +186,10 @@ int disc_rt_set_fpmath_bf16(int on);
  * [p, p + bytes); for the owner of the weights, before it frees them.
  * Thread-safe; a call running on a dropped copy finishes with it. */
 void disc_rt_weights_forget(const void *p, int64_t bytes);
+/* The same for the weights that start at p, in the shape of a graph_keep
+ * callback: codegen registers it with the graph whose constants it passes
+ * as weights_const, so the copies go when the graph frees them. */
+void disc_rt_weights_forget_at(void *p);
 
 /* The primitive cache and the packed weights, for benchmarks and tests. */
 typedef struct DiscRtCacheStats {
