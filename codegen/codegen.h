@@ -79,6 +79,8 @@ typedef struct Cg {
     DimMap dimcache;           /* Dim -> LLVMValueRef (as Dim*) in entry */
     bool no_hoist;             /* dims at the current position, uncached (the
                                   host flow, where symbols change as it runs) */
+    struct CgAot *aot;         /* NULL: the JIT (constants, ops and the Exec
+                                  are addresses); else an AOT object (aot.c) */
 } Cg;
 
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d);
@@ -131,10 +133,48 @@ char *cg_kernel_signature(const Group *grp);
  * thunks (exec.c) that run library calls and host ops. */
 bool cg_host(Cg *cg, void *self);
 
-/* Host thunks the generated host flow calls (exec.c). */
-int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+/* The JIT's host-op thunk (exec.c): runs op through the reference
+ * interpreter's code. Library calls and output buffers go straight to the
+ * runtime (rt.h: disc_rt_call_*, disc_rt_output). */
 int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
-void *disc_exec_output(void *rt, void **slots, int64_t slot, int64_t bytes);
+
+/* The front half of a compile, shared by the JIT and AOT: shape analysis,
+ * canonicalisation, the fusion and memory plans, the kernels and the host
+ * flow as an optimised LLVM module in ctx. cg->aot selects AOT code (set it
+ * with aot_begin before). On failure returns false with the message in d. */
+typedef struct CgModule {
+    ShapeInfo *si;
+    FusionPlan *plan;
+    MemPlan *mp;
+    LLVMModuleRef mod;
+    char **kdesc;      /* per kernel */
+    int nkernels, nlaunch, nlibrary;
+    double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
+} CgModule;
+bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContextRef ctx, struct CgAot *aot,
+                     void *self, CgModule *out, Diag *d);
+/* The LLVM optimiser at `level` for `cpu` with `features` (NULL: this
+ * machine's). */
+void cg_optimise(LLVMModuleRef mod, int level, const char *cpu, const char *features);
+/* LLVM's native target and the vector maths library, once per process. */
+void cg_llvm_init(void);
+
+/* ---- AOT (aot.c): a model as a native object ---------------------------- */
+
+typedef struct AotOpts {
+    const char *name;         /* C identifier prefix of the entry points */
+    const char *weights_path; /* NULL: constants in the object; else this side file */
+    const char *cpu;          /* NULL: this machine's CPU; "generic", "x86-64-v3", ... */
+    bool pic;                 /* position-independent (a shared object) */
+} AotOpts;
+/* Compiles g into an object file at obj_path, its header at header_path
+ * (NULL: none) and, with o->weights_path, its constants there. */
+bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts *o, const char *obj_path,
+                 const char *header_path, Diag *d);
+/* Hooks of the host flow (host.c) for AOT objects. */
+struct Host;
+LLVMValueRef aot_const_ptr(struct Host *h, const Op *op);
+bool aot_emit_host_op(struct Host *h, Op *op);
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d);
 /* Runs a compiled model on inputs; outputs are allocated (owned). */

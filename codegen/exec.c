@@ -5,11 +5,12 @@
  *   shape_analyze → fuse_plan → kernels and the host flow as LLVM IR →
  *   the LLVM optimiser (O3, host CPU) → ORC LLJIT → disc_main
  *
- * The host flow calls back into two thunks here: disc_exec_library runs a
- * dot, convolution or pooling through oneDNN (runtime/dnnl.c), and
- * disc_exec_host_op runs an op that has no kernel template (topk, nonzero,
- * scatter, resize, ...) through the reference interpreter's code, binding
- * the data-dependent symbols its results define.
+ * The host flow calls the runtime (rt.h) for memory, kernels and library
+ * calls, and one thunk here: disc_exec_host_op runs an op that has no
+ * kernel template (topk, nonzero, scatter, resize, ...) through the
+ * reference interpreter's code, binding the data-dependent symbols its
+ * results define. cg_build_module is the front half of a compile, which
+ * AOT (aot.c) shares.
  */
 #include "codegen/codegen.h"
 #include "runtime/interp.h"
@@ -149,26 +150,6 @@ static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t 
 
 /* ---- thunks ------------------------------------------------------------ */
 
-/* Memory for graph output k: slots = &io[ninputs + 3k] = {buffer, capacity,
- * allocated}. The caller's buffer when it is large enough, else memory the
- * caller will own: no copy after the run. */
-void *disc_exec_output(void *rt, void **slots, int64_t slot, int64_t bytes)
-{
-    void **s = slots + slot;
-    if (s[0] && (int64_t)(uintptr_t)s[1] >= bytes)
-        return s[0];
-    void *p = malloc(bytes > 0 ? (size_t)bytes : 1);
-    if (!p) {
-        disc_rt_fail(rt, "out of memory for an output of %lld bytes", (long long)bytes);
-        return NULL;
-    }
-    if (s[2]) /* an output computed twice: keep the last */
-        free(s[0]);
-    s[0] = p;
-    s[2] = (void *)1;
-    return p;
-}
-
 static bool eval_dims(const Type *t, const int64_t *syms, int nsyms, int64_t *out)
 {
     DimEnv env = {syms, NULL, nsyms};
@@ -232,248 +213,72 @@ int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64
     return rc;
 }
 
-/* Axes of `t` grouped into one block of a matrix view: contiguous in
- * memory, in order. Returns the block's element stride, or -1. */
-static int64_t block_stride(const int64_t *shape, int rank, const int64_t *axes, int n)
+/* Library calls under DISC_PROFILE: timed per shape of the call. */
+static const char *prof_key(const char *kind, const int64_t *f, int a, int b, int c)
 {
-    if (n == 0)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if (axes[i] != axes[i - 1] + 1)
-            return -1;
-    int64_t s = 1;
-    for (int i = rank - 1; i > axes[n - 1]; i--)
-        s *= shape[i];
-    return s;
+    static char *keys[1024];
+    static int nkeys;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s %lldx%lldx%lld", kind, (long long)f[a], (long long)f[b], (long long)f[c]);
+    pthread_mutex_lock(&prof_lock);
+    const char *k = NULL;
+    for (int i = 0; i < nkeys && !k; i++)
+        if (!strcmp(keys[i], buf))
+            k = keys[i];
+    if (!k && nkeys < 1024 && (keys[nkeys] = strdup(buf)))
+        k = keys[nkeys++];
+    pthread_mutex_unlock(&prof_lock);
+    return k ? k : "library call";
 }
 
-static int64_t count(const int64_t *shape, const int64_t *axes, int n)
+static int32_t prof_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                                const void *residual, void *c)
 {
-    int64_t c = 1;
-    for (int i = 0; i < n; i++)
-        c *= shape[axes[i]];
-    return c;
-}
-
-/* Free axes: those in neither list, in order. */
-static int free_axes(int rank, const Attr *a, const Attr *b, int64_t *out)
-{
-    int n = 0;
-    for (int i = 0; i < rank; i++) {
-        bool used = false;
-        for (int j = 0; j < a->n; j++)
-            used |= a->ints[j] == i;
-        for (int j = 0; j < b->n; j++)
-            used |= b->ints[j] == i;
-        if (!used)
-            out[n++] = i;
-    }
-    return n;
-}
-
-/* The block order of axes lists must follow memory: each block's axes are
- * adjacent; returns false if the view does not exist. */
-static bool matrix_view(const int64_t *shape, int rank, const Attr *batch, const int64_t *rows, int nrows,
-                        const Attr *cols, int64_t *st)
-{
-    st[0] = block_stride(shape, rank, batch->ints, batch->n);
-    st[1] = block_stride(shape, rank, rows, nrows);
-    st[2] = block_stride(shape, rank, cols->ints, cols->n);
-    if (st[0] < 0 || st[1] < 0 || st[2] < 0)
-        return false;
-    /* the blocks must not interleave: check the total extent is consistent */
-    return true;
-}
-
-/* An empty result needs no library call. */
-static bool empty_result(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, int32_t *rc)
-{
-    int64_t shape[MAX_RANK];
-    if (!eval_dims(&op->out[0]->type, syms, e->g->dims.nsyms, shape))
-        return false;
-    for (int i = 0; i < op->out[0]->type.rank; i++)
-        if (shape[i] == 0) {
-            void *p = disc_rt_alloc(rt, 0);
-            bufs[op->nin] = p;
-            *rc = p ? 0 : -1;
-            return true;
-        }
-    return false;
-}
-
-static int32_t run_dot(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
-{
-    int nsyms = e->g->dims.nsyms;
-    const Type *at = &op->in[0]->type, *bt = &op->in[1]->type, *ct = &op->out[0]->type;
-    int64_t as[MAX_RANK], bs[MAX_RANK], cs[MAX_RANK];
-    if (at->dtype != DT_F32 || !eval_dims(at, syms, nsyms, as) || !eval_dims(bt, syms, nsyms, bs) ||
-        !eval_dims(ct, syms, nsyms, cs))
-        return 0;
-    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
-    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
-    int64_t lf[MAX_RANK], rf[MAX_RANK];
-    int nlf = free_axes(at->rank, lb, lc, lf), nrf = free_axes(bt->rank, rb, rc, rf);
-    DiscMatmul m = {0};
-    m.dtype = DT_F32;
-    m.batch = count(as, lb->ints, lb->n);
-    m.m = count(as, lf, nlf);
-    m.k = count(as, lc->ints, lc->n);
-    m.n = count(bs, rf, nrf);
-    if (!matrix_view(as, at->rank, lb, lf, nlf, lc, m.a_stride))
-        return 0;
-    /* B as [batch][k][n]: rows are the contracting axes */
-    Attr rfa = {.kind = ATTR_INTS, .n = nrf, .ints = rf};
-    if (!matrix_view(bs, bt->rank, rb, rc->ints, rc->n, &rfa, m.b_stride))
-        return 0;
-    m.c_stride[0] = m.m * m.n;
-    m.c_stride[1] = m.n;
-    m.c_stride[2] = 1;
-    if (m.batch == 1)
-        m.a_stride[0] = m.b_stride[0] = m.c_stride[0] = 0;
-    /* a constant of the model: the same data at the same address for the
-     * life of the Exec, so the library may keep a packed copy */
-    const Op *bdef = op->in[1]->def;
-    m.weights_const = bdef && bdef->kind == OP_CONST && bdef->cst && bdef->cst->data == bufs[1];
-    void *c = disc_rt_alloc(rt, m.batch * m.m * m.n * 4);
-    if (!c)
-        return -1;
-    *handled = true;
-    bufs[2] = c;
-    return disc_rt_matmul(rt, &m, bufs[0], bufs[1], c) == 0 ? 0 : -1;
-}
-
-static void window(const Op *op, const int64_t *xs, int nsp, int64_t *in, int64_t *stride, int64_t *dil,
-                   int64_t *lo, int64_t *hi, const int64_t *syms, int nsyms)
-{
-    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pd = op_attr(op, "pads");
-    DimEnv env = {syms, NULL, nsyms};
-    for (int i = 0; i < nsp; i++) {
-        in[i] = xs[2 + i];
-        stride[i] = st->ints[i];
-        dil[i] = dl->ints[i];
-        dim_eval(pd->dims[i], &env, &lo[i]);
-        dim_eval(pd->dims[nsp + i], &env, &hi[i]);
-    }
-}
-
-static int32_t run_conv(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
-{
-    int nsyms = e->g->dims.nsyms;
-    const Type *xt = &op->in[0]->type;
-    int64_t xs[MAX_RANK], ws[MAX_RANK], ys[MAX_RANK];
-    int nsp = xt->rank - 2;
-    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || !eval_dims(xt, syms, nsyms, xs) ||
-        !eval_dims(&op->in[1]->type, syms, nsyms, ws) || !eval_dims(&op->out[0]->type, syms, nsyms, ys))
-        return 0;
-    DiscConv c = {0};
-    c.dtype = DT_F32;
-    c.nsp = nsp;
-    c.n = xs[0];
-    c.c = xs[1];
-    c.o = ys[1];
-    c.groups = op_attr_int(op, "groups", 1);
-    c.transpose = op->kind == OP_CONV_TRANSPOSE;
-    const Op *wdef = op->in[1]->def;
-    c.weights_const = wdef && wdef->kind == OP_CONST && wdef->cst && wdef->cst->data == bufs[1];
-    window(op, xs, nsp, c.in, c.stride, c.dilation, c.pad_lo, c.pad_hi, syms, nsyms);
-    for (int i = 0; i < nsp; i++) {
-        c.k[i] = ws[2 + i];
-        c.out[i] = ys[2 + i];
-        if (c.pad_lo[i] < 0 || c.pad_hi[i] < 0)
-            return 0; /* cropping pads: the interpreter's code does those */
-    }
-    Tensor y = {.dtype = DT_F32, .rank = xt->rank};
-    memcpy(y.shape, ys, sizeof ys);
-    void *p = disc_rt_alloc(rt, (int64_t)(tensor_numel(&y) * 4));
-    if (!p)
-        return -1;
-    *handled = true;
-    bufs[2] = p;
-    return disc_rt_conv(rt, &c, bufs[0], bufs[1], p) == 0 ? 0 : -1;
-}
-
-static int32_t run_pool(Exec *e, void *rt, const Op *op, void **bufs, int64_t *syms, bool *handled)
-{
-    int nsyms = e->g->dims.nsyms;
-    const Type *xt = &op->in[0]->type;
-    int64_t xs[MAX_RANK], ys[MAX_RANK];
-    int nsp = xt->rank - 2;
-    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || !eval_dims(xt, syms, nsyms, xs) ||
-        !eval_dims(&op->out[0]->type, syms, nsyms, ys) || op_attr_int(op, "ceil", 0))
-        return 0;
-    DiscPool pl = {0};
-    pl.dtype = DT_F32;
-    pl.nsp = nsp;
-    pl.max = !strcmp(op_attr_str(op, "kind", "max"), "max");
-    pl.n = xs[0];
-    pl.c = xs[1];
-    pl.count_pad = (int)op_attr_int(op, "count_pad", 0);
-    window(op, xs, nsp, pl.in, pl.stride, pl.dilation, pl.pad_lo, pl.pad_hi, syms, nsyms);
-    const Attr *win = op_attr(op, "window");
-    for (int i = 0; i < nsp; i++) {
-        pl.window[i] = win->ints[i];
-        pl.out[i] = ys[2 + i];
-    }
-    Tensor y = {.dtype = DT_F32, .rank = xt->rank};
-    memcpy(y.shape, ys, sizeof ys);
-    void *p = disc_rt_alloc(rt, (int64_t)(tensor_numel(&y) * 4));
-    if (!p)
-        return -1;
-    *handled = true;
-    bufs[1] = p;
-    return disc_rt_pool(rt, &pl, bufs[0], p) == 0 ? 0 : -1;
-}
-
-static int32_t exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
-
-int32_t disc_exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
-{
-    /* Constant weights of a dot or convolution go to the library as
-     * weights_const (run_dot, run_conv), which may keep a packed copy of
-     * them: the graph, which owns the constants, drops it when it frees
-     * them (registered once per constant). */
-    Exec *e = self;
-    const Op *w = op->nin > 1 && op->in[1] ? op->in[1]->def : NULL;
-    if ((op->kind == OP_DOT || op->kind == OP_CONV || op->kind == OP_CONV_TRANSPOSE) && w &&
-        w->kind == OP_CONST && w->cst && w->cst->data == bufs[1]) {
-        static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
-        pthread_mutex_lock(&keep_mu);
-        bool kept = false;
-        for (int i = e->g->nkeep - 1; i >= 0 && !kept; i--)
-            kept = e->g->keep[i] == bufs[1] && e->g->keep_free[i] == disc_rt_weights_forget_at;
-        bool ok = kept || graph_keep(e->g, bufs[1], disc_rt_weights_forget_at);
-        pthread_mutex_unlock(&keep_mu);
-        if (!ok) {
-            disc_rt_fail(rt, "%s: out of memory", op_info(op->kind)->name);
-            return -1;
-        }
-    }
-    if (!getenv("DISC_PROFILE"))
-        return exec_library(self, rt, op, bufs, syms);
     double t0 = now();
-    int32_t rc = exec_library(self, rt, op, bufs, syms);
-    prof_add(op, op_info(op->kind)->name, now() - t0);
+    int32_t rc = disc_rt_call_matmul(rt, f, a, b, bias, residual, c);
+    const char *k = prof_key("matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
+    prof_add(k, k, now() - t0);
     return rc;
 }
 
-static int32_t exec_library(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+static int32_t prof_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
+                              const void *residual, void *y)
 {
-    Exec *e = self;
-    bool handled = false;
-    int32_t rc = 0;
-    if (empty_result(e, rt, op, bufs, syms, &rc))
-        return rc;
-    switch (op->kind) {
-    case OP_DOT: rc = run_dot(e, rt, op, bufs, syms, &handled); break;
-    case OP_CONV:
-    case OP_CONV_TRANSPOSE: rc = run_conv(e, rt, op, bufs, syms, &handled); break;
-    case OP_POOL: rc = run_pool(e, rt, op, bufs, syms, &handled); break;
-    default: break;
+    double t0 = now();
+    int32_t rc = disc_rt_call_conv(rt, f, x, w, bias, residual, y);
+    const char *k = prof_key("conv NxCxO", f, DISC_CV_N, DISC_CV_C, DISC_CV_O);
+    prof_add(k, k, now() - t0);
+    return rc;
+}
+
+static int32_t prof_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
+{
+    double t0 = now();
+    int32_t rc = disc_rt_call_pool(rt, f, x, y);
+    const char *k = prof_key("pool NxCxIN", f, DISC_PL_N, DISC_PL_C, DISC_PL_IN);
+    prof_add(k, k, now() - t0);
+    return rc;
+}
+
+/* Constant weights go to the library as weights_const (hostlib.c), which
+ * may keep a packed copy of them: the graph, which owns the constants,
+ * drops the copies when it frees them. */
+static bool keep_weights(Graph *g)
+{
+    for (const Op *op = g->first; op; op = op->next) {
+        if ((op->kind != OP_DOT && op->kind != OP_CONV && op->kind != OP_CONV_TRANSPOSE) || op->nin < 2)
+            continue;
+        const Op *w = op->in[1]->def;
+        if (!w || w->kind != OP_CONST || !w->cst || !w->cst->data)
+            continue;
+        void *p = (void *)w->cst->data;
+        bool kept = false;
+        for (int k = g->nkeep - 1; k >= 0 && !kept; k--)
+            kept = g->keep[k] == p && g->keep_free[k] == disc_rt_weights_forget_at;
+        if (!kept && !graph_keep(g, p, disc_rt_weights_forget_at))
+            return false;
     }
-    if (handled || rc != 0)
-        return rc;
-    /* layouts or dtypes the library does not take */
-    return disc_exec_host_op(self, rt, op, bufs, syms);
+    return true;
 }
 
 /* ---- compiling ----------------------------------------------------------- */
@@ -493,6 +298,8 @@ static void llvm_init(void)
     }
 }
 
+void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init); }
+
 static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
 {
     char *msg = LLVMGetErrorMessage(err);
@@ -501,10 +308,11 @@ static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
     return false;
 }
 
-static void optimise(LLVMModuleRef mod, int level)
+void cg_optimise(LLVMModuleRef mod, int level, const char *cpu_name, const char *features)
 {
     char *triple = LLVMGetDefaultTargetTriple();
-    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+    const char *cpu = cpu_name ? cpu_name : hcpu, *feat = features ? features : cpu_name ? "" : hfeat;
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(triple, &target, &err) == 0) {
@@ -513,7 +321,8 @@ static void optimise(LLVMModuleRef mod, int level)
         for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
             if (LLVMCountBasicBlocks(f)) {
                 LLVMAddTargetDependentFunctionAttr(f, "target-cpu", cpu);
-                LLVMAddTargetDependentFunctionAttr(f, "target-features", feat);
+                if (*feat)
+                    LLVMAddTargetDependentFunctionAttr(f, "target-features", feat);
             }
         LLVMPassManagerRef pm = LLVMCreatePassManager();
         LLVMAddAnalysisPasses(tm, pm);
@@ -528,8 +337,8 @@ static void optimise(LLVMModuleRef mod, int level)
     }
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(feat);
+    LLVMDisposeMessage(hcpu);
+    LLVMDisposeMessage(hfeat);
 }
 
 static bool define_runtime(Exec *e, Diag *d)
@@ -540,10 +349,15 @@ static bool define_runtime(Exec *e, Diag *d)
     } syms[] = {
         {"disc_rt_alloc", (void *)disc_rt_alloc},
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
+        {"disc_rt_output", (void *)disc_rt_output},
+        {"disc_rt_call_matmul", (void *)disc_rt_call_matmul},
+        {"disc_rt_call_conv", (void *)disc_rt_call_conv},
+        {"disc_rt_call_pool", (void *)disc_rt_call_pool},
         {"disc_prof_parallel_for", (void *)prof_parallel_for},
-        {"disc_exec_library", (void *)disc_exec_library},
+        {"disc_prof_call_matmul", (void *)prof_call_matmul},
+        {"disc_prof_call_conv", (void *)prof_call_conv},
+        {"disc_prof_call_pool", (void *)prof_call_pool},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
-        {"disc_exec_output", (void *)disc_exec_output},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
     LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0]];
@@ -565,12 +379,68 @@ static bool define_runtime(Exec *e, Diag *d)
     return true;
 }
 
+bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContextRef ctx, struct CgAot *aot,
+                     void *self, CgModule *m, Diag *d)
+{
+    memset(m, 0, sizeof *m);
+    cg_llvm_init();
+    double t0 = now();
+    m->si = shape_analyze(g, so, d);
+    if (!m->si)
+        return false;
+    if (o->dump_after && !strcmp(o->dump_after, "shape"))
+        shape_print(stderr, m->si);
+    canon_simplify(g);
+    if (o->dump_after && !strcmp(o->dump_after, "canon"))
+        graph_print(stderr, g, &(PrintOpts){16, true});
+    double t1 = now();
+    m->plan = o->unfused ? fuse_plan_unfused(m->si, d) : fuse_plan(m->si, d);
+    if (!m->plan)
+        return false;
+    if (o->dump_after && !strcmp(o->dump_after, "fusion"))
+        fuse_print(stderr, m->plan);
+    m->mp = memplan_build(m->plan, m->si, d);
+    if (!m->mp)
+        return false;
+    if (o->dump_after && !strcmp(o->dump_after, "memplan"))
+        memplan_print(stderr, m->mp, NULL);
+    double t2 = now();
+    Cg cg;
+    cg_init(&cg, ctx, g, m->si, m->plan, d);
+    cg.mp = m->mp;
+    cg.aot = aot;
+    bool ok = cg_host(&cg, self);
+    m->nkernels = cg.nkernels;
+    m->nlaunch = cg.nlaunch;
+    m->nlibrary = cg.nlibrary;
+    m->kdesc = cg.kdesc;
+    m->mod = cg.mod;
+    cg_free(&cg);
+    char *vmsg = NULL;
+    if (ok && LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
+        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+        ok = false;
+    }
+    LLVMDisposeMessage(vmsg);
+    double t3 = now();
+    m->t[0] = t1 - t0;
+    m->t[1] = t2 - t1;
+    m->t[2] = t3 - t2;
+    return ok;
+}
+
+static void free_kdesc(char **kdesc, int n)
+{
+    for (int i = 0; kdesc && i < n; i++)
+        free(kdesc[i]);
+    free(kdesc);
+}
+
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
     CgOpts dflt = {3, false, 0, false, NULL};
     if (!o)
         o = &dflt;
-    pthread_once(&llvm_once, llvm_init);
     static bool prof_registered;
     if (getenv("DISC_PROFILE") && !prof_registered) {
         prof_registered = true;
@@ -584,46 +454,21 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->g = g;
     e->threads = o->threads;
     pthread_mutex_init(&e->lock, NULL);
-    double t0 = now();
-    e->si = shape_analyze(g, so, d);
-    if (!e->si)
-        goto fail;
-    if (o->dump_after && !strcmp(o->dump_after, "shape"))
-        shape_print(stderr, e->si);
-    canon_simplify(g);
-    if (o->dump_after && !strcmp(o->dump_after, "canon"))
-        graph_print(stderr, g, &(PrintOpts){16, true});
-    double t1 = now();
-    e->plan = o->unfused ? fuse_plan_unfused(e->si, d) : fuse_plan(e->si, d);
-    if (!e->plan)
-        goto fail;
-    if (o->dump_after && !strcmp(o->dump_after, "fusion"))
-        fuse_print(stderr, e->plan);
-    e->mp = memplan_build(e->plan, e->si, d);
-    if (!e->mp)
-        goto fail;
-    if (o->dump_after && !strcmp(o->dump_after, "memplan"))
-        memplan_print(stderr, e->mp, NULL);
-    double t2 = now();
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-    Cg cg;
-    cg_init(&cg, LLVMOrcThreadSafeContextGetContext(tsc), g, e->si, e->plan, d);
-    cg.mp = e->mp;
-    bool ok = cg_host(&cg, e);
-    e->nkernels = cg.nkernels;
-    e->nlaunch = cg.nlaunch;
-    e->kdesc = cg.kdesc;
-    cg_free(&cg);
-    char *vmsg = NULL;
-    if (ok && LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &vmsg)) {
-        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
-        ok = false;
-    }
-    LLVMDisposeMessage(vmsg);
+    CgModule m;
+    bool ok = cg_build_module(g, so, o, LLVMOrcThreadSafeContextGetContext(tsc), NULL, e, &m, d);
+    e->si = m.si;
+    e->plan = m.plan;
+    e->mp = m.mp;
+    e->nkernels = m.nkernels;
+    e->nlaunch = m.nlaunch;
+    e->kdesc = m.kdesc;
+    if (ok && !keep_weights(g))
+        ok = diag_set(d, "error: out of memory");
     double t3 = now();
     if (ok) {
-        optimise(cg.mod, o->opt_level);
-        char *txt = LLVMPrintModuleToString(cg.mod);
+        cg_optimise(m.mod, o->opt_level, NULL, NULL);
+        char *txt = LLVMPrintModuleToString(m.mod);
         e->llvm_text = strdup(txt);
         if (o->dump_after && !strcmp(o->dump_after, "llvm"))
             fputs(txt, stderr);
@@ -634,19 +479,19 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (ok && (err = LLVMOrcCreateLLJIT(&e->jit, NULL)))
         ok = llvm_error(d, err, "cannot create the JIT");
     if (ok) {
-        LLVMSetTarget(cg.mod, LLVMOrcLLJITGetTripleString(e->jit));
-        LLVMSetDataLayout(cg.mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
+        LLVMSetTarget(m.mod, LLVMOrcLLJITGetTripleString(e->jit));
+        LLVMSetDataLayout(m.mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
         ok = define_runtime(e, d);
     }
     if (ok) {
-        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(cg.mod, tsc);
+        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m.mod, tsc);
         err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
         if (err) {
             LLVMOrcDisposeThreadSafeModule(tsm);
             ok = llvm_error(d, err, "cannot add the module to the JIT");
         }
-    } else {
-        LLVMDisposeModule(cg.mod);
+    } else if (m.mod) {
+        LLVMDisposeModule(m.mod);
     }
     LLVMOrcDisposeThreadSafeContext(tsc);
     LLVMOrcJITTargetAddress addr = 0;
@@ -671,8 +516,8 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         fprintf(stderr,
                 "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
                 "JIT %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls for %d ops\n",
-                1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2), 1e3 * (t4 - t3), 1e3 * (t5 - t4),
-                e->nlaunch, e->nkernels, cg.nlibrary, g->nops);
+                1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
+                e->nkernels, m.nlibrary, g->nops);
     return e;
 fail:
     exec_free(e);
@@ -691,10 +536,7 @@ void exec_free(Exec *e)
     fuse_plan_free(e->plan);
     memplan_free(e->mp);
     if (!getenv("DISC_PROFILE")) /* the profile report reads them at exit */
-        for (int i = 0; e->kdesc && i < e->nkernels; i++)
-            free(e->kdesc[i]);
-    if (!getenv("DISC_PROFILE"))
-        free(e->kdesc);
+        free_kdesc(e->kdesc, e->nkernels);
     shape_info_free(e->si);
     free(e->llvm_text);
     free(e);

@@ -20,24 +20,16 @@
  *   3. writes the outputs' data and dims.
  * A runtime failure returns -1 with the message in the DiscRt.
  */
-#include "codegen/codegen.h"
+#include "codegen/host.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define B (cg->b)
 
-typedef struct Host {
-    Cg *cg;
-    void *self;
-    LLVMValueRef block; /* the memory plan's one block for this run */
-    LLVMValueRef rt, io, shapes, syms;
-    LLVMValueRef *vbuf; /* by value id: i8* */
-    LLVMValueRef fail;  /* the block that returns -1 */
-} Host;
 
-static LLVMValueRef fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
-                            LLVMTypeRef *fty)
+LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                          LLVMTypeRef *fty)
 {
     *fty = LLVMFunctionType(ret, params, (unsigned)n, false);
     LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
@@ -49,14 +41,13 @@ static LLVMValueRef ptr_const(Cg *cg, const void *p)
     return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
 }
 
-static LLVMValueRef gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i)
+LLVMValueRef host_gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i)
 {
     LLVMValueRef ix = cg_i64(cg, i);
     return LLVMBuildGEP2(B, t, base, &ix, 1, "");
 }
 
-/* Returns from the flow with code unless cond holds. */
-static void check_or_return(Host *h, LLVMValueRef cond, int32_t code)
+void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code)
 {
     Cg *cg = h->cg;
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ok");
@@ -91,13 +82,13 @@ static void emit_steps(Host *h)
         const HostStep *s = &p->steps[i];
         switch (s->kind) {
         case HS_BIND: {
-            LLVMValueRef v = LLVMBuildLoad2(B, cg->t_i64, gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
-            LLVMBuildStore(B, v, gep(cg, cg->t_i64, h->syms, s->sym->id));
+            LLVMValueRef v = LLVMBuildLoad2(B, cg->t_i64, host_gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
+            LLVMBuildStore(B, v, host_gep(cg, cg->t_i64, h->syms, s->sym->id));
             break;
         }
         case HS_CHECK: {
-            LLVMValueRef got = LLVMBuildLoad2(B, cg->t_i64, gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
-            check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, got, cg_dim(cg, s->lhs), ""), i + 1);
+            LLVMValueRef got = LLVMBuildLoad2(B, cg->t_i64, host_gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
+            host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, got, cg_dim(cg, s->lhs), ""), i + 1);
             break;
         }
         case HS_REQUIRE:
@@ -114,7 +105,7 @@ static void emit_steps(Host *h)
                 LLVMIntPredicate pr[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLE, LLVMIntSLT, LLVMIntSGE, LLVMIntSGT};
                 c = LLVMBuildICmp(B, pr[s->rel], a, b, "");
             }
-            check_or_return(h, c, i + 1);
+            host_check_or_return(h, c, i + 1);
             break;
         }
         default:
@@ -125,7 +116,7 @@ static void emit_steps(Host *h)
 
 /* Memory for v: a graph output goes straight to the caller's buffer (or
  * to memory the caller will own), anything else to run memory. */
-static LLVMValueRef alloc(Host *h, Value *v)
+LLVMValueRef host_alloc(Host *h, Value *v)
 {
     Cg *cg = h->cg;
     LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
@@ -143,27 +134,26 @@ static LLVMValueRef alloc(Host *h, Value *v)
     }
     if (k >= 0) {
         LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_i64};
-        LLVMValueRef f = fn_decl(cg, "disc_exec_output", cg->t_p8, params, 4, &fty);
+        LLVMValueRef f = host_fn_decl(cg, "disc_rt_output", cg->t_p8, params, 4, &fty);
         LLVMValueRef args[4] = {h->rt, h->io, cg_i64(cg, cg->g->ninputs + 3 * k), bytes};
         p = LLVMBuildCall2(B, fty, f, args, 4, "");
     } else {
         LLVMTypeRef fty, params[2] = {cg->t_p8, cg->t_i64};
-        LLVMValueRef f = fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
+        LLVMValueRef f = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
         LLVMValueRef args[2] = {h->rt, bytes};
         p = LLVMBuildCall2(B, fty, f, args, 2, "");
     }
-    check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
+    host_check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
     h->vbuf[v->id] = p;
     return p;
 }
 
-/* An array of i8* in the entry block holding the given pointers. */
-static LLVMValueRef ptr_array(Host *h, LLVMValueRef *v, int n)
+LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)
 {
     Cg *cg = h->cg;
     LLVMValueRef arr = LLVMBuildArrayAlloca(cg->eb, cg->t_p8, cg_i64(cg, n > 0 ? n : 1), "");
     for (int i = 0; i < n; i++)
-        LLVMBuildStore(B, v[i], gep(cg, cg->t_p8, arr, i));
+        LLVMBuildStore(B, v[i], host_gep(cg, cg->t_p8, arr, i));
     return arr;
 }
 
@@ -211,7 +201,6 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
     return ok;
 }
 
-static bool emit_thunk(Host *h, const char *name, Op *op);
 static bool emit_shape_op(Host *h, Op *op);
 static bool emit_kernel_group(Host *h, const Group *grp);
 
@@ -231,8 +220,8 @@ static bool emit_single(Host *h, Op *op)
                 .outs = op->out, .nouts = op->nout, .root = op};
     switch (g1.kind) {
     case FUSE_SHAPE: return emit_shape_op(h, op);
-    case FUSE_LIBRARY: return emit_thunk(h, "disc_exec_library", op);
-    case FUSE_OPAQUE: return emit_thunk(h, "disc_exec_host_op", op);
+    case FUSE_LIBRARY: return host_emit_library_op(h, op);
+    case FUSE_OPAQUE: return host_emit_host_op(h, op);
     default: return emit_kernel_group(h, &g1);
     }
 }
@@ -255,7 +244,7 @@ static bool emit_kernel_group(Host *h, const Group *grp)
         cg->d->set = false;
         cg->nfallback++;
         if (grp->nops == 1)
-            return emit_thunk(h, "disc_exec_host_op", grp->ops[0]);
+            return host_emit_host_op(h, grp->ops[0]);
         for (int i = 0; i < grp->nops; i++)
             if (!emit_single(h, grp->ops[i]))
                 return false;
@@ -265,7 +254,7 @@ static bool emit_kernel_group(Host *h, const Group *grp)
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 1];
     for (int i = 0; i < grp->nouts; i++)
-        alloc(h, grp->outs[i]);
+        host_alloc(h, grp->outs[i]);
     for (int i = 0; i < nb; i++) {
         Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
         ptrs[i] = h->vbuf[v->id];
@@ -273,9 +262,9 @@ static bool emit_kernel_group(Host *h, const Group *grp)
             return diag_set(cg->d, "codegen: group %d reads a value with no buffer", grp->id);
     }
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
-    LLVMValueRef args = ptr_array(h, ptrs, nb + 1);
+    LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
-    LLVMValueRef f = fn_decl(cg, getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
+    LLVMValueRef f = host_fn_decl(cg, !cg->aot && getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
                              cg->t_void, params, 5, &fty);
     LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
                          cg_i64(cg, ki.grain)};
@@ -283,9 +272,13 @@ static bool emit_kernel_group(Host *h, const Group *grp)
     return true;
 }
 
-/* A thunk call: bufs = operands, then room for the results. */
-static bool emit_thunk(Host *h, const char *name, Op *op)
+/* The JIT's host-op thunk: bufs = operands, then room for the results;
+ * the Exec and the op are addresses. AOT objects call their own (aot.c). */
+bool host_emit_host_op(Host *h, Op *op)
 {
+    if (h->cg->aot)
+        return aot_emit_host_op(h, op);
+    const char *name = "disc_exec_host_op";
     Cg *cg = h->cg;
     int n = op->nin + op->nout;
     LLVMValueRef ptrs[n + 1];
@@ -296,14 +289,14 @@ static bool emit_thunk(Host *h, const char *name, Op *op)
     }
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
-    LLVMValueRef arr = ptr_array(h, ptrs, n);
+    LLVMValueRef arr = host_ptr_array(h, ptrs, n);
     LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
-    LLVMValueRef f = fn_decl(cg, name, cg->t_i32, params, 5, &fty);
+    LLVMValueRef f = host_fn_decl(cg, name, cg->t_i32, params, 5, &fty);
     LLVMValueRef a[5] = {ptr_const(cg, h->self), h->rt, ptr_const(cg, op), arr, h->syms};
     LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 5, "");
-    check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     for (int i = 0; i < op->nout; i++)
-        h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, gep(cg, cg->t_p8, arr, op->nin + i), "");
+        h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
     return true;
 }
 
@@ -314,7 +307,9 @@ static bool emit_shape_op(Host *h, Op *op)
     if (op->kind == OP_CONST) {
         if (!op->cst || !op->cst->data)
             return diag_set(cg->d, "codegen: a constant has no data (elided)");
-        h->vbuf[v->id] = ptr_const(cg, op->cst->data);
+        h->vbuf[v->id] = cg->aot ? aot_const_ptr(h, op) : ptr_const(cg, op->cst->data);
+        if (!h->vbuf[v->id])
+            return false;
         return true;
     }
     Dim *dims[MAX_RANK * 4];
@@ -329,13 +324,13 @@ static bool emit_shape_op(Host *h, Op *op)
         for (int i = 0; i < op->in[0]->type.rank; i++)
             dims[n++] = op->in[0]->type.dims[i];
     } else {
-        return emit_thunk(h, "disc_exec_host_op", op);
+        return host_emit_host_op(h, op);
     }
     /* run memory, not the stack: a shape value may be an output */
-    LLVMValueRef raw = alloc(h, v);
+    LLVMValueRef raw = host_alloc(h, v);
     LLVMValueRef arr = LLVMBuildBitCast(B, raw, cg->t_p64, "");
     for (int i = 0; i < n; i++)
-        LLVMBuildStore(B, cg_dim(cg, dims[i]), gep(cg, cg->t_i64, arr, i));
+        LLVMBuildStore(B, cg_dim(cg, dims[i]), host_gep(cg, cg->t_i64, arr, i));
     return true;
 }
 
@@ -343,8 +338,7 @@ static bool emit_shape_op(Host *h, Op *op)
 static bool emit_library(Host *h, const Group *grp)
 {
     Op *root = grp->root;
-    h->cg->nlibrary++;
-    if (!emit_thunk(h, "disc_exec_library", root))
+    if (!host_emit_library_op(h, root))
         return false;
     int first = 0;
     while (first < grp->nops && grp->ops[first] != root)
@@ -392,14 +386,14 @@ bool cg_host(Cg *cg, void *self)
     cg->no_hoist = true;
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
     for (int i = 0; i < g->ninputs; i++)
-        h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, gep(cg, cg->t_p8, h.io, i), "");
+        h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, h.io, i), "");
     emit_steps(&h);
     if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer */
         LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
-        LLVMValueRef af = fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
+        LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
         LLVMValueRef aargs[2] = {h.rt, cg_dim(cg, cg->mp->total)};
         h.block = LLVMBuildCall2(B, aty, af, aargs, 2, "block");
-        check_or_return(&h, LLVMBuildIsNotNull(B, h.block, ""), -1);
+        host_check_or_return(&h, LLVMBuildIsNotNull(B, h.block, ""), -1);
     }
     bool ok = true;
     for (int i = 0; i < cg->plan->n && ok; i++) {
@@ -418,7 +412,7 @@ bool cg_host(Cg *cg, void *self)
             ok = emit_library(&h, grp);
             break;
         case FUSE_OPAQUE:
-            ok = emit_thunk(&h, "disc_exec_host_op", grp->root ? grp->root : grp->ops[0]);
+            ok = host_emit_host_op(&h, grp->root ? grp->root : grp->ops[0]);
             break;
         }
     }
@@ -431,9 +425,9 @@ bool cg_host(Cg *cg, void *self)
         Value *v = g->outputs[i];
         if (!h.vbuf[v->id])
             return diag_set(cg->d, "codegen: output %d has no buffer", i);
-        LLVMBuildStore(B, h.vbuf[v->id], gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
+        LLVMBuildStore(B, h.vbuf[v->id], host_gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
         for (int k = 0; k < v->type.rank; k++)
-            LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), gep(cg, cg->t_i64, h.shapes, off++));
+            LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), host_gep(cg, cg->t_i64, h.shapes, off++));
     }
     LLVMBuildRet(B, cg_i32(cg, 0));
     cg_end_function(cg, body);

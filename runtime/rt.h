@@ -172,6 +172,45 @@ typedef struct DiscPool {
 } DiscPool;
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 
+/* ---- library calls as generated code makes them (rtcall.c) -------------
+ *
+ * The host flow describes a call with an array of int64 fields, filled
+ * from the symbols at run time, rather than with the structs above (their
+ * C layout is not the generator's business). Each returns 0, or -1 with
+ * the message in rt. */
+
+enum { /* disc_rt_call_matmul: DiscMatmul */
+    DISC_MM_DTYPE, DISC_MM_BATCH, DISC_MM_M, DISC_MM_N, DISC_MM_K,
+    DISC_MM_A_STRIDE, DISC_MM_B_STRIDE = DISC_MM_A_STRIDE + 3, DISC_MM_C_STRIDE = DISC_MM_B_STRIDE + 3,
+    DISC_MM_POST = DISC_MM_C_STRIDE + 3, DISC_MM_WEIGHTS_CONST, DISC_MM_NFIELDS
+};
+enum { /* disc_rt_call_conv: DiscConv */
+    DISC_CV_DTYPE, DISC_CV_NSP, DISC_CV_N, DISC_CV_C, DISC_CV_O, DISC_CV_GROUPS,
+    DISC_CV_IN, DISC_CV_K = DISC_CV_IN + 3, DISC_CV_OUT = DISC_CV_K + 3, DISC_CV_STRIDE = DISC_CV_OUT + 3,
+    DISC_CV_DILATION = DISC_CV_STRIDE + 3, DISC_CV_PAD_LO = DISC_CV_DILATION + 3,
+    DISC_CV_PAD_HI = DISC_CV_PAD_LO + 3, DISC_CV_TRANSPOSE = DISC_CV_PAD_HI + 3, DISC_CV_POST,
+    DISC_CV_WEIGHTS_CONST, DISC_CV_NFIELDS
+};
+enum { /* disc_rt_call_pool: DiscPool */
+    DISC_PL_DTYPE, DISC_PL_NSP, DISC_PL_MAX, DISC_PL_N, DISC_PL_C,
+    DISC_PL_IN, DISC_PL_WINDOW = DISC_PL_IN + 3, DISC_PL_OUT = DISC_PL_WINDOW + 3,
+    DISC_PL_STRIDE = DISC_PL_OUT + 3, DISC_PL_DILATION = DISC_PL_STRIDE + 3,
+    DISC_PL_PAD_LO = DISC_PL_DILATION + 3, DISC_PL_PAD_HI = DISC_PL_PAD_LO + 3,
+    DISC_PL_COUNT_PAD = DISC_PL_PAD_HI + 3, DISC_PL_NFIELDS
+};
+int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                            const void *residual, void *c);
+int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
+                          const void *residual, void *y);
+int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y);
+
+/* Memory for graph output k of a run: slots = the host flow's io array,
+ * slot = the index of the output's {buffer, capacity, allocated} triple.
+ * The caller's buffer when it is large enough, else malloc'd memory the
+ * caller will own (allocated is set): no copy after the run. NULL (and an
+ * error in rt) when out of memory. */
+void *disc_rt_output(DiscRt *rt, void **slots, int64_t slot, int64_t bytes);
+
 /* bf16 math for f32 matmuls on constant weights (weights_const): the
  * weights are packed as bf16, A is converted at each call, products are
  * summed in f32 into an f32 result. About 8 significant bits per operand:

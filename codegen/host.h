@@ -1,0 +1,34 @@
+/*
+ * host.h — inside the host-flow emitter (host.c, hostlib.c, aot.c): the
+ * state of the one function being emitted and the helpers they share.
+ */
+#ifndef DISC_HOST_H
+#define DISC_HOST_H
+
+#include "codegen/codegen.h"
+
+typedef struct Host {
+    Cg *cg;
+    void *self;         /* JIT: the Exec the host-op thunk gets */
+    LLVMValueRef block; /* the memory plan's one block for this run */
+    LLVMValueRef rt, io, shapes, syms;
+    LLVMValueRef *vbuf; /* by value id: i8* */
+} Host;
+
+LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                          LLVMTypeRef *fty);
+LLVMValueRef host_gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i);
+/* Returns from the flow with code unless cond holds. */
+void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code);
+/* Memory for v (run memory, a slot of the plan, or an output's buffer). */
+LLVMValueRef host_alloc(Host *h, Value *v);
+/* An array of i8* in the entry block holding the given pointers. */
+LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n);
+/* op on the host, through the reference interpreter's code. */
+bool host_emit_host_op(Host *h, Op *op);
+/* A library op (dot, conv, pool) as a direct runtime call (hostlib.c),
+ * guarded where its layout holds only for some shapes; the host op where
+ * the library does not take it. */
+bool host_emit_library_op(Host *h, Op *op);
+
+#endif

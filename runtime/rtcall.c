@@ -1,0 +1,106 @@
+/*
+ * rtcall.c — the library calls and output buffers as generated host flows
+ * make them: int64 field arrays (rt.h, DISC_MM_* and friends) into the
+ * descriptors of dnnl.c. JIT-compiled and AOT-compiled models both call
+ * these, so they belong to the runtime archive.
+ */
+#include "runtime/rt.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad_post(DiscRt *rt, int64_t post)
+{
+    if (post >= 0 && post < DISC_POST_COUNT)
+        return 0;
+    disc_rt_fail(rt, "library call: activation %lld is not one the runtime knows", (long long)post);
+    return -1;
+}
+
+int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                            const void *residual, void *c)
+{
+    if (bad_post(rt, f[DISC_MM_POST]))
+        return -1;
+    DiscMatmul m = {
+        .dtype = (int)f[DISC_MM_DTYPE],
+        .batch = f[DISC_MM_BATCH],
+        .m = f[DISC_MM_M],
+        .n = f[DISC_MM_N],
+        .k = f[DISC_MM_K],
+        .bias = bias,
+        .post = (DiscPost)f[DISC_MM_POST],
+        .residual = residual,
+        .weights_const = (int)f[DISC_MM_WEIGHTS_CONST],
+    };
+    memcpy(m.a_stride, f + DISC_MM_A_STRIDE, sizeof m.a_stride);
+    memcpy(m.b_stride, f + DISC_MM_B_STRIDE, sizeof m.b_stride);
+    memcpy(m.c_stride, f + DISC_MM_C_STRIDE, sizeof m.c_stride);
+    return disc_rt_matmul(rt, &m, a, b, c) == 0 ? 0 : -1;
+}
+
+int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
+                          const void *residual, void *y)
+{
+    if (bad_post(rt, f[DISC_CV_POST]))
+        return -1;
+    DiscConv c = {
+        .dtype = (int)f[DISC_CV_DTYPE],
+        .nsp = (int)f[DISC_CV_NSP],
+        .n = f[DISC_CV_N],
+        .c = f[DISC_CV_C],
+        .o = f[DISC_CV_O],
+        .groups = f[DISC_CV_GROUPS],
+        .transpose = (int)f[DISC_CV_TRANSPOSE],
+        .bias = bias,
+        .post = (DiscPost)f[DISC_CV_POST],
+        .residual = residual,
+        .weights_const = (int)f[DISC_CV_WEIGHTS_CONST],
+    };
+    memcpy(c.in, f + DISC_CV_IN, sizeof c.in);
+    memcpy(c.k, f + DISC_CV_K, sizeof c.k);
+    memcpy(c.out, f + DISC_CV_OUT, sizeof c.out);
+    memcpy(c.stride, f + DISC_CV_STRIDE, sizeof c.stride);
+    memcpy(c.dilation, f + DISC_CV_DILATION, sizeof c.dilation);
+    memcpy(c.pad_lo, f + DISC_CV_PAD_LO, sizeof c.pad_lo);
+    memcpy(c.pad_hi, f + DISC_CV_PAD_HI, sizeof c.pad_hi);
+    return disc_rt_conv(rt, &c, x, w, y) == 0 ? 0 : -1;
+}
+
+int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
+{
+    DiscPool p = {
+        .dtype = (int)f[DISC_PL_DTYPE],
+        .nsp = (int)f[DISC_PL_NSP],
+        .max = (int)f[DISC_PL_MAX],
+        .n = f[DISC_PL_N],
+        .c = f[DISC_PL_C],
+        .count_pad = (int)f[DISC_PL_COUNT_PAD],
+    };
+    memcpy(p.in, f + DISC_PL_IN, sizeof p.in);
+    memcpy(p.window, f + DISC_PL_WINDOW, sizeof p.window);
+    memcpy(p.out, f + DISC_PL_OUT, sizeof p.out);
+    memcpy(p.stride, f + DISC_PL_STRIDE, sizeof p.stride);
+    memcpy(p.dilation, f + DISC_PL_DILATION, sizeof p.dilation);
+    memcpy(p.pad_lo, f + DISC_PL_PAD_LO, sizeof p.pad_lo);
+    memcpy(p.pad_hi, f + DISC_PL_PAD_HI, sizeof p.pad_hi);
+    return disc_rt_pool(rt, &p, x, y) == 0 ? 0 : -1;
+}
+
+void *disc_rt_output(DiscRt *rt, void **slots, int64_t slot, int64_t bytes)
+{
+    void **s = slots + slot;
+    if (s[0] && (int64_t)(uintptr_t)s[1] >= bytes)
+        return s[0];
+    void *p = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (!p) {
+        disc_rt_fail(rt, "out of memory for an output of %lld bytes", (long long)bytes);
+        return NULL;
+    }
+    if (s[2]) /* an output computed twice: keep the last */
+        free(s[0]);
+    s[0] = p;
+    s[2] = (void *)1;
+    return p;
+}
