@@ -150,67 +150,20 @@ static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t 
 
 /* ---- thunks ------------------------------------------------------------ */
 
-static bool eval_dims(const Type *t, const int64_t *syms, int nsyms, int64_t *out)
-{
-    DimEnv env = {syms, NULL, nsyms};
-    for (int i = 0; i < t->rank; i++)
-        if (dim_eval(t->dims[i], &env, &out[i]) != DIM_OK)
-            return false;
-    return true;
-}
-
-static void view(Tensor *t, const Value *v, void *data, const int64_t *shape)
-{
-    memset(t, 0, sizeof *t);
-    t->dtype = v->type.dtype;
-    t->rank = v->type.rank;
-    memcpy(t->shape, shape, (size_t)t->rank * sizeof *shape);
-    t->data = data;
-    t->nbytes = tensor_numel(t) * dtype_size(t->dtype);
-}
-
-/* Runs op on the interpreter; results are copied into run memory. */
+/* Runs op on the interpreter's code, then binds the symbols its results
+ * define. */
 int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
 {
     Exec *e = self;
-    int nsyms = e->g->dims.nsyms;
-    Tensor in[op->nin > 0 ? op->nin : 1], out[2];
-    const Tensor *inp[op->nin > 0 ? op->nin : 1];
-    for (int i = 0; i < op->nin; i++) {
-        int64_t shape[MAX_RANK];
-        if (!eval_dims(&op->in[i]->type, syms, nsyms, shape)) {
-            disc_rt_fail(rt, "%s: an operand's dims cannot be evaluated", op_info(op->kind)->name);
-            return -1;
-        }
-        view(&in[i], op->in[i], bufs[i], shape);
-        inp[i] = &in[i];
-    }
-    memset(out, 0, sizeof out);
-    Diag d = {0};
-    if (!interp_run_op(e->g, op, syms, nsyms, inp, out, &d)) {
-        disc_rt_fail(rt, "%s", d.msg);
+    int64_t shapes[4][MAX_RANK];
+    if (interp_host_op(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes) != 0)
         return -1;
+    for (int i = 0; i < e->si->prog.n; i++) {
+        const HostStep *s = &e->si->prog.steps[i];
+        if (s->kind == HS_DATA && s->value->def == op)
+            syms[s->sym->id] = shapes[s->value->idx][s->axis];
     }
-    int32_t rc = 0;
-    for (int r = 0; r < op->nout; r++) {
-        const Type *t = &op->out[r]->type;
-        for (int i = 0; i < e->si->prog.n; i++) { /* bind what the results define */
-            const HostStep *s = &e->si->prog.steps[i];
-            if (s->kind == HS_DATA && s->value == op->out[r])
-                syms[s->sym->id] = out[r].shape[s->axis];
-        }
-        (void)t;
-        void *p = disc_rt_alloc(rt, (int64_t)out[r].nbytes);
-        if (!p) {
-            rc = -1;
-        } else {
-            if (out[r].nbytes)
-                memcpy(p, out[r].data, out[r].nbytes);
-            bufs[op->nin + r] = p;
-        }
-        tensor_free(&out[r]);
-    }
-    return rc;
+    return 0;
 }
 
 /* Library calls under DISC_PROFILE: timed per shape of the call. */

@@ -4,6 +4,7 @@
  *   dcc emit FILE [--stage ir] [-o OUT]      print a stage of the pipeline
  *   dcc check DIR [--backend interp]         run an ONNX backend-test directory
  *   dcc run MODEL --input N=F.pb --output-dir DIR   run a model on tensor files
+ *   dcc compile MODEL -o model.o --emit-header model.h   ahead of time
  *
  * FILE is IR text (.disc) or an ONNX model (.onnx). Every error is one
  * located line on stderr. Exit status: 0 success, 1 an error in the input
@@ -32,6 +33,7 @@ static const char usage_main[] =
     "  check DIR    run an ONNX backend-test directory (model.onnx, test_data_set_*)\n"
     "  run MODEL    run a model on TensorProto inputs, write the outputs\n"
     "  bench DIR    compile once, then time the runs of every data set\n"
+    "  compile MODEL -o OUT.o   ahead of time into an object (or .so) for C programs\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (dcc <command> --help for a command)\n"
@@ -303,5 +305,7 @@ int main(int argc, char **argv)
         return dcc_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return dcc_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "compile"))
+        return dcc_compile(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd, usage_main);
 }

@@ -4,6 +4,7 @@
  *
  *   dcc.c    main, the dispatch, `dcc emit`
  *   check.c  `dcc check` (ONNX backend-test directories) and `dcc run`
+ *   compile.c `dcc compile`: ahead of time into an object
  *
  * Each entry point takes the arguments after the command name and returns
  * the process exit status.
@@ -16,5 +17,6 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 int dcc_check(int argc, char **argv);
 int dcc_run(int argc, char **argv);
 int dcc_bench(int argc, char **argv);
+int dcc_compile(int argc, char **argv);
 
 #endif

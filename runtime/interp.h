@@ -40,6 +40,13 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
 bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
                    Tensor *out, Diag *d);
 
+/* op of a compiled model on the host (hostop.c): the operands are bufs[0,
+ * nin) with the dims their types give under syms; each result r goes to
+ * run memory of rt (a DiscRt) at bufs[nin + r], its shape to out_shapes[r].
+ * Returns 0, or -1 with the message in rt. */
+int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
+                       int64_t (*out_shapes)[MAX_RANK]);
+
 /* Half-precision conversions, round-to-nearest-even (NaN stays NaN, overflow
  * gives infinity). Exact widening to double. */
 uint16_t interp_f16_from_double(double v);

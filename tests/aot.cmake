@@ -1,0 +1,28 @@
+# aot.cmake — models compiled ahead of time (dcc compile), linked into a C
+# program with only the runtime archive, against the JIT at every data set
+# (label `aot`): every test model as an object, BERT with a weights file,
+# the GPT decoder as a shared object, and an IR model with host ops.
+if(NOT TARGET disc_rt_public OR NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
+  return()
+endif()
+set(DISC_AOT_CFLAGS "")
+if(DISC_SANITIZE)
+  set(DISC_AOT_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer")
+endif()
+function(disc_aot_test name model mode)
+  add_test(NAME aot/${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/aot/run_aot.py
+                   --dcc $<TARGET_FILE:dcc> --rtlib ${CMAKE_BINARY_DIR}/public/libdisc_rt.a
+                   --tmp ${CMAKE_BINARY_DIR}/aot --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${model})
+  set_tests_properties(aot/${name} PROPERTIES LABELS aot TIMEOUT 600)
+endfunction()
+file(GLOB DISC_AOT_MODELS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
+foreach(dir ${DISC_AOT_MODELS})
+  if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx)
+    get_filename_component(name ${dir} NAME)
+    disc_aot_test(${name} ${dir} obj)
+  endif()
+endforeach()
+disc_aot_test(bert_encoder/weights ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder weights)
+disc_aot_test(gpt_decoder/so ${CMAKE_SOURCE_DIR}/tests/models/gpt_decoder so)
+disc_aot_test(hostop ${CMAKE_SOURCE_DIR}/tests/aot/hostop.disc obj)

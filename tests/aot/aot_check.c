@@ -1,0 +1,133 @@
+/*
+ * aot_check.c — runs an AOT-compiled model (dcc compile) on raw tensors, for
+ * tests/aot/run_aot.py. Built per model against its generated header and
+ * linked with the object and the runtime archive only:
+ *
+ *     cc -DAOT_NAME=m -DAOT_UPPER=M -DAOT_HEADER='"m.h"' aot_check.c m.o libdisc_rt.a ...
+ *     aot_check DIR [--weights FILE]
+ *
+ * DIR holds input_K.bin (the data) and input_K.shape (the dims, as text);
+ * the program writes output_K.bin and output_K.shape there. On a failed run
+ * it prints the status and the message and exits with 1.
+ */
+#include AOT_HEADER
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define M(s) CAT(AOT_NAME, s)
+#define STR_(a) #a
+#define STR(a) STR_(a)
+
+static size_t dtype_bytes(const char *t)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+    } sizes[] = {{"f32", 4}, {"f64", 8}, {"f16", 2}, {"bf16", 2}, {"i8", 1},  {"u8", 1},  {"bool", 1},
+                 {"i16", 2}, {"u16", 2}, {"i32", 4}, {"u32", 4},  {"i64", 8}, {"u64", 8}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!strcmp(sizes[i].name, t))
+            return sizes[i].size;
+    return 0;
+}
+
+static void *read_input(const char *dir, int k, int rank, const char *dtype, int64_t *shape)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/input_%d.shape", dir, k);
+    FILE *f = fopen(path, "r");
+    size_t n = dtype_bytes(dtype);
+    for (int i = 0; f && i < rank; i++) {
+        long long d;
+        if (fscanf(f, "%lld", &d) != 1) {
+            fclose(f);
+            f = NULL;
+            break;
+        }
+        shape[i] = d;
+        n *= (size_t)d;
+    }
+    if (!f) {
+        fprintf(stderr, "aot_check: cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/input_%d.bin", dir, k);
+    void *data = malloc(n ? n : 1);
+    f = fopen(path, "rb");
+    if (!data || !f || fread(data, 1, n, f) != n) {
+        fprintf(stderr, "aot_check: cannot read %zu bytes from %s\n", n, path);
+        exit(2);
+    }
+    fclose(f);
+    return data;
+}
+
+static void write_output(const char *dir, int k, int rank, const char *dtype, const int64_t *shape,
+                         const void *data)
+{
+    char path[4096];
+    size_t n = dtype_bytes(dtype);
+    snprintf(path, sizeof path, "%s/output_%d.shape", dir, k);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < rank; i++) {
+        fprintf(f, "%lld ", (long long)shape[i]);
+        n *= (size_t)shape[i];
+    }
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
+    f = fopen(path, "wb");
+    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
+        fprintf(stderr, "aot_check: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--weights"))) {
+        fprintf(stderr, "usage: aot_check DIR [--weights FILE]\n");
+        return 2;
+    }
+    char err[1024] = "";
+#ifdef AOT_WEIGHTS
+    if (argc == 4 && M(_load_weights)(argv[3], err, sizeof err) != 0) {
+        printf("load_weights: %s\n", err);
+        return 1;
+    }
+#endif
+    enum { NI = CAT(AOT_UPPER, _NUM_INPUTS), NO = CAT(AOT_UPPER, _NUM_OUTPUTS) };
+    const void *in[NI + 1];
+    int64_t ishape[NI + 1][8];
+    const int64_t *ish[NI + 1];
+    for (int i = 0; i < NI; i++) {
+        in[i] = read_input(argv[1], i, M(_input_rank)[i], M(_input_dtype)[i], ishape[i]);
+        ish[i] = ishape[i];
+    }
+    void *out[NO + 1];
+    int64_t oshape[NO + 1][8];
+    int64_t *osh[NO + 1];
+    for (int i = 0; i < NO; i++)
+        osh[i] = oshape[i];
+    int rc = M(_run_arrays)(in, ish, out, osh, err, sizeof err);
+    if (rc != 0) {
+        printf("status %d: %s\n", rc, err);
+        return 1;
+    }
+    for (int i = 0; i < NO; i++) {
+        write_output(argv[1], i, M(_output_rank)[i], M(_output_dtype)[i], oshape[i], out[i]);
+        free(out[i]);
+    }
+    for (int i = 0; i < NI; i++)
+        free((void *)in[i]);
+#ifdef AOT_WEIGHTS
+    M(_unload_weights)();
+#endif
+    printf("%s: ran, %d outputs\n", STR(AOT_NAME), NO);
+    return 0;
+}
