@@ -26,3 +26,13 @@ endforeach()
 disc_aot_test(bert_encoder/weights ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder weights)
 disc_aot_test(gpt_decoder/so ${CMAKE_SOURCE_DIR}/tests/models/gpt_decoder so)
 disc_aot_test(hostop ${CMAKE_SOURCE_DIR}/tests/aot/hostop.disc obj)
+# dcc compile's usage errors: one line that says what is wrong
+set(mlp ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm/model.onnx)
+add_test(NAME aot/usage/extension COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.txt)
+set_tests_properties(aot/usage/extension PROPERTIES LABELS aot
+                     PASS_REGULAR_EXPRESSION "error: -o .*x.txt: the output is an object \\(.o\\) or a shared object")
+add_test(NAME aot/usage/name COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --name 9lives)
+set_tests_properties(aot/usage/name PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--name 9lives: not a C identifier")
+add_test(NAME aot/usage/unsupported COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/golden/errors/unknown_op.disc
+         -o ${CMAKE_BINARY_DIR}/aot/x.o)
+set_tests_properties(aot/usage/unsupported PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "unknown_op.disc:[0-9]+:[0-9]+: error")

@@ -156,6 +156,18 @@ def main():
             if expected is not None:
                 compare(got, expected[i], 1e-3, 1e-5, f"set {k} output {i} against the data set")
         print(f"set {k}: {len(out_types)} outputs match")
+    if a.mode == "weights":  # a damaged or foreign weights file is refused with a message
+        raw = bytearray(open(weights, "rb").read())
+        for what, data, msg in [("truncated", raw[:len(raw) // 2], "shorter than its header"),
+                                ("corrupt", raw[:-1] + bytes([raw[-1] ^ 1]), "checksum"),
+                                ("foreign", b"\0" * len(raw), "not this model's")]:
+            bad = os.path.join(tmp, f"{what}.weights")
+            open(bad, "wb").write(data)
+            p = subprocess.run([exe, os.path.join(tmp, "set_0"), "--weights", bad], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            if p.returncode != 1 or msg not in p.stdout:
+                sys.exit(f"FAIL: a {what} weights file: exit {p.returncode}, {p.stdout!r}")
+            print(f"{what} weights file refused: {p.stdout.strip()}")
     print(f"PASS: {a.model} ({a.mode}), {len(sets)} data sets")
 
 
