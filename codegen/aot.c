@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define B (cg->b)
 
@@ -542,6 +543,13 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
 
 /* ---- the compile --------------------------------------------------------------- */
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static bool emit_object(LLVMModuleRef mod, const AotOpts *o, const char *path, Diag *d)
 {
     char *triple = LLVMGetDefaultTargetTriple();
@@ -628,8 +636,10 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
     }
     if (ok && a.failed_io)
         ok = diag_set(d, "error: cannot write %s", o->weights_path);
+    double t3 = now(), t4 = t3;
     if (ok) {
         cg_optimise(m.mod, co->opt_level, o->cpu, o->cpu ? "" : NULL);
+        t4 = now();
         if (co->dump_after && !strcmp(co->dump_after, "llvm")) {
             char *txt = LLVMPrintModuleToString(m.mod);
             fputs(txt, stderr);
@@ -637,6 +647,13 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
         }
         ok = emit_object(m.mod, o, obj_path, d);
     }
+    if (ok && co->verbose)
+        fprintf(stderr,
+                "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
+                "object %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls for %d ops; "
+                "%lld bytes of weights in %s\n",
+                1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (now() - t4), m.nlaunch,
+                m.nkernels, m.nlibrary, g->nops, (long long)a.woff, a.wf ? o->weights_path : "the object");
     if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL))
         ok = diag_set(d, "error: cannot write %s", header_path);
     if (a.wf) { /* the header: magic, size, checksum */

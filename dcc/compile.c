@@ -23,6 +23,7 @@
 static const char usage_compile[] =
     "usage: dcc compile MODEL -o OUT.o|OUT.so [--emit-header FILE.h] [--weights FILE]\n"
     "                   [--name NAME] [--cpu CPU] [--assume HINT]... [-O N] [-v]\n"
+    "                   [--dump-after=PASS]\n"
     "\n"
     "Compiles MODEL (.onnx, or IR text) once, for every shape it accepts, into a\n"
     "native object: the kernels, the host flow and the constants, with entry points\n"
@@ -46,6 +47,8 @@ static const char usage_compile[] =
     "  --assume HINT      a fact about the symbols, e.g. 'S %% 8 == 0' (repeatable)\n"
     "  -O N               LLVM optimisation level, 0..3 (default 3)\n"
     "  -v                 times per stage\n"
+    "  --dump-after=PASS  the IR after PASS on stderr: shape, canon, fusion, memplan\n"
+    "                     or llvm (the optimised module, entry points included)\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
@@ -136,6 +139,7 @@ static double now(void)
 int dcc_compile(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL, *header = NULL, *weights = NULL, *name = NULL, *cpu = NULL;
+    const char *dump = NULL;
     const char *assume[64];
     int nassume = 0, level = 3;
     bool verbose = false;
@@ -146,6 +150,14 @@ int dcc_compile(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "-v")) {
             verbose = true;
+        } else if (!strncmp(a, "--dump-after=", 13)) {
+            dump = a + 13;
+            static const char *const passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
+            bool known = false;
+            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
+                known |= !strcmp(dump, passes[k]);
+            if (!known)
+                return usage_error("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", dump);
         } else if (!strcmp(a, "-o") || !strcmp(a, "--emit-header") || !strcmp(a, "--weights") ||
                    !strcmp(a, "--name") || !strcmp(a, "--cpu") || !strcmp(a, "--assume") || !strcmp(a, "-O")) {
             if (i + 1 >= argc)
@@ -211,7 +223,7 @@ int dcc_compile(int argc, char **argv)
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
     ShapeOpts sopts = {assume, nassume};
-    CgOpts co = {.opt_level = level, .verbose = verbose};
+    CgOpts co = {.opt_level = level, .verbose = verbose, .dump_after = dump};
     AotOpts ao = {.name = name, .weights_path = weights, .cpu = cpu, .pic = so};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
     int rc = 0;
