@@ -4,9 +4,9 @@
  * Requires: a fusion plan (its group order is the schedule). Leaves the
  * graph and the plan unchanged.
  *
- * Every value a kernel writes for another kernel (not a graph output, not a
- * library or host-op result, which those allocate themselves) gets a slot
- * in one block allocated per run. A value is live from the group that
+ * Every value a kernel or a library call writes for another kernel (not a
+ * graph output, not a host-op result, which the interpreter's code
+ * allocates) gets a slot in one block allocated per run. A value is live from the group that
  * writes it to the last group that reads it; when it dies its slot is free
  * for values written later whose size is provably no larger: the same
  * element count and element size (equal dims are equal pointers), or an
@@ -33,9 +33,26 @@ static bool planned(const Graph *g, const Group *grp, const Value *v)
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v)
             return false;
-    if (grp->kind == FUSE_LIBRARY)
-        return v != grp->root->out[0]; /* the epilogue's outputs */
-    return grp->kind == FUSE_LOOP || grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH;
+    return grp->kind == FUSE_LOOP || grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH ||
+           grp->kind == FUSE_LIBRARY; /* its call's result and the epilogue's */
+}
+
+/* The values group grp writes into memory the host flow allocates: its
+ * outputs, and a library call's result when only its epilogue reads it. */
+static int written(const Graph *g, const Group *grp, const Value **out)
+{
+    int n = 0;
+    for (int k = 0; k < grp->nouts; k++)
+        if (planned(g, grp, grp->outs[k]))
+            out[n++] = grp->outs[k];
+    if (grp->kind == FUSE_LIBRARY && grp->root && planned(g, grp, grp->root->out[0])) {
+        bool seen = false;
+        for (int k = 0; k < n; k++)
+            seen |= out[k] == grp->root->out[0];
+        if (!seen)
+            out[n++] = grp->root->out[0];
+    }
+    return n;
 }
 
 MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
@@ -66,9 +83,10 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
     /* liveness over the group order */
     for (int gi = 0; gi < fp->n; gi++) {
         const Group *grp = &fp->groups[gi];
-        for (int k = 0; k < grp->nouts; k++)
-            if (planned(g, grp, grp->outs[k]))
-                def[grp->outs[k]->id] = last[grp->outs[k]->id] = gi;
+        const Value *w[grp->nouts + 1];
+        int nw = written(g, grp, w);
+        for (int k = 0; k < nw; k++)
+            def[w[k]->id] = last[w[k]->id] = gi;
         for (int k = 0; k < grp->nins; k++)
             last[grp->ins[k]->id] = gi;
         if (grp->kind == FUSE_LIBRARY || grp->kind == FUSE_OPAQUE || grp->kind == FUSE_SHAPE)
@@ -80,8 +98,10 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
     DimCtx *cx = &g->dims;
     for (int gi = 0; gi < fp->n; gi++) {
         const Group *grp = &fp->groups[gi];
-        for (int k = 0; k < grp->nouts; k++) {
-            const Value *v = grp->outs[k];
+        const Value *w[grp->nouts + 1];
+        int nw = written(g, grp, w);
+        for (int k = 0; k < nw; k++) {
+            const Value *v = w[k];
             if (def[v->id] != gi)
                 continue;
             Dim *bytes = value_bytes(cx, v);
@@ -132,7 +152,7 @@ void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env)
     int planned = 0;
     for (int i = 0; i < mp->g->nvalues; i++)
         planned += mp->slot_of[i] >= 0;
-    fprintf(f, "#   %d values written by kernels for other kernels share %d slots\n", planned, mp->nslots);
+    fprintf(f, "#   %d values written by kernels and library calls share %d slots\n", planned, mp->nslots);
     for (int s = 0; s < mp->nslots; s++) {
         fprintf(f, "#   slot %d: offset ", s);
         dim_print(f, mp->offset[s]);
