@@ -349,7 +349,7 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
  * counts of its operands (in) and of its results (out). */
 static bool fold_worth(const Op *op, size_t in, size_t out)
 {
-    bool layout = op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT);
+    bool layout = op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT || op->kind == OP_RESHAPE);
     if (layout)
         return true;
     if (out > FOLD_MAX_ELEMS || out > (in > 0 ? in : 1))
