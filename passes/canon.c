@@ -27,7 +27,8 @@
  *      reference interpreter and becomes constants. Bounded: at most
  *      FOLD_MAX_ELEMS result elements, never more than its operands hold
  *      (a broadcast of a scalar stays a broadcast: kernels read a scalar
- *      constant as an immediate), and matmul/conv only when cheap; a
+ *      constant as an immediate), and only when cheap (FOLD_MAX_WORK
+ *      elements read and written, or multiply-adds for matmul/conv); a
  *      transpose or convert of one constant folds at any size (it saves
  *      that copy on every run), a reshape of one constant shares its data.
  *      The interpreter computes in double and rounds once, so a folded
@@ -55,7 +56,7 @@
 enum {
     CANON_ROUNDS = 8,           /* bound on rounds to the fixed point */
     FOLD_MAX_ELEMS = 1 << 20,   /* result elements a fold may create */
-    FOLD_MAX_WORK = 1 << 26,    /* multiply-adds a folded dot or conv may do */
+    FOLD_MAX_WORK = 1 << 24,    /* elements a fold may read and write, multiply-adds of a dot or conv */
     FOLD_MAX_IN = 32,           /* operands and results of a folded op */
 };
 
@@ -349,17 +350,17 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
  * counts of its operands (in) and of its results (out). */
 static bool fold_worth(const Op *op, size_t in, size_t out)
 {
-    bool layout = op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT || op->kind == OP_RESHAPE);
-    if (layout)
-        return true;
+    if (op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT || op->kind == OP_RESHAPE))
+        return true; /* a layout change of weights: saves a copy on every run */
     if (out > FOLD_MAX_ELEMS || out > (in > 0 ? in : 1))
         return false;
-    if (op_info(op->kind)->cat == CAT_LIB) { /* bounded by out * |rhs| */
+    size_t work = in + out;
+    if (op_info(op->kind)->cat == CAT_LIB) { /* bounded by out * |weights| */
         size_t w;
-        if (!type_static_numel(&op->in[op->nin - 1]->type, &w) || !size_mul(w, out, &w) || w > FOLD_MAX_WORK)
+        if (!type_static_numel(&op->in[op->nin - 1]->type, &w) || !size_mul(w, out, &work))
             return false;
     }
-    return true;
+    return work <= FOLD_MAX_WORK;
 }
 
 /* A constant of type t holding data (owned: released with the graph),
