@@ -1,12 +1,64 @@
 /*
- * canon.c — canonicalisation. Requires a verified graph; keeps it verified.
+ * canon.c — canonicalisation. Requires a verified graph, after shape
+ * analysis (equal dims are equal pointers); keeps it verified. Invalidates
+ * nothing that shape analysis computed about dims; values it removes may
+ * still be named by a ShapeInfo's size classes, which later stages do not
+ * read.
  *
  * canon_dce removes ops none of whose results is used by another op or by
  * the graph outputs, walking backwards so that chains die in one pass.
+ *
+ * canon_run rewrites the graph in rounds until nothing changes (at most
+ * CANON_ROUNDS). A round walks the ops once in program order; each op first
+ * has its operands redirected to their replacements (a table by value id,
+ * so a round costs one walk, not one walk per replaced value), then:
+ *
+ *   1. algebraic simplification, exact in floating point (simplify):
+ *      identity ops (a reshape, broadcast or transpose to the same shape, a
+ *      convert to the same dtype, an empty slice or pad, a one-operand
+ *      concat); x*1, 1*x, x/1; integer x+0, 0+x, x-0; float x+(-0.0),
+ *      (-0.0)+x and x-(+0.0) only: x+(+0.0) is not x when x is -0.0
+ *      (-0.0 + 0.0 = +0.0), so it stays; neg(neg(x)); convert(convert(x))
+ *      back to x's dtype through a dtype that holds every value of it;
+ *      transpose(transpose(x)) as one transpose of x (dropped if it is the
+ *      identity); reshape(reshape(x)) as one reshape of x;
+ *   2. constant folding (fold): an op all of whose operands are constants
+ *      with data, and all of whose results have constant dims, runs on the
+ *      reference interpreter and becomes constants. Bounded: at most
+ *      FOLD_MAX_ELEMS result elements, never more than its operands hold
+ *      (a broadcast of a scalar stays a broadcast: kernels read a scalar
+ *      constant as an immediate), and only when cheap (FOLD_MAX_WORK
+ *      elements read and written, or multiply-adds for matmul/conv); a
+ *      transpose or convert of one constant folds at any size (it saves
+ *      that copy on every run), a reshape of one constant shares its data.
+ *      The interpreter computes in double and rounds once, so a folded
+ *      value can be more accurate than the compiled kernel would be;
+ *   3. common-subexpression elimination (cse): ops of one kind with equal
+ *      attributes, operands (in either order for add, mul, and, or, xor,
+ *      cmp eq/ne) and result types compute the same values; the first is
+ *      kept, uses of the later ones go to it. Constants merge only when
+ *      their bytes are equal (hashed on a sample, then compared in full).
+ *
+ * Then dead ops go (canon_dce). Only ops whose category says they are pure
+ * functions of their operands are folded or merged (pure): every op of
+ * ops.def today; a future op with state or randomness (CAT_MISC) never is.
+ *
+ * Folded data lives as long as the graph: malloc'd by the interpreter and
+ * released with graph_keep, or shared with the constant it came from.
  */
 #include "passes/passes.h"
+#include "runtime/interp.h" /* the oracle folds constants; it depends on ir/ only */
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+enum {
+    CANON_ROUNDS = 8,           /* bound on rounds to the fixed point */
+    FOLD_MAX_ELEMS = 1 << 20,   /* result elements a fold may create */
+    FOLD_MAX_WORK = 1 << 24,    /* elements a fold may read and write, multiply-adds of a dot or conv */
+    FOLD_MAX_IN = 32,           /* operands and results of a folded op */
+};
 
 int canon_dce(Graph *g)
 {
@@ -35,10 +87,101 @@ int canon_dce(Graph *g)
     return removed;
 }
 
-static bool same_type(const Type *a, const Type *b)
+/* ---- the state of one round ------------------------------------------ */
+
+typedef struct Canon {
+    Graph *g;
+    Value **repl;   /* by value id: the value that replaces it, or NULL */
+    int nrepl;
+    Op **set;       /* CSE: open-addressed set of kept ops */
+    uint32_t *hash; /* their hashes */
+    int cap, count;
+    CanonStats *st;
+} Canon;
+
+static Value *resolve(const Canon *c, Value *v)
 {
-    return type_eq(a, b);
+    while (v->id < c->nrepl && c->repl[v->id])
+        v = c->repl[v->id];
+    return v;
 }
+
+static bool replace(Canon *c, Value *from, Value *to)
+{
+    if (from->id >= c->nrepl) {
+        int n = c->nrepl ? c->nrepl : 64;
+        while (n <= from->id)
+            n *= 2;
+        Value **r = realloc(c->repl, (size_t)n * sizeof *r);
+        if (!r)
+            return false;
+        memset(r + c->nrepl, 0, (size_t)(n - c->nrepl) * sizeof *r);
+        c->repl = r;
+        c->nrepl = n;
+    }
+    c->repl[from->id] = to;
+    if (!to->name)
+        to->name = from->name;
+    return true;
+}
+
+static bool pure(OpKind k)
+{
+    return op_info(k)->cat != CAT_MISC;
+}
+
+/* ---- constants -------------------------------------------------------- */
+
+/* The constant defining v, if its data is at hand. */
+static const Op *const_def(const Value *v)
+{
+    const Op *d = v->def;
+    if (!d || d->kind != OP_CONST || !d->cst || d->cst->src == CONST_ELIDED || (!d->cst->data && d->cst->nbytes))
+        return NULL;
+    return d;
+}
+
+/* A host tensor over constant v's data (borrowed); false if its shape is
+ * not static or its size disagrees with its type. */
+static bool const_tensor(const Value *v, Tensor *t)
+{
+    const Op *d = const_def(v);
+    size_t n, bytes;
+    if (!d || !type_static_numel(&v->type, &n) || !size_mul(n, dtype_size(v->type.dtype), &bytes) ||
+        bytes != d->cst->nbytes)
+        return false;
+    memset(t, 0, sizeof *t);
+    t->dtype = v->type.dtype;
+    t->rank = v->type.rank;
+    for (int i = 0; i < t->rank; i++)
+        t->shape[i] = v->type.dims[i]->c;
+    t->data = (void *)d->cst->data;
+    t->nbytes = bytes;
+    return true;
+}
+
+/* True if v is a constant every element of which is `want`; for floats a
+ * zero must also have the sign of `want`. */
+static bool const_all(const Value *v, double want)
+{
+    Tensor t;
+    if (!const_tensor(v, &t) || t.dtype == DT_BOOL)
+        return false;
+    size_t n = tensor_numel(&t);
+    bool fl = dtype_is_float(t.dtype);
+    for (size_t i = 0; i < n; i++) {
+        if (fl) {
+            double x = interp_load_f(&t, i);
+            if (x != want || signbit(x) != signbit(want))
+                return false;
+        } else if (interp_load_i(&t, i) != (int64_t)want) {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+/* ---- 1. algebraic simplification -------------------------------------- */
 
 static bool all_const(const Attr *a, int64_t v)
 {
@@ -51,7 +194,7 @@ static bool all_const(const Attr *a, int64_t v)
 /* True if op computes its first operand unchanged. */
 static bool is_identity(const Op *op)
 {
-    if (op->nin < 1 || op->nout != 1 || !same_type(&op->in[0]->type, &op->out[0]->type))
+    if (op->nin < 1 || op->nout != 1 || !type_eq(&op->in[0]->type, &op->out[0]->type))
         return false;
     switch (op->kind) {
     case OP_BROADCAST: {
@@ -84,17 +227,439 @@ static bool is_identity(const Op *op)
     }
 }
 
+/* Bits of an integer dtype and whether it is signed; 0 for others. */
+static int int_bits(DType t, bool *sign)
+{
+    *sign = t == DT_I8 || t == DT_I16 || t == DT_I32 || t == DT_I64;
+    switch (t) {
+    case DT_I8: case DT_U8: return 8;
+    case DT_I16: case DT_U16: return 16;
+    case DT_I32: case DT_U32: return 32;
+    case DT_I64: case DT_U64: return 64;
+    default: return 0;
+    }
+}
+
+/* True if converting any `from` value to `to` and back gives it again. */
+static bool convert_lossless(DType from, DType to)
+{
+    if (from == DT_BOOL)
+        return true; /* 0 or 1, and back through x != 0 */
+    bool sf, st;
+    int bf = int_bits(from, &sf), bt = int_bits(to, &st);
+    if (bf && bt) /* the range of `from` inside the range of `to` */
+        return sf == st ? bt >= bf : !sf && st && bt > bf;
+    if (bf) { /* integers held exactly by the float's significand */
+        int sig = to == DT_F64 ? 53 : to == DT_F32 ? 24 : to == DT_F16 ? 11 : to == DT_BF16 ? 8 : 0;
+        return bf - sf <= sig;
+    }
+    switch (from) {
+    case DT_F16:
+    case DT_BF16: return to == DT_F32 || to == DT_F64;
+    case DT_F32: return to == DT_F64;
+    default: return false;
+    }
+}
+
+/* The operand that a binary op passes through unchanged, or NULL. */
+static Value *binary_passthrough(const Op *op)
+{
+    Value *a = op->in[0], *b = op->in[1];
+    const Type *t = &op->out[0]->type;
+    if (t->dtype == DT_BOOL)
+        return NULL;
+    bool fl = dtype_is_float(t->dtype);
+    bool a_is = type_eq(&a->type, t), b_is = type_eq(&b->type, t);
+    switch (op->kind) {
+    case OP_MUL:
+        if (a_is && const_all(b, 1))
+            return a;
+        if (b_is && const_all(a, 1))
+            return b;
+        return NULL;
+    case OP_DIV:
+        return a_is && const_all(b, 1) ? a : NULL;
+    case OP_ADD: /* x + (-0.0) is x for every x; x + 0.0 is not for -0.0 */
+        if (a_is && const_all(b, fl ? -0.0 : 0))
+            return a;
+        if (b_is && const_all(a, fl ? -0.0 : 0))
+            return b;
+        return NULL;
+    case OP_SUB: /* x - 0.0 is x + (-0.0) */
+        return a_is && const_all(b, 0) ? a : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Simplifies op: returns the value that replaces its result, or NULL; sets
+ * *changed when it rewrote op in place instead. */
+static Value *simplify(Canon *c, Op *op, bool *changed)
+{
+    if (op->nout != 1)
+        return NULL;
+    if (is_identity(op))
+        return op->in[0];
+    Value *x = op->nin == 1 ? op->in[0] : NULL;
+    Op *in = x ? x->def : NULL;
+    const Type *t = &op->out[0]->type;
+    switch (op->kind) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV:
+        return binary_passthrough(op);
+    case OP_NEG:
+        return in && in->kind == OP_NEG && type_eq(&in->in[0]->type, t) ? in->in[0] : NULL;
+    case OP_CONVERT:
+        if (in && in->kind == OP_CONVERT && type_eq(&in->in[0]->type, t) &&
+            convert_lossless(t->dtype, x->type.dtype))
+            return in->in[0];
+        return NULL;
+    case OP_TRANSPOSE: {
+        if (!in || in->kind != OP_TRANSPOSE)
+            return NULL;
+        const Attr *p2 = op_attr(op, "perm"), *p1 = op_attr(in, "perm");
+        int64_t q[MAX_RANK];
+        for (int i = 0; i < p2->n; i++)
+            q[i] = p1->ints[p2->ints[i]];
+        Attr a = {.name = "perm", .kind = ATTR_INTS, .n = p2->n, .ints = q};
+        op_set_attr(c->g, op, &a);
+        op->in[0] = in->in[0];
+        *changed = true;
+        return is_identity(op) ? op->in[0] : NULL;
+    }
+    case OP_RESHAPE: {
+        if (!in || in->kind != OP_RESHAPE)
+            return NULL;
+        Graph *g = c->g;
+        if (type_numel(&g->dims, &in->in[0]->type) != type_numel(&g->dims, t))
+            return NULL;
+        op->in[0] = in->in[0];
+        *changed = true;
+        return is_identity(op) ? op->in[0] : NULL;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* ---- 2. constant folding ---------------------------------------------- */
+
+/* True if op is worth folding and cheap enough to fold, given the element
+ * counts of its operands (in) and of its results (out). */
+static bool fold_worth(const Op *op, size_t in, size_t out)
+{
+    if (op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT || op->kind == OP_RESHAPE))
+        return true; /* a layout change of weights: saves a copy on every run */
+    if (out > FOLD_MAX_ELEMS || out > (in > 0 ? in : 1))
+        return false;
+    size_t work = in + out;
+    if (op_info(op->kind)->cat == CAT_LIB) { /* bounded by out * |weights| */
+        size_t w;
+        if (!type_static_numel(&op->in[op->nin - 1]->type, &w) || !size_mul(w, out, &work))
+            return false;
+    }
+    return work <= FOLD_MAX_WORK;
+}
+
+/* A constant of type t holding data (owned: released with the graph),
+ * placed just before op and named after v. */
+static Value *const_before(Canon *c, Op *op, const Value *v, void *data, size_t nbytes, bool owned)
+{
+    Graph *g = c->g;
+    if (owned && !graph_keep(g, data, free)) {
+        free(data);
+        return NULL;
+    }
+    Value *k = build_const(g, v->type, data, nbytes, false);
+    if (!k)
+        return NULL;
+    graph_move_op(g, k->def, op);
+    k->def->src = op->src;
+    k->def->line = op->line;
+    return k;
+}
+
+static bool cse(Canon *c, Op *op);
+
+/* Folds op if its operands are constants; true if it did. */
+static bool fold(Canon *c, Op *op)
+{
+    if (op->nin < 1 || op->nin > FOLD_MAX_IN || !pure(op->kind) || op->kind == OP_CONST)
+        return false;
+    Tensor in[FOLD_MAX_IN];
+    const Tensor *inp[FOLD_MAX_IN];
+    size_t nin = 0, nout = 0, n;
+    for (int i = 0; i < op->nin; i++) {
+        if (!const_tensor(op->in[i], &in[i]) || !size_add(nin, tensor_numel(&in[i]), &nin))
+            return false;
+        inp[i] = &in[i];
+    }
+    for (int r = 0; r < op->nout; r++)
+        if (!type_static_numel(&op->out[r]->type, &n) || !size_add(nout, n, &nout))
+            return false;
+    if (!fold_worth(op, nin, nout))
+        return false;
+    Value *k[FOLD_MAX_IN] = {0};
+    if (op->kind == OP_RESHAPE) { /* the same bytes: share them */
+        if (!(k[0] = const_before(c, op, op->out[0], in[0].data, in[0].nbytes, false)))
+            return false;
+    } else {
+        if (op->nout > FOLD_MAX_IN)
+            return false;
+        Tensor out[FOLD_MAX_IN];
+        memset(out, 0, sizeof out);
+        Diag d = {0};
+        bool ok = interp_run_op(c->g, op, NULL, 0, inp, out, &d);
+        for (int r = 0; ok && r < op->nout; r++) { /* what the interpreter made must be what the type says */
+            const Type *t = &op->out[r]->type;
+            ok = out[r].dtype == t->dtype && out[r].rank == t->rank && out[r].data;
+            for (int i = 0; ok && i < t->rank; i++)
+                ok = out[r].shape[i] == t->dims[i]->c;
+        }
+        for (int r = 0; r < op->nout; r++) {
+            if (ok && !out[r].owned) { /* a view of an operand: copy it */
+                void *p = malloc(out[r].nbytes ? out[r].nbytes : 1);
+                if (p && out[r].nbytes)
+                    memcpy(p, out[r].data, out[r].nbytes);
+                out[r].data = p;
+                out[r].owned = p != NULL;
+                ok = p != NULL;
+            }
+            if (ok && !(k[r] = const_before(c, op, op->out[r], out[r].data, out[r].nbytes, true)))
+                ok = false;
+            if (!k[r])
+                tensor_free(&out[r]);
+        }
+        if (!ok)
+            return false; /* constants already made die unused */
+    }
+    for (int r = 0; r < op->nout; r++) {
+        if (!replace(c, op->out[r], k[r]))
+            return false;
+        cse(c, k[r]->def); /* the same constant may exist already */
+    }
+    c->st->folded++;
+    return true;
+}
+
+/* ---- 3. common-subexpression elimination ------------------------------ */
+
+static uint32_t mix(uint32_t h, uint64_t x)
+{
+    h ^= (uint32_t)x ^ (uint32_t)(x >> 32);
+    return h * 16777619u;
+}
+
+static uint64_t ptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+static bool commutes(const Op *op)
+{
+    switch (op->kind) {
+    case OP_ADD: case OP_MUL: case OP_AND: case OP_OR: case OP_XOR:
+        return true;
+    case OP_CMP: {
+        const char *dir = op_attr_str(op, "dir", "");
+        return !strcmp(dir, "eq") || !strcmp(dir, "ne");
+    }
+    default:
+        return false; /* max/min: which zero comes out of max(-0.0, 0.0) depends on the order */
+    }
+}
+
+static uint32_t op_hash(const Op *op)
+{
+    uint32_t h = 2166136261u;
+    h = mix(h, (uint64_t)op->kind);
+    if (commutes(op))
+        h = mix(h, ptr(op->in[0]) ^ ptr(op->in[1]));
+    else
+        for (int i = 0; i < op->nin; i++)
+            h = mix(h, ptr(op->in[i]));
+    for (int r = 0; r < op->nout; r++) {
+        const Type *t = &op->out[r]->type;
+        h = mix(h, (uint64_t)t->dtype);
+        for (int i = 0; i < t->rank; i++)
+            h = mix(h, ptr(t->dims[i]));
+    }
+    for (int i = 0; i < op->nattrs; i++) {
+        const Attr *a = &op->attrs[i];
+        switch (a->kind) {
+        case ATTR_INT: h = mix(h, (uint64_t)a->i); break;
+        case ATTR_DTYPE: h = mix(h, (uint64_t)a->dt); break;
+        case ATTR_INTS:
+            for (int j = 0; j < a->n; j++)
+                h = mix(h, (uint64_t)a->ints[j]);
+            break;
+        case ATTR_DIMS:
+            for (int j = 0; j < a->n; j++)
+                h = mix(h, ptr(a->dims[j]));
+            break;
+        default: h = mix(h, (uint64_t)a->n); break;
+        }
+    }
+    if (op->kind == OP_CONST) { /* a sample of the bytes: the ends and the middle */
+        const unsigned char *p = op->cst->data;
+        size_t n = op->cst->nbytes, m = n / 2;
+        h = mix(h, n);
+        for (size_t i = 0; i < 32 && i < n; i++)
+            h = mix(h, (uint64_t)p[i] << 8 | p[n - 1 - i] | (uint64_t)p[m + i / 2] << 16);
+    }
+    return h;
+}
+
+static bool attr_eq(const Attr *a, const Attr *b)
+{
+    if (strcmp(a->name, b->name) || a->kind != b->kind || a->n != b->n)
+        return false;
+    switch (a->kind) {
+    case ATTR_INT: return a->i == b->i;
+    case ATTR_FLOAT: return !memcmp(&a->f, &b->f, sizeof a->f); /* bits: -0.0 and NaN as written */
+    case ATTR_STR: return a->s == b->s || (a->s && b->s && !strcmp(a->s, b->s));
+    case ATTR_DTYPE: return a->dt == b->dt;
+    case ATTR_INTS: return !a->n || !memcmp(a->ints, b->ints, (size_t)a->n * sizeof *a->ints);
+    case ATTR_FLOATS: return !a->n || !memcmp(a->floats, b->floats, (size_t)a->n * sizeof *a->floats);
+    case ATTR_DIMS: return !a->n || !memcmp(a->dims, b->dims, (size_t)a->n * sizeof *a->dims);
+    }
+    return false;
+}
+
+static bool op_eq(const Op *a, const Op *b)
+{
+    if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout || a->nattrs != b->nattrs)
+        return false;
+    bool same = true;
+    for (int i = 0; i < a->nin && same; i++)
+        same = a->in[i] == b->in[i];
+    if (!same && !(commutes(a) && a->in[0] == b->in[1] && a->in[1] == b->in[0]))
+        return false;
+    for (int r = 0; r < a->nout; r++)
+        if (!type_eq(&a->out[r]->type, &b->out[r]->type))
+            return false;
+    for (int i = 0; i < a->nattrs; i++)
+        if (!attr_eq(&a->attrs[i], &b->attrs[i]))
+            return false;
+    if (a->kind == OP_CONST)
+        return a->cst->nbytes == b->cst->nbytes &&
+               (a->cst->data == b->cst->data || !memcmp(a->cst->data, b->cst->data, a->cst->nbytes));
+    return true;
+}
+
+static bool set_grow(Canon *c)
+{
+    int cap = c->cap ? 2 * c->cap : 256;
+    Op **set = calloc((size_t)cap, sizeof *set);
+    uint32_t *hash = calloc((size_t)cap, sizeof *hash);
+    if (!set || !hash) {
+        free(set);
+        free(hash);
+        return false;
+    }
+    for (int i = 0; i < c->cap; i++) {
+        if (!c->set[i])
+            continue;
+        int j = (int)(c->hash[i] & (uint32_t)(cap - 1));
+        while (set[j])
+            j = (j + 1) & (cap - 1);
+        set[j] = c->set[i];
+        hash[j] = c->hash[i];
+    }
+    free(c->set);
+    free(c->hash);
+    c->set = set;
+    c->hash = hash;
+    c->cap = cap;
+    return true;
+}
+
+/* Redirects op's results to an equal op's seen before, or remembers op;
+ * true if it redirected. */
+static bool cse(Canon *c, Op *op)
+{
+    if (!pure(op->kind) || op->nout < 1 || (op->kind == OP_CONST && !const_def(op->out[0])))
+        return false;
+    if (2 * (c->count + 1) > c->cap && !set_grow(c))
+        return false;
+    uint32_t h = op_hash(op);
+    int j = (int)(h & (uint32_t)(c->cap - 1));
+    for (; c->set[j]; j = (j + 1) & (c->cap - 1)) {
+        Op *o = c->set[j];
+        if (c->hash[j] != h || o == op || !op_eq(o, op))
+            continue;
+        for (int r = 0; r < op->nout; r++)
+            if (!replace(c, op->out[r], o->out[r]))
+                return false;
+        c->st->cse++;
+        return true;
+    }
+    c->set[j] = op;
+    c->hash[j] = h;
+    c->count++;
+    return false;
+}
+
+/* ---- the driver -------------------------------------------------------- */
+
+/* One walk over the ops; returns the number of rewrites. */
+static int canon_round(Canon *c)
+{
+    Graph *g = c->g;
+    int n = 0;
+    c->count = 0;
+    if (c->set)
+        memset(c->set, 0, (size_t)c->cap * sizeof *c->set);
+    for (Op *op = g->first, *next; op; op = next) {
+        next = op->next;
+        for (int i = 0; i < op->nin; i++)
+            op->in[i] = resolve(c, op->in[i]);
+        bool changed = false;
+        Value *to = simplify(c, op, &changed);
+        if (to && replace(c, op->out[0], to)) {
+            c->st->simplified++;
+            n++;
+            continue;
+        }
+        if (changed) {
+            c->st->simplified++;
+            n++;
+        }
+        if (fold(c, op) || cse(c, op))
+            n++;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        g->outputs[i] = resolve(c, g->outputs[i]);
+    return n;
+}
+
+int canon_run(Graph *g, CanonStats *st)
+{
+    CanonStats local;
+    if (!st)
+        st = &local;
+    memset(st, 0, sizeof *st);
+    st->ops_before = g->nops;
+    Canon c = {.g = g, .st = st};
+    int total = 0;
+    for (int round = 0; round < CANON_ROUNDS; round++) {
+        if (c.repl)
+            memset(c.repl, 0, (size_t)c.nrepl * sizeof *c.repl);
+        int n = canon_round(&c);
+        int dead = canon_dce(g);
+        st->removed += dead;
+        st->rounds++;
+        total += n + dead;
+        if (!n && !dead)
+            break;
+    }
+    free(c.repl);
+    free(c.set);
+    free(c.hash);
+    st->ops_after = g->nops;
+    return total;
+}
+
 int canon_simplify(Graph *g)
 {
-    int n = 0;
-    graph_for_each_op(g, op) {
-        if (!is_identity(op))
-            continue;
-        Value *from = op->out[0], *to = op->in[0];
-        if (!to->name)
-            to->name = from->name;
-        graph_replace_uses(g, from, to);
-        n++;
-    }
-    return n + canon_dce(g);
+    return canon_run(g, NULL);
 }

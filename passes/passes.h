@@ -1,7 +1,8 @@
 /*
  * passes.h — analyses and transformations over the IR.
  *
- *   canon.c     dead-code elimination (more canonicalisation follows)
+ *   canon.c     canonicalisation: algebraic simplification, constant folding,
+ *               common subexpressions, dead code
  *   dimmap.c    substitution of dims (a map from Dim to Dim)
  *   shapeval.c  shape-value propagation: int64 tensors that hold shapes are
  *               tracked element by element as Dims; dyn_* ops whose shape
@@ -43,10 +44,28 @@ bool dim_mentions(const Dim *d, const Dim *sym);
 
 /* Removes ops whose results are unused; returns the number removed. */
 int canon_dce(Graph *g);
-/* Removes ops that compute an operand unchanged (a broadcast, reshape or
- * transpose to the same shape, a convert to the same dtype, an empty pad or
- * slice), then dead ops. Run after shape analysis, when equal dims are
- * equal pointers. Returns the number of ops removed. */
+
+/* What canon_run did. */
+typedef struct CanonStats {
+    int simplified;  /* algebraic rewrites (identities, x*1, double negation, ...) */
+    int folded;      /* ops evaluated into constants */
+    int cse;         /* ops merged into an equal earlier op */
+    int removed;     /* dead ops removed */
+    int rounds;      /* walks over the graph, at most 8 */
+    int ops_before, ops_after;
+} CanonStats;
+
+/* Canonicalises g to a fixed point (bounded): exact algebraic
+ * simplification (identity ops such as a reshape or transpose to the same
+ * shape or a convert to the same dtype; x*1, x/1, x+(-0.0), x-0.0, integer
+ * x+0; neg(neg(x)); lossless convert round trips; transpose of transpose
+ * and reshape of reshape as one op), constant folding on the reference
+ * interpreter (bounded in size; never for impure ops), common-subexpression
+ * elimination (constants by their bytes), and dead-code elimination. Run
+ * after shape analysis, when equal dims are equal pointers. st may be NULL.
+ * Returns the number of rewrites plus ops removed (0: nothing changed). */
+int canon_run(Graph *g, CanonStats *st);
+/* canon_run(g, NULL). */
 int canon_simplify(Graph *g);
 
 /* ---- shape analysis -------------------------------------------------- */
