@@ -150,6 +150,7 @@ typedef struct CgModule {
     char **kdesc;      /* per kernel */
     int nkernels, nlaunch, nlibrary;
     double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
+    CanonStats canon;  /* what canonicalisation did */
 } CgModule;
 bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContextRef ctx, struct CgAot *aot,
                      void *self, CgModule *out, Diag *d);

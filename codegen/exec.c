@@ -343,7 +343,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContext
         return false;
     if (o->dump_after && !strcmp(o->dump_after, "shape"))
         shape_print(stderr, m->si);
-    canon_simplify(g);
+    canon_run(g, &m->canon);
     if (o->dump_after && !strcmp(o->dump_after, "canon"))
         graph_print(stderr, g, &(PrintOpts){16, true});
     double t1 = now();
@@ -467,9 +467,11 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         }
     if (o->verbose)
         fprintf(stderr,
-                "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
-                "JIT %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls for %d ops\n",
-                1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
+                "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified), "
+                "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
+                "launches (%d distinct kernels) and %d library calls for %d ops\n",
+                1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
+                m.canon.simplified, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
                 e->nkernels, m.nlibrary, g->nops);
     return e;
 fail:

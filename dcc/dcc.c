@@ -51,6 +51,8 @@ static const char usage_emit[] =
     "  --stage STAGE   ir     the verified input graph (the default)\n"
     "                  shape  after shape analysis: resolved dims, dim and size\n"
     "                         classes, constraints, the host shape program\n"
+    "                  canon  after shape analysis and canonicalisation (constant\n"
+    "                         folding, CSE, algebraic simplification, DCE)\n"
     "                  fusion the fusion plan: groups (loop, input, stitch,\n"
     "                         library, opaque) with their ops, inputs, outputs\n"
     "                  memplan the memory plan: slots of one block per run, their\n"
@@ -197,8 +199,9 @@ static int cmd_emit(int argc, char **argv)
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
     if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0 &&
-        strcmp(stage, "fusion") != 0 && strcmp(stage, "memplan") != 0)
-        return usage_error("unknown stage '%s' (stages: ir, shape, fusion, memplan, llvm)", stage, usage_emit);
+        strcmp(stage, "fusion") != 0 && strcmp(stage, "memplan") != 0 && strcmp(stage, "canon") != 0)
+        return usage_error("unknown stage '%s' (stages: ir, shape, canon, fusion, memplan, llvm)", stage,
+                           usage_emit);
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
     po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
@@ -224,6 +227,21 @@ static int cmd_emit(int argc, char **argv)
             shape_print(f, si);
             shape_info_free(si);
         }
+    } else if (!strcmp(stage, "canon")) {
+        Diag d = {0};
+        ShapeOpts so = {assume, nassume};
+        ShapeInfo *si = shape_analyze(g, &so, &d);
+        if (!si) {
+            fprintf(stderr, "%s\n", d.msg);
+            rc = EXIT_INPUT;
+        } else {
+            CanonStats st;
+            canon_run(g, &st);
+            graph_print(f, g, &po);
+            fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dead, %d rounds\n",
+                    st.ops_before, st.ops_after, st.folded, st.cse, st.simplified, st.removed, st.rounds);
+            shape_info_free(si);
+        }
     } else if (!strcmp(stage, "memplan")) {
         rc = emit_memplan(f, g, assume, nassume, bind);
     } else if (!strcmp(stage, "fusion")) {
@@ -232,7 +250,7 @@ static int cmd_emit(int argc, char **argv)
         ShapeInfo *si = shape_analyze(g, &so, &d);
         FusionPlan *fp = NULL;
         if (si) {
-            canon_simplify(g);
+            canon_run(g, NULL);
             fp = fuse_plan(si, &d);
         }
         if (!fp) {
