@@ -69,6 +69,7 @@ typedef struct Cg {
     int nreused;               /* groups that reused an earlier kernel */
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
+    int nepilogue;             /* of them, applying the start of their epilogue */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     /* per function being emitted */
@@ -148,7 +149,7 @@ typedef struct CgModule {
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
-    int nkernels, nlaunch, nlibrary;
+    int nkernels, nlaunch, nlibrary, nepilogue;
     double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
     CanonStats canon;  /* what canonicalisation did */
 } CgModule;

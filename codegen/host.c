@@ -202,7 +202,6 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
 }
 
 static bool emit_shape_op(Host *h, Op *op);
-static bool emit_kernel_group(Host *h, const Group *grp);
 
 /* One op as its own group: the fallback for a group no template takes. */
 static bool emit_single(Host *h, Op *op)
@@ -222,11 +221,11 @@ static bool emit_single(Host *h, Op *op)
     case FUSE_SHAPE: return emit_shape_op(h, op);
     case FUSE_LIBRARY: return host_emit_library_op(h, op);
     case FUSE_OPAQUE: return host_emit_host_op(h, op);
-    default: return emit_kernel_group(h, &g1);
+    default: return host_emit_kernel_group(h, &g1);
     }
 }
 
-static bool emit_kernel_group(Host *h, const Group *grp)
+bool host_emit_kernel_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
     KernelInfo ki = {0};
@@ -334,40 +333,6 @@ static bool emit_shape_op(Host *h, Op *op)
     return true;
 }
 
-/* The library op, then its epilogue as a loop kernel over its result. */
-static bool emit_library(Host *h, const Group *grp)
-{
-    Op *root = grp->root;
-    if (!host_emit_library_op(h, root))
-        return false;
-    int first = 0;
-    while (first < grp->nops && grp->ops[first] != root)
-        first++;
-    if (first + 1 >= grp->nops)
-        return true;
-    /* the epilogue: the ops after the root, reading the root's result */
-    Group epi = *grp;
-    epi.kind = FUSE_LOOP;
-    epi.ops = grp->ops + first + 1;
-    epi.nops = grp->nops - first - 1;
-    Value *ins[grp->nins + 1];
-    int n = 0;
-    for (int i = 0; i < grp->nins; i++)
-        ins[n++] = grp->ins[i];
-    ins[n++] = root->out[0];
-    epi.ins = ins;
-    epi.nins = n;
-    epi.root = epi.ops[epi.nops - 1];
-    Value *outs[grp->nouts];
-    int no = 0;
-    for (int i = 0; i < grp->nouts; i++)
-        if (grp->outs[i] != root->out[0])
-            outs[no++] = grp->outs[i];
-    epi.outs = outs;
-    epi.nouts = no;
-    return no == 0 || emit_kernel_group(h, &epi);
-}
-
 bool cg_host(Cg *cg, void *self)
 {
     Graph *g = cg->g;
@@ -406,10 +371,10 @@ bool cg_host(Cg *cg, void *self)
         case FUSE_LOOP:
         case FUSE_INPUT:
         case FUSE_STITCH:
-            ok = emit_kernel_group(&h, grp);
+            ok = host_emit_kernel_group(&h, grp);
             break;
         case FUSE_LIBRARY:
-            ok = emit_library(&h, grp);
+            ok = host_emit_library_group(&h, grp);
             break;
         case FUSE_OPAQUE:
             ok = host_emit_host_op(&h, grp->root ? grp->root : grp->ops[0]);

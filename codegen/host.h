@@ -13,6 +13,7 @@ typedef struct Host {
     LLVMValueRef block; /* the memory plan's one block for this run */
     LLVMValueRef rt, io, shapes, syms;
     LLVMValueRef *vbuf; /* by value id: i8* */
+    int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
 } Host;
 
 LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
@@ -30,5 +31,11 @@ bool host_emit_host_op(Host *h, Op *op);
  * guarded where its layout holds only for some shapes; the host op where
  * the library does not take it. */
 bool host_emit_library_op(Host *h, Op *op);
+/* A library group: the call, with the start of its epilogue that the
+ * library applies as it writes the result (bias, activation, residual
+ * add), then the rest of the epilogue as a loop kernel. */
+bool host_emit_library_group(Host *h, const Group *grp);
+/* A loop, input or stitch group as a kernel launch (or split up). */
+bool host_emit_kernel_group(Host *h, const Group *grp);
 
 #endif

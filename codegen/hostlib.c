@@ -183,8 +183,19 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
     return window(cx, op, xt, nsp, c, DISC_PL_IN, DISC_PL_STRIDE, DISC_PL_DILATION, DISC_PL_PAD_LO, DISC_PL_PAD_HI);
 }
 
-/* The call, with the result written to the value's buffer. */
-static bool emit_call(Host *h, Op *op, const LibCall *c)
+/* The start of a library group's epilogue that the library applies as it
+ * writes the result: result = post(op + bias) + residual. */
+typedef struct Fused {
+    Value *bias, *residual; /* NULL: none */
+    DiscPost post;
+    Value *result;          /* the last value of the chain */
+    Op *ops[8];             /* the chain's ops */
+    int nops;
+} Fused;
+
+/* The call, with the result written to the value's buffer (fz: with the
+ * fused epilogue, into the buffer of fz->result). */
+static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
     LLVMValueRef fields = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, c->nfields), "");
@@ -196,11 +207,23 @@ static bool emit_call(Host *h, Op *op, const LibCall *c)
             LLVMBuildStore(B, LLVMBuildSelect(B, one, cg_i64(cg, 0), cg_dim(cg, c->f[s]), ""),
                            host_gep(cg, cg->t_i64, fields, s));
     }
+    if (fz && fz->post != DISC_POST_NONE)
+        LLVMBuildStore(B, cg_i64(cg, fz->post),
+                       host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
             return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
-    LLVMValueRef out = host_alloc(h, op->out[0]);
     LLVMValueRef null = LLVMConstPointerNull(cg->t_p8), rc;
+    LLVMValueRef bias = null, residual = null;
+    if (fz && ((fz->bias && !(bias = h->vbuf[fz->bias->id])) || (fz->residual && !(residual = h->vbuf[fz->residual->id]))))
+        return diag_set(cg->d, "codegen: %s: an epilogue operand has no buffer", op_info(op->kind)->name);
+    LLVMValueRef out;
+    if (!fz) {
+        out = host_alloc(h, op->out[0]);
+    } else { /* the chain's result in its own buffer, or in the call's (planned) one */
+        out = host_alloc(h, alloc_result ? fz->result : op->out[0]);
+        h->vbuf[op->out[0]->id] = h->vbuf[fz->result->id] = out;
+    }
     LLVMTypeRef fty;
     char fn[64]; /* the JIT under DISC_PROFILE times calls: disc_prof_call_* */
     snprintf(fn, sizeof fn, "%s%s", !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt",
@@ -213,35 +236,37 @@ static bool emit_call(Host *h, Op *op, const LibCall *c)
     } else {
         LLVMTypeRef params[7] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8};
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, 7, &fty);
-        LLVMValueRef a[7] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], null, null, out};
+        LLVMValueRef a[7] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
         rc = LLVMBuildCall2(B, fty, f, a, 7, "");
     }
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     return true;
 }
 
-bool host_emit_library_op(Host *h, Op *op)
+/* Whether the library takes op, and the call's fields. */
+static bool lib_call(DimCtx *cx, const Op *op, LibCall *c)
+{
+    memset(c, 0, sizeof *c);
+    switch (op->kind) {
+    case OP_DOT: return dot_call(cx, op, c);
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE: return conv_call(cx, op, c);
+    case OP_POOL: return pool_call(cx, op, c);
+    default: return false;
+    }
+}
+
+static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
-    DimCtx *cx = &cg->g->dims;
-    LibCall c = {0};
-    bool takes = false;
-    switch (op->kind) {
-    case OP_DOT: takes = dot_call(cx, op, &c); break;
-    case OP_CONV:
-    case OP_CONV_TRANSPOSE: takes = conv_call(cx, op, &c); break;
-    case OP_POOL: takes = pool_call(cx, op, &c); break;
-    default: break;
-    }
-    if (!takes)
-        return host_emit_host_op(h, op);
     cg->nlibrary++;
-    if (c.nguards == 0)
-        return emit_call(h, op, &c);
+    cg->nepilogue += fz != NULL;
+    if (c->nguards == 0)
+        return emit_call(h, op, c, fz, alloc_result);
     /* pads known only at run time: the library where they are all >= 0 */
     LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, false);
-    for (int i = 0; i < c.nguards; i++)
-        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, cg_dim(cg, c.guard[i]), cg_i64(cg, 0), ""), "");
+    for (int i = 0; i < c->nguards; i++)
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, cg_dim(cg, c->guard[i]), cg_i64(cg, 0), ""), "");
     LLVMValueRef res = LLVMBuildAlloca(cg->eb, cg->t_p8, "");
     LLVMBasicBlockRef lib = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "lib");
     LLVMBasicBlockRef host = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "hostop");
@@ -249,7 +274,7 @@ bool host_emit_library_op(Host *h, Op *op)
     LLVMBuildCondBr(B, ok, lib, host);
     Value *y = op->out[0];
     LLVMPositionBuilderAtEnd(B, lib);
-    if (!emit_call(h, op, &c))
+    if (!emit_call(h, op, c, NULL, false))
         return false;
     LLVMBuildStore(B, h->vbuf[y->id], res);
     LLVMBuildBr(B, join);
@@ -262,4 +287,256 @@ bool host_emit_library_op(Host *h, Op *op)
     LLVMPositionBuilderAtEnd(B, join);
     h->vbuf[y->id] = LLVMBuildLoad2(B, cg->t_p8, res, "");
     return true;
+}
+
+bool host_emit_library_op(Host *h, Op *op)
+{
+    LibCall c;
+    if (!lib_call(&h->cg->g->dims, op, &c))
+        return host_emit_host_op(h, op);
+    return emit_library(h, op, &c, NULL, false);
+}
+
+/* ---- epilogues the library applies ------------------------------------------ */
+
+/* Uses of every value by ops and graph outputs. */
+static int *use_counts(Host *h)
+{
+    Graph *g = h->cg->g;
+    if (h->nuse)
+        return h->nuse;
+    h->nuse = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h->nuse);
+    if (!h->nuse)
+        return NULL;
+    for (const Op *op = g->first; op; op = op->next)
+        for (int i = 0; i < op->nin; i++)
+            h->nuse[op->in[i]->id]++;
+    for (int i = 0; i < g->noutputs; i++)
+        h->nuse[g->outputs[i]->id]++;
+    return h->nuse;
+}
+
+/* The value of a scalar f32 constant (any rank, one element). */
+static bool scalar(const Value *v, double *out)
+{
+    const Op *d = v->def;
+    size_t n;
+    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || v->type.dtype != DT_F32 ||
+        !type_static_numel(&v->type, &n) || n != 1)
+        return false;
+    float f;
+    memcpy(&f, d->cst->data, 4);
+    *out = f;
+    return true;
+}
+
+static bool near(const Value *v, double want)
+{
+    double x;
+    return scalar(v, &x) && x > want - 1e-6 && x < want + 1e-6;
+}
+
+/* The other operand of binary op if one of them is v. */
+static Value *other(const Op *op, const Value *v)
+{
+    return op->in[0] == v ? op->in[1] : op->in[1] == v ? op->in[0] : NULL;
+}
+
+static bool same_type(const Type *a, const Type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+/* The epilogue ops (after the root) that read v; returns how many. */
+static int users(const Group *grp, int first, const Value *v, Op **out, int max)
+{
+    int n = 0;
+    for (int i = first; i < grp->nops; i++) {
+        Op *op = grp->ops[i];
+        for (int j = 0; j < op->nin; j++)
+            if (op->in[j] == v) {
+                if (n < max)
+                    out[n] = op;
+                n++;
+                break;
+            }
+    }
+    return n;
+}
+
+/* The single epilogue op that reads v, of kind k, when nothing else does. */
+static Op *sole(const Group *grp, int first, const int *nuse, const Value *v, OpKind k)
+{
+    Op *u[2];
+    if (users(grp, first, v, u, 2) != 1 || u[0]->kind != k || u[0]->nout != 1)
+        return NULL;
+    int uses = 0;
+    for (int j = 0; j < u[0]->nin; j++)
+        uses += u[0]->in[j] == v;
+    return nuse[v->id] == uses && same_type(&u[0]->out[0]->type, &v->type) ? u[0] : NULL;
+}
+
+/* A bias for the result y of op: f32, broadcast along axis `axis` of y only
+ * (its other dims 1), contiguous. */
+static bool bias_fits(const Type *y, const Value *b, int axis)
+{
+    const Type *t = &b->type;
+    if (t->dtype != DT_F32 || t->rank > y->rank || t->rank == 0)
+        return false;
+    int off = y->rank - t->rank;
+    for (int i = 0; i < t->rank; i++) {
+        bool want = off + i == axis;
+        if (want ? t->dims[i] != y->dims[axis] : !(dim_is_const(t->dims[i]) && t->dims[i]->c == 1))
+            return false;
+    }
+    return axis >= off;
+}
+
+/* GELU (erf form) of x: x * 0.5 * (1 + erf(x / sqrt 2)) in the two orders
+ * PyTorch exports; returns its result value. */
+static Value *gelu(const Group *grp, int first, const int *nuse, Value *x, Fused *fz)
+{
+    Op *u[2];
+    if (users(grp, first, x, u, 2) != 2 || nuse[x->id] != 2)
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        Op *d = u[k], *m = u[1 - k];
+        bool scale = (d->kind == OP_DIV && d->in[0] == x && near(d->in[1], 1.4142135623730951)) ||
+                     (d->kind == OP_MUL && other(d, x) && near(other(d, x), 0.7071067811865476));
+        if (!scale || m->kind != OP_MUL)
+            continue;
+        Op *e = sole(grp, first, nuse, d->out[0], OP_ERF);
+        Op *a = e ? sole(grp, first, nuse, e->out[0], OP_ADD) : NULL;
+        if (!a || !near(other(a, e->out[0]), 1.0))
+            continue;
+        Op *f;
+        if (other(m, x) == a->out[0] && nuse[a->out[0]->id] == 1) { /* (x * (1 + erf)) * 0.5 */
+            f = sole(grp, first, nuse, m->out[0], OP_MUL);
+            if (!f || !near(other(f, m->out[0]), 0.5))
+                continue;
+        } else if (near(other(m, x), 0.5)) { /* (x * 0.5) * (1 + erf) */
+            f = sole(grp, first, nuse, m->out[0], OP_MUL);
+            if (!f || other(f, m->out[0]) != a->out[0] || nuse[a->out[0]->id] != 1)
+                continue;
+        } else {
+            continue;
+        }
+        Op *ops[5] = {d, e, a, m, f};
+        for (int i = 0; i < 5; i++)
+            fz->ops[fz->nops++] = ops[i];
+        return same_type(&f->out[0]->type, &x->type) ? f->out[0] : NULL;
+    }
+    return NULL;
+}
+
+/* Whether v is computed by the epilogue (so not there when the call runs). */
+static bool in_epilogue(const Group *grp, int first, const Value *v)
+{
+    for (int i = first; i < grp->nops; i++)
+        for (int j = 0; j < grp->ops[i]->nout; j++)
+            if (grp->ops[i]->out[j] == v)
+                return true;
+    return false;
+}
+
+/* The chain bias? activation? residual? after op's result, each step read
+ * by nothing else. */
+static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibCall *c, Fused *fz)
+{
+    int *nuse = use_counts(h);
+    Value *x = op->out[0];
+    memset(fz, 0, sizeof *fz);
+    fz->result = x;
+    if (!nuse || op->kind == OP_POOL || x->type.dtype != DT_F32 || c->nguards)
+        return;
+    int axis = op->kind == OP_DOT ? x->type.rank - 1 : 1;
+    if (op->kind == OP_DOT && c->f[DISC_MM_N] != x->type.dims[axis])
+        return; /* the columns span several axes */
+    Op *s = sole(grp, first, nuse, x, OP_ADD);
+    if (s && other(s, x) != x && bias_fits(&x->type, other(s, x), axis) && !in_epilogue(grp, first, other(s, x))) {
+        fz->bias = other(s, x);
+        fz->ops[fz->nops++] = s;
+        x = s->out[0];
+    }
+    Op *u[2];
+    Value *g = NULL;
+    if ((s = sole(grp, first, nuse, x, OP_MAX)) && near(other(s, x), 0.0)) {
+        fz->post = DISC_POST_RELU;
+        fz->ops[fz->nops++] = s;
+        x = s->out[0];
+    } else if ((s = sole(grp, first, nuse, x, OP_TANH)) || (s = sole(grp, first, nuse, x, OP_SIGMOID))) {
+        fz->post = s->kind == OP_TANH ? DISC_POST_TANH : DISC_POST_SIGMOID;
+        fz->ops[fz->nops++] = s;
+        x = s->out[0];
+    } else if (users(grp, first, x, u, 2) == 2 && (g = gelu(grp, first, nuse, x, fz))) {
+        fz->post = DISC_POST_GELU_ERF;
+        x = g;
+    }
+    if ((s = sole(grp, first, nuse, x, OP_ADD))) {
+        Value *r = other(s, x);
+        if (r != x && same_type(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
+            fz->residual = r;
+            fz->ops[fz->nops++] = s;
+            x = s->out[0];
+        }
+    }
+    fz->result = x;
+}
+
+bool host_emit_library_group(Host *h, const Group *grp)
+{
+    Cg *cg = h->cg;
+    Op *root = grp->root;
+    int first = 0;
+    while (first < grp->nops && grp->ops[first] != root)
+        first++;
+    first++;
+    LibCall c;
+    Fused fz = {0};
+    bool takes = lib_call(&cg->g->dims, root, &c);
+    if (takes)
+        match_chain(h, grp, first, root, &c, &fz);
+    bool is_out = false;
+    for (int i = 0; i < grp->nouts; i++)
+        is_out |= grp->outs[i] == fz.result;
+    bool ok = !takes ? host_emit_host_op(h, root) : emit_library(h, root, &c, fz.nops ? &fz : NULL, is_out);
+    if (!ok)
+        return false;
+    /* the rest of the epilogue: a loop kernel reading the chain's result */
+    Op *ops[grp->nops + 1];
+    int n = 0;
+    for (int i = first; i < grp->nops; i++) {
+        bool fused = false;
+        for (int k = 0; k < fz.nops; k++)
+            fused |= grp->ops[i] == fz.ops[k];
+        if (!fused)
+            ops[n++] = grp->ops[i];
+    }
+    if (n == 0)
+        return true;
+    Group epi = *grp;
+    epi.kind = FUSE_LOOP;
+    epi.ops = ops;
+    epi.nops = n;
+    Value *ins[grp->nins + 1];
+    int ni = 0;
+    for (int i = 0; i < grp->nins; i++)
+        ins[ni++] = grp->ins[i];
+    ins[ni++] = fz.result;
+    epi.ins = ins;
+    epi.nins = ni;
+    epi.root = ops[n - 1];
+    Value *outs[grp->nouts + 1];
+    int no = 0;
+    for (int i = 0; i < grp->nouts; i++)
+        if (grp->outs[i] != root->out[0] && grp->outs[i] != fz.result)
+            outs[no++] = grp->outs[i];
+    epi.outs = outs;
+    epi.nouts = no;
+    return no == 0 || host_emit_kernel_group(h, &epi);
 }

@@ -36,3 +36,4 @@ set_tests_properties(aot/usage/name PROPERTIES LABELS aot PASS_REGULAR_EXPRESSIO
 add_test(NAME aot/usage/unsupported COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/golden/errors/unknown_op.disc
          -o ${CMAKE_BINARY_DIR}/aot/x.o)
 set_tests_properties(aot/usage/unsupported PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "unknown_op.disc:[0-9]+:[0-9]+: error")
+disc_aot_test(epilogue ${CMAKE_SOURCE_DIR}/tests/aot/epilogue.disc obj)

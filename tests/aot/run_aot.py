@@ -13,8 +13,9 @@ header and linked with the object and the runtime archive only (or with the
 the data set's expected outputs (to the model tests' tolerance).
 
 For an IR text model (.disc, e.g. one with host ops): inputs come from the
-`# aot-input NAME DTYPE SHAPE` lines of the file, random, and the oracle is
-`dcc run --backend interp`.
+`# aot-input NAME DTYPE SHAPE...` lines of the file (one shape per data
+set), random, and the oracle is `dcc run --backend interp`; `# aot-expect-v
+REGEX` lines must match what `dcc compile -v` reports.
 """
 import argparse
 import os
@@ -99,7 +100,10 @@ def main():
         weights = os.path.join(tmp, name + ".weights")
         cmd += ["--weights", weights]
         flags.append("-DAOT_WEIGHTS")
-    run(cmd + ["-o", out], env=dict(os.environ, DISC_RT_LIB=os.path.abspath(a.rtlib)))
+    log = run(cmd + ["-o", out, "-v"], env=dict(os.environ, DISC_RT_LIB=os.path.abspath(a.rtlib)))
+    for want in ([] if is_dir else re.findall(r"^# aot-expect-v (.*)$", open(model).read(), re.M)):
+        if not re.search(want, log):  # what the compile must report (dcc compile -v)
+            sys.exit(f"FAIL: dcc compile -v does not say /{want}/:\n{log}")
     exe = os.path.join(tmp, "aot_check")
     run([a.cc, "-O1", *flags, f"-I{tmp}", f"-DAOT_NAME={name}", f"-DAOT_UPPER={name.upper()}",
          f'-DAOT_HEADER="{name}.h"', os.path.join(HERE, "aot_check.c"), *link, *libs, "-o", exe])
@@ -151,7 +155,9 @@ def main():
         for i, dt in enumerate(out_types):
             shape = tuple(int(x) for x in open(os.path.join(d, f"output_{i}.shape")).read().split())
             got = np.fromfile(os.path.join(d, f"output_{i}.bin"), dtype=NP[dt]).reshape(shape)
-            compare(got, read_pb(os.path.join(jit, f"output_{i}.pb"))[1], 1e-6, 1e-6,
+            # the JIT runs the same code; the interpreter computes in double
+            tol = 1e-6 if backend == "cpu" else 1e-5
+            compare(got, read_pb(os.path.join(jit, f"output_{i}.pb"))[1], tol, tol,
                     f"set {k} output {i} against dcc run --backend {backend}")
             if expected is not None:
                 compare(got, expected[i], 1e-3, 1e-5, f"set {k} output {i} against the data set")
