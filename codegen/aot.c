@@ -138,7 +138,7 @@ LLVMValueRef aot_const_ptr(Host *h, const Op *op)
     return LLVMBuildGEP2(B, cg->t_i8, base, &ix, 1, "");
 }
 
-bool aot_emit_host_op(Host *h, Op *op)
+LLVMValueRef aot_call_host_op(Host *h, Op *op, LLVMValueRef arr)
 {
     Cg *cg = h->cg;
     cg->aot->need_ir = true;
@@ -156,25 +156,11 @@ bool aot_emit_host_op(Host *h, Op *op)
             b[2] = p->steps[i].sym->id;
         }
     LLVMValueRef bind = private_bytes(cg, binds, (size_t)(1 + 3 * binds[0]) * 8, 8, "disc.binds");
-    int n = op->nin + op->nout;
-    LLVMValueRef ptrs[n + 1];
-    for (int i = 0; i < op->nin; i++) {
-        ptrs[i] = h->vbuf[op->in[i]->id];
-        if (!ptrs[i])
-            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
-    }
-    for (int i = 0; i < op->nout; i++)
-        ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
-    LLVMValueRef arr = host_ptr_array(h, ptrs, n);
     LLVMTypeRef fty, params[6] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_p64, cg->t_pp8, cg->t_p64};
     LLVMValueRef f = host_fn_decl(cg, "disc_aot_host_op", cg->t_i32, params, 6, &fty);
     LLVMValueRef args[6] = {h->rt, LLVMConstBitCast(model_global(cg), cg->t_p8), cg_i64(cg, index),
                             LLVMConstBitCast(bind, cg->t_p64), arr, h->syms};
-    LLVMValueRef rc = LLVMBuildCall2(B, fty, f, args, 6, "");
-    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
-    for (int i = 0; i < op->nout; i++)
-        h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
-    return true;
+    return LLVMBuildCall2(B, fty, f, args, 6, "");
 }
 
 /* ---- the model's description ------------------------------------------- */

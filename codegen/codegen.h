@@ -176,7 +176,8 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
 /* Hooks of the host flow (host.c) for AOT objects. */
 struct Host;
 LLVMValueRef aot_const_ptr(struct Host *h, const Op *op);
-bool aot_emit_host_op(struct Host *h, Op *op);
+/* The call of the AOT host-op thunk with bufs = arr; returns its status. */
+LLVMValueRef aot_call_host_op(struct Host *h, Op *op, LLVMValueRef arr);
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d);
 /* Runs a compiled model on inputs; outputs are allocated (owned). */

@@ -275,9 +275,6 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
  * the Exec and the op are addresses. AOT objects call their own (aot.c). */
 bool host_emit_host_op(Host *h, Op *op)
 {
-    if (h->cg->aot)
-        return aot_emit_host_op(h, op);
-    const char *name = "disc_exec_host_op";
     Cg *cg = h->cg;
     int n = op->nin + op->nout;
     LLVMValueRef ptrs[n + 1];
@@ -288,11 +285,15 @@ bool host_emit_host_op(Host *h, Op *op)
     }
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
-    LLVMValueRef arr = host_ptr_array(h, ptrs, n);
-    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
-    LLVMValueRef f = host_fn_decl(cg, name, cg->t_i32, params, 5, &fty);
-    LLVMValueRef a[5] = {ptr_const(cg, h->self), h->rt, ptr_const(cg, op), arr, h->syms};
-    LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 5, "");
+    LLVMValueRef arr = host_ptr_array(h, ptrs, n), rc;
+    if (cg->aot) {
+        rc = aot_call_host_op(h, op, arr);
+    } else {
+        LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
+        LLVMValueRef f = host_fn_decl(cg, "disc_exec_host_op", cg->t_i32, params, 5, &fty);
+        LLVMValueRef a[5] = {ptr_const(cg, h->self), h->rt, ptr_const(cg, op), arr, h->syms};
+        rc = LLVMBuildCall2(B, fty, f, a, 5, "");
+    }
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     for (int i = 0; i < op->nout; i++)
         h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");

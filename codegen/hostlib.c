@@ -342,16 +342,6 @@ static Value *other(const Op *op, const Value *v)
     return op->in[0] == v ? op->in[1] : op->in[1] == v ? op->in[0] : NULL;
 }
 
-static bool same_type(const Type *a, const Type *b)
-{
-    if (a->dtype != b->dtype || a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* The epilogue ops (after the root) that read v; returns how many. */
 static int users(const Group *grp, int first, const Value *v, Op **out, int max)
 {
@@ -378,7 +368,7 @@ static Op *sole(const Group *grp, int first, const int *nuse, const Value *v, Op
     int uses = 0;
     for (int j = 0; j < u[0]->nin; j++)
         uses += u[0]->in[j] == v;
-    return nuse[v->id] == uses && same_type(&u[0]->out[0]->type, &v->type) ? u[0] : NULL;
+    return nuse[v->id] == uses && type_eq(&u[0]->out[0]->type, &v->type) ? u[0] : NULL;
 }
 
 /* A bias for the result y of op: f32, broadcast along axis `axis` of y only
@@ -429,7 +419,7 @@ static Value *gelu(const Group *grp, int first, const int *nuse, Value *x, Fused
         Op *ops[5] = {d, e, a, m, f};
         for (int i = 0; i < 5; i++)
             fz->ops[fz->nops++] = ops[i];
-        return same_type(&f->out[0]->type, &x->type) ? f->out[0] : NULL;
+        return type_eq(&f->out[0]->type, &x->type) ? f->out[0] : NULL;
     }
     return NULL;
 }
@@ -479,7 +469,7 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     }
     if ((s = sole(grp, first, nuse, x, OP_ADD))) {
         Value *r = other(s, x);
-        if (r != x && same_type(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
+        if (r != x && type_eq(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
             fz->residual = r;
             fz->ops[fz->nops++] = s;
             x = s->out[0];

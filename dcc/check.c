@@ -123,12 +123,6 @@ static int check_backend(const char *name, const char *text)
     return usage("unknown backend '%s' (backends: interp, cpu)", name, text);
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 static char *path_join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -204,18 +198,8 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
 {
     Diag d = {0};
     memset(m, 0, sizeof *m);
-    if (ends_with(path, ".onnx"))
-        m->g = onnx_import_file(path, NULL, &d);
-    else
-        m->g = graph_parse_file(path, &d);
-    if (m->g && !graph_verify(m->g, &d)) {
-        graph_free(m->g);
-        m->g = NULL;
-    }
-    if (!m->g) {
-        fprintf(stderr, "%s\n", d.msg);
+    if (!(m->g = dcc_load(path)))
         return EXIT_INPUT;
-    }
     char **printed = graph_value_names(m->g);
     m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
     m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);

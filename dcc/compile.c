@@ -8,7 +8,6 @@
  */
 #include "dcc/dcc.h"
 #include "codegen/codegen.h"
-#include "frontends/onnx/onnx.h"
 
 #include <ctype.h>
 #include <libgen.h>
@@ -58,12 +57,6 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n%s", usage_compile);
     return EXIT_USAGE;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* The default --name: OUT's base name up to the first '.', without "lib",
@@ -193,8 +186,8 @@ int dcc_compile(int argc, char **argv)
         return usage_error("%s", "no model given");
     if (!out)
         return usage_error("%s", "no output: -o OUT.o or -o OUT.so");
-    bool so = ends_with(out, ".so");
-    if (!so && !ends_with(out, ".o"))
+    bool so = dcc_ends_with(out, ".so");
+    if (!so && !dcc_ends_with(out, ".o"))
         return usage_error("-o %s: the output is an object (.o) or a shared object (.so)", out);
     char defname[128];
     if (!name) {
@@ -210,15 +203,9 @@ int dcc_compile(int argc, char **argv)
 
     double t0 = now();
     Diag d = {0};
-    Graph *g = ends_with(file, ".onnx") ? onnx_import_file(file, NULL, &d) : graph_parse_file(file, &d);
-    if (g && !graph_verify(g, &d)) {
-        graph_free(g);
-        g = NULL;
-    }
-    if (!g) {
-        fprintf(stderr, "%s\n", d.msg);
+    Graph *g = dcc_load(file);
+    if (!g)
         return EXIT_INPUT;
-    }
     double t1 = now();
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);

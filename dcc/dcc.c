@@ -76,18 +76,17 @@ static int usage_error(const char *fmt, const char *arg, const char *usage)
     return EXIT_USAGE;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+bool dcc_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Loads and verifies FILE; NULL with the message printed on error. */
-static Graph *load(const char *path)
+Graph *dcc_load(const char *path)
 {
     Diag d = {0};
     Graph *g = NULL;
-    if (ends_with(path, ".onnx")) {
+    if (dcc_ends_with(path, ".onnx")) {
         g = onnx_import_file(path, NULL, &d);
     } else {
         g = graph_parse_file(path, &d);
@@ -204,9 +203,9 @@ static int cmd_emit(int argc, char **argv)
                            usage_emit);
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
-    po.elide = elide >= 0 ? elide : ends_with(file, ".onnx");
+    po.elide = elide >= 0 ? elide : dcc_ends_with(file, ".onnx");
 
-    Graph *g = load(file);
+    Graph *g = dcc_load(file);
     if (!g)
         return EXIT_INPUT;
     FILE *f = stdout;

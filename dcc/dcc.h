@@ -14,6 +14,13 @@
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
+#include "ir/ir.h"
+
+/* Imports (.onnx) or parses (IR text) and verifies a model; NULL with the
+ * error printed (dcc.c). */
+Graph *dcc_load(const char *path);
+bool dcc_ends_with(const char *s, const char *suffix);
+
 int dcc_check(int argc, char **argv);
 int dcc_run(int argc, char **argv);
 int dcc_bench(int argc, char **argv);
