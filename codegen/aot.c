@@ -35,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define B (cg->b)
 
@@ -536,6 +538,43 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Whether LLVM knows `cpu` for triple: tried in a child process, since an
+ * unknown CPU makes LLVM print a warning and may abort it later. */
+static bool cpu_known(LLVMTargetRef target, const char *triple, const char *cpu)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return true; /* cannot tell: let LLVM say */
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return true;
+    }
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, "", LLVMCodeGenLevelDefault,
+                                                          LLVMRelocPIC, LLVMCodeModelDefault);
+        LLVMContextRef ctx = LLVMContextCreate();
+        LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("probe", ctx);
+        LLVMTypeRef fty = LLVMFunctionType(LLVMInt64TypeInContext(ctx), NULL, 0, false);
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, LLVMAddFunction(mod, "f", fty), ""));
+        LLVMBuildRet(b, LLVMConstInt(LLVMInt64TypeInContext(ctx), 1, false));
+        LLVMSetTarget(mod, triple);
+        char *err = NULL;
+        LLVMMemoryBufferRef buf = NULL;
+        _exit(LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf) ? 1 : 0);
+    }
+    close(fd[1]);
+    char text[512];
+    ssize_t n = read(fd[0], text, sizeof text);
+    close(fd[0]);
+    int st = 0;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && n <= 0;
+}
+
 static bool emit_object(LLVMModuleRef mod, const AotOpts *o, const char *path, Diag *d)
 {
     char *triple = LLVMGetDefaultTargetTriple();
@@ -575,6 +614,22 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
         if (!(isalnum((unsigned char)*c) || *c == '_') || isdigit((unsigned char)o->name[0]))
             return diag_set(d, "error: --name %s: not a C identifier", o->name);
     cg_llvm_init();
+    AotOpts oo = *o;
+    if (oo.cpu && !strcmp(oo.cpu, "native"))
+        oo.cpu = NULL;
+    o = &oo;
+    if (o->cpu) {
+        char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+        LLVMTargetRef target;
+        bool known = LLVMGetTargetFromTriple(triple, &target, &err) == 0 && cpu_known(target, triple, o->cpu);
+        if (!known)
+            diag_set(d, "error: --cpu %s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, skylake-avx512 "
+                        "or native)", o->cpu, triple);
+        LLVMDisposeMessage(triple);
+        LLVMDisposeMessage(err);
+        if (!known)
+            return false;
+    }
     CgAot a = {.o = o, .whash = 0xcbf29ce484222325ull};
     char *wtmp = NULL;
     if (o->weights_path) {

@@ -13,7 +13,7 @@ function(disc_aot_test name model mode)
   add_test(NAME aot/${name}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/aot/run_aot.py
                    --dcc $<TARGET_FILE:dcc> --rtlib ${CMAKE_BINARY_DIR}/public/libdisc_rt.a
-                   --tmp ${CMAKE_BINARY_DIR}/aot --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${model})
+                   --tmp ${CMAKE_BINARY_DIR}/aot --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${ARGN} ${model})
   set_tests_properties(aot/${name} PROPERTIES LABELS aot TIMEOUT 600)
 endfunction()
 file(GLOB DISC_AOT_MODELS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
@@ -37,3 +37,7 @@ add_test(NAME aot/usage/unsupported COMMAND dcc compile ${CMAKE_SOURCE_DIR}/test
          -o ${CMAKE_BINARY_DIR}/aot/x.o)
 set_tests_properties(aot/usage/unsupported PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "unknown_op.disc:[0-9]+:[0-9]+: error")
 disc_aot_test(epilogue ${CMAKE_SOURCE_DIR}/tests/aot/epilogue.disc obj)
+# for any x86-64 machine, not only this one
+disc_aot_test(bert_encoder/x86-64 ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder obj --cpu x86-64)
+add_test(NAME aot/usage/cpu COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --cpu pentium9000)
+set_tests_properties(aot/usage/cpu PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--cpu pentium9000: not a CPU LLVM knows")

@@ -76,12 +76,13 @@ def main():
     ap.add_argument("--mode", default="obj", choices=["obj", "weights", "so"])
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--cflags", default="")
+    ap.add_argument("--cpu", help="dcc compile --cpu")
     ap.add_argument("model")
     a = ap.parse_args()
     is_dir = os.path.isdir(a.model)
     model = os.path.join(a.model, "model.onnx") if is_dir else a.model
     base = os.path.basename(a.model.rstrip("/")).split(".")[0]
-    name = re.sub(r"\W", "_", base) + "_" + a.mode
+    name = re.sub(r"\W", "_", base) + "_" + a.mode + ("_" + re.sub(r"\W", "_", a.cpu) if a.cpu else "")
     tmp = os.path.join(a.tmp, name)
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -89,7 +90,7 @@ def main():
     header = os.path.join(tmp, name + ".h")
     libs = ["-ldnnl", "-lmvec", "-lm", "-lpthread", "-ldl"]
     flags = shlex.split(a.cflags)
-    cmd = [a.dcc, "compile", model, "--emit-header", header, "--name", name]
+    cmd = [a.dcc, "compile", model, "--emit-header", header, "--name", name] + (["--cpu", a.cpu] if a.cpu else [])
     if a.mode == "so":
         out = os.path.join(tmp, f"lib{name}.so")
         link = [f"-L{tmp}", f"-l{name}", f"-Wl,-rpath,{tmp}"]
