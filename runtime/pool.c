@@ -249,6 +249,12 @@ void disc_rt_pool_run(DiscRtPool *p, int threads, DiscKernelFn *fn, void *args, 
     else
         p->tail = j.prev;
     atomic_fetch_sub(&p->pending, 1);
+    if (j.active > 0 && !getenv("DISC_NOSPINWAIT")) {
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < SPIN && __atomic_load_n(&j.active, __ATOMIC_ACQUIRE) > 0; i++)
+            __builtin_ia32_pause();
+        pthread_mutex_lock(&p->mu);
+    }
     while (j.active > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
