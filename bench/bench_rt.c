@@ -14,8 +14,10 @@
  * and oneDNN's dnnl_sgemm. It prints "mm M N K plain packed sgemm", the
  * medians in microseconds; bench/bench_matmul.py reads that line.
  * `bench_rt mm M N K THREADS COPIES` cycles through COPIES distinct B
- * (each packed once), so that B comes from memory as in a model run
- * (BERT-base streams 340 MB of weights per run).
+ * (each packed once), each way a third of the copies apart, so that B
+ * comes from memory as in a model run (BERT-base streams 340 MB of
+ * weights per run); with one B it sits in cache and favours the ways
+ * that read it plain.
  */
 #include "runtime/rt.h"
 
@@ -88,13 +90,15 @@ static int bench_mm(int64_t M, int64_t N, int64_t K, int threads, int copies)
     int reps = (int)fmin(200, fmax(5, 0.3 * 200e9 / flop));
     double *t = malloc(sizeof *t * 3 * (size_t)reps);
     for (int i = -2 * copies; i < reps; i++) { /* two warm-up rounds: primitives made, B packed */
-        const float *b = bs[(i + 2 * copies) % copies];
+        /* each way on another copy, so that none finds B in cache from the way before */
+        int64_t at = i + 2 * copies;
+        const float *b = bs[at % copies], *b1 = bs[(at + copies / 3) % copies], *b2 = bs[(at + 2 * copies / 3) % copies];
         double t0 = now();
         int rc = disc_rt_matmul(rt, &d, a, b, c);
         double t1 = now();
-        rc |= disc_rt_matmul(rt, &dp, a, b, c);
+        rc |= disc_rt_matmul(rt, &dp, a, b1, c);
         double t2 = now();
-        dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+        dnnl_sgemm('N', 'N', M, N, K, 1.0f, a, K, b2, N, 0.0f, c, N);
         double t3 = now();
         disc_rt_reset(rt);
         if (rc != 0) {
