@@ -34,6 +34,25 @@
  * the activation an eltwise post-op; the residual a binary-add post-op
  * whose second operand has the layout of the result.
  *
+ * A packed copy is also what the column parts of a split call (below) run
+ * on: a part's weights are a panel-aligned column slice of the whole, and
+ * the slice of the whole's copy is the part's packed layout (whole_layout),
+ * so the weights are packed once whether calls use them whole or in parts.
+ *
+ * Split calls. A matmul on a run of two or more threads is cut into one
+ * part per thread, run on our pool (disc_rt_parallel_for), each part a
+ * oneDNN call on its thread alone: batches, rows from SPLIT_ROWS_MIN rows
+ * on, or else (constant f32 weights) panel-aligned column ranges. oneDNN's
+ * brgemm wants a dense result, so a column part computes into run memory
+ * and is copied (its residual added there) into its columns of C. This
+ * replaces oneDNN's OpenMP team for matmuls: under the passive policy
+ * every parallel region wakes a sleeping thread, 50-70 us per call, where
+ * our pool's workers spin a while after each job and the host flow keeps
+ * them busy. Measured on BERT-base at 1x13 (72 weight matmuls, 13 rows,
+ * bandwidth-bound on 340 MB of weights): 24.8 -> 21.9 ms; 2x64 92.6 ->
+ * 86.2 ms; 4x128 unchanged (304 -> 296 ms, within noise). DISC_SPLIT=0
+ * turns it off.
+ *
  * Threads. Debian's libdnnl (2.6) is built on OpenMP (libgomp): a primitive
  * forks an OpenMP team of omp_get_max_threads() threads from the calling
  * thread, apart from our pool. The host flow calls us between kernels, so
@@ -1039,8 +1058,14 @@ static void matmul_empty(const DiscMatmul *d, void *c)
 
 static int matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c, const Whole *whole);
 
-/* A matmul split into parts over our pool: by batch, rows or columns. */
+/* A matmul split into parts over our pool: by batch, rows or columns.
+ * Columns go in whole panels of PANEL (oneDNN's packed weights hold
+ * 64-column panels), and only below SPLIT_ROWS_MIN rows: from there the
+ * product is compute-bound, and rows (each part reading all of B) measured
+ * the same as oneDNN's own team on BERT-base at 4x128 while columns were
+ * 2.5% slower; at 2x64 (128 rows) columns were 8% faster than rows. */
 enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS };
+enum { PANEL = 64, SPLIT_ROWS_MIN = 256 };
 
 typedef struct Split {
     DiscRt *rt;
@@ -1116,59 +1141,52 @@ static void split_part(int64_t lo, int64_t hi, void *args)
     }
 }
 
-/* Runs a matmul on our pool instead of oneDNN's OpenMP team, whose
- * every call wakes a sleeping thread (passive policy): 0 when it is not
- * split. Each part is a oneDNN call on one thread. */
+/* Runs a matmul as parts on our pool, each part a oneDNN call on one
+ * thread, instead of on oneDNN's OpenMP team; 0 when it is not split (one
+ * thread, a call from inside a pool job, a call too small to share). See
+ * "Threads" at the top for why and what was measured. */
 static int split_matmul(DiscRt *rt, const DiscMatmul *d, const Mm *p, const void *a, const void *b, void *c)
 {
-    static int on = -1, per = 1;
-    static int64_t rows_min = 64;
-    if (on < 0) {
-        on = getenv("DISC_SPLIT") ? atoi(getenv("DISC_SPLIT")) : 3;
-        per = getenv("DISC_SPLIT_PER") ? atoi(getenv("DISC_SPLIT_PER")) : 1;
-        rows_min = getenv("DISC_SPLIT_ROWS") ? atoll(getenv("DISC_SPLIT_ROWS")) : 64;
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("DISC_SPLIT");
+        off = e && !strcmp(e, "0");
     }
     int nthr = disc_rt_threads(rt);
-    if (!on || nthr < 2 || disc_rt_pool_busy())
+    if (off || nthr < 2 || disc_rt_pool_busy())
         return 0;
     double flop = 2.0 * (double)p->batch * (double)p->m * (double)p->n * (double)p->k;
     double wbytes = (double)(p->bbatch ? p->batch : 1) * (double)p->k * (double)p->n * 4;
-    if (!(on & 8) && flop < SMALL_FLOP && wbytes <= SMALL_BYTES)
+    if (flop < SMALL_FLOP && wbytes <= SMALL_BYTES)
         return 0;
-    int64_t nparts = (int64_t)nthr * per;
     Split sp = {.rt = rt, .d = *d, .a = a, .b = b, .c = c};
     sp.d.batch = p->batch;
     sp.d.m = p->m;
     for (int i = 0; i < 3; i++) {
-        sp.d.a_stride[i] = p->as[i];
-        sp.d.b_stride[i] = p->bs[i];
+        sp.d.a_stride[i] = p->abatch ? p->as[i] : i ? p->as[i] : 0;
+        sp.d.b_stride[i] = p->bbatch ? p->bs[i] : i ? p->bs[i] : 0;
         sp.d.c_stride[i] = p->cs[i];
     }
-    if (!p->abatch)
-        sp.d.a_stride[0] = 0;
-    if (!p->bbatch)
-        sp.d.b_stride[0] = 0;
-    int64_t total;
-    if (p->batch >= nthr && (on & 4)) {
+    int64_t total, unit = 1;
+    if (p->batch >= nthr) {
         sp.how = SPLIT_BATCH;
         total = p->batch;
     } else if (p->batch > 1) {
         return 0;
-    } else if (p->m >= rows_min && (on & 2)) {
+    } else if (p->m >= SPLIT_ROWS_MIN) {
         sp.how = SPLIT_ROWS;
         total = p->m;
-    } else if ((on & 1) && d->weights_const && d->dtype == DT_F32 && (p->n + 63) / 64 >= nparts) {
+    } else if (d->weights_const && d->dtype == DT_F32 && p->n >= (int64_t)nthr * PANEL) {
         sp.how = SPLIT_COLS;
-        int64_t panels = (p->n + 63) / 64;
-        sp.per = (panels + nparts - 1) / nparts * 64;
-        disc_rt_parallel_for(rt, split_part, &sp, (p->n + sp.per - 1) / sp.per, 1);
-        return 1;
+        total = p->n;
+        unit = PANEL;
     } else {
         return 0;
     }
     if (total < nthr)
         return 0;
-    sp.per = (total + nparts - 1) / nparts;
+    int64_t units = (total + unit - 1) / unit;
+    sp.per = (units + nthr - 1) / nthr * unit;
     disc_rt_parallel_for(rt, split_part, &sp, (total + sp.per - 1) / sp.per, 1);
     return 1;
 }

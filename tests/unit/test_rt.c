@@ -680,6 +680,25 @@ static void test_split(void)
         CHECK(stats().packed == s0.packed);
         free(a), free(w), free(bias), free(res);
     }
+    /* batches in parts (B per batch, then A shared by the batch) agree with one thread */
+    DiscRt *one = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    for (int shared = 0; shared < 2; shared++) {
+        int64_t Bt = 5, M = 32, N = 64, K = 128;
+        float *a = rnd_buf(Bt * M * K), *b = rnd_buf(Bt * K * N), *res = rnd_buf(Bt * M * N);
+        float *c1 = malloc(sizeof(float) * (size_t)(Bt * M * N)), *c2 = malloc(sizeof(float) * (size_t)(Bt * M * N));
+        DiscMatmul d = {.dtype = DT_F32, .batch = Bt, .m = M, .n = N, .k = K, .a_stride = {shared ? 0 : M * K, K, 1},
+                        .b_stride = {K * N, N, 1}, .c_stride = {M * N, N, 1}, .residual = res};
+        CHECK_MSG(disc_rt_matmul(one, &d, a, b, c1) == 0, "batch parts: %s", disc_rt_error(one));
+        CHECK_MSG(disc_rt_matmul(rt, &d, a, b, c2) == 0, "batch parts: %s", disc_rt_error(rt));
+        double e = 0;
+        for (int64_t i = 0; i < Bt * M * N; i++)
+            e = fmax(e, fabs((double)c2[i] - c1[i]) / (1 + fabs(c1[i])));
+        CHECK_MSG(e < 1e-5, "batch parts%s differ from one thread by %g", shared ? " (A shared)" : "", e);
+        disc_rt_reset(rt);
+        disc_rt_reset(one);
+        free(a), free(b), free(res), free(c1), free(c2);
+    }
+    disc_rt_free(one);
     disc_rt_free(rt);
 }
 
