@@ -34,6 +34,25 @@
  * the activation an eltwise post-op; the residual a binary-add post-op
  * whose second operand has the layout of the result.
  *
+ * A packed copy is also what the column parts of a split call (below) run
+ * on: a part's weights are a panel-aligned column slice of the whole, and
+ * the slice of the whole's copy is the part's packed layout (whole_layout),
+ * so the weights are packed once whether calls use them whole or in parts.
+ *
+ * Split calls. A matmul on a run of two or more threads is cut into one
+ * part per thread, run on our pool (disc_rt_parallel_for), each part a
+ * oneDNN call on its thread alone: batches, rows from SPLIT_ROWS_MIN rows
+ * on, or else (constant f32 weights) panel-aligned column ranges. oneDNN's
+ * brgemm wants a dense result, so a column part computes into run memory
+ * and is copied (its residual added there) into its columns of C. This
+ * replaces oneDNN's OpenMP team for matmuls: under the passive policy
+ * every parallel region wakes a sleeping thread, 50-70 us per call, where
+ * our pool's workers spin a while after each job and the host flow keeps
+ * them busy. Measured on BERT-base at 1x13 (72 weight matmuls, 13 rows,
+ * bandwidth-bound on 340 MB of weights): 24.8 -> 21.9 ms; 2x64 92.6 ->
+ * 86.2 ms; 4x128 unchanged (304 -> 296 ms, within noise). DISC_SPLIT=0
+ * turns it off.
+ *
  * Threads. Debian's libdnnl (2.6) is built on OpenMP (libgomp): a primitive
  * forks an OpenMP team of omp_get_max_threads() threads from the calling
  * thread, apart from our pool. The host flow calls us between kernels, so
@@ -203,10 +222,11 @@ typedef struct Packed {
 
 static struct {
     pthread_mutex_t mu;
+    pthread_mutex_t packing;   /* held while a copy is made (packed_get) */
     Packed *buckets[NPACKBUCKET];
     int count;
     int64_t bytes, packs;
-} packed = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} packed = {.mu = PTHREAD_MUTEX_INITIALIZER, .packing = PTHREAD_MUTEX_INITIALIZER};
 
 static size_t packed_bucket(const void *src)
 {
@@ -300,12 +320,12 @@ static void packed_release(Packed *k)
 
 /* A referenced copy of src in e's layout (under packed.mu), or NULL; a
  * copy whose fingerprint no longer matches is dropped. */
-static Packed *packed_find(const Entry *e, const void *src, uint64_t print)
+static Packed *packed_find(const dnnl_memory_desc_t *plain, const dnnl_memory_desc_t *md, const void *src,
+                           uint64_t print)
 {
     for (Packed **at = &packed.buckets[packed_bucket(src)]; *at; at = &(*at)->next) {
         Packed *k = *at;
-        if (k->src != src || !dnnl_memory_desc_equal(&k->md, &e->md[MD_WEI]) ||
-            !dnnl_memory_desc_equal(&k->plain, &e->wei_plain))
+        if (k->src != src || !dnnl_memory_desc_equal(&k->md, md) || !dnnl_memory_desc_equal(&k->plain, plain))
             continue;
         if (k->print != print) {
             packed_unlink(at);
@@ -317,19 +337,19 @@ static Packed *packed_find(const Entry *e, const void *src, uint64_t print)
     return NULL;
 }
 
-/* Reorders src from e->wei_plain into e->md[MD_WEI], with nthr threads. */
-static int pack_weights(DiscRt *rt, const char *what, const Entry *e, const void *src, void *dst, int nthr)
+/* Reorders src from layout plain into md, with nthr threads. */
+static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                        const dnnl_memory_desc_t *md, const void *src, void *dst, int nthr)
 {
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_stream_t st = NULL;
     dnnl_status_t s;
-    if ((s = dnnl_reorder_primitive_desc_create(&pd, &e->wei_plain, engine, &e->md[MD_WEI], engine, NULL)) ==
-            dnnl_success &&
+    if ((s = dnnl_reorder_primitive_desc_create(&pd, plain, engine, md, engine, NULL)) == dnnl_success &&
         (s = dnnl_primitive_create(&prim, pd)) == dnnl_success &&
-        (s = dnnl_memory_create(&from, &e->wei_plain, engine, (void *)src)) == dnnl_success &&
-        (s = dnnl_memory_create(&to, &e->md[MD_WEI], engine, dst)) == dnnl_success &&
+        (s = dnnl_memory_create(&from, plain, engine, (void *)src)) == dnnl_success &&
+        (s = dnnl_memory_create(&to, md, engine, dst)) == dnnl_success &&
         (s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
         int old = team_set(nthr);
@@ -351,45 +371,52 @@ static int pack_weights(DiscRt *rt, const char *what, const Entry *e, const void
     return s == dnnl_success ? 0 : dnnl_failed(rt, what, "packing the weights", s);
 }
 
-/* The packed copy of src for entry e (referenced), made on a miss. */
-static Packed *packed_get(DiscRt *rt, const char *what, const Entry *e, const void *src, int nthr)
+/* The copy of src (laid out as plain) in layout md, referenced; made on a miss. */
+static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                          const dnnl_memory_desc_t *md, const void *src, int nthr)
 {
-    uint64_t print = print_of(src, &e->wei_plain);
+    uint64_t print = print_of(src, plain);
     pthread_mutex_lock(&packed.mu);
-    Packed *k = packed_find(e, src, print);
+    Packed *k = packed_find(plain, md, src, print);
     pthread_mutex_unlock(&packed.mu);
     if (k)
         return k;
-    size_t bytes = dnnl_memory_desc_get_size(&e->md[MD_WEI]);
+    /* one packing at a time, so that the column parts of one call, which
+     * all want the same copy at once, make it once */
+    pthread_mutex_lock(&packed.packing);
+    pthread_mutex_lock(&packed.mu);
+    k = packed_find(plain, md, src, print);
+    pthread_mutex_unlock(&packed.mu);
+    if (k) {
+        pthread_mutex_unlock(&packed.packing);
+        return k;
+    }
+    size_t bytes = dnnl_memory_desc_get_size(md);
     k = calloc(1, sizeof *k);
     void *data = k ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
     if (!data) {
+        pthread_mutex_unlock(&packed.packing);
         free(k);
         disc_rt_fail(rt, "%s: out of memory for %zu bytes of packed weights", what, bytes);
         return NULL;
     }
-    if (pack_weights(rt, what, e, src, data, nthr) != 0) {
+    if (pack_weights(rt, what, plain, md, src, data, nthr) != 0) {
+        pthread_mutex_unlock(&packed.packing);
         free(data);
         free(k);
         return NULL;
     }
-    *k = (Packed){.src = src, .plain = e->wei_plain, .md = e->md[MD_WEI], .print = print, .data = data,
+    *k = (Packed){.src = src, .plain = *plain, .md = *md, .print = print, .data = data,
                   .bytes = bytes, .refs = 2};
     pthread_mutex_lock(&packed.mu);
     packed.packs++;
-    Packed *other = packed_find(e, src, print); /* packed meanwhile by another thread */
-    if (other) {
-        pthread_mutex_unlock(&packed.mu);
-        free(data);
-        free(k);
-        return other;
-    }
     Packed **b = &packed.buckets[packed_bucket(src)];
     k->next = *b;
     *b = k;
     packed.count++;
     packed.bytes += (int64_t)bytes;
     pthread_mutex_unlock(&packed.mu);
+    pthread_mutex_unlock(&packed.packing);
     return k;
 }
 
@@ -559,7 +586,16 @@ typedef struct Build {
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
+    const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
 } Build;
+
+/* Constant weights of a call that are columns [j0, j0 + n) of wider ones,
+ * which are packed as a whole (see whole_layout). */
+typedef struct Whole {
+    const void *b;             /* the wider weights */
+    int64_t j0, n;             /* the first column of the call's, their columns */
+    int64_t stride[2];         /* their element strides: row (k), column (n) */
+} Whole;
 
 static dnnl_data_type_t dt_of(int dtype)
 {
@@ -803,6 +839,41 @@ static void *convert_src(DiscRt *rt, const char *what, const Entry *e, const voi
 
 typedef int MakeFn(Build *b, const void *ctx);
 
+/* The plain and packed layouts of the whole weights w of which e's are
+ * columns, and the byte offset of e's columns in the packed copy; 0 when
+ * e's packed layout does not keep column blocks outermost. oneDNN's
+ * matmul layouts do (BA16a64b: each 64-column panel holds all of k, one
+ * panel after another, the same strides for any n), so the whole's
+ * layout is e's with n widened, and a panel-aligned part of the whole's
+ * copy is a copy of the part: the weights are packed once, whether a
+ * call uses them whole or in column parts. */
+static int whole_layout(const Whole *w, const Entry *e, dnnl_memory_desc_t *plain, dnnl_memory_desc_t *md,
+                        size_t *off)
+{
+    const dnnl_memory_desc_t *part = &e->md[MD_WEI];
+    if (part->ndims != 2 || part->format_kind != dnnl_blocked || part->offset0 != 0)
+        return 0;
+    const dnnl_blocking_desc_t *bl = &part->format_desc.blocking;
+    int64_t bn = 1;
+    for (int i = 0; i < bl->inner_nblks; i++)
+        if (bl->inner_idxs[i] == 1)
+            bn *= bl->inner_blks[i];
+    size_t es = dnnl_data_type_size(part->data_type);
+    int64_t elems = (int64_t)(dnnl_memory_desc_get_size(part) / es);
+    if (w->j0 % bn || part->padded_dims[1] % bn || bl->strides[1] * (part->padded_dims[1] / bn) != elems)
+        return 0;
+    *md = *part;
+    md->dims[1] = w->n;
+    md->padded_dims[1] = (w->n + bn - 1) / bn * bn;
+    if ((int64_t)(dnnl_memory_desc_get_size(md) / es) != bl->strides[1] * (md->padded_dims[1] / bn))
+        return 0;
+    dnnl_dims_t dims = {part->dims[0], w->n}, st = {w->stride[0], w->stride[1]};
+    if (dnnl_memory_desc_init_by_strides(plain, 2, dims, e->wei_plain.data_type, st) != dnnl_success)
+        return 0;
+    *off = (size_t)(w->j0 / bn * bl->strides[1]) * es;
+    return 1;
+}
+
 /* Looks the key up, makes the primitive on a miss, runs it. The key's
  * last slot is the thread count. */
 static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, void *const *ptr)
@@ -843,11 +914,17 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     void *bind[NMD];
     memcpy(bind, ptr, sizeof bind);
     if (e->pack) {
-        if (!(k = packed_get(rt, b->what, e, ptr[MD_WEI], nthr))) {
+        size_t off = 0;
+        dnnl_memory_desc_t plain, md;
+        if (b->whole && whole_layout(b->whole, e, &plain, &md, &off))
+            k = packed_get(rt, b->what, &plain, &md, b->whole->b, nthr);
+        else
+            k = packed_get(rt, b->what, &e->wei_plain, &e->md[MD_WEI], ptr[MD_WEI], nthr);
+        if (!k) {
             cache_release(e);
             return -1;
         }
-        bind[MD_WEI] = k->data;
+        bind[MD_WEI] = (char *)k->data + off;
     }
     if (e->cvt && !(bind[MD_SRC] = convert_src(rt, b->what, e, ptr[MD_SRC], nthr))) {
         if (k)
@@ -979,7 +1056,142 @@ static void matmul_empty(const DiscMatmul *d, void *c)
             }
 }
 
-int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c)
+static int matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c, const Whole *whole);
+
+/* A matmul split into parts over our pool: by batch, rows or columns.
+ * Columns go in whole panels of PANEL (oneDNN's packed weights hold
+ * 64-column panels), and only below SPLIT_ROWS_MIN rows: from there the
+ * product is compute-bound, and rows (each part reading all of B) measured
+ * the same as oneDNN's own team on BERT-base at 4x128 while columns were
+ * 2.5% slower; at 2x64 (128 rows) columns were 8% faster than rows. */
+enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS };
+enum { PANEL = 64, SPLIT_ROWS_MIN = 256 };
+
+typedef struct Split {
+    DiscRt *rt;
+    DiscMatmul d;              /* the whole (normalised) call */
+    const char *a, *b;
+    char *c;
+    int how;                   /* SPLIT_* */
+    int64_t per;               /* batches, rows or columns per part */
+} Split;
+
+/* Columns [j0, j0 + w) of a batch-1 f32 call: oneDNN's brgemm wants a
+ * dense result, so the part goes to run memory and is copied (with the
+ * residual added) into its columns of C. */
+static int split_cols(Split *sp, int64_t j0, int64_t w)
+{
+    size_t es = sizeof(float);
+    DiscMatmul one = sp->d;
+    one.n = w;
+    if (one.bias)
+        one.bias = (const char *)one.bias + j0 * (int64_t)es;
+    one.residual = NULL;
+    one.c_stride[1] = w;
+    one.c_stride[2] = 1;
+    int64_t m = one.m;
+    float *t = disc_rt_alloc(sp->rt, m * w * (int64_t)es);
+    Whole whole = {.b = sp->b, .j0 = j0, .n = sp->d.n, .stride = {sp->d.b_stride[1], sp->d.b_stride[2]}};
+    if (!t || matmul(sp->rt, &one, sp->a, sp->b + j0 * one.b_stride[2] * (int64_t)es, t, &whole) != 0)
+        return -1;
+    const int64_t *cs = sp->d.c_stride;
+    for (int64_t r = 0; r < m; r++) {
+        float *dst = (float *)sp->c + r * cs[1] + j0 * cs[2];
+        const float *src = t + r * w;
+        if (sp->d.residual) {
+            const float *res = (const float *)sp->d.residual + r * cs[1] + j0 * cs[2];
+            for (int64_t j = 0; j < w; j++)
+                dst[j * cs[2]] = src[j] + res[j * cs[2]];
+        } else if (cs[2] == 1) {
+            memcpy(dst, src, (size_t)w * es);
+        } else {
+            for (int64_t j = 0; j < w; j++)
+                dst[j * cs[2]] = src[j];
+        }
+    }
+    return 0;
+}
+
+static void split_part(int64_t lo, int64_t hi, void *args)
+{
+    Split *sp = args;
+    int64_t es = (int64_t)dtype_size((DType)sp->d.dtype);
+    const DiscMatmul *d = &sp->d;
+    int64_t total = sp->how == SPLIT_BATCH ? d->batch : sp->how == SPLIT_ROWS ? d->m : d->n;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t x0 = i * sp->per, x1 = x0 + sp->per < total ? x0 + sp->per : total;
+        int rc;
+        if (sp->how == SPLIT_COLS) {
+            rc = split_cols(sp, x0, x1 - x0);
+        } else {
+            int ax = sp->how == SPLIT_BATCH ? 0 : 1;
+            DiscMatmul one = *d;
+            if (ax == 0)
+                one.batch = x1 - x0;
+            else
+                one.m = x1 - x0;
+            int64_t bo = ax == 0 ? x0 * d->b_stride[0] * es : 0;
+            if (one.residual)
+                one.residual = (const char *)one.residual + x0 * d->c_stride[ax] * es;
+            rc = disc_rt_matmul(sp->rt, &one, sp->a + x0 * d->a_stride[ax] * es, sp->b + bo,
+                                sp->c + x0 * d->c_stride[ax] * es);
+        }
+        if (rc != 0)
+            return; /* the error is in rt */
+    }
+}
+
+/* Runs a matmul as parts on our pool, each part a oneDNN call on one
+ * thread, instead of on oneDNN's OpenMP team; 0 when it is not split (one
+ * thread, a call from inside a pool job, a call too small to share). See
+ * "Threads" at the top for why and what was measured. */
+static int split_matmul(DiscRt *rt, const DiscMatmul *d, const Mm *p, const void *a, const void *b, void *c)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("DISC_SPLIT");
+        off = e && !strcmp(e, "0");
+    }
+    int nthr = disc_rt_threads(rt);
+    if (off || nthr < 2 || disc_rt_pool_busy())
+        return 0;
+    double flop = 2.0 * (double)p->batch * (double)p->m * (double)p->n * (double)p->k;
+    double wbytes = (double)(p->bbatch ? p->batch : 1) * (double)p->k * (double)p->n * 4;
+    if (flop < SMALL_FLOP && wbytes <= SMALL_BYTES)
+        return 0;
+    Split sp = {.rt = rt, .d = *d, .a = a, .b = b, .c = c};
+    sp.d.batch = p->batch;
+    sp.d.m = p->m;
+    for (int i = 0; i < 3; i++) {
+        sp.d.a_stride[i] = p->abatch ? p->as[i] : i ? p->as[i] : 0;
+        sp.d.b_stride[i] = p->bbatch ? p->bs[i] : i ? p->bs[i] : 0;
+        sp.d.c_stride[i] = p->cs[i];
+    }
+    int64_t total, unit = 1;
+    if (p->batch >= nthr) {
+        sp.how = SPLIT_BATCH;
+        total = p->batch;
+    } else if (p->batch > 1) {
+        return 0;
+    } else if (p->m >= SPLIT_ROWS_MIN) {
+        sp.how = SPLIT_ROWS;
+        total = p->m;
+    } else if (d->weights_const && d->dtype == DT_F32 && p->n >= (int64_t)nthr * PANEL) {
+        sp.how = SPLIT_COLS;
+        total = p->n;
+        unit = PANEL;
+    } else {
+        return 0;
+    }
+    if (total < nthr)
+        return 0;
+    int64_t units = (total + unit - 1) / unit;
+    sp.per = (units + nthr - 1) / nthr * unit;
+    disc_rt_parallel_for(rt, split_part, &sp, (total + sp.per - 1) / sp.per, 1);
+    return 1;
+}
+
+static int matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c, const Whole *whole)
 {
     static const char what[] = "matmul";
     if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post))
@@ -1035,6 +1247,8 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
         }
         return 0;
     }
+    if (split_matmul(rt, d, &p, a, b, c))
+        return disc_rt_error(rt) ? -1 : 0;
     if (p.batch == 1)
         p.nd = 2;
     int64_t key[KEY_LEN] = {1, p.dtype, p.nd, p.batch, p.m, p.n, p.k, p.abatch, p.bbatch, p.bias, p.post,
@@ -1046,9 +1260,15 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
                 .bf16 = d->dtype == DT_F32,
                 .flop = 2.0 * (double)p.batch * (double)p.m * (double)p.n * (double)p.k,
                 .wbytes = (double)(p.bbatch ? p.batch : 1) * (double)p.k * (double)p.n *
-                          (double)dtype_size((DType)p.dtype)};
+                          (double)dtype_size((DType)p.dtype),
+                .whole = whole};
     void *ptr[NMD] = {(void *)a, (void *)b, (void *)d->bias, c, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_matmul, &p, ptr);
+}
+
+int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c)
+{
+    return matmul(rt, d, a, b, c, NULL);
 }
 
 /* ---- convolution ------------------------------------------------------------ */

@@ -30,7 +30,10 @@
  * Waking: a worker that finds no job spins briefly (SPIN checks of an
  * atomic job counter, with a pause) before it sleeps, so the back-to-back
  * kernels of a host flow do not pay a futex wake each; the spin is short
- * enough not to take a core from oneDNN's OpenMP team for long.
+ * enough not to take a core from oneDNN's OpenMP team for long. The
+ * caller, done with its chunks, likewise spins up to SPIN pauses for the
+ * workers still in its job before it sleeps on `done` (BERT-base at 1x13,
+ * whose matmul parts end together: 22.8 -> 22.3 ms).
  *
  * Nesting: a thread running chunks (worker, or caller inside its own job)
  * is marked busy; a parallel_for from inside a kernel runs inline.
@@ -249,6 +252,12 @@ void disc_rt_pool_run(DiscRtPool *p, int threads, DiscKernelFn *fn, void *args, 
     else
         p->tail = j.prev;
     atomic_fetch_sub(&p->pending, 1);
+    if (j.active > 0) { /* spin first: a futex sleep and wake cost more than most chunks */
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < SPIN && __atomic_load_n(&j.active, __ATOMIC_ACQUIRE) > 0; i++)
+            __builtin_ia32_pause();
+        pthread_mutex_lock(&p->mu);
+    }
     while (j.active > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);

@@ -654,6 +654,54 @@ static void test_packed(void)
     free(a), free(w1), free(w2), free(x), free(w), free(y0), free(y1);
 }
 
+/* Two threads split a matmul on constant weights over the pool: a small m
+ * by column parts (dense parts copied into C, the residual added there), a
+ * large m by rows. Either way the weights are packed once, whole, and each
+ * column part runs on its panels of that copy. */
+static void test_split(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 2});
+    for (int tb = 0; tb < 2; tb++) {
+        int64_t N = 200, K = 512, M = 300; /* 4 panels: parts of 128 and 72 columns */
+        float *a = rnd_buf(M * K), *w = rnd_buf(K * N), *bias = rnd_buf(N), *res = rnd_buf(M * N);
+        DiscMatmul d = {.dtype = DT_F32, .batch = 1, .n = N, .k = K, .a_stride = {0, K, 1},
+                        .b_stride = {0, tb ? 1 : N, tb ? K : 1}, .c_stride = {0, N, 1}, .bias = bias,
+                        .post = DISC_POST_GELU_ERF, .residual = res};
+        DiscRtCacheStats s0 = stats();
+        static const int64_t ms[] = {13, 300, 1, 13};
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            d.m = ms[i];
+            same_mm(rt, tb ? "split, B transposed" : "split", d, a, w, d.m * N);
+        }
+        DiscRtCacheStats s1 = stats();
+        CHECK_MSG(s1.packs - s0.packs == 1, "split: one weight packed %lld times", (long long)(s1.packs - s0.packs));
+        CHECK(s1.packed - s0.packed == 1);
+        disc_rt_weights_forget(w, (int64_t)sizeof(float) * K * N);
+        CHECK(stats().packed == s0.packed);
+        free(a), free(w), free(bias), free(res);
+    }
+    /* batches in parts (B per batch, then A shared by the batch) agree with one thread */
+    DiscRt *one = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    for (int shared = 0; shared < 2; shared++) {
+        int64_t Bt = 5, M = 32, N = 64, K = 128;
+        float *a = rnd_buf(Bt * M * K), *b = rnd_buf(Bt * K * N), *res = rnd_buf(Bt * M * N);
+        float *c1 = malloc(sizeof(float) * (size_t)(Bt * M * N)), *c2 = malloc(sizeof(float) * (size_t)(Bt * M * N));
+        DiscMatmul d = {.dtype = DT_F32, .batch = Bt, .m = M, .n = N, .k = K, .a_stride = {shared ? 0 : M * K, K, 1},
+                        .b_stride = {K * N, N, 1}, .c_stride = {M * N, N, 1}, .residual = res};
+        CHECK_MSG(disc_rt_matmul(one, &d, a, b, c1) == 0, "batch parts: %s", disc_rt_error(one));
+        CHECK_MSG(disc_rt_matmul(rt, &d, a, b, c2) == 0, "batch parts: %s", disc_rt_error(rt));
+        double e = 0;
+        for (int64_t i = 0; i < Bt * M * N; i++)
+            e = fmax(e, fabs((double)c2[i] - c1[i]) / (1 + fabs(c1[i])));
+        CHECK_MSG(e < 1e-5, "batch parts%s differ from one thread by %g", shared ? " (A shared)" : "", e);
+        disc_rt_reset(rt);
+        disc_rt_reset(one);
+        free(a), free(b), free(res), free(c1), free(c2);
+    }
+    disc_rt_free(one);
+    disc_rt_free(rt);
+}
+
 /* bf16 math: constant weights multiply in bf16, within bf16's precision of
  * the f32 product, and visibly not the f32 path itself. */
 static void test_bf16(void)
@@ -863,6 +911,7 @@ int main(void)
     test_matmul_half();
     test_conv();
     test_packed();
+    test_split();
     test_bf16();
     test_pool();
     test_errors();
