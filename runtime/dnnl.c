@@ -318,8 +318,9 @@ static void packed_release(Packed *k)
     pthread_mutex_unlock(&packed.mu);
 }
 
-/* A referenced copy of src in e's layout (under packed.mu), or NULL; a
- * copy whose fingerprint no longer matches is dropped. */
+/* A referenced copy of src (laid out as plain) in layout md (under
+ * packed.mu), or NULL; a copy whose fingerprint no longer matches is
+ * dropped. */
 static Packed *packed_find(const dnnl_memory_desc_t *plain, const dnnl_memory_desc_t *md, const void *src,
                            uint64_t print)
 {
