@@ -21,6 +21,12 @@ typedef struct Kern {
     LLVMValueRef flat;       /* flat mode: every value is indexed by this */
     bool in_group_outs;      /* treat the group's outs as computed (not loaded) */
     bool speculate;          /* the variant where no dim broadcasts implicitly */
+    /* stitch: a row-shaped output out = E / R, with R the sum reduction of
+     * E in this group: the reduction stores E's elements into out as it
+     * sums them (exp(x - max) of a softmax, computed once), and the output
+     * pass divides them in place */
+    const Op *cache_red;
+    Value *cache_out;
 } Kern;
 
 /* True if v is computed by an op of the group. */

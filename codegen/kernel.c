@@ -311,13 +311,23 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
     LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
     LLVMValueRef full[MAX_RANK];
     memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    bool cache = k->cache_red == op;
+    if (cache) { /* x's elements into the output first: a plain loop, which
+                  * LLVM vectorises (exp through libmvec), where the lanes'
+                  * calls stay scalar; the lanes then sum what it stored */
+        CgLoop lc;
+        full[rax[0]] = cg_loop_begin(cg, &lc, cg_i64(cg, 0), n, "cache");
+        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
+        cg_loop_end(cg, &lc);
+    }
     CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
     LLVMValueRef base = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
     LLVMValueRef v[LANES];
     for (int l = 0; l < LANES; l++) {
         full[rax[0]] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
-        v[l] = elem(k, x, full);
+        v[l] = cache ? cg_load(cg, dt, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)))
+                     : elem(k, x, full);
     }
     for (int l = 0; l < LANES; l++)
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[l], ""), v[l]), acc[l]);
@@ -325,7 +335,8 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
     CgLoop lr;
     LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "rest");
     full[rax[0]] = j;
-    LLVMValueRef e = elem(k, x, full);
+    LLVMValueRef e = cache ? cg_load(cg, dt, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)))
+                           : elem(k, x, full);
     LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[0], ""), e), acc[0]);
     cg_loop_end(cg, &lr);
     LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], "");
@@ -401,6 +412,35 @@ static bool emit_one_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx,
     return true;
 }
 
+/* An output out = div(E, R) of the group, with R a float sum over the one
+ * trailing reduced axis of E (keepdims) and out shaped like E (softmax's
+ * last step): k->cache_red and cache_out. */
+static void find_cache(Kern *k, const Type *xt)
+{
+    const Group *grp = k->grp;
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        const Op *d = ov->def;
+        if (!d || d->kind != OP_DIV || !same_dims(&ov->type, xt) || ov->type.dtype != DT_F32)
+            continue;
+        const Op *r = d->in[1]->def;
+        if (!r || r->kind != OP_REDUCE || r->in[0] != d->in[0] || !kern_in_group(k, r->out[0]) ||
+            strcmp(op_attr_str(r, "kind", "sum"), "sum") != 0 || !op_attr_int(r, "keepdims", 1) ||
+            r->in[0]->type.dtype != DT_F32)
+            continue;
+        /* out must not be read by the group itself (it is written twice) */
+        bool read = false;
+        for (int i = 0; i < grp->nops; i++)
+            for (int j = 0; j < grp->ops[i]->nin; j++)
+                read |= grp->ops[i]->in[j] == ov;
+        if (!read) {
+            k->cache_red = r;
+            k->cache_out = ov;
+            return;
+        }
+    }
+}
+
 static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
@@ -430,6 +470,10 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
             return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
     }
     Dim *p = prod(cg, xt, kax, nk), *m = prod(cg, xt, rax, nr);
+    k->cache_red = NULL;
+    k->cache_out = NULL;
+    if (nr == 1)
+        find_cache(k, xt);
     ki->range = p;
     ki->grain = dim_is_const(m) && m->c > 0 ? (m->c >= 4096 ? 1 : 4096 / m->c) : 4;
     CgLoop rows;
@@ -467,8 +511,16 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
         for (int o = 0; o < grp->nouts; o++) {
             Value *ov = grp->outs[o];
             Dim *n = type_numel(&cg->g->dims, &ov->type);
-            if (n == full && n != p)
+            if (ov == k->cache_out) { /* E / R, E stored by the reduction */
+                LLVMValueRef ptr = ptr_at(cg, k, ov, off), r = NULL;
+                for (int i = 0; i < k->nr; i++)
+                    if (k->rv[i] == k->cache_red->out[0])
+                        r = k->rval[i];
+                LLVMValueRef e = cg_load(cg, ov->type.dtype, ptr);
+                cg_store(cg, ov->type.dtype, kern_binary(k, OP_DIV, ov->type.dtype, e, r), ptr);
+            } else if (n == full && n != p) {
                 store_at(cg, k, ov, xt, fi, off);
+            }
         }
         cg_loop_end(cg, &l);
     }
