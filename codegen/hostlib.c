@@ -17,6 +17,7 @@
 #include "codegen/host.h"
 #include "runtime/rt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,7 @@ typedef struct Fused {
     Value *bias, *residual; /* NULL: none */
     DiscPost post;
     Value *result;          /* the last value of the chain */
-    Op *ops[8];             /* the chain's ops */
+    Op *ops[20];            /* the chain's ops */
     int nops;
 } Fused;
 
@@ -330,12 +331,6 @@ static bool scalar(const Value *v, double *out)
     return true;
 }
 
-static bool near(const Value *v, double want)
-{
-    double x;
-    return scalar(v, &x) && x > want - 1e-6 && x < want + 1e-6;
-}
-
 /* The other operand of binary op if one of them is v. */
 static Value *other(const Op *op, const Value *v)
 {
@@ -387,41 +382,124 @@ static bool bias_fits(const Type *y, const Value *b, int axis)
     return axis >= off;
 }
 
-/* GELU (erf form) of x: x * 0.5 * (1 + erf(x / sqrt 2)) in the two orders
- * PyTorch exports; returns its result value. */
-static Value *gelu(const Group *grp, int first, const int *nuse, Value *x, Fused *fz)
+/* ---- activations, recognised by their values ---------------------------------
+ *
+ * An activation is a chain of elementwise ops from x (every other operand a
+ * scalar constant) whose intermediate values nothing else reads. Rather
+ * than match each way a framework writes GELU (erf or tanh form, 0.5 first
+ * or last, pow or x*x*x), the chain is evaluated in double at sample points
+ * and compared with each activation the library applies. */
+
+enum { NSAMPLE = 48 };
+
+/* One op of the chain on samples: x's values in vals[x], other operands
+ * scalar constants. False for an op this evaluator does not know. */
+static bool eval_op(const Op *op, double **vals, int nvals, double *out)
 {
-    Op *u[2];
-    if (users(grp, first, x, u, 2) != 2 || nuse[x->id] != 2)
-        return NULL;
-    for (int k = 0; k < 2; k++) {
-        Op *d = u[k], *m = u[1 - k];
-        bool scale = (d->kind == OP_DIV && d->in[0] == x && near(d->in[1], 1.4142135623730951)) ||
-                     (d->kind == OP_MUL && other(d, x) && near(other(d, x), 0.7071067811865476));
-        if (!scale || m->kind != OP_MUL)
-            continue;
-        Op *e = sole(grp, first, nuse, d->out[0], OP_ERF);
-        Op *a = e ? sole(grp, first, nuse, e->out[0], OP_ADD) : NULL;
-        if (!a || !near(other(a, e->out[0]), 1.0))
-            continue;
-        Op *f;
-        if (other(m, x) == a->out[0] && nuse[a->out[0]->id] == 1) { /* (x * (1 + erf)) * 0.5 */
-            f = sole(grp, first, nuse, m->out[0], OP_MUL);
-            if (!f || !near(other(f, m->out[0]), 0.5))
-                continue;
-        } else if (near(other(m, x), 0.5)) { /* (x * 0.5) * (1 + erf) */
-            f = sole(grp, first, nuse, m->out[0], OP_MUL);
-            if (!f || other(f, m->out[0]) != a->out[0] || nuse[a->out[0]->id] != 1)
-                continue;
-        } else {
-            continue;
-        }
-        Op *ops[5] = {d, e, a, m, f};
-        for (int i = 0; i < 5; i++)
-            fz->ops[fz->nops++] = ops[i];
-        return type_eq(&f->out[0]->type, &x->type) ? f->out[0] : NULL;
+    double c[2] = {0, 0};
+    const double *in[2] = {NULL, NULL};
+    for (int i = 0; i < op->nin && i < 2; i++) {
+        int id = op->in[i]->id;
+        if (id < nvals && vals[id])
+            in[i] = vals[id];
+        else if (!scalar(op->in[i], &c[i]))
+            return false;
     }
-    return NULL;
+    for (int s = 0; s < NSAMPLE; s++) {
+        double a = in[0] ? in[0][s] : c[0], b = in[1] ? in[1][s] : c[1], r;
+        switch (op->kind) {
+        case OP_ADD: r = a + b; break;
+        case OP_SUB: r = a - b; break;
+        case OP_MUL: r = a * b; break;
+        case OP_DIV: r = a / b; break;
+        case OP_POW: r = pow(a, b); break;
+        case OP_MAX: r = a > b ? a : b; break;
+        case OP_MIN: r = a < b ? a : b; break;
+        case OP_NEG: r = -a; break;
+        case OP_TANH: r = tanh(a); break;
+        case OP_ERF: r = erf(a); break;
+        case OP_EXP: r = exp(a); break;
+        case OP_SIGMOID: r = 1 / (1 + exp(-a)); break;
+        case OP_SQRT: r = sqrt(a); break;
+        case OP_RECIP: r = 1 / a; break;
+        default: return false;
+        }
+        out[s] = r;
+    }
+    return true;
+}
+
+static double post_value(DiscPost p, double x)
+{
+    switch (p) {
+    case DISC_POST_RELU: return x > 0 ? x : 0;
+    case DISC_POST_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case DISC_POST_TANH: return tanh(x);
+    case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+/* The activation the longest chain of epilogue ops from x computes: its
+ * ops in fz->ops and its result, or NULL. */
+static Value *activation(Host *h, const Group *grp, int first, const int *nuse, Value *x, Fused *fz)
+{
+    Graph *g = h->cg->g;
+    int nv = g->nvalues + 1;
+    double **vals = calloc((size_t)nv, sizeof *vals);
+    double *store = calloc((size_t)(grp->nops + 1) * NSAMPLE, sizeof *store);
+    Op *chain[16];
+    int n = 0;
+    Value *result = NULL;
+    if (!vals || !store)
+        goto done;
+    vals[x->id] = store;
+    for (int s = 0; s < NSAMPLE; s++) /* -6 .. 6, and the ends of the range */
+        store[s] = s == 0 ? -30 : s == NSAMPLE - 1 ? 30 : -6 + 12.0 * (s - 1) / (NSAMPLE - 3);
+    /* the ops after x that read only x's chain and constants */
+    for (int i = first; i < grp->nops && n < 16; i++) {
+        Op *op = grp->ops[i];
+        bool reads = false;
+        for (int j = 0; j < op->nin; j++)
+            reads |= op->in[j]->id < nv && vals[op->in[j]->id];
+        if (!reads || op->nout != 1 || !type_eq(&op->out[0]->type, &x->type) ||
+            !eval_op(op, vals, nv, store + (size_t)(n + 1) * NSAMPLE))
+            continue;
+        vals[op->out[0]->id] = store + (size_t)(n + 1) * NSAMPLE;
+        chain[n++] = op;
+    }
+    /* the longest prefix whose intermediate values only the chain reads and
+     * whose result is an activation */
+    for (int end = n - 1; end >= 0 && !result; end--) {
+        bool closed = true;
+        for (int i = -1; i < end && closed; i++) {
+            const Value *v = i < 0 ? x : chain[i]->out[0];
+            int uses = 0;
+            for (int j = 0; j <= end; j++)
+                for (int q = 0; q < chain[j]->nin; q++)
+                    uses += chain[j]->in[q] == v;
+            closed = uses == nuse[v->id];
+        }
+        const double *f = vals[chain[end]->out[0]->id];
+        for (DiscPost p = DISC_POST_RELU; closed && p < DISC_POST_COUNT && !result; p++) {
+            bool same = true;
+            for (int s = 0; s < NSAMPLE && same; s++) {
+                double want = post_value(p, store[s]);
+                same = fabs(f[s] - want) <= 1e-6 + 1e-5 * fabs(want);
+            }
+            if (same) {
+                fz->post = p;
+                for (int i = 0; i <= end; i++)
+                    fz->ops[fz->nops++] = chain[i];
+                result = chain[end]->out[0];
+            }
+        }
+    }
+done:
+    free(vals);
+    free(store);
+    return result;
 }
 
 /* Whether v is computed by the epilogue (so not there when the call runs). */
@@ -453,20 +531,9 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
         fz->ops[fz->nops++] = s;
         x = s->out[0];
     }
-    Op *u[2];
-    Value *g = NULL;
-    if ((s = sole(grp, first, nuse, x, OP_MAX)) && near(other(s, x), 0.0)) {
-        fz->post = DISC_POST_RELU;
-        fz->ops[fz->nops++] = s;
-        x = s->out[0];
-    } else if ((s = sole(grp, first, nuse, x, OP_TANH)) || (s = sole(grp, first, nuse, x, OP_SIGMOID))) {
-        fz->post = s->kind == OP_TANH ? DISC_POST_TANH : DISC_POST_SIGMOID;
-        fz->ops[fz->nops++] = s;
-        x = s->out[0];
-    } else if (users(grp, first, x, u, 2) == 2 && (g = gelu(grp, first, nuse, x, fz))) {
-        fz->post = DISC_POST_GELU_ERF;
-        x = g;
-    }
+    Value *act = activation(h, grp, first, nuse, x, fz);
+    if (act)
+        x = act;
     if ((s = sole(grp, first, nuse, x, OP_ADD))) {
         Value *r = other(s, x);
         if (r != x && type_eq(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
