@@ -237,8 +237,9 @@ static int cmd_emit(int argc, char **argv)
             CanonStats st;
             canon_run(g, &st);
             graph_print(f, g, &po);
-            fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dead, %d rounds\n",
-                    st.ops_before, st.ops_after, st.folded, st.cse, st.simplified, st.removed, st.rounds);
+            fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dots fused side by side, "
+                       "%d dead, %d rounds\n",
+                    st.ops_before, st.ops_after, st.folded, st.cse, st.simplified, st.hfused, st.removed, st.rounds);
             shape_info_free(si);
         }
     } else if (!strcmp(stage, "memplan")) {

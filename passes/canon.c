@@ -655,6 +655,8 @@ int canon_run(Graph *g, CanonStats *st)
     free(c.repl);
     free(c.set);
     free(c.hash);
+    if ((st->hfused = canon_hfuse(g)) > 0)
+        st->removed += canon_dce(g);
     st->ops_after = g->nops;
     return total;
 }

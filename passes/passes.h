@@ -52,6 +52,7 @@ typedef struct CanonStats {
     int cse;         /* ops merged into an equal earlier op */
     int removed;     /* dead ops removed */
     int rounds;      /* walks over the graph, at most 8 */
+    int hfused;      /* dots fused horizontally (hfuse.c) */
     int ops_before, ops_after;
 } CanonStats;
 
@@ -65,6 +66,11 @@ typedef struct CanonStats {
  * after shape analysis, when equal dims are equal pointers. st may be NULL.
  * Returns the number of rewrites plus ops removed (0: nothing changed). */
 int canon_run(Graph *g, CanonStats *st);
+/* Horizontal fusion (hfuse.c): dots reading the same x[..., K] against
+ * constant f32 matrices [K, N_i] become one dot against them side by side,
+ * each result a slice of it. Returns the number of dots fused; the old ones
+ * are left dead. canon_run calls it last. */
+int canon_hfuse(Graph *g);
 /* canon_run(g, NULL). */
 int canon_simplify(Graph *g);
 

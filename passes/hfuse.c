@@ -1,0 +1,115 @@
+/*
+ * hfuse.c — horizontal fusion of matmuls: dots that read the same left
+ * operand against constant right operands of the same depth become one dot
+ * against the constants side by side, and each result a slice of it.
+ *
+ *     q = dot(x, Wq)  k = dot(x, Wk)  v = dot(x, Wv)          (x: [..., K])
+ *  => qkv = dot(x, [Wq Wk Wv])   q = qkv[..., 0:Nq]  k = ...  v = ...
+ *
+ * One library call instead of three: the weights stream once per call
+ * with fewer calls (what limits small batches), and the wider result
+ * splits better across threads. The slices are index maps that the
+ * fusion planner folds into the epilogues reading them. The same dot
+ * products are computed, each as one sum over K (the summation order may
+ * differ as the library blocks a wider matrix).
+ *
+ * Requires: shape analysis (static K and N). Runs in canonicalisation;
+ * the replaced dots and constants are dead afterwards (canon_dce).
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_FUSE = 8 };
+
+/* A dot x[..., K] @ W[K, N] with W a constant f32 matrix: W's def, or NULL. */
+static const Op *plain_matmul(const Op *op)
+{
+    if (op->kind != OP_DOT || op->nin != 2)
+        return NULL;
+    const Value *x = op->in[0], *w = op->in[1];
+    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
+    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+    if (!lb || !rb || !lc || !rc || lb->n || rb->n || lc->n != 1 || rc->n != 1 || x->type.rank < 1 ||
+        lc->ints[0] != x->type.rank - 1 || rc->ints[0] != 0)
+        return NULL;
+    const Op *d = w->def;
+    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || w->type.dtype != DT_F32 ||
+        x->type.dtype != DT_F32 || w->type.rank != 2 || !dim_is_const(w->type.dims[0]) ||
+        !dim_is_const(w->type.dims[1]))
+        return NULL;
+    return d;
+}
+
+/* Fuses dots[0..n) (same x, same K): returns false when out of memory or
+ * when a builder refuses (the graph is then unchanged but for dead ops). */
+static bool fuse(Graph *g, Op **dots, int n)
+{
+    Value *x = dots[0]->in[0];
+    int64_t k = dots[0]->in[1]->type.dims[0]->c, total = 0, off[MAX_FUSE + 1];
+    for (int i = 0; i < n; i++) {
+        off[i] = total;
+        total += dots[i]->in[1]->type.dims[1]->c;
+    }
+    off[n] = total;
+    size_t bytes = (size_t)(k * total) * 4;
+    float *w = malloc(bytes ? bytes : 4);
+    if (!w || !graph_keep(g, w, free)) {
+        free(w);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const float *src = dots[i]->in[1]->def->cst->data;
+        int64_t cols = off[i + 1] - off[i];
+        for (int64_t r = 0; r < k; r++)
+            memcpy(w + r * total + off[i], src + r * cols, (size_t)cols * 4);
+    }
+    Dim *wd[2] = {dim_const(&g->dims, k), dim_const(&g->dims, total)};
+    Type wt = type_make(&g->arena, DT_F32, 2, wd);
+    Value *c = build_const(g, wt, w, bytes, false);
+    int64_t lc = x->type.rank - 1, rc = 0;
+    Value *y = c ? build_dot(g, x, c, NULL, NULL, 0, &lc, &rc, 1) : NULL;
+    if (!y)
+        return false;
+    Op *first = dots[0];
+    graph_move_op(g, c->def, first);
+    graph_move_op(g, y->def, first);
+    int rank = y->type.rank;
+    for (int i = 0; i < n; i++) {
+        Dim *start[MAX_RANK], *limit[MAX_RANK];
+        int64_t stride[MAX_RANK];
+        for (int a = 0; a < rank; a++) {
+            start[a] = dim_const(&g->dims, a == rank - 1 ? off[i] : 0);
+            limit[a] = a == rank - 1 ? dim_const(&g->dims, off[i + 1]) : y->type.dims[a];
+            stride[a] = 1;
+        }
+        Value *s = build_slice(g, y, start, limit, stride);
+        if (!s || !type_eq(&s->type, &dots[i]->out[0]->type))
+            return false;
+        graph_move_op(g, s->def, first);
+        graph_replace_uses(g, dots[i]->out[0], s);
+    }
+    return true;
+}
+
+int canon_hfuse(Graph *g)
+{
+    int fused = 0;
+    for (Op *op = g->first; op; op = op->next) {
+        if (!plain_matmul(op) || graph_count_uses(g, op->out[0]) == 0)
+            continue;
+        Op *dots[MAX_FUSE];
+        int n = 0;
+        for (Op *o = op; o && n < MAX_FUSE; o = o->next)
+            if (plain_matmul(o) && o->in[0] == op->in[0] && o->in[1]->type.dims[0] == op->in[1]->type.dims[0] &&
+                graph_count_uses(g, o->out[0]) > 0)
+                dots[n++] = o;
+        if (n < 2)
+            continue;
+        if (!fuse(g, dots, n))
+            break;
+        fused += n;
+    }
+    return fused;
+}
