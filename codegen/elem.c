@@ -651,6 +651,11 @@ LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
     for (int i = 0; i < k->nr; i++)
         if (k->rv[i] == v)
             return k->rval[i];
+    if (v == k->subst) { /* stored in the stitch output already (kernel.c) */
+        LLVMValueRef off = kern_offset(k, &v->type, idx);
+        return cg_load(cg, v->type.dtype, LLVMBuildGEP2(cg->b, cg_storage_type(cg, v->type.dtype),
+                                                         kern_buf(k, k->cache_out), &off, 1, ""));
+    }
     if (kern_in_group(k, v)) {
         LLVMValueRef r = op_elem(k, v->def, v, idx);
         if (!r)

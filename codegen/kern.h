@@ -27,6 +27,10 @@ typedef struct Kern {
      * pass divides them in place */
     const Op *cache_red;
     Value *cache_out;
+    /* and when E = exp(T - max(T)) (softmax), T goes to out first, for a
+     * vectorised max; from then on elem(T) loads it from there */
+    const Op *cache_max;
+    Value *subst;
 } Kern;
 
 /* True if v is computed by an op of the group. */

@@ -21,6 +21,7 @@
 #include "codegen/kern.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #define B (cg->b)
@@ -296,6 +297,59 @@ enum { LANES = 8 };
  * LLVM's SLP vectoriser turns into vector code (exp through libmvec), where
  * one running result would serialise every step. The order of a float sum
  * changes with it, as in every vectorised reduction. */
+/* Combines two vectors of LANES floats as reduce op bk does its scalars
+ * (kern_binary): add, or max/min with NaN winning. */
+static LLVMValueRef vec_combine(Cg *cg, OpKind bk, LLVMValueRef a, LLVMValueRef b)
+{
+    if (bk == OP_ADD)
+        return LLVMBuildFAdd(B, a, b, "");
+    LLVMTypeRef vt = LLVMTypeOf(a);
+    LLVMValueRef pick = LLVMBuildFCmp(B, bk == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+    LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
+    LLVMValueRef nans[LANES];
+    for (int l = 0; l < LANES; l++)
+        nans[l] = LLVMConstReal(cg->t_f32, NAN);
+    LLVMValueRef nan = LLVMConstVector(nans, LANES);
+    (void)vt;
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, a, b, ""), nan, r, "");
+}
+
+/* The lane reduction of a row that is already in memory, contiguous f32
+ * at base (the softmax cache): the same lanes and order as
+ * emit_lane_reduction, as LANES-wide vector code (LLVM's SLP vectoriser
+ * leaves the scalar lanes' phis alone). */
+static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMValueRef base, LLVMValueRef n)
+{
+    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+    LLVMValueRef init = acc_init(cg, k, op, DT_F32), lanes[LANES];
+    for (int l = 0; l < LANES; l++)
+        lanes[l] = init;
+    LLVMValueRef acc = LLVMBuildAlloca(cg->eb, vt, "vacc");
+    LLVMBuildStore(B, LLVMConstVector(lanes, LANES), acc);
+    LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
+    CgLoop lb;
+    LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
+    LLVMValueRef at = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
+    LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, cg->t_f32, base, &at, 1, ""), LLVMPointerType(vt, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
+    LLVMSetAlignment(v, 4);
+    LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc, ""), v), acc);
+    cg_loop_end(cg, &lb);
+    LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
+    LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
+    LLVMBuildStore(B, LLVMBuildExtractElement(B, va, cg_i32(cg, 0), ""), first);
+    CgLoop lr; /* the rest goes to lane 0, as in emit_lane_reduction */
+    LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "vrest");
+    LLVMValueRef e = LLVMBuildLoad2(B, cg->t_f32, LLVMBuildGEP2(B, cg->t_f32, base, &j, 1, ""), "");
+    LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
+    cg_loop_end(cg, &lr);
+    va = LLVMBuildLoad2(B, vt, acc, "");
+    LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, first, "");
+    for (int l = 1; l < LANES; l++)
+        r = kern_binary(k, bk, DT_F32, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
+    return r;
+}
+
 static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, Dim *m)
 {
     Value *x = op->in[0];
@@ -312,6 +366,20 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
     LLVMValueRef full[MAX_RANK];
     memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
     bool cache = k->cache_red == op;
+    if (k->cache_max == op && rax[0] == x->type.rank - 1 && dt == DT_F32) {
+        /* T into the output (a plain, vectorised loop), its max from there;
+         * later reads of T load it */
+        CgLoop lc;
+        full[rax[0]] = cg_loop_begin(cg, &lc, cg_i64(cg, 0), n, "tcache");
+        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
+        cg_loop_end(cg, &lc);
+        full[rax[0]] = cg_i64(cg, 0);
+        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
+        k->rv[k->nr] = op->out[0];
+        k->rval[k->nr++] = vec_row_reduction(cg, k, op, bk, row, n);
+        k->subst = x;
+        return true;
+    }
     if (cache) { /* x's elements into the output first: a plain loop, which
                   * LLVM vectorises (exp through libmvec), where the lanes'
                   * calls stay scalar; the lanes then sum what it stored */
@@ -319,6 +387,16 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
         full[rax[0]] = cg_loop_begin(cg, &lc, cg_i64(cg, 0), n, "cache");
         cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
         cg_loop_end(cg, &lc);
+        if (rax[0] == x->type.rank - 1 && dt == DT_F32) { /* the row is contiguous there */
+            full[rax[0]] = cg_i64(cg, 0);
+            LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
+            LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n);
+            if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+                r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
+            k->rv[k->nr] = op->out[0];
+            k->rval[k->nr++] = r;
+            return true;
+        }
     }
     CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
@@ -433,11 +511,27 @@ static void find_cache(Kern *k, const Type *xt)
         for (int i = 0; i < grp->nops; i++)
             for (int j = 0; j < grp->ops[i]->nin; j++)
                 read |= grp->ops[i]->in[j] == ov;
-        if (!read) {
-            k->cache_red = r;
-            k->cache_out = ov;
+        if (read)
+            continue;
+        k->cache_red = r;
+        k->cache_out = ov;
+        /* softmax: E = exp(T - max(T)), T read by nothing else */
+        const Op *e = r->in[0]->def, *sub = e && e->kind == OP_EXP ? e->in[0]->def : NULL;
+        const Value *t = sub && sub->kind == OP_SUB ? sub->in[0] : NULL;
+        const Op *mx = sub ? sub->in[1]->def : NULL;
+        if (!t || !mx || mx->kind != OP_REDUCE || mx->in[0] != t || strcmp(op_attr_str(mx, "kind", ""), "max") ||
+            !op_attr_int(mx, "keepdims", 1) || !kern_in_group(k, mx->out[0]) || !kern_in_group(k, t) ||
+            !same_dims(&t->type, xt) || t->type.dtype != DT_F32)
             return;
-        }
+        int uses = 0;
+        for (int i = 0; i < grp->nops; i++)
+            for (int j = 0; j < grp->ops[i]->nin; j++)
+                uses += grp->ops[i]->in[j] == t;
+        for (int i = 0; i < grp->nouts; i++)
+            uses += 2 * (grp->outs[i] == t);
+        if (uses == 2)
+            k->cache_max = mx;
+        return;
     }
 }
 
@@ -472,6 +566,8 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     Dim *p = prod(cg, xt, kax, nk), *m = prod(cg, xt, rax, nr);
     k->cache_red = NULL;
     k->cache_out = NULL;
+    k->cache_max = NULL;
+    k->subst = NULL;
     if (nr == 1)
         find_cache(k, xt);
     ki->range = p;
