@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """run_bench.py — disc (cpu backend) against ONNX Runtime, in the same run.
 
-    python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--models NAME,...] [--quick]
+    python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--rounds R] [--models NAME,...] [--quick]
 
 For every model (the committed tests/models/* and the BERT-base and GPT-2
 size models that bench/gen_bench.py generates into bench/models/, never
@@ -11,7 +11,10 @@ first), then times both: disc through `dcc bench` (the model compiled once
 for all shapes) and ONNX Runtime (CPU, the same number of threads, every
 graph optimisation). It prints per shape disc ms, ORT ms and the ratio
 ORT/disc (above 1: disc is faster), the geometric mean per model, disc's one
-compile time and its kernel count against the model's op count.
+compile time and its kernel count against the model's op count. Each
+model is measured in R rounds (default 3) that alternate which runtime
+goes first; the table has the medians across rounds, and the spread of the
+per-round ratios.
 
 Machines here are noisy: only ratios measured in the same run mean much.
 Needs torch (for generating the large models), onnxruntime, numpy, onnx.
@@ -102,7 +105,7 @@ def time_ort(sess, feeds, runs):
     return statistics.median(ts) * 1e3
 
 
-def bench_model(name, path, shapes, dcc, runs, rows):
+def bench_model(name, path, shapes, dcc, runs, rounds, rows):
     sess = ort_session(path)
     rng = np.random.default_rng(0)
     work = tempfile.mkdtemp(prefix=f"disc-bench-{name}-")
@@ -116,31 +119,51 @@ def bench_model(name, path, shapes, dcc, runs, rows):
             f = make_inputs(path, shape, rng)
             write_set(os.path.join(work, f"test_data_set_{k}"), sess, f)
             feeds.append(f)
-        p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--atol", "1e-4", "--rtol", "1e-2", "-v"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        out = p.stdout
-        m = re.search(r"compiled once in ([\d.]+) ms \(backend \w+; (\d+) ops, (\d+) kernels\)", out)
-        compile_ms, nops, nkern = (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (float("nan"), 0, 0)
-        times = {}
-        for line in out.splitlines():
-            m2 = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms", line)
-            if m2:
-                times[int(m2.group(1))] = float(m2.group(2))
-            elif "FAIL" in line:
-                print(f"  {name}: {line.strip()}", file=sys.stderr)
+        def run_disc():
+            p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--atol", "1e-4", "--rtol", "1e-2", "-v"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            out = p.stdout
+            m = re.search(r"compiled once in ([\d.]+) ms \(backend \w+; (\d+) ops, (\d+) kernels\)", out)
+            info = (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (float("nan"), 0, 0)
+            times = {}
+            for line in out.splitlines():
+                m2 = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms", line)
+                if m2:
+                    times[int(m2.group(1))] = float(m2.group(2))
+                elif "FAIL" in line:
+                    print(f"  {name}: {line.strip()}", file=sys.stderr)
+            if p.returncode != 0 and not times:
+                print(f"  {name}: dcc bench failed:\n{out}", file=sys.stderr)
+            return info, times
+
+        # rounds alternate which runtime goes first, so a drift of the
+        # machine's speed during a round does not favour either
+        disc_t = {k: [] for k in range(len(shapes))}
+        ort_t = {k: [] for k in range(len(shapes))}
+        compile_ms, nops, nkern = float("inf"), 0, 0
+        for r in range(rounds):
+            for who in (("disc", "ort") if r % 2 == 0 else ("ort", "disc")):
+                if who == "disc":
+                    (c, nops, nkern), times = run_disc()
+                    compile_ms = min(compile_ms, c)
+                    for k, t in times.items():
+                        disc_t[k].append(t)
+                else:
+                    for k in range(len(shapes)):
+                        ort_t[k].append(time_ort(sess, feeds[k], runs))
         onnx_nodes = len(onnx.load(path, load_external_data=False).graph.node)
         ratios = []
-        if p.returncode != 0 and not times:
-            print(f"  {name}: dcc bench failed:\n{out}", file=sys.stderr)
         for k, shape in enumerate(shapes):
-            ort_ms = time_ort(sess, feeds[k], runs)
-            disc_ms = times.get(k)
+            ort_ms = statistics.median(ort_t[k])
+            disc_ms = statistics.median(disc_t[k]) if disc_t[k] else None
             ratio = ort_ms / disc_ms if disc_ms else float("nan")
             if disc_ms:
                 ratios.append(ratio)
+            per = [o / d for o, d in zip(ort_t[k], disc_t[k])]
+            spread = f"  (rounds {min(per):.2f}-{max(per):.2f})" if len(per) > 1 else ""
             rows.append((name, "x".join(map(str, shape)), disc_ms, ort_ms, ratio))
             print(f"{name:14s} {'x'.join(map(str, shape)):>10s} disc {disc_ms if disc_ms else float('nan'):9.3f} ms"
-                  f"  ort {ort_ms:9.3f} ms  ratio {ratio:6.2f}", flush=True)
+                  f"  ort {ort_ms:9.3f} ms  ratio {ratio:6.2f}{spread}", flush=True)
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
         print(f"{name:14s} geomean ratio {geo:.2f}; compiled once in {compile_ms:.0f} ms; "
               f"{nkern} kernels for {nops} core ops ({onnx_nodes} ONNX nodes)\n", flush=True)
@@ -155,6 +178,8 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--models", default="", help="comma-separated names (default: all)")
     ap.add_argument("--quick", action="store_true", help="fewer shapes")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of both runtimes, alternating which goes first; medians across rounds")
     args = ap.parse_args()
     want = set(filter(None, args.models.split(",")))
     seq = SEQ_QUICK if args.quick else SEQ_SPREAD
@@ -171,12 +196,13 @@ def main():
             small_seq = [sh for sh in seq if sh[1] <= 256]
             shapes = IMG_SPREAD if "cnn" in name else ([(1, 1), (4, 5), (16, 50)] if name == "recommender" else small_seq)
             models.append((name, path, shapes))
-    print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs\n")
+    print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs, "
+          f"median of {args.rounds} rounds\n")
     rows, geos = [], {}
     for name, path, shapes in models:
         if want and name not in want:
             continue
-        geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, rows)
+        geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, args.rounds, rows)
     print("geometric mean of ORT/disc per model (above 1: disc faster):")
     for k, v in geos.items():
         print(f"  {k:14s} {v:.2f}")
