@@ -29,9 +29,13 @@
  * more threads. A DiscRt belongs to one thread at a time (the one running
  * the host flow), but any number of DiscRt may run at once and submit to
  * the pool together. disc_rt_fail may be called from any thread (kernels
- * running on workers). oneDNN in Debian's build runs on OpenMP (libgomp);
- * the library calls cap OpenMP's team for the calling thread at the run's
- * thread count, and at 1 inside a pool worker (see dnnl.c).
+ * running on workers). oneDNN in Debian's build runs on OpenMP (libgomp),
+ * whose sleeping team costs a wake per call: on a run with two or more
+ * threads a matmul runs as parts on this pool instead (by batch, by rows
+ * from 256 rows, else by panels of columns of constant weights), each part
+ * a one-thread oneDNN call; DISC_SPLIT=0 in the environment turns that
+ * off. Other library calls cap OpenMP's team for the calling thread at the
+ * run's thread count, and at 1 inside a pool worker (see dnnl.c).
  *
  * Errors never abort: a bad descriptor or a failed allocation records a
  * message in the DiscRt (the first one wins) and returns -1 / NULL.
