@@ -31,6 +31,11 @@ typedef struct Kern {
      * vectorised max; from then on elem(T) loads it from there */
     const Op *cache_max;
     Value *subst;
+    /* LayerNorm: out = f(D, var) with D = T - mean(T), var = mean(D * D):
+     * T goes to out, its mean from there, then D replaces it in place, and
+     * var is a vector sum of squares over it (kernel.c, find_norm) */
+    const Op *norm_mean, *norm_var;
+    Value *norm_d;
 } Kern;
 
 /* True if v is computed by an op of the group. */

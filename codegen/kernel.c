@@ -318,7 +318,8 @@ static LLVMValueRef vec_combine(Cg *cg, OpKind bk, LLVMValueRef a, LLVMValueRef 
  * at base (the softmax cache): the same lanes and order as
  * emit_lane_reduction, as LANES-wide vector code (LLVM's SLP vectoriser
  * leaves the scalar lanes' phis alone). */
-static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMValueRef base, LLVMValueRef n)
+static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMValueRef base, LLVMValueRef n,
+                                      bool square)
 {
     LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
     LLVMValueRef init = acc_init(cg, k, op, DT_F32), lanes[LANES];
@@ -333,6 +334,8 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, cg->t_f32, base, &at, 1, ""), LLVMPointerType(vt, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
     LLVMSetAlignment(v, 4);
+    if (square)
+        v = LLVMBuildFMul(B, v, v, "");
     LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc, ""), v), acc);
     cg_loop_end(cg, &lb);
     LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
@@ -341,6 +344,8 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     CgLoop lr; /* the rest goes to lane 0, as in emit_lane_reduction */
     LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "vrest");
     LLVMValueRef e = LLVMBuildLoad2(B, cg->t_f32, LLVMBuildGEP2(B, cg->t_f32, base, &j, 1, ""), "");
+    if (square)
+        e = LLVMBuildFMul(B, e, e, "");
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
     cg_loop_end(cg, &lr);
     va = LLVMBuildLoad2(B, vt, acc, "");
@@ -366,6 +371,40 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
     LLVMValueRef full[MAX_RANK];
     memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
     bool cache = k->cache_red == op;
+    bool mean = !strcmp(op_attr_str(op, "kind", "sum"), "mean");
+    if (k->norm_mean == op) {
+        /* T into the output, its mean from there; then D = T - mean in
+         * place of T (plain, vectorised loops) */
+        CgLoop lt;
+        full[rax[0]] = cg_loop_begin(cg, &lt, cg_i64(cg, 0), n, "tnorm");
+        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
+        cg_loop_end(cg, &lt);
+        full[rax[0]] = cg_i64(cg, 0);
+        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
+        LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, false);
+        if (mean)
+            r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
+        k->rv[k->nr] = op->out[0];
+        k->rval[k->nr++] = r;
+        k->subst = x;
+        CgLoop ld;
+        full[rax[0]] = cg_loop_begin(cg, &ld, cg_i64(cg, 0), n, "dnorm");
+        LLVMValueRef dv = elem(k, k->norm_d, full);
+        cg_store(cg, dt, dv, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
+        cg_loop_end(cg, &ld);
+        k->subst = k->norm_d;
+        return true;
+    }
+    if (k->norm_var == op) { /* the sum of D * D, D in the output */
+        full[rax[0]] = cg_i64(cg, 0);
+        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
+        LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, true);
+        if (mean)
+            r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
+        k->rv[k->nr] = op->out[0];
+        k->rval[k->nr++] = r;
+        return true;
+    }
     if (k->cache_max == op && rax[0] == x->type.rank - 1 && dt == DT_F32) {
         /* T into the output (a plain, vectorised loop), its max from there;
          * later reads of T load it */
@@ -376,7 +415,7 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
         full[rax[0]] = cg_i64(cg, 0);
         LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
         k->rv[k->nr] = op->out[0];
-        k->rval[k->nr++] = vec_row_reduction(cg, k, op, bk, row, n);
+        k->rval[k->nr++] = vec_row_reduction(cg, k, op, bk, row, n, false);
         k->subst = x;
         return true;
     }
@@ -390,7 +429,7 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
         if (rax[0] == x->type.rank - 1 && dt == DT_F32) { /* the row is contiguous there */
             full[rax[0]] = cg_i64(cg, 0);
             LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
-            LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n);
+            LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, false);
             if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
                 r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
             k->rv[k->nr] = op->out[0];
@@ -535,6 +574,69 @@ static void find_cache(Kern *k, const Type *xt)
     }
 }
 
+static int uses_in_group(const Group *grp, const Value *v)
+{
+    int n = 0;
+    for (int i = 0; i < grp->nops; i++)
+        for (int j = 0; j < grp->ops[i]->nin; j++)
+            n += grp->ops[i]->in[j] == v;
+    return n;
+}
+
+static bool is_reduce_kind(const Op *op, const char *a, const char *b)
+{
+    if (!op || op->kind != OP_REDUCE || !op_attr_int(op, "keepdims", 1))
+        return false;
+    const char *kind = op_attr_str(op, "kind", "sum");
+    return !strcmp(kind, a) || !strcmp(kind, b);
+}
+
+/* LayerNorm over the last axis: an output out (shaped like the rows, f32,
+ * read by nothing in the group) of a group whose ops are all elementwise
+ * or reductions, with mean = R1(T), D = T - mean, var = R2(D * D), where
+ * R1, R2 are sums or means, T is read only by R1 and D, D * D only by R2.
+ * Every value shaped like the rows is then read at the index it is
+ * written, so T and then D can live in out. */
+static void find_norm(Kern *k, const Type *xt)
+{
+    const Group *grp = k->grp;
+    Value *out = NULL;
+    for (int o = 0; o < grp->nouts && !out; o++)
+        if (same_dims(&grp->outs[o]->type, xt) && grp->outs[o]->type.dtype == DT_F32 &&
+            !uses_in_group(grp, grp->outs[o]))
+            out = grp->outs[o];
+    const Op *r1 = NULL, *r2 = NULL;
+    int nred = 0;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        OpCat cat = op_info(op->kind)->cat;
+        if (op->kind == OP_REDUCE) {
+            if (nred == 0)
+                r1 = op;
+            else if (nred == 1)
+                r2 = op;
+            nred++;
+        } else if (cat != CAT_UNARY && cat != CAT_BINARY && cat != CAT_ELEM) {
+            return;
+        }
+    }
+    if (!out || nred != 2 || !is_reduce_kind(r1, "mean", "sum") || !is_reduce_kind(r2, "mean", "sum"))
+        return;
+    Value *t = r1->in[0], *q = r2->in[0];
+    const Op *qop = q->def, *dop = qop && qop->kind == OP_MUL && qop->in[0] == qop->in[1] ? qop->in[0]->def : NULL;
+    if (!dop || dop->kind != OP_SUB || dop->in[0] != t || dop->in[1] != r1->out[0] || !kern_in_group(k, q) ||
+        !kern_in_group(k, dop->out[0]) || !same_dims(&t->type, xt) || t->type.dtype != DT_F32 ||
+        uses_in_group(grp, t) != 2 || uses_in_group(grp, q) != 1)
+        return;
+    for (int o = 0; o < grp->nouts; o++)
+        if (grp->outs[o] == t || grp->outs[o] == dop->out[0] || grp->outs[o] == q)
+            return;
+    k->cache_out = out;
+    k->norm_mean = r1;
+    k->norm_var = r2;
+    k->norm_d = dop->out[0];
+}
+
 static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
@@ -568,8 +670,13 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     k->cache_out = NULL;
     k->cache_max = NULL;
     k->subst = NULL;
-    if (nr == 1)
+    k->norm_mean = k->norm_var = NULL;
+    k->norm_d = NULL;
+    if (nr == 1 && rax[0] == xt->rank - 1) { /* rows contiguous in memory */
         find_cache(k, xt);
+        if (!k->cache_red)
+            find_norm(k, xt);
+    }
     ki->range = p;
     ki->grain = dim_is_const(m) && m->c > 0 ? (m->c >= 4096 ? 1 : 4096 / m->c) : 4;
     CgLoop rows;
@@ -607,7 +714,7 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
         for (int o = 0; o < grp->nouts; o++) {
             Value *ov = grp->outs[o];
             Dim *n = type_numel(&cg->g->dims, &ov->type);
-            if (ov == k->cache_out) { /* E / R, E stored by the reduction */
+            if (ov == k->cache_out && k->cache_red) { /* E / R, E stored by the reduction */
                 LLVMValueRef ptr = ptr_at(cg, k, ov, off), r = NULL;
                 for (int i = 0; i < k->nr; i++)
                     if (k->rv[i] == k->cache_red->out[0])
