@@ -338,19 +338,16 @@ static Packed *packed_find(const dnnl_memory_desc_t *plain, const dnnl_memory_de
     return NULL;
 }
 
-/* Reorders src from layout plain into md, with nthr threads. */
-static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
-                        const dnnl_memory_desc_t *md, const void *src, void *dst, int nthr)
+/* Runs reorder primitive prim from src (layout from_md) into dst (to_md)
+ * with nthr threads. */
+static dnnl_status_t run_reorder(dnnl_primitive_t prim, const dnnl_memory_desc_t *from_md, const void *src,
+                                 const dnnl_memory_desc_t *to_md, void *dst, int nthr)
 {
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_stream_t st = NULL;
     dnnl_status_t s;
-    if ((s = dnnl_reorder_primitive_desc_create(&pd, plain, engine, md, engine, NULL)) == dnnl_success &&
-        (s = dnnl_primitive_create(&prim, pd)) == dnnl_success &&
-        (s = dnnl_memory_create(&from, plain, engine, (void *)src)) == dnnl_success &&
-        (s = dnnl_memory_create(&to, md, engine, dst)) == dnnl_success &&
+    if ((s = dnnl_memory_create(&from, from_md, engine, (void *)src)) == dnnl_success &&
+        (s = dnnl_memory_create(&to, to_md, engine, dst)) == dnnl_success &&
         (s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
         int old = team_set(nthr);
@@ -365,6 +362,19 @@ static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *
         dnnl_memory_destroy(from);
     if (to)
         dnnl_memory_destroy(to);
+    return s;
+}
+
+/* Reorders src from layout plain into md, with nthr threads. */
+static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                        const dnnl_memory_desc_t *md, const void *src, void *dst, int nthr)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_status_t s;
+    if ((s = dnnl_reorder_primitive_desc_create(&pd, plain, engine, md, engine, NULL)) == dnnl_success &&
+        (s = dnnl_primitive_create(&prim, pd)) == dnnl_success)
+        s = run_reorder(prim, plain, src, md, dst, nthr);
     if (prim)
         dnnl_primitive_destroy(prim);
     if (pd)
@@ -812,25 +822,7 @@ static void *convert_src(DiscRt *rt, const char *what, const Entry *e, const voi
     void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_SRC]));
     if (!dst)
         return NULL;
-    dnnl_memory_t from = NULL, to = NULL;
-    dnnl_stream_t st = NULL;
-    dnnl_status_t s;
-    if ((s = dnnl_memory_create(&from, &e->src_plain, engine, (void *)src)) == dnnl_success &&
-        (s = dnnl_memory_create(&to, &e->md[MD_SRC], engine, dst)) == dnnl_success &&
-        (s = dnnl_stream_create(&st, engine, dnnl_stream_default_flags)) == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-        int old = team_set(nthr);
-        s = dnnl_primitive_execute(e->cvt, st, 2, args);
-        if (s == dnnl_success)
-            s = dnnl_stream_wait(st);
-        team_restore(old);
-    }
-    if (st)
-        dnnl_stream_destroy(st);
-    if (from)
-        dnnl_memory_destroy(from);
-    if (to)
-        dnnl_memory_destroy(to);
+    dnnl_status_t s = run_reorder(e->cvt, &e->src_plain, src, &e->md[MD_SRC], dst, nthr);
     if (s != dnnl_success) {
         dnnl_failed(rt, what, "bf16 conversion", s);
         return NULL;
