@@ -355,96 +355,86 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     return r;
 }
 
+/* A plain loop over the row at full (axis ax): the output k->cache_out
+ * gets v's element at each index (LLVM vectorises such loops, exp and all,
+ * where the scalar lanes below stay scalar). */
+static void row_to_out(Cg *cg, Kern *k, Value *v, LLVMValueRef *full, int ax, LLVMValueRef n)
+{
+    CgLoop l;
+    full[ax] = cg_loop_begin(cg, &l, cg_i64(cg, 0), n, "torow");
+    cg_store(cg, v->type.dtype, elem(k, v, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
+    cg_loop_end(cg, &l);
+}
+
+/* op's value from the row now in the output (of squares with square), as
+ * vector code; recorded as a row value. */
+static void reduce_out_row(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef n, bool square)
+{
+    const Type *xt = &op->in[0]->type;
+    full[ax] = cg_i64(cg, 0);
+    LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, xt, full));
+    LLVMValueRef r = vec_row_reduction(cg, k, op, reduce_op(op, DT_F32), row, n, square);
+    if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+        r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, cg->t_f32, ""), "");
+    k->rv[k->nr] = op->out[0];
+    k->rval[k->nr++] = r;
+}
+
+/* The reductions of the row normalisations found by find_cache and
+ * find_norm (rows over the last axis, f32): true if op was one. Their
+ * rows go through the output:
+ *   softmax    T to out, max(T); E = exp(T - max) replaces T, sum(E)
+ *   LayerNorm  T to out, mean(T); D = T - mean replaces T, mean(D * D)
+ * and from then on elem reads the replaced value from out (k->subst). */
+static bool emit_row_norm(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef n)
+{
+    Value *x = op->in[0];
+    if (op == k->cache_max || op == k->norm_mean) {
+        row_to_out(cg, k, x, full, ax, n);
+        reduce_out_row(cg, k, op, full, ax, n, false);
+        k->subst = x;
+        if (op == k->norm_mean) {
+            row_to_out(cg, k, k->norm_d, full, ax, n);
+            k->subst = k->norm_d;
+        }
+        return true;
+    }
+    if (op == k->cache_red) {
+        row_to_out(cg, k, x, full, ax, n);
+        reduce_out_row(cg, k, op, full, ax, n, false);
+        return true;
+    }
+    if (op == k->norm_var) {
+        reduce_out_row(cg, k, op, full, ax, n, true);
+        return true;
+    }
+    return false;
+}
+
 static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, Dim *m)
 {
     Value *x = op->in[0];
     DType dt = x->type.dtype;
     LLVMTypeRef t = cg_compute_type(cg, dt);
     OpKind bk = reduce_op(op, dt);
+    LLVMValueRef n = cg_dim(cg, m);
+    LLVMValueRef full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    if (emit_row_norm(cg, k, op, full, rax[0], n))
+        return true;
     LLVMValueRef acc[LANES];
     for (int l = 0; l < LANES; l++) {
         acc[l] = LLVMBuildAlloca(cg->eb, t, "lane");
         LLVMBuildStore(B, acc_init(cg, k, op, dt), acc[l]);
     }
-    LLVMValueRef n = cg_dim(cg, m);
     LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
-    LLVMValueRef full[MAX_RANK];
-    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
-    bool cache = k->cache_red == op;
-    bool mean = !strcmp(op_attr_str(op, "kind", "sum"), "mean");
-    if (k->norm_mean == op) {
-        /* T into the output, its mean from there; then D = T - mean in
-         * place of T (plain, vectorised loops) */
-        CgLoop lt;
-        full[rax[0]] = cg_loop_begin(cg, &lt, cg_i64(cg, 0), n, "tnorm");
-        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
-        cg_loop_end(cg, &lt);
-        full[rax[0]] = cg_i64(cg, 0);
-        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
-        LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, false);
-        if (mean)
-            r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
-        k->rv[k->nr] = op->out[0];
-        k->rval[k->nr++] = r;
-        k->subst = x;
-        CgLoop ld;
-        full[rax[0]] = cg_loop_begin(cg, &ld, cg_i64(cg, 0), n, "dnorm");
-        LLVMValueRef dv = elem(k, k->norm_d, full);
-        cg_store(cg, dt, dv, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
-        cg_loop_end(cg, &ld);
-        k->subst = k->norm_d;
-        return true;
-    }
-    if (k->norm_var == op) { /* the sum of D * D, D in the output */
-        full[rax[0]] = cg_i64(cg, 0);
-        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
-        LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, true);
-        if (mean)
-            r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
-        k->rv[k->nr] = op->out[0];
-        k->rval[k->nr++] = r;
-        return true;
-    }
-    if (k->cache_max == op && rax[0] == x->type.rank - 1 && dt == DT_F32) {
-        /* T into the output (a plain, vectorised loop), its max from there;
-         * later reads of T load it */
-        CgLoop lc;
-        full[rax[0]] = cg_loop_begin(cg, &lc, cg_i64(cg, 0), n, "tcache");
-        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
-        cg_loop_end(cg, &lc);
-        full[rax[0]] = cg_i64(cg, 0);
-        LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
-        k->rv[k->nr] = op->out[0];
-        k->rval[k->nr++] = vec_row_reduction(cg, k, op, bk, row, n, false);
-        k->subst = x;
-        return true;
-    }
-    if (cache) { /* x's elements into the output first: a plain loop, which
-                  * LLVM vectorises (exp through libmvec), where the lanes'
-                  * calls stay scalar; the lanes then sum what it stored */
-        CgLoop lc;
-        full[rax[0]] = cg_loop_begin(cg, &lc, cg_i64(cg, 0), n, "cache");
-        cg_store(cg, dt, elem(k, x, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)));
-        cg_loop_end(cg, &lc);
-        if (rax[0] == x->type.rank - 1 && dt == DT_F32) { /* the row is contiguous there */
-            full[rax[0]] = cg_i64(cg, 0);
-            LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full));
-            LLVMValueRef r = vec_row_reduction(cg, k, op, bk, row, n, false);
-            if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
-                r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
-            k->rv[k->nr] = op->out[0];
-            k->rval[k->nr++] = r;
-            return true;
-        }
-    }
     CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
     LLVMValueRef base = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
     LLVMValueRef v[LANES];
     for (int l = 0; l < LANES; l++) {
         full[rax[0]] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
-        v[l] = cache ? cg_load(cg, dt, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)))
-                     : elem(k, x, full);
+        v[l] = elem(k, x, full);
     }
     for (int l = 0; l < LANES; l++)
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[l], ""), v[l]), acc[l]);
@@ -452,8 +442,7 @@ static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx
     CgLoop lr;
     LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "rest");
     full[rax[0]] = j;
-    LLVMValueRef e = cache ? cg_load(cg, dt, ptr_at(cg, k, k->cache_out, kern_offset(k, &x->type, full)))
-                           : elem(k, x, full);
+    LLVMValueRef e = elem(k, x, full);
     LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[0], ""), e), acc[0]);
     cg_loop_end(cg, &lr);
     LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], "");
