@@ -215,24 +215,15 @@ static int cmd_emit(int argc, char **argv)
         return EXIT_SYSTEM;
     }
     int rc = 0;
-    if (!strcmp(stage, "shape")) {
+    if (!strcmp(stage, "shape") || !strcmp(stage, "canon")) {
         Diag d = {0};
         ShapeOpts so = {assume, nassume};
         ShapeInfo *si = shape_analyze(g, &so, &d);
         if (!si) {
             fprintf(stderr, "%s\n", d.msg);
             rc = EXIT_INPUT;
-        } else {
+        } else if (!strcmp(stage, "shape")) {
             shape_print(f, si);
-            shape_info_free(si);
-        }
-    } else if (!strcmp(stage, "canon")) {
-        Diag d = {0};
-        ShapeOpts so = {assume, nassume};
-        ShapeInfo *si = shape_analyze(g, &so, &d);
-        if (!si) {
-            fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
         } else {
             CanonStats st;
             canon_run(g, &st);
@@ -240,8 +231,8 @@ static int cmd_emit(int argc, char **argv)
             fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dots fused side by side, "
                        "%d dead, %d rounds\n",
                     st.ops_before, st.ops_after, st.folded, st.cse, st.simplified, st.hfused, st.removed, st.rounds);
-            shape_info_free(si);
         }
+        shape_info_free(si);
     } else if (!strcmp(stage, "memplan")) {
         rc = emit_memplan(f, g, assume, nassume, bind);
     } else if (!strcmp(stage, "fusion")) {
