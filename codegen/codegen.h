@@ -72,6 +72,7 @@ typedef struct Cg {
     int nepilogue;             /* of them, applying the start of their epilogue */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
+    LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
     /* per function being emitted */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */
@@ -92,6 +93,18 @@ void cg_free(Cg *cg);
  * entry to the body and verifies nothing (llvm.c verifies the module). */
 void cg_begin_function(Cg *cg, LLVMValueRef fn, LLVMValueRef syms);
 void cg_end_function(Cg *cg, LLVMBasicBlockRef body);
+/* Emitting a function in the middle of another (a kernel while the host
+ * flow is being built): cg_fn_save keeps the outer one's state and starts
+ * a fresh dim cache, cg_fn_restore puts it back with the builders where
+ * they were. */
+typedef struct CgFnState {
+    LLVMBasicBlockRef here, entry;
+    LLVMValueRef fn, syms;
+    DimMap dimcache;
+    bool no_hoist;
+} CgFnState;
+void cg_fn_save(Cg *cg, CgFnState *s);
+void cg_fn_restore(Cg *cg, CgFnState *s);
 
 /* A dim as an i64 value, computed once per function in its entry block. */
 LLVMValueRef cg_dim(Cg *cg, Dim *d);
@@ -126,6 +139,10 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki);
 /* What a group's kernel code depends on, as text (ksig.c): groups with
  * equal signatures share one kernel. malloc'd; NULL if out of memory. */
 char *cg_kernel_signature(const Group *grp);
+/* The skinny matmul kernel (skinny.c) for one epilogue: a DiscKernelFn
+ * over the weights' 64-column panels for disc_rt_call_skinny (rt.h);
+ * made once per module and epilogue. post is a DiscPost. */
+LLVMValueRef cg_skinny_kernel(Cg *cg, int post, bool bias, bool residual);
 
 /* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
 

@@ -207,6 +207,11 @@ static LLVMValueRef unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
 
 /* Integer division that never traps: a zero divisor divides by 1, and
  * MIN / -1 wraps. */
+LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
+{
+    return unary(k, op, dt, x);
+}
+
 static LLVMValueRef int_div(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMValueRef zero = iconst(k, dt, 0), one = iconst(k, dt, 1);

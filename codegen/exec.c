@@ -194,6 +194,17 @@ static int32_t prof_call_matmul(DiscRt *rt, const int64_t *f, const void *a, con
     return rc;
 }
 
+static int32_t prof_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                                const void *residual, void *c, DiscKernelFn *fn)
+{
+    double t0 = now();
+    int32_t rc = disc_rt_call_skinny(rt, f, a, b, bias, residual, c, fn);
+    const char *k = prof_key(f[DISC_MM_M] <= DISC_SKINNY_M ? "skinny matmul MxNxK" : "matmul MxNxK", f, DISC_MM_M,
+                             DISC_MM_N, DISC_MM_K);
+    prof_add(k, k, now() - t0);
+    return rc;
+}
+
 static int32_t prof_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                               const void *residual, void *y)
 {
@@ -304,10 +315,12 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
         {"disc_rt_output", (void *)disc_rt_output},
         {"disc_rt_call_matmul", (void *)disc_rt_call_matmul},
+        {"disc_rt_call_skinny", (void *)disc_rt_call_skinny},
         {"disc_rt_call_conv", (void *)disc_rt_call_conv},
         {"disc_rt_call_pool", (void *)disc_rt_call_pool},
         {"disc_prof_parallel_for", (void *)prof_parallel_for},
         {"disc_prof_call_matmul", (void *)prof_call_matmul},
+        {"disc_prof_call_skinny", (void *)prof_call_skinny},
         {"disc_prof_call_conv", (void *)prof_call_conv},
         {"disc_prof_call_pool", (void *)prof_call_pool},
         {"disc_exec_host_op", (void *)disc_exec_host_op},

@@ -169,23 +169,11 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
             free(sig);
             return true;
         }
-    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
-    LLVMValueRef save_fn = cg->fn, save_syms = cg->syms;
-    LLVMBasicBlockRef save_entry = cg->entry;
-    DimMap save_cache = cg->dimcache;
-    bool save_nh = cg->no_hoist;
-    cg->no_hoist = false;
-    dimmap_init(&cg->dimcache);
+    CgFnState st;
+    cg_fn_save(cg, &st);
     int k = cg->nkernels;
     bool ok = cg_kernel(cg, grp, ki);
-    dimmap_free(&cg->dimcache);
-    cg->dimcache = save_cache;
-    cg->no_hoist = save_nh;
-    cg->fn = save_fn;
-    cg->syms = save_syms;
-    cg->entry = save_entry;
-    LLVMPositionBuilderAtEnd(cg->eb, cg->entry);
-    LLVMPositionBuilderAtEnd(B, here);
+    cg_fn_restore(cg, &st);
     char **sv = realloc(cg->ksig, (size_t)(k + 1) * sizeof *sv);
     KernelInfo *kv = realloc(cg->kinfo, (size_t)(k + 1) * sizeof *kv);
     if (sv)

@@ -196,6 +196,16 @@ typedef struct Fused {
 
 /* The call, with the result written to the value's buffer (fz: with the
  * fused epilogue, into the buffer of fz->result). */
+/* Whether a dot may take the skinny kernel (skinny.c) when few rows come:
+ * constant f32 weights, A's rows contiguous, m not known to be larger. */
+static bool skinny_fits(const Op *op, const LibCall *c)
+{
+    Dim *m = c->f[DISC_MM_M], *ak = c->f[DISC_MM_A_STRIDE + 2];
+    return op->kind == OP_DOT && dim_is_const(c->f[DISC_MM_DTYPE]) && c->f[DISC_MM_DTYPE]->c == DT_F32 &&
+           is_const_weights(op, 1) && dim_is_const(ak) && ak->c == 1 &&
+           !(dim_is_const(m) && (m->c > DISC_SKINNY_M || m->c < 1));
+}
+
 static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
@@ -235,10 +245,16 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
         LLVMValueRef a[4] = {h->rt, fields, h->vbuf[op->in[0]->id], out};
         rc = LLVMBuildCall2(B, fty, f, a, 4, "");
     } else {
-        LLVMTypeRef params[7] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8};
-        LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, 7, &fty);
-        LLVMValueRef a[7] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
-        rc = LLVMBuildCall2(B, fty, f, a, 7, "");
+        LLVMTypeRef params[8] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8,
+                                 LLVMPointerType(cg->t_kernel, 0)};
+        LLVMValueRef a[8] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
+        int np = 7;
+        if (skinny_fits(op, c)) { /* the runtime picks it for m <= DISC_SKINNY_M */
+            a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
+            snprintf(fn, sizeof fn, "%s_call_skinny", !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt");
+        }
+        LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, np, &fty);
+        rc = LLVMBuildCall2(B, fty, f, a, (unsigned)np, "");
     }
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     return true;

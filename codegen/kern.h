@@ -50,6 +50,7 @@ LLVMValueRef kern_offset(Kern *k, const Type *t, LLVMValueRef *idx);
 void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx);
 /* Scalar arithmetic shared with the reduction templates. */
 LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x);
 LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
 
 #endif

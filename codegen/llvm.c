@@ -75,6 +75,26 @@ void cg_end_function(Cg *cg, LLVMBasicBlockRef body)
     LLVMBuildBr(cg->eb, body);
 }
 
+void cg_fn_save(Cg *cg, CgFnState *s)
+{
+    *s = (CgFnState){.here = LLVMGetInsertBlock(cg->b), .entry = cg->entry, .fn = cg->fn, .syms = cg->syms,
+                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist};
+    cg->no_hoist = false;
+    dimmap_init(&cg->dimcache);
+}
+
+void cg_fn_restore(Cg *cg, CgFnState *s)
+{
+    dimmap_free(&cg->dimcache);
+    cg->dimcache = s->dimcache;
+    cg->no_hoist = s->no_hoist;
+    cg->fn = s->fn;
+    cg->syms = s->syms;
+    cg->entry = s->entry;
+    LLVMPositionBuilderAtEnd(cg->eb, cg->entry);
+    LLVMPositionBuilderAtEnd(cg->b, s->here);
+}
+
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, true); }
 LLVMValueRef cg_i32(Cg *cg, int32_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)(int64_t)v, true); }
 

@@ -1264,6 +1264,60 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
     return matmul(rt, d, a, b, c, NULL);
 }
 
+/* ---- skinny matmul ---------------------------------------------------------- */
+
+/* The packed copy the panel kernel reads: oneDNN's BA16a64b layout of the
+ * k x n weights (64-column panels, one after another, each holding rows
+ * 0..kp-1, kp = k rounded up to 16, zero past k and n), the layout its
+ * matmul picks for constant f32 weights, so both share one copy. NULL (and
+ * no error) when this oneDNN lays it out otherwise. */
+static Packed *panels_get(DiscRt *rt, const DiscMatmul *d, const void *b, int64_t *kp)
+{
+    dnnl_memory_desc_t plain, md;
+    dnnl_dims_t dims = {d->k, d->n}, st = {d->b_stride[1], d->b_stride[2]};
+    if (dnnl_memory_desc_init_by_strides(&plain, 2, dims, dnnl_f32, st) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&md, 2, dims, dnnl_f32, dnnl_BA16a64b) != dnnl_success)
+        return NULL;
+    const dnnl_blocking_desc_t *bl = &md.format_desc.blocking;
+    *kp = md.padded_dims[0];
+    if (md.format_kind != dnnl_blocked || bl->strides[0] != 16 * DISC_PANEL || bl->strides[1] != *kp * DISC_PANEL ||
+        md.padded_dims[1] % DISC_PANEL)
+        return NULL;
+    return packed_get(rt, "matmul", &plain, &md, b, disc_rt_threads(rt));
+}
+
+int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
+                          DiscKernelFn *fn)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("DISC_SKINNY");
+        off = e && !strcmp(e, "0");
+    }
+    bool fits = !off && fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
+                d->m <= DISC_SKINNY_M && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
+                d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&
+                d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT;
+    if (fits) {
+        pthread_mutex_lock(&cache.mu);
+        fits = cache.capacity > 0; /* no cache: no packed copies either */
+        pthread_mutex_unlock(&cache.mu);
+    }
+    int64_t kp = 0;
+    Packed *k = fits && get_engine(rt) ? panels_get(rt, d, b, &kp) : NULL;
+    if (!k)
+        return disc_rt_error(rt) ? -1 : disc_rt_matmul(rt, d, a, b, c);
+    int64_t f[DISC_SK_NFIELDS] = {
+        [DISC_SK_A] = (int64_t)(uintptr_t)a, [DISC_SK_B] = (int64_t)(uintptr_t)k->data,
+        [DISC_SK_BIAS] = (int64_t)(uintptr_t)d->bias, [DISC_SK_RES] = (int64_t)(uintptr_t)d->residual,
+        [DISC_SK_C] = (int64_t)(uintptr_t)c, [DISC_SK_M] = d->m, [DISC_SK_N] = d->n, [DISC_SK_K] = d->k,
+        [DISC_SK_LDA] = d->a_stride[1], [DISC_SK_KP] = kp, [DISC_SK_LDC] = d->c_stride[1],
+    };
+    disc_rt_parallel_for(rt, fn, f, (d->n + DISC_PANEL - 1) / DISC_PANEL, 1);
+    packed_release(k);
+    return 0;
+}
+
 /* ---- convolution ------------------------------------------------------------ */
 
 typedef struct Cv {

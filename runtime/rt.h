@@ -141,6 +141,21 @@ typedef struct DiscMatmul {
  * oneDNN implements; other strides are an error. */
 int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c);
 
+/* A matmul with few rows on a generated panel kernel (codegen/skinny.c):
+ * for f32, batch 1, constant weights, unit-stride rows of A and C and
+ * m <= DISC_SKINNY_M, fn runs over the 64-column panels of the weights'
+ * packed copy (oneDNN's BA16a64b layout, made once and shared with the
+ * oneDNN calls of larger m) with the fields below; any other call, or
+ * DISC_SKINNY=0 in the environment, goes to disc_rt_matmul. fn computes
+ * C = post(A B + bias) + residual for panels [begin, end). */
+enum { DISC_SKINNY_M = 16, DISC_PANEL = 64 };
+enum { /* the kernel's args: an int64 array (pointers as integers) */
+    DISC_SK_A, DISC_SK_B, DISC_SK_BIAS, DISC_SK_RES, DISC_SK_C,
+    DISC_SK_M, DISC_SK_N, DISC_SK_K, DISC_SK_LDA, DISC_SK_KP, DISC_SK_LDC, DISC_SK_NFIELDS
+};
+int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
+                          DiscKernelFn *fn);
+
 /* Convolution (or transposed convolution) in plain dense layouts:
  *   x [n][c][in...], y [n][o][out...]
  *   conv:      w [o][c/groups][k...]
@@ -206,6 +221,10 @@ int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const v
                             const void *residual, void *c);
 int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                           const void *residual, void *y);
+/* disc_rt_call_matmul through disc_rt_matmul_skinny with kernel fn. */
+int32_t disc_rt_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                            const void *residual, void *c, DiscKernelFn *fn);
+
 int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y);
 
 /* Memory for graph output k of a run: slots = the host flow's io array,

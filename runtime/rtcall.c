@@ -18,8 +18,8 @@ static int bad_post(DiscRt *rt, int64_t post)
     return -1;
 }
 
-int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
-                            const void *residual, void *c)
+static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                           const void *residual, void *c, DiscKernelFn *skinny)
 {
     if (bad_post(rt, f[DISC_MM_POST]))
         return -1;
@@ -37,7 +37,20 @@ int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const v
     memcpy(m.a_stride, f + DISC_MM_A_STRIDE, sizeof m.a_stride);
     memcpy(m.b_stride, f + DISC_MM_B_STRIDE, sizeof m.b_stride);
     memcpy(m.c_stride, f + DISC_MM_C_STRIDE, sizeof m.c_stride);
-    return disc_rt_matmul(rt, &m, a, b, c) == 0 ? 0 : -1;
+    int rc = skinny ? disc_rt_matmul_skinny(rt, &m, a, b, c, skinny) : disc_rt_matmul(rt, &m, a, b, c);
+    return rc == 0 ? 0 : -1;
+}
+
+int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                            const void *residual, void *c)
+{
+    return call_matmul(rt, f, a, b, bias, residual, c, NULL);
+}
+
+int32_t disc_rt_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                            const void *residual, void *c, DiscKernelFn *fn)
+{
+    return call_matmul(rt, f, a, b, bias, residual, c, fn);
 }
 
 int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
