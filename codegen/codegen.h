@@ -70,6 +70,7 @@ typedef struct Cg {
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
+    int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
@@ -166,7 +167,7 @@ typedef struct CgModule {
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
-    int nkernels, nlaunch, nlibrary, nepilogue;
+    int nkernels, nlaunch, nlibrary, nepilogue, nskinny;
     double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
     CanonStats canon;  /* what canonicalisation did */
 } CgModule;

@@ -380,6 +380,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContext
     m->nlaunch = cg.nlaunch;
     m->nlibrary = cg.nlibrary;
     m->nepilogue = cg.nepilogue;
+    m->nskinny = cg.nskinny;
     m->kdesc = cg.kdesc;
     m->mod = cg.mod;
     cg_free(&cg);
@@ -484,10 +485,11 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
                 "%d dots fused side by side), "
                 "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
-                "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops\n",
+                "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
+                "%d matmuls with a skinny variant\n",
                 1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
                 m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
-                e->nkernels, m.nlibrary, m.nepilogue, g->nops);
+                e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny);
     return e;
 fail:
     exec_free(e);

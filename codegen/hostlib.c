@@ -196,14 +196,22 @@ typedef struct Fused {
 
 /* The call, with the result written to the value's buffer (fz: with the
  * fused epilogue, into the buffer of fz->result). */
-/* Whether a dot may take the skinny kernel (skinny.c) when few rows come:
- * constant f32 weights, A's rows contiguous, m not known to be larger. */
-static bool skinny_fits(const Op *op, const LibCall *c)
+/* Whether a dot gets the skinny kernel (skinny.c) as a variant for when
+ * few rows come: constant f32 weights, A's rows contiguous, and m not
+ * proved (ISL, with the facts and --assume hints) to exceed DISC_SKINNY_M
+ * or to be 0. The runtime picks the variant per call from m. */
+static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
 {
     Dim *m = c->f[DISC_MM_M], *ak = c->f[DISC_MM_A_STRIDE + 2];
-    return op->kind == OP_DOT && dim_is_const(c->f[DISC_MM_DTYPE]) && c->f[DISC_MM_DTYPE]->c == DT_F32 &&
-           is_const_weights(op, 1) && dim_is_const(ak) && ak->c == 1 &&
-           !(dim_is_const(m) && (m->c > DISC_SKINNY_M || m->c < 1));
+    if (op->kind != OP_DOT || !dim_is_const(c->f[DISC_MM_DTYPE]) || c->f[DISC_MM_DTYPE]->c != DT_F32 ||
+        !is_const_weights(op, 1) || !dim_is_const(ak) || ak->c != 1)
+        return false;
+    DimCtx *cx = &cg->g->dims;
+    Constraints *cons = cg->si ? cg->si->cons : NULL;
+    if (dim_is_const(m))
+        return m->c >= 1 && m->c <= DISC_SKINNY_M;
+    return !cons || !(cons_prove(cons, m, REL_GT, dim_const(cx, DISC_SKINNY_M)) ||
+                      cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 
 static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
@@ -249,7 +257,8 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
                                  LLVMPointerType(cg->t_kernel, 0)};
         LLVMValueRef a[8] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
         int np = 7;
-        if (skinny_fits(op, c)) { /* the runtime picks it for m <= DISC_SKINNY_M */
+        if (skinny_fits(cg, op, c)) {
+            cg->nskinny++;
             a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
             snprintf(fn, sizeof fn, "%s_call_skinny", !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt");
         }

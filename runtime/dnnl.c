@@ -1289,13 +1289,13 @@ static Packed *panels_get(DiscRt *rt, const DiscMatmul *d, const void *b, int64_
 int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
                           DiscKernelFn *fn)
 {
-    static int off = -1;
-    if (off < 0) {
+    static int64_t max_m = -1;
+    if (max_m < 0) {
         const char *e = getenv("DISC_SKINNY");
-        off = e && !strcmp(e, "0");
+        max_m = e ? strtoll(e, NULL, 10) : DISC_SKINNY_M;
     }
-    bool fits = !off && fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
-                d->m <= DISC_SKINNY_M && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
+    bool fits = fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
+                d->m <= max_m && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
                 d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&
                 d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT;
     if (fits) {
