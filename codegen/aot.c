@@ -197,6 +197,13 @@ static void step_text(const Graph *g, const HostProg *p, int i, char *buf, size_
     char a[200], b[200], nb[32];
     buf[0] = 0;
     switch (s->kind) {
+    case HS_BIND: {
+        int n = snprintf(buf, size, "input \"%s\" dim %d (%s) must be >= %lld", value_name(g->inputs[s->input], nb, sizeof nb),
+                         s->axis, s->sym->name, (long long)s->sym->lo);
+        if (s->sym->hi != DIM_INF)
+            snprintf(buf + n, size - (size_t)n, " and <= %lld", (long long)s->sym->hi);
+        break;
+    }
     case HS_CHECK: {
         dim_snprint(a, sizeof a, s->lhs);
         int n = snprintf(buf, size, "input \"%s\" dim %d must be %s",

@@ -83,7 +83,12 @@ static void emit_steps(Host *h)
         switch (s->kind) {
         case HS_BIND: {
             LLVMValueRef v = LLVMBuildLoad2(B, cg->t_i64, host_gep(cg, cg->t_i64, h->shapes, off[s->input] + s->axis), "");
-            LLVMBuildStore(B, v, host_gep(cg, cg->t_i64, h->syms, s->sym->id));
+            const Dim *y = s->sym; /* within the symbol's bounds */
+            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSGE, v, cg_i64(cg, y->lo), "");
+            if (y->hi != DIM_INF)
+                in = LLVMBuildAnd(B, in, LLVMBuildICmp(B, LLVMIntSLE, v, cg_i64(cg, y->hi), ""), "");
+            host_check_or_return(h, in, i + 1);
+            LLVMBuildStore(B, v, host_gep(cg, cg->t_i64, h->syms, y->id));
             break;
         }
         case HS_CHECK: {

@@ -58,6 +58,7 @@ int main(void)
     for (int i = 0; i < 3; i++)
         if (run(shapes[i][0], shapes[i][1], shapes[i][1]) != BERT_OK)
             return 1;
-    /* a mask one position shorter than the ids: rejected, nothing runs */
-    return run(2, 13, 12) == BERT_EINPUT ? 0 : 1;
+    /* a mask one position shorter than the ids, and an empty batch (the
+     * model's symbols are >= 1): rejected, nothing runs */
+    return run(2, 13, 12) == BERT_EINPUT && run(0, 8, 8) == BERT_EINPUT ? 0 : 1;
 }

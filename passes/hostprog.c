@@ -209,10 +209,17 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
     char buf[256], ex[256], ctx[300];
     snprintf(ctx, sizeof ctx, "%s%s", s->what ? s->what : "", s->what ? ": " : "");
     switch (s->kind) {
-    case HS_BIND:
-        e->val[s->sym->id] = shapes[s->input][s->axis];
-        e->bound[s->sym->id] = true;
+    case HS_BIND: {
+        int64_t v = shapes[s->input][s->axis];
+        const Dim *y = s->sym;
+        if (v < y->lo || (y->hi != DIM_INF && v > y->hi))
+            return diag_set(d, "error: input \"%s\": dim %d is %lld, expected %s %s %lld", input_name(g, s->input),
+                            s->axis, (long long)v, y->name, v < y->lo ? ">=" : "<=",
+                            (long long)(v < y->lo ? y->lo : y->hi));
+        e->val[y->id] = v;
+        e->bound[y->id] = true;
         return true;
+    }
     case HS_CHECK: {
         int64_t got = shapes[s->input][s->axis];
         if (dim_eval(s->lhs, &env, &a) != DIM_OK || got == a)

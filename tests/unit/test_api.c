@@ -103,6 +103,11 @@ int main(void)
     disc_tensor in = {DISC_F32, 2, {3, 7}, x, sizeof x, 0}, out = {0};
     CHECK(disc_run(compiled, &in, 1, &out, 1) == DISC_ERR_SHAPE);
     CHECK_MSG(strstr(disc_last_error(), "dim 1 is 7, expected 8") != NULL, "%s", disc_last_error());
+    /* a dim below its symbol's bound (>= 1): the compiled code refuses it as the interpreter does */
+    disc_tensor in0 = {DISC_F32, 2, {0, 8}, x, 0, 0};
+    CHECK(disc_run(compiled, &in0, 1, &out, 1) == DISC_ERR_SHAPE);
+    CHECK_MSG(strstr(disc_last_error(), "dim 0 is 0, expected") && strstr(disc_last_error(), ">= 1"), "%s",
+              disc_last_error());
     CHECK(disc_run(compiled, &in, 2, &out, 1) == DISC_ERR_ARG);
     in.nbytes = 4;
     CHECK(disc_run(compiled, &in, 1, &out, 1) == DISC_ERR_ARG);
