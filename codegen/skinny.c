@@ -21,10 +21,12 @@
  * step loads one 64-float row of the panel and broadcasts one element of
  * each of the R rows of A. So the weights stream from memory once per
  * block of 6 rows and come from L2 for the next (a panel is 64 * kp * 4
- * bytes: 192 KiB at k = 768). The epilogue runs per row of the block on
- * the 64 accumulated columns, through a stack row: bias, the activation
- * (elem.c's forms, the loop kernels' too), the residual, and a store of
- * the panel's columns that exist (the last panel may be partial).
+ * bytes: 192 KiB at k = 768). A block stores its accumulators to C with
+ * masked stores (the last panel may be partial); then one pass over the
+ * panel's m rows applies the epilogue in place while the tile is in L1:
+ * bias, the activation (elem.c's forms, the loop kernels' too), the
+ * residual. (Per-row epilogues inside every block made the kernel ten
+ * times larger and slow to compile.)
  *
  * One kernel per epilogue (activation, bias or not, residual or not) and
  * module, so the loop over k carries no tests.
@@ -32,6 +34,7 @@
 #include "codegen/kern.h"
 #include "runtime/rt.h"
 
+#include <llvm-c/DebugInfo.h>
 #include <stdio.h>
 
 #define B (cg->b)
@@ -45,10 +48,12 @@ typedef struct Sk {
     LLVMTypeRef vt;            /* <16 x float> */
     LLVMTypeRef pf, pv;        /* float*, <16 x float>* */
     LLVMValueRef fma;          /* llvm.fmuladd.v16f32 */
+    LLVMValueRef mstore;       /* llvm.masked.store.v16f32 */
     LLVMValueRef acc[RMAX][VECS]; /* allocas */
-    LLVMValueRef row;          /* [64 x float] alloca: one row of the block */
+    LLVMValueRef mask[VECS];   /* lanes of the panel's columns that exist */
     LLVMValueRef a, bp, bias_p, res_p, c, m, n, k, lda, kp, ldc;
     LLVMValueRef panel, c0, w; /* the panel's weights, first column, columns that exist */
+    LLVMValueRef cpanel;       /* &C[0][c0] */
 } Sk;
 
 static LLVMValueRef gep(Cg *cg, LLVMTypeRef t, LLVMValueRef p, LLVMValueRef i)
@@ -83,8 +88,22 @@ static LLVMValueRef post(Sk *s, LLVMValueRef x)
     }
 }
 
-/* Rows [i0, i0 + r) of A against the panel: accumulate, then the epilogue
- * and the stores. */
+/* Marks the loop whose latch ends in br as one LLVM must not unroll: the
+ * k loop is already R x 4 vectors wide, and unrolled (8 times, by default)
+ * it made each kernel thousands of lines that took a second to compile. */
+static void no_unroll(Cg *cg, LLVMValueRef br)
+{
+    LLVMContextRef c = cg->ctx;
+    static const char what[] = "llvm.loop.unroll.disable";
+    LLVMMetadataRef s = LLVMMDStringInContext2(c, what, sizeof what - 1);
+    LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, &s, 1)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(ops[0], loop); /* a loop ID refers to itself */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
+}
+
+/* Rows [i0, i0 + r) of A against the panel, accumulated and stored to C
+ * (masked to the panel's columns that exist). */
 static void block(Sk *s, LLVMValueRef i0, int r)
 {
     Cg *cg = s->cg;
@@ -115,26 +134,40 @@ static void block(Sk *s, LLVMValueRef i0, int r)
             LLVMBuildStore(B, LLVMBuildCall2(B, fty, s->fma, args, 3, ""), s->acc[i][q]);
         }
     }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     cg_loop_end(cg, &kl);
+    no_unroll(cg, LLVMGetBasicBlockTerminator(latch));
+    LLVMTypeRef sty = LLVMGlobalGetValueType(s->mstore);
     for (int i = 0; i < r; i++) {
+        LLVMValueRef ci = gep(cg, cg->t_f32, s->cpanel, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, ""));
         for (int q = 0; q < VECS; q++) {
-            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, s->row, cg_i64(cg, q * LANES)), s->pv, "");
-            LLVMBuildStore(B, LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p);
+            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, q * LANES)), s->pv, "");
+            LLVMValueRef args[4] = {LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p, cg_i32(cg, 4), s->mask[q]};
+            LLVMBuildCall2(B, sty, s->mstore, args, 4, "");
         }
-        LLVMValueRef ci = LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, "");
-        CgLoop jl;
-        LLVMValueRef j = cg_loop_begin(cg, &jl, cg_i64(cg, 0), s->w, "j");
-        LLVMValueRef col = LLVMBuildAdd(B, s->c0, j, "");
-        LLVMValueRef x = LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->row, j), "");
-        if (s->bias)
-            x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->bias_p, col), ""), "");
-        x = post(s, x);
-        LLVMValueRef at = LLVMBuildAdd(B, ci, col, "");
-        if (s->residual)
-            x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->res_p, at), ""), "");
-        LLVMBuildStore(B, x, gep(cg, cg->t_f32, s->c, at));
-        cg_loop_end(cg, &jl);
     }
+}
+
+/* C = post(C + bias) + residual over the panel's rows and columns. */
+static void epilogue(Sk *s)
+{
+    Cg *cg = s->cg;
+    CgLoop il, jl;
+    LLVMValueRef i = cg_loop_begin(cg, &il, cg_i64(cg, 0), s->m, "ei");
+    LLVMValueRef ci = LLVMBuildMul(B, i, s->ldc, "");
+    LLVMValueRef j = cg_loop_begin(cg, &jl, cg_i64(cg, 0), s->w, "ej");
+    LLVMValueRef col = LLVMBuildAdd(B, s->c0, j, "");
+    LLVMValueRef at = LLVMBuildAdd(B, ci, col, "");
+    LLVMValueRef cp = gep(cg, cg->t_f32, s->c, at);
+    LLVMValueRef x = LLVMBuildLoad2(B, cg->t_f32, cp, "");
+    if (s->bias)
+        x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->bias_p, col), ""), "");
+    x = post(s, x);
+    if (s->residual)
+        x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->res_p, at), ""), "");
+    LLVMBuildStore(B, x, cp);
+    cg_loop_end(cg, &jl);
+    cg_loop_end(cg, &il);
 }
 
 /* if (*i + r <= m) { block(*i, r); *i += r; }, or a loop of that (r = RMAX). */
@@ -189,13 +222,17 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
         LLVMTypeRef p[3] = {s.vt, s.vt, s.vt};
         s.fma = LLVMAddFunction(cg->mod, fname, LLVMFunctionType(s.vt, p, 3, false));
     }
+    const char *sname = "llvm.masked.store.v16f32.p0v16f32";
+    s.mstore = LLVMGetNamedFunction(cg->mod, sname);
+    if (!s.mstore) {
+        LLVMTypeRef p[4] = {s.vt, s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, LANES)};
+        s.mstore = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(cg->t_void, p, 4, false));
+    }
     for (int i = 0; i < RMAX; i++)
         for (int q = 0; q < VECS; q++) {
             s.acc[i][q] = LLVMBuildAlloca(cg->eb, s.vt, "acc");
             LLVMSetAlignment(s.acc[i][q], 64);
         }
-    s.row = LLVMBuildAlloca(cg->eb, LLVMArrayType(cg->t_f32, DISC_PANEL), "row");
-    s.row = LLVMBuildBitCast(cg->eb, s.row, s.pf, "");
     LLVMValueRef f = LLVMBuildBitCast(cg->eb, LLVMGetParam(fn, 2), cg->t_p64, "f");
     s.a = field(&s, f, DISC_SK_A, s.pf);
     s.bp = field(&s, f, DISC_SK_B, s.pf);
@@ -216,11 +253,25 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     LLVMValueRef left = LLVMBuildSub(B, s.n, s.c0, "");
     LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, DISC_PANEL), "");
     s.w = LLVMBuildSelect(B, full, cg_i64(cg, DISC_PANEL), left, "");
+    s.cpanel = gep(cg, cg->t_f32, s.c, s.c0);
+    LLVMValueRef lanes[LANES];
+    for (int l = 0; l < LANES; l++)
+        lanes[l] = cg_i64(cg, l);
+    LLVMValueRef iota = LLVMConstVector(lanes, LANES);
+    for (int q = 0; q < VECS; q++) {
+        LLVMValueRef wq = LLVMBuildSub(B, s.w, cg_i64(cg, q * LANES), "");
+        LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(LLVMVectorType(cg->t_i64, LANES)), wq,
+                                                  cg_i32(cg, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(B, one, one, LLVMConstNull(LLVMVectorType(cg->t_i32, LANES)), "");
+        s.mask[q] = LLVMBuildICmp(B, LLVMIntSLT, iota, splat, "");
+    }
     LLVMBuildStore(B, cg_i64(cg, 0), ivar);
     blocks(&s, ivar, RMAX, true);
     blocks(&s, ivar, 4, false);
     blocks(&s, ivar, 2, false);
     blocks(&s, ivar, 1, false);
+    if (s.bias || s.residual || s.post != DISC_POST_NONE)
+        epilogue(&s);
     cg_loop_end(cg, &pl);
     LLVMBuildRetVoid(B);
     cg_end_function(cg, body);

@@ -1297,7 +1297,8 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
     bool fits = fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
                 d->m <= max_m && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
                 d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&
-                d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT;
+                d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT &&
+                d->residual != c; /* C is written before the epilogue reads the residual */
     if (fits) {
         pthread_mutex_lock(&cache.mu);
         fits = cache.capacity > 0; /* no cache: no packed copies either */
