@@ -49,6 +49,7 @@ typedef struct KernelInfo {
     char name[32];
     Dim *range;        /* parallel iterations */
     int64_t grain;     /* minimum iterations per task */
+    Dim *grain_dim;    /* when set, the grain as a dim, computed at run time */
 } KernelInfo;
 
 typedef struct Cg {
