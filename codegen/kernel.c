@@ -684,8 +684,8 @@ typedef struct Cols {
     bool *has_map;              /* when it has one */
     Dim *R, *full, *rows;       /* reduced, full and kept element counts */
     int budget;                 /* values col_reads may still visit */
-    LLVMValueRef idx[MAX_RANK]; /* the full index: o's axes set per block */
-    LLVMValueRef orow, c0;      /* o as a flat index, the block's first column */
+    LLVMValueRef idx[MAX_RANK]; /* the full index: o's axes set per span */
+    LLVMValueRef orow, c0;      /* o as a flat index, the span's first column */
 } Cols;
 
 static bool elementwise(const Op *op)
@@ -800,7 +800,7 @@ static LLVMValueRef acc_at(Cg *cg, Cols *x, int i, LLVMValueRef c)
     return LLVMBuildGEP2(B, LLVMArrayType(x->t[i], COL_W * COL_SPAN), x->acc[i], ix, 2, "");
 }
 
-/* Binds the results of the first n reductions at column c of the block. */
+/* Binds the results of the first n reductions at column c of the span. */
 static void col_bind(Cg *cg, Kern *k, Cols *x, int n, LLVMValueRef c)
 {
     k->nr = n;
@@ -810,7 +810,7 @@ static void col_bind(Cg *cg, Kern *k, Cols *x, int n, LLVMValueRef c)
     }
 }
 
-/* Sets the full index at column c of the block; returns c0 + c. */
+/* Sets the full index at column c of the span; returns c0 + c. */
 static LLVMValueRef col_at(Cg *cg, Cols *x, LLVMValueRef c)
 {
     LLVMValueRef j = LLVMBuildAdd(B, x->c0, c, "");
