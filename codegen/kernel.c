@@ -923,9 +923,12 @@ static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LL
     Dim *cols = xt->dims[xt->rank - 1], *w = dim_const(dc, COL_W);
     Dim *blocks = dim_ceildiv(dc, cols, w);
     ki->range = dim_mul(dc, prod(cg, xt, x->kax, x->nk - 1), blocks);
-    /* about 32K elements per task at least: small reductions stay on one thread */
+    /* about 32K elements per task at least (small reductions stay on one
+     * thread), and half an o's blocks up to half a span, so that a task's
+     * spans stay wide when there are few blocks */
     Dim *work = dim_max(dc, dim_mul(dc, x->R, dim_min(dc, cols, w)), dim_const(dc, 1));
-    ki->grain_dim = dim_ceildiv(dc, dim_const(dc, 1 << 15), work);
+    Dim *half = dim_min(dc, dim_ceildiv(dc, blocks, dim_const(dc, 2)), dim_const(dc, COL_SPAN / 2));
+    ki->grain_dim = dim_max(dc, dim_ceildiv(dc, dim_const(dc, 1 << 15), work), half);
     ki->grain = 1;
     for (int i = 0; i < xt->rank; i++)
         x->idx[i] = cg_i64(cg, 0);
