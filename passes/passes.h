@@ -216,7 +216,9 @@ void fuse_plan_free(FusionPlan *p);
  * reductions are reduces that keep the innermost axis (a sum over axis 0
  * of [N, C], a mean over axis 1 of [B, L, D]), so a block of consecutive
  * columns is read contiguously per reduced index (codegen/kernel.c). Else
- * a reduction group gets the row template. */
+ * a reduction group gets the row template. (Codegen refuses a stitch group
+ * whose ops read a reduction's result off its column, static dims that
+ * happen to be equal; the host flow then splits it up.) */
 bool fuse_columns(const Group *g);
 /* The plan as text (dcc emit --stage fusion) and as Graphviz. */
 void fuse_print(FILE *f, const FusionPlan *p);
