@@ -10,6 +10,17 @@
  * input read once, the output written once). Built against an older
  * libdisc.a (only the public API is used), the same program measures the
  * code before the column template.
+ *
+ *     cmake --build build --target bench_colred && build/bench_colred
+ *
+ * On the 2-core AMD EPYC VM it was written on (inputs in its 32 MB L3;
+ * best of 30, another job on the machine), before -> after the column
+ * template, 1 thread / 2 threads:
+ *
+ *     sum axes=[0] of f32[4096, 1024]    32 / 16 ms -> 0.35-0.39 / 0.24-0.29 ms
+ *     mean axes=[1] of f32[8, 512, 768]  2.5 / 1.2 ms -> 0.21 / 0.08-0.11 ms
+ *     x - mean(x, axes=[0]), [4096, 1024] 34 / 17 ms -> 1.6 / 1.1-1.5 ms
+ *     (row reference, sum over the last axis: 0.58 / 0.29 ms)
  */
 #include <disc.h>
 
