@@ -8,7 +8,8 @@
  *             transpose, slice, pad, concat, reshape, gather, iota)
  *   kernel.c  kernel templates over a group: loop (flat and n-d), row and
  *             general reduction (input fusion), stitch (row reductions and
- *             the work over the same rows)
+ *             the work over the same rows), and column reductions (both
+ *             over blocks of kept innermost columns)
  *   host.c    the host flow: one function per model that binds the
  *             symbols, checks the inputs, allocates buffers and calls the
  *             kernels, the library thunks and the host ops in order
@@ -49,6 +50,7 @@ typedef struct KernelInfo {
     char name[32];
     Dim *range;        /* parallel iterations */
     int64_t grain;     /* minimum iterations per task */
+    Dim *grain_dim;    /* when set, the grain as a dim, computed at run time */
 } KernelInfo;
 
 typedef struct Cg {
@@ -63,7 +65,8 @@ typedef struct Cg {
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_p8, t_p64, t_pp8;
     LLVMTypeRef t_kernel; /* void(i64, i64, i8*) */
     int nkernels;
-    char **kdesc;              /* per kernel: "k3 stitch: reduce exp sub ..." */
+    char **kdesc;              /* per kernel: "k3 stitch: reduce exp sub ...",
+                                  "k4 input columns: reduce" */
     char **ksig;               /* per kernel: its signature (ksig.c) */
     struct KernelInfo *kinfo;         /* per kernel */
     int nreused;               /* groups that reused an earlier kernel */

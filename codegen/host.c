@@ -259,7 +259,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     LLVMValueRef f = host_fn_decl(cg, !cg->aot && getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
                              cg->t_void, params, 5, &fty);
     LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
-                         cg_i64(cg, ki.grain)};
+                         ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain)};
     LLVMBuildCall2(B, fty, f, a, 5, "");
     return true;
 }

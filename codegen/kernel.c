@@ -13,6 +13,10 @@
  *                later work of the row reads (softmax: max, then the sum of
  *                exp(x - max), then the outputs); row-shaped outputs are
  *                stored once per row, full-shaped ones in a last pass
+ *   columns      INPUT and STITCH groups whose reductions keep the
+ *                innermost axis (fuse_columns): the same work over blocks
+ *                of consecutive columns, reading each reduced index's
+ *                block contiguously (see "column reductions" below)
  *
  * Every size is a Dim computed from the symbols in the entry block, so one
  * kernel serves every shape. Which template a group gets is decided at
@@ -626,6 +630,340 @@ static void find_norm(Kern *k, const Type *xt)
     k->norm_d = dop->out[0];
 }
 
+/* ---- column reductions ---------------------------------------------------- */
+
+/*
+ * The column template (fuse_columns): the group's reductions keep the
+ * innermost axis, a sum over axis 0 of [N, C], a mean over axis 1 of
+ * [B, L, D]. The row template would walk each kept element's reduced
+ * elements C apart, a cache line per element; here the innermost axis is
+ * cut into blocks of COL_W consecutive columns (the last block shorter)
+ * and the parallel range is (o, block), o the kept index without its
+ * innermost axis (C is symbolic: the block count is a dim). A task merges
+ * its consecutive blocks of one o into spans of up to COL_SPAN blocks, and
+ * per span of columns c:
+ *
+ *   for each reduction, in group order:
+ *       acc[c] = init
+ *       for r over the reduced index, in order:
+ *           acc[c] = acc[c] (op) x[o, r, c]     contiguous: vectorised
+ *       mean: acc[c] /= R
+ *   row-shaped outputs: for each c, with every reduction's result acc[c]
+ *   full-shaped outputs: for each r, c, as above
+ *
+ * Small blocks give many tasks; wide spans read more of each row per
+ * visit (rows C apart are a page apart for C = 1024: at 64 columns a
+ * block's walk over r costs a TLB miss per 256 bytes). Sum over axis 0 of
+ * f32[4096, 1024] on one thread (bench/bench_colred.c): 2.3 ms with spans
+ * of 64 columns, 0.5 ms at 512, 0.35 ms at 1024; x - mean(x) there 3.9,
+ * 3.0 and 1.7 ms. The spans follow the tasks, so many threads still get
+ * many blocks. A later reduction reads the finished results of earlier
+ * ones at its column (the variance after the mean). The accumulators live
+ * in the entry block, one array of COL_W * COL_SPAN per reduction. argmax
+ * and argmin over another axis than the last stay on the row template
+ * (their index bookkeeping gains nothing from blocks).
+ *
+ * Every reduction result is read at the column being computed: elem()
+ * returns the bound acc[c] whatever index it is asked for. col_reads
+ * checks at compile time that the group's index maps (elementwise ops with
+ * right-aligned broadcasting, broadcasts) carry each read of a reduction's
+ * result to its own kept axes; a group where they do not (static dims that
+ * happen to be equal) is refused and split up by the host flow.
+ */
+enum { COL_W = 64, COL_SPAN = 16 };
+
+typedef struct Cols {
+    const Type *xt;
+    int kax[MAX_RANK], nk;      /* kept axes; the last one is the columns */
+    int rax[MAX_RANK], nr;      /* reduced axes */
+    const Op **red;             /* the reductions, in group order */
+    LLVMTypeRef *t;             /* their compute types */
+    LLVMValueRef *acc;          /* their accumulators: [COL_W * COL_SPAN x t] */
+    int nred;
+    int (*omap)[MAX_RANK];      /* per row-shaped output: col_reads' map, */
+    bool *has_map;              /* when it has one */
+    Dim *R, *full, *rows;       /* reduced, full and kept element counts */
+    int budget;                 /* values col_reads may still visit */
+    LLVMValueRef idx[MAX_RANK]; /* the full index: o's axes set per span */
+    LLVMValueRef orow, c0;      /* o as a flat index, the span's first column */
+} Cols;
+
+static bool elementwise(const Op *op)
+{
+    OpCat cat = op_info(op->kind)->cat;
+    return cat == CAT_UNARY || cat == CAT_BINARY || cat == CAT_ELEM;
+}
+
+/* True if v is computed from a reduction's result in the group (or the
+ * walk ran out of budget). */
+static bool reads_reduction(const Kern *k, Cols *x, const Value *v)
+{
+    if (!kern_in_group(k, v))
+        return false;
+    if (--x->budget < 0 || is_reduction(v->def))
+        return true;
+    for (int i = 0; i < v->def->nin; i++)
+        if (reads_reduction(k, x, v->def->in[i]))
+            return true;
+    return false;
+}
+
+/* True if every read of a reduction's result that evaluating v at an
+ * index following map reaches is at the result's own kept axes. map[i]:
+ * the axis of x whose index v's index i is, -1 where v's dim is 1. */
+static bool col_reads(const Kern *k, Cols *x, const Value *v, const int *map)
+{
+    if (!kern_in_group(k, v))
+        return true;
+    const Op *op = v->def;
+    int m[MAX_RANK];
+    if (--x->budget < 0)
+        return false;
+    if (op->kind == OP_REDUCE) { /* its operand is checked on its own */
+        bool keep = op_attr_int(op, "keepdims", 1);
+        for (int i = 0; i < v->type.rank; i++)
+            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : x->kax[i]))
+                return false;
+        return true;
+    }
+    if (elementwise(op)) {
+        for (int j = 0; j < op->nin; j++) {
+            const Type *t = &op->in[j]->type;
+            int off = v->type.rank - t->rank;
+            for (int a = 0; a < t->rank; a++)
+                m[a] = dim_is(t->dims[a], 1) ? -1 : map[a + off];
+            if (!col_reads(k, x, op->in[j], m))
+                return false;
+        }
+        return true;
+    }
+    if (op->kind == OP_BROADCAST) {
+        const Attr *axes = op_attr(op, "axes");
+        const Type *t = &op->in[0]->type;
+        for (int a = 0; a < t->rank; a++)
+            m[a] = dim_is(t->dims[a], 1) ? -1 : map[axes->ints[a]];
+        return col_reads(k, x, op->in[0], m);
+    }
+    return !reads_reduction(k, x, v);
+}
+
+/* The map of a row-shaped output whose dims are x's kept dims in order
+ * (dims 1 anywhere): false if it is not one. */
+static bool row_map(const Cols *x, const Type *t, int *map)
+{
+    int a = 0;
+    for (int i = 0; i < t->rank; i++) {
+        Dim *d = t->dims[i];
+        if (dim_is(d, 1)) {
+            map[i] = -1;
+            continue;
+        }
+        while (a < x->nk && x->xt->dims[x->kax[a]] != d && dim_is(x->xt->dims[x->kax[a]], 1))
+            a++;
+        if (a == x->nk || x->xt->dims[x->kax[a]] != d)
+            return false;
+        map[i] = x->kax[a++];
+    }
+    for (; a < x->nk; a++)
+        if (!dim_is(x->xt->dims[x->kax[a]], 1))
+            return false;
+    return true;
+}
+
+/* Checks the group's reads of reduction results (see above) and finds the
+ * maps of the row-shaped outputs. */
+static bool col_check(Cg *cg, const Kern *k, Cols *x)
+{
+    const Group *grp = k->grp;
+    int id[MAX_RANK];
+    for (int i = 0; i < x->xt->rank; i++)
+        id[i] = i;
+    x->budget = 1 << 16;
+    for (int i = 0; i < x->nred; i++)
+        if (!col_reads(k, x, x->red[i]->in[0], id))
+            return false;
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        Dim *n = type_numel(&cg->g->dims, &ov->type);
+        x->has_map[o] = n == x->rows && row_map(x, &ov->type, x->omap[o]);
+        const int *map = n == x->rows ? x->omap[o] : id;
+        bool mapped = n == x->rows ? x->has_map[o] : same_dims(&ov->type, x->xt);
+        if (mapped ? !col_reads(k, x, ov, map) : reads_reduction(k, x, ov))
+            return false;
+    }
+    return true;
+}
+
+static LLVMValueRef acc_at(Cg *cg, Cols *x, int i, LLVMValueRef c)
+{
+    LLVMValueRef ix[2] = {cg_i64(cg, 0), c};
+    return LLVMBuildGEP2(B, LLVMArrayType(x->t[i], COL_W * COL_SPAN), x->acc[i], ix, 2, "");
+}
+
+/* Binds the results of the first n reductions at column c of the span. */
+static void col_bind(Cg *cg, Kern *k, Cols *x, int n, LLVMValueRef c)
+{
+    k->nr = n;
+    for (int i = 0; i < n; i++) {
+        k->rv[i] = x->red[i]->out[0];
+        k->rval[i] = LLVMBuildLoad2(B, x->t[i], acc_at(cg, x, i, c), "");
+    }
+}
+
+/* Sets the full index at column c of the span; returns c0 + c. */
+static LLVMValueRef col_at(Cg *cg, Cols *x, LLVMValueRef c)
+{
+    LLVMValueRef j = LLVMBuildAdd(B, x->c0, c, "");
+    x->idx[x->xt->rank - 1] = j;
+    return j;
+}
+
+/* One span of w consecutive columns from c0, at most COL_W * COL_SPAN. */
+static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
+{
+    const Group *grp = k->grp;
+    const Type *xt = x->xt;
+    LLVMValueRef zero = cg_i64(cg, 0), rn = cg_dim(cg, x->R);
+    CgLoop lc, lr;
+    for (int i = 0; i < x->nred; i++) {
+        const Op *op = x->red[i];
+        Value *in = op->in[0];
+        DType dt = in->type.dtype;
+        OpKind bk = reduce_op(op, dt);
+        LLVMValueRef c = cg_loop_begin(cg, &lc, zero, w, "cinit");
+        LLVMBuildStore(B, acc_init(cg, k, op, dt), acc_at(cg, x, i, c));
+        cg_loop_end(cg, &lc);
+        LLVMValueRef r = cg_loop_begin(cg, &lr, zero, rn, "cred");
+        split(cg, xt, x->rax, x->nr, r, x->idx);
+        c = cg_loop_begin(cg, &lc, zero, w, "col");
+        col_at(cg, x, c);
+        col_bind(cg, k, x, i, c);
+        LLVMValueRef v = elem(k, in, x->idx), p = acc_at(cg, x, i, c);
+        LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, x->t[i], p, ""), v), p);
+        cg_loop_end(cg, &lc);
+        cg_loop_end(cg, &lr);
+        if (!strcmp(op_attr_str(op, "kind", "sum"), "mean")) {
+            LLVMValueRef div = LLVMBuildSIToFP(B, rn, x->t[i], "");
+            c = cg_loop_begin(cg, &lc, zero, w, "cmean");
+            p = acc_at(cg, x, i, c);
+            LLVMBuildStore(B, LLVMBuildFDiv(B, LLVMBuildLoad2(B, x->t[i], p, ""), div, ""), p);
+            cg_loop_end(cg, &lc);
+        }
+    }
+    bool any_full = false;
+    LLVMValueRef c = cg_loop_begin(cg, &lc, zero, w, "crow");
+    LLVMValueRef j = col_at(cg, x, c);
+    col_bind(cg, k, x, x->nred, c);
+    LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, x->orow, cg_dim(cg, xt->dims[xt->rank - 1]), ""), j, "");
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        Dim *n = type_numel(&cg->g->dims, &ov->type);
+        LLVMValueRef oidx[MAX_RANK];
+        if (n != x->rows) {
+            any_full = true;
+            continue;
+        }
+        if (x->has_map[o])
+            for (int a = 0; a < ov->type.rank; a++)
+                oidx[a] = x->omap[o][a] < 0 ? zero : x->idx[x->omap[o][a]];
+        else
+            kern_unflatten(k, &ov->type, off, oidx);
+        store_out(cg, k, ov, oidx, off);
+    }
+    cg_loop_end(cg, &lc);
+    if (!any_full)
+        return;
+    LLVMValueRef r = cg_loop_begin(cg, &lr, zero, rn, "cout");
+    split(cg, xt, x->rax, x->nr, r, x->idx);
+    c = cg_loop_begin(cg, &lc, zero, w, "col");
+    col_at(cg, x, c);
+    col_bind(cg, k, x, x->nred, c);
+    off = kern_offset(k, xt, x->idx);
+    for (int o = 0; o < grp->nouts; o++)
+        if (type_numel(&cg->g->dims, &grp->outs[o]->type) != x->rows)
+            store_at(cg, k, grp->outs[o], xt, x->idx, off);
+    cg_loop_end(cg, &lc);
+    cg_loop_end(cg, &lr);
+}
+
+static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end, Cols *x)
+{
+    const Group *grp = k->grp;
+    const Type *xt = x->xt;
+    DimCtx *dc = &cg->g->dims;
+    const Op *red[grp->nops + 1];
+    LLVMTypeRef t[grp->nops + 1];
+    LLVMValueRef acc[grp->nops + 1];
+    int omap[grp->nouts + 1][MAX_RANK];
+    bool has_map[grp->nouts + 1];
+    x->red = red;
+    x->t = t;
+    x->acc = acc;
+    x->omap = omap;
+    x->has_map = has_map;
+    x->nred = 0;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        if (!is_reduction(op))
+            continue;
+        t[x->nred] = cg_compute_type(cg, op->in[0]->type.dtype);
+        acc[x->nred] = LLVMBuildAlloca(cg->eb, LLVMArrayType(t[x->nred], COL_W * COL_SPAN), "cacc");
+        red[x->nred++] = op;
+    }
+    x->R = prod(cg, xt, x->rax, x->nr);
+    x->rows = prod(cg, xt, x->kax, x->nk);
+    x->full = type_numel(dc, xt);
+    for (int o = 0; o < grp->nouts; o++) {
+        Dim *n = type_numel(dc, &grp->outs[o]->type);
+        if (n != x->rows && n != x->full)
+            return diag_set(cg->d, "codegen: an output of group %d is neither row- nor input-shaped", grp->id);
+    }
+    if (!col_check(cg, k, x))
+        return diag_set(cg->d, "codegen: group %d reads a column reduction's result off its column", grp->id);
+    Dim *cols = xt->dims[xt->rank - 1], *w = dim_const(dc, COL_W);
+    Dim *blocks = dim_ceildiv(dc, cols, w);
+    ki->range = dim_mul(dc, prod(cg, xt, x->kax, x->nk - 1), blocks);
+    /* about 32K elements per task at least (small reductions stay on one
+     * thread), and half an o's blocks up to half a span, so that a task's
+     * spans stay wide when there are few blocks */
+    Dim *work = dim_max(dc, dim_mul(dc, x->R, dim_min(dc, cols, w)), dim_const(dc, 1));
+    Dim *half = dim_min(dc, dim_ceildiv(dc, blocks, dim_const(dc, 2)), dim_const(dc, COL_SPAN / 2));
+    ki->grain_dim = dim_max(dc, dim_ceildiv(dc, dim_const(dc, 1 << 15), work), half);
+    ki->grain = 1;
+    for (int i = 0; i < xt->rank; i++)
+        x->idx[i] = cg_i64(cg, 0);
+    /* for (q = begin; q < end; q += span) */
+    LLVMValueRef nb = cg_dim(cg, blocks), nc = cg_dim(cg, cols);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "cspan");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "exit");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef q = LLVMBuildPhi(B, cg->t_i64, "q");
+    LLVMAddIncoming(q, &begin, &pre, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, q, end, ""), body, exit);
+    LLVMPositionBuilderAtEnd(B, body);
+    x->orow = LLVMBuildUDiv(B, q, nb, "");
+    LLVMValueRef b = LLVMBuildURem(B, q, nb, "");
+    x->c0 = LLVMBuildMul(B, b, cg_i64(cg, COL_W), "");
+    split(cg, xt, x->kax, x->nk - 1, x->orow, x->idx);
+    /* the span: up to COL_SPAN blocks of this task and this o */
+    LLVMValueRef span = LLVMBuildSub(B, end, q, ""), left = LLVMBuildSub(B, nb, b, "");
+    span = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, span, ""), left, span, "");
+    span = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, cg_i64(cg, COL_SPAN), span, ""), cg_i64(cg, COL_SPAN),
+                           span, "");
+    LLVMValueRef width = LLVMBuildMul(B, span, cg_i64(cg, COL_W), ""), rest = LLVMBuildSub(B, nc, x->c0, "");
+    width = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rest, width, ""), rest, width, "");
+    col_block(cg, k, x, width);
+    LLVMValueRef next = LLVMBuildAdd(B, q, span, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, head);
+    LLVMAddIncoming(q, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(B, exit);
+    return true;
+}
+
 static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
@@ -653,6 +991,12 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
         reduced_axes(op, r2);
         if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
             return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
+    }
+    if (fuse_columns(grp)) {
+        Cols x = {.xt = xt, .nk = nk, .nr = nr};
+        memcpy(x.kax, kax, sizeof kax);
+        memcpy(x.rax, rax, sizeof rax);
+        return emit_columns(cg, k, ki, begin, end, &x);
     }
     Dim *p = prod(cg, xt, kax, nk), *m = prod(cg, xt, rax, nr);
     k->cache_red = NULL;
@@ -727,7 +1071,8 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     if (kd) {
         cg->kdesc = kd;
         char buf[256];
-        int n = snprintf(buf, sizeof buf, "%s %s:", ki->name, fuse_kind_name(grp->kind));
+        int n = snprintf(buf, sizeof buf, "%s %s%s:", ki->name, fuse_kind_name(grp->kind),
+                         fuse_columns(grp) ? " columns" : "");
         for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof buf; i++)
             n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
         kd[cg->nkernels] = strdup(buf);

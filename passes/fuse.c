@@ -25,7 +25,9 @@
  * per row, the reductions run first and the elementwise work over the same
  * row reads their results (softmax: max, sum, then the outputs; LayerNorm:
  * mean, variance, then the normalised row). All reductions of a stitch
- * group reduce the same trailing axes of operands of one shape.
+ * group reduce the same axes of operands of one shape: trailing axes
+ * (rows), or axes that leave the innermost one (columns: x - mean(x) over
+ * axis 0, whose kernel reads blocks of columns, see fuse_columns).
  *
  * Merging only into the group of all users keeps the group graph acyclic.
  * One merge goes further: a loop group whose result is read by another loop
@@ -135,6 +137,34 @@ static bool trailing(const Op *r)
         if (a->ints[i] != rank - a->n + i)
             return false;
     return a->n > 0;
+}
+
+/* A reduce that keeps the innermost axis (the column template). */
+static bool keeps_last(const Op *r)
+{
+    if (r->kind != OP_REDUCE)
+        return false;
+    const Attr *a = op_attr(r, "axes");
+    for (int i = 0; i < a->n; i++)
+        if (a->ints[i] == r->in[0]->type.rank - 1)
+            return false;
+    return a->n > 0;
+}
+
+bool fuse_columns(const Group *g)
+{
+    if (g->kind != FUSE_INPUT && g->kind != FUSE_STITCH)
+        return false;
+    int n = 0;
+    for (int i = 0; i < g->nops; i++) {
+        const Op *o = g->ops[i];
+        if (class_of(o) != C_REDUCE)
+            continue;
+        if (!keeps_last(o))
+            return false;
+        n++;
+    }
+    return n > 0;
 }
 
 static void set_rows(PGroup *g, const Op *r)
@@ -271,7 +301,7 @@ static void place(Planner *p, int op)
             return;
         }
     }
-    if (g && c == C_REDUCE && (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH) && trailing(o) &&
+    if (g && c == C_REDUCE && (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH) && (trailing(o) || keeps_last(o)) &&
         numel(p, o->in[0]) == g->space && !is_output(p, o) &&
         (g->kind == FUSE_LOOP ? all_row_safe(p, g) : same_rows(g, o))) {
         /* the reduction's rows are the group's rows: a stitch group */
@@ -332,7 +362,7 @@ static void merge_reductions(Planner *p)
         if (!ok || to < 0)
             continue;
         PGroup *t = &p->groups[to];
-        if (t->kind == FUSE_STITCH && same_rows(t, p->ops[i]) && trailing(p->ops[i]))
+        if (t->kind == FUSE_STITCH && same_rows(t, p->ops[i]) && (trailing(p->ops[i]) || keeps_last(p->ops[i])))
             absorb(p, gid, to);
     }
 }
@@ -641,8 +671,10 @@ static const char *op_name(char **names, const Op *o)
  *
  * ops are named by their (first) result. A library group lists the call,
  * then its epilogue. The space is the element count of the index space:
- * the root's result, or for a reduction group the reduced operand. Shape
- * groups (one per constant or shape op) run on the host, not as kernels. */
+ * the root's result, or for a reduction group the reduced operand. A
+ * reduction group that gets the column template (fuse_columns) ends in
+ * "; template columns". Shape groups (one per constant or shape op) run on
+ * the host, not as kernels. */
 void fuse_print(FILE *f, const FusionPlan *p)
 {
     char **names = graph_value_names(p->g);
@@ -673,6 +705,8 @@ void fuse_print(FILE *f, const FusionPlan *p)
             const Value *sp = g->kind == FUSE_INPUT || g->kind == FUSE_STITCH ? g->root->in[0] : g->root->out[0];
             dim_print(f, type_numel(&p->g->dims, &sp->type));
         }
+        if (fuse_columns(g))
+            fputs("; template columns", f);
         fputc('\n', f);
     }
     int ops = 0;

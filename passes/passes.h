@@ -173,8 +173,9 @@ DimEnv hostenv_dims(const HostEnv *e);
 typedef enum FuseKind {
     FUSE_LOOP,    /* elementwise and index-map ops over one index space */
     FUSE_INPUT,   /* a reduction with the ops that produce its operand */
-    FUSE_STITCH,  /* row reductions and the elementwise work over the same
-                     rows, in one kernel (softmax, LayerNorm, RMSNorm) */
+    FUSE_STITCH,  /* row (or column) reductions and the elementwise work
+                     over the same rows, in one kernel (softmax, LayerNorm,
+                     RMSNorm, x - mean(x) over axis 0) */
     FUSE_LIBRARY, /* dot / conv / conv_transpose / pool, with the elementwise
                      epilogue the library can fuse (bias, activation, residual) */
     FUSE_OPAQUE,  /* one op run alone (topk, nonzero, scatter, resize, ...) */
@@ -211,6 +212,14 @@ FuseKind fuse_kind_of(const Op *op);
 /* One group per op, in program order (unfused.c): the baseline. */
 FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d);
 void fuse_plan_free(FusionPlan *p);
+/* True if a reduction group (INPUT, STITCH) gets the column template: its
+ * reductions are reduces that keep the innermost axis (a sum over axis 0
+ * of [N, C], a mean over axis 1 of [B, L, D]), so a block of consecutive
+ * columns is read contiguously per reduced index (codegen/kernel.c). Else
+ * a reduction group gets the row template. (Codegen refuses a stitch group
+ * whose ops read a reduction's result off its column, static dims that
+ * happen to be equal; the host flow then splits it up.) */
+bool fuse_columns(const Group *g);
 /* The plan as text (dcc emit --stage fusion) and as Graphviz. */
 void fuse_print(FILE *f, const FusionPlan *p);
 void fuse_print_dot(FILE *f, const FusionPlan *p);

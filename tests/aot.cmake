@@ -43,3 +43,4 @@ disc_aot_test(bert_encoder/x86-64 ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder 
 add_test(NAME aot/usage/cpu COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --cpu pentium9000)
 set_tests_properties(aot/usage/cpu PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--cpu pentium9000: not a CPU LLVM knows")
 disc_aot_test(edges ${CMAKE_SOURCE_DIR}/tests/aot/edges.disc obj)
+disc_aot_test(columns ${CMAKE_SOURCE_DIR}/tests/aot/columns.disc obj)

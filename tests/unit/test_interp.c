@@ -17,7 +17,22 @@
  *
  * Literals use the IR text format's constant syntax, so they are decoded by
  * graph_parse with the parser's rounding for f16/bf16.
+ *
+ * With --cpu first, the files' graphs are also compiled once each for the
+ * cpu backend (codegen, the JIT), and every case that is not an error case
+ * runs there too; its outputs must match the interpreter's to the case's
+ * tol, at least 1e-5 (relative, absolute below 1). Such a file may give
+ * random inputs and no expectations (the interpreter is the reference):
+ *
+ *   # input  random : f32[197, 13]          uniform in [-1, 1], multiples of
+ *                                           1/64 (float sums are exact)
+ *   # input  random -3 9 : i32[4, 5]        uniform integers in [-3, 9]
+ *                                           (default [-5, 5]; bool: > 0,
+ *                                           default [0, 1])
+ *
+ * from a generator seeded per file, so a run is repeatable.
  */
+#include "codegen/codegen.h"
 #include "runtime/interp.h"
 #include "tests/unit/check.h"
 
@@ -49,6 +64,50 @@ static bool parse_literal(const char *lit, Tensor *t, Diag *d)
     if (!ok)
         diag_set(d, "literal: bad size");
     return ok;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Parses `random [LO HI] : type` into a tensor of random values. */
+static bool parse_random(const char *spec, Tensor *t, Diag *d)
+{
+    const char *colon = strchr(spec, ':');
+    double lo = 0, hi = 0;
+    int n = colon ? sscanf(spec, "random %lf %lf", &lo, &hi) : 0;
+    if (!colon || (n != 0 && n != 2) || strncmp(spec, "random", 6) != 0) {
+        diag_set(d, "expected 'random [LO HI] : TYPE'");
+        return false;
+    }
+    char lit[256];
+    snprintf(lit, sizeof lit, "dense<0> %s", colon);
+    if (!parse_literal(lit, t, d))
+        return false;
+    bool fl = dtype_is_float(t->dtype), b = t->dtype == DT_BOOL;
+    bool u = t->dtype == DT_U8 || t->dtype == DT_U16 || t->dtype == DT_U32 || t->dtype == DT_U64;
+    if (n == 0) {
+        lo = fl ? -1 : b || u ? 0 : -5;
+        hi = fl ? 1 : b ? 1 : 5;
+    }
+    size_t count = tensor_numel(t);
+    for (size_t i = 0; i < count; i++) {
+        if (fl) {
+            int64_t steps = (int64_t)((hi - lo) * 64);
+            interp_store_f(t, i, lo + (double)(rng_next() % (uint64_t)(steps + 1)) / 64);
+        } else {
+            int64_t v = (int64_t)lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
+            interp_store_i(t, i, b ? v > 0 : v);
+        }
+    }
+    return true;
 }
 
 static void print_tensor(FILE *f, const Tensor *t)
@@ -117,11 +176,35 @@ static void case_free(Case *c)
         tensor_free(&c->expect[i]);
 }
 
-static bool run_case(const char *path, Graph *g, Case *c)
+/* The cpu backend's outputs against the interpreter's (ref). */
+static bool run_cpu(const char *where, Graph *g, Exec *e, Case *c, Tensor *ref)
+{
+    Tensor out[MAX_IO] = {0};
+    Diag d = {0};
+    if (!exec_run(e, c->in, c->nin, out, g->noutputs, &d)) {
+        fprintf(stderr, "%s: cpu: run failed: %s\n", where, d.msg);
+        return false;
+    }
+    bool all = true;
+    for (int i = 0; i < g->noutputs; i++) {
+        if (!tensor_close(&out[i], &ref[i], fmax(c->tol, 1e-5))) {
+            fprintf(stderr, "%s: cpu: output %d differs from the interpreter's\n  cpu:    ", where, i);
+            print_tensor(stderr, &out[i]);
+            fprintf(stderr, "\n  interp: ");
+            print_tensor(stderr, &ref[i]);
+            fprintf(stderr, "\n");
+            all = false;
+        }
+        tensor_free(&out[i]);
+    }
+    return all;
+}
+
+static bool run_case(const char *path, Graph *g, Exec *e, Case *c)
 {
     char where[512];
     snprintf(where, sizeof where, "%s:%d", path, c->line);
-    if (c->nexpect != g->noutputs && !c->error) {
+    if (c->nexpect != g->noutputs && !c->error && !(e && c->nexpect == 0)) {
         fprintf(stderr, "%s: case has %d expectations, graph has %d outputs\n", where, c->nexpect, g->noutputs);
         return false;
     }
@@ -146,7 +229,7 @@ static bool run_case(const char *path, Graph *g, Case *c)
         return false;
     }
     bool all = true;
-    for (int i = 0; i < g->noutputs; i++) {
+    for (int i = 0; i < c->nexpect; i++) {
         if (!tensor_close(&out[i], &c->expect[i], c->tol)) {
             fprintf(stderr, "%s: output %d differs\n  got:    ", where, i);
             print_tensor(stderr, &out[i]);
@@ -155,8 +238,11 @@ static bool run_case(const char *path, Graph *g, Case *c)
             fprintf(stderr, "\n");
             all = false;
         }
-        tensor_free(&out[i]);
     }
+    if (e)
+        all &= run_cpu(where, g, e, c, out);
+    for (int i = 0; i < g->noutputs; i++)
+        tensor_free(&out[i]);
     return all;
 }
 
@@ -180,7 +266,20 @@ static char *read_file(const char *path, size_t *len)
     return s;
 }
 
-static bool run_file(const char *path)
+/* The graph of src compiled for the cpu backend, or NULL with a message. */
+static Exec *compile_cpu(const char *path, const char *src, size_t len, Graph **gc)
+{
+    Diag d = {0};
+    Exec *e = NULL;
+    *gc = graph_parse(src, len, path, &d);
+    if (*gc)
+        e = exec_compile(*gc, NULL, NULL, &d);
+    if (!e)
+        fprintf(stderr, "%s: cpu: %s\n", path, d.msg);
+    return e;
+}
+
+static bool run_file(const char *path, bool cpu)
 {
     size_t len;
     char *src = read_file(path, &len);
@@ -201,10 +300,13 @@ static bool run_file(const char *path)
         free(src);
         return false;
     }
-    bool ok = true;
+    Graph *gc = NULL;
+    Exec *e = cpu ? compile_cpu(path, src, len, &gc) : NULL;
+    bool ok = !cpu || e;
     int ncases = 0;
     Case c = {0};
     c.line = 1;
+    rng_state = 1;
     int line = 0;
     for (char *p = src; *p && ok;) {
         char *eol = strchr(p, '\n');
@@ -222,7 +324,12 @@ static bool run_file(const char *path)
             if (!strncmp(s, "input ", 6) || !strncmp(s, "expect ", 7)) {
                 bool in = s[0] == 'i';
                 Tensor *t = in ? &c.in[c.nin] : &c.expect[c.nexpect];
-                if ((in ? c.nin : c.nexpect) >= MAX_IO || !parse_literal(s + (in ? 6 : 7), t, &ld)) {
+                const char *lit = s + (in ? 6 : 7);
+                while (*lit == ' ')
+                    lit++;
+                bool rnd = in && !strncmp(lit, "random", 6);
+                if ((in ? c.nin : c.nexpect) >= MAX_IO ||
+                    !(rnd ? parse_random(lit, t, &ld) : parse_literal(lit, t, &ld))) {
                     fprintf(stderr, "%s:%d: bad literal: %s\n", path, line, ld.msg);
                     ok = false;
                 } else if (in) {
@@ -236,7 +343,7 @@ static bool run_file(const char *path)
                 c.tol = atof(s + 4);
             } else if (!strncmp(s, "case", 4)) {
                 if (c.nin || c.nexpect || c.error) {
-                    ok = run_case(path, g, &c);
+                    ok = run_case(path, g, e, &c);
                     ncases++;
                 }
                 case_free(&c);
@@ -247,10 +354,12 @@ static bool run_file(const char *path)
         p = eol ? eol + 1 : p + strlen(p);
     }
     if (ok && (c.nin || c.nexpect || c.error)) {
-        ok = run_case(path, g, &c);
+        ok = run_case(path, g, e, &c);
         ncases++;
     }
     case_free(&c);
+    exec_free(e);
+    graph_free(gc);
     graph_free(g);
     free(src);
     if (ok && ncases == 0) {
@@ -258,7 +367,7 @@ static bool run_file(const char *path)
         ok = false;
     }
     if (ok)
-        printf("%s: %d case%s ok\n", path, ncases, ncases == 1 ? "" : "s");
+        printf("%s: %d case%s ok%s\n", path, ncases, ncases == 1 ? "" : "s", cpu ? " (interp and cpu)" : "");
     return ok;
 }
 
@@ -574,9 +683,10 @@ static void test_elided(void)
 int main(int argc, char **argv)
 {
     if (argc > 1) {
+        bool cpu = !strcmp(argv[1], "--cpu");
         int fails = 0;
-        for (int i = 1; i < argc; i++)
-            fails += !run_file(argv[i]);
+        for (int i = 1 + cpu; i < argc; i++)
+            fails += !run_file(argv[i], cpu);
         return fails ? 1 : 0;
     }
     test_half();
