@@ -301,6 +301,38 @@ static LLVMValueRef compare(Kern *k, const char *dir, DType dt, LLVMValueRef a, 
     return LLVMBuildICmp(B, p, a, b, "");
 }
 
+/* An integer of more than 24 bits as the f32 that the store to f16/bf16
+ * (round to nearest even from f32) turns into the correctly rounded
+ * value: the f32 rounded to odd. Rounding it to nearest, as a plain
+ * conversion does, would round twice (2^24 + 2^16 + 1 to bf16: up, not to
+ * 2^24). Truncate toward zero, and where that dropped bits set the last
+ * bit of the f32; its 24 bits leave room enough for f16's 11 and bf16's
+ * 8. */
+static LLVMValueRef int_to_half(Kern *k, LLVMValueRef v, DType from)
+{
+    Cg *cg = k->cg;
+    bool u = is_u(from);
+    LLVMTypeRef it = LLVMTypeOf(v), f32 = cg->t_f32;
+    LLVMValueRef f = u ? LLVMBuildUIToFP(B, v, f32, "") : LLVMBuildSIToFP(B, v, f32, "");
+    char name[48];
+    snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%u.f32", u ? 'u' : 's', LLVMGetIntTypeWidth(it));
+    LLVMTypeRef fty = LLVMFunctionType(it, &f32, 1, false);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+    if (!fn)
+        fn = LLVMAddFunction(cg->mod, name, fty);
+    LLVMValueRef back = LLVMBuildCall2(B, fty, fn, &f, 1, ""); /* exact: f is an integer */
+    LLVMValueRef zero = LLVMConstInt(it, 0, false);
+    LLVMValueRef neg = u ? LLVMConstInt(cg->t_i1, 0, false) : LLVMBuildICmp(B, LLVMIntSLT, v, zero, "");
+    LLVMValueRef up = LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, back, v, "");
+    LLVMValueRef down = LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, back, v, "");
+    LLVMValueRef away = LLVMBuildSelect(B, neg, down, up, ""); /* rounded away from zero */
+    LLVMValueRef bits = LLVMBuildBitCast(B, f, cg->t_i32, "");
+    bits = LLVMBuildSelect(B, away, LLVMBuildSub(B, bits, cg_i32(cg, 1), ""), bits, "");
+    LLVMValueRef inexact = LLVMBuildICmp(B, LLVMIntNE, back, v, "");
+    bits = LLVMBuildSelect(B, inexact, LLVMBuildOr(B, bits, cg_i32(cg, 1), ""), bits, "");
+    return LLVMBuildBitCast(B, bits, f32, "");
+}
+
 LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to)
 {
     Cg *cg = k->cg;
@@ -330,6 +362,8 @@ LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to)
             fn = LLVMAddFunction(cg->mod, name, fty);
         return LLVMBuildCall2(B, fty, fn, &v, 1, "");
     }
+    if (is_f(to) && (to == DT_F16 || to == DT_BF16) && LLVMGetIntTypeWidth(ft) > 24)
+        return int_to_half(k, v, from);
     if (is_f(to))
         return is_u(from) ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
     unsigned fw = LLVMGetIntTypeWidth(ft), tw = LLVMGetIntTypeWidth(tt);
@@ -342,6 +376,14 @@ LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to)
 
 /* ---- index maps ------------------------------------------------------ */
 
+bool kern_maybe_one(Cg *cg, Dim *d)
+{
+    if (dim_is_const(d))
+        return false;
+    Constraints *cons = cg->si ? cg->si->cons : NULL;
+    return !cons || !cons_prove(cons, d, REL_NE, dim_const(&cg->g->dims, 1));
+}
+
 /* Index into operand x (rank r') of a broadcasting op with result type rt. */
 static void bcast_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *out)
 {
@@ -349,7 +391,7 @@ static void bcast_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *i
     int off = rt->rank - xt->rank;
     for (int j = 0; j < xt->rank; j++) {
         Dim *xd = xt->dims[j], *rd = rt->dims[j + off];
-        if (xd == rd || (k->speculate && !dim_is(xd, 1)))
+        if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
             out[j] = idx[j + off];
         else if (dim_is(xd, 1))
             out[j] = cg_i64(cg, 0);
@@ -515,7 +557,7 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         for (int i = 0; i < xt->rank; i++) {
             Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
             LLVMValueRef j = idx[axes->ints[i]];
-            if (xd == rd || (k->speculate && !dim_is(xd, 1)))
+            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
                 xi[i] = j;
             else if (dim_is(xd, 1))
                 xi[i] = cg_i64(cg, 0);

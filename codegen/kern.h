@@ -51,6 +51,10 @@ void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx
 /* Scalar arithmetic shared with the reduction templates. */
 LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x);
+/* Whether d may be 1 at run time (and so broadcast): not a constant, and
+ * not proved != 1 by the shape analysis (intervals, ISL over the facts and
+ * --assume hints). */
+bool kern_maybe_one(Cg *cg, Dim *d);
 LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
 
 #endif

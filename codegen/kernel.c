@@ -125,8 +125,10 @@ static void store_at(Cg *cg, Kern *k, Value *o, const Type *t, LLVMValueRef *idx
 /* ---- loop -------------------------------------------------------------- */
 
 /* Pairs (operand dim, result dim) that are not provably equal and may be 1
- * at run time: where the kernel broadcasts implicitly. */
-static int broadcast_pairs(const Group *grp, Dim **x, Dim **r, int cap)
+ * at run time: where the kernel broadcasts implicitly. A dim proved not to
+ * be 1 (kern_maybe_one) equals its result dim whenever the shapes are
+ * valid, so it needs no variant. */
+static int broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap)
 {
     int n = 0;
     for (int i = 0; i < grp->nops; i++) {
@@ -138,7 +140,7 @@ static int broadcast_pairs(const Group *grp, Dim **x, Dim **r, int cap)
                 const Type *t = &op->in[j]->type;
                 for (int a = 0; a < t->rank; a++) {
                     Dim *xd = t->dims[a], *rd = rt->dims[a + rt->rank - t->rank];
-                    if (xd != rd && !dim_is(xd, 1) && n < cap) {
+                    if (xd != rd && kern_maybe_one(cg, xd) && n < cap) {
                         x[n] = xd;
                         r[n++] = rd;
                     }
@@ -149,7 +151,7 @@ static int broadcast_pairs(const Group *grp, Dim **x, Dim **r, int cap)
             const Type *t = &op->in[0]->type;
             for (int a = 0; a < t->rank; a++) {
                 Dim *xd = t->dims[a], *rd = rt->dims[axes->ints[a]];
-                if (xd != rd && !dim_is(xd, 1) && n < cap) {
+                if (xd != rd && kern_maybe_one(cg, xd) && n < cap) {
                     x[n] = xd;
                     r[n++] = rd;
                 }
@@ -169,7 +171,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
 static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     Dim *x[64], *r[64];
-    int n = broadcast_pairs(k->grp, x, r, 64);
+    int n = broadcast_pairs(cg, k->grp, x, r, 64);
     if (n == 0) {
         emit_loop_body(cg, k, ki, begin, end);
         return;
@@ -493,10 +495,13 @@ static bool emit_one_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx,
         bool is_max = op->kind == OP_ARGMAX, f = dtype_is_float(dt);
         bool u = dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
         LLVMValueRef better;
-        if (f)
+        if (f) { /* a NaN wins and keeps winning (the last one with select_last_index), as in the interpreter */
             better = LLVMBuildFCmp(B, is_max ? (last ? LLVMRealOGE : LLVMRealOGT) : (last ? LLVMRealOLE : LLVMRealOLT),
                                    v, a, "");
-        else
+            LLVMValueRef vnan = LLVMBuildFCmp(B, LLVMRealUNO, v, v, ""), anan = LLVMBuildFCmp(B, LLVMRealUNO, a, a, "");
+            LLVMValueRef after_nan = last ? vnan : LLVMConstInt(cg->t_i1, 0, false);
+            better = LLVMBuildSelect(B, anan, after_nan, LLVMBuildOr(B, vnan, better, ""), "");
+        } else
             better = LLVMBuildICmp(B, is_max ? (last ? (u ? LLVMIntUGE : LLVMIntSGE) : (u ? LLVMIntUGT : LLVMIntSGT))
                                              : (last ? (u ? LLVMIntULE : LLVMIntSLE) : (u ? LLVMIntULT : LLVMIntSLT)),
                                    v, a, "");

@@ -84,25 +84,8 @@ static const char *what(Eq *q, const Op *op)
 
 static HostStep *step(Eq *q, HostStepKind k, Dim *lhs, Dim *rhs, const Op *op)
 {
-    HostProg *p = &q->si->prog;
-    if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 32;
-        HostStep *s = arena_array(&q->si->arena, (size_t)cap, sizeof *s);
-        if (!s)
-            abort();
-        if (p->n)
-            memcpy(s, p->steps, (size_t)p->n * sizeof *s);
-        p->steps = s;
-        p->cap = cap;
-    }
-    HostStep *s = &p->steps[p->n++];
-    memset(s, 0, sizeof *s);
-    s->kind = k;
-    s->lhs = lhs;
-    s->rhs = rhs;
-    s->rel = REL_EQ;
-    s->what = op ? what(q, op) : NULL;
-    return s;
+    return hostprog_push(q->si, (HostStep){.kind = k, .lhs = lhs, .rhs = rhs, .rel = REL_EQ,
+                                           .what = op ? what(q, op) : NULL});
 }
 
 /* A requirement that must hold at run time, unless it is provable now. */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static HostStep *push(ShapeInfo *si, HostStep s)
+HostStep *hostprog_push(ShapeInfo *si, HostStep s)
 {
     HostProg *p = &si->prog;
     if (p->n == p->cap) {
@@ -54,7 +54,7 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
             Dim *x = t->dims[k];
             if (x->kind == DIM_SYM && !bound[x->id]) {
                 bound[x->id] = true;
-                push(si, (HostStep){.kind = HS_BIND, .sym = x, .input = i, .axis = k});
+                hostprog_push(si, (HostStep){.kind = HS_BIND, .sym = x, .input = i, .axis = k});
             }
         }
     }
@@ -68,11 +68,11 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
                 first |= s->kind == HS_BIND && s->input == i && s->axis == k;
             }
             if (!first)
-                push(si, (HostStep){.kind = HS_CHECK, .lhs = x, .input = i, .axis = k});
+                hostprog_push(si, (HostStep){.kind = HS_CHECK, .lhs = x, .input = i, .axis = k});
         }
     }
     for (int i = 0; i < ops.n; i++)
-        push(si, ops.steps[i]);
+        hostprog_push(si, ops.steps[i]);
     /* symbols first seen in results are bound when their op has run */
     graph_for_each_op(g, op) for (int r = 0; r < op->nout; r++) {
         const Type *t = &op->out[r]->type;
@@ -82,7 +82,7 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
                 bound[x->id] = true;
                 if (x->origin == SYM_DERIVED)
                     x->origin = SYM_DATA;
-                push(si, (HostStep){.kind = HS_DATA, .sym = x, .value = op->out[r], .axis = k});
+                hostprog_push(si, (HostStep){.kind = HS_DATA, .sym = x, .value = op->out[r], .axis = k});
             }
         }
     }

@@ -150,6 +150,8 @@ bool shape_propagate(Graph *g, Diag *d);
 bool shape_equalities(ShapeInfo *si, Diag *d);
 
 /* Host program (hostprog.c). */
+/* Appends a step (out of memory aborts, as the analysis' arena does). */
+HostStep *hostprog_push(ShapeInfo *si, HostStep s);
 bool hostprog_build(ShapeInfo *si, Diag *d);
 void hostprog_print(FILE *f, const Graph *g, const HostProg *p);
 bool hostenv_init(HostEnv *e, const Graph *g, int nsteps);
@@ -250,6 +252,6 @@ void memplan_free(MemPlan *mp);
 void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env);
 
 /* Parses a hint such as "S % 8 == 0", "B <= 64", "S == T" into c. */
-bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d);
+bool shape_parse_assume(ShapeInfo *si, const char *text, Diag *d);
 
 #endif

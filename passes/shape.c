@@ -24,9 +24,14 @@ void shape_info_free(ShapeInfo *si)
     free(si);
 }
 
-/* "S % 8 == 0", "B <= 64", "S == T", "2*S + 1 < T". */
-bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d)
+/* "S % 8 == 0", "B <= 64", "S == T", "2*S + 1 < T". The fact joins the
+ * constraints, and the host program checks it when the model runs: code
+ * specialised on it (a variant left out, buffers shared) would be wrong for
+ * shapes that break it. */
+bool shape_parse_assume(ShapeInfo *si, const char *text, Diag *d)
 {
+    Graph *g = si->g;
+    Constraints *c = si->cons;
     static const struct {
         const char *op;
         Rel rel;
@@ -53,15 +58,21 @@ bool shape_parse_assume(Graph *g, Constraints *c, const char *text, Diag *d)
         Dim *a = dim_parse(g, lhs, &e), *k = a ? dim_parse(g, pct + 1, &e) : NULL;
         Dim *r = k ? dim_parse(g, rhs, &e) : NULL;
         ok = r && rel == REL_EQ && dim_is(r, 0) && dim_is_const(k) && k->c > 0;
-        if (ok)
+        if (ok) {
             cons_add_divisible(c, a, k->c, "user");
+            hostprog_push(si, (HostStep){.kind = HS_REQUIRE, .lhs = dim_mod(&g->dims, a, k), .rel = REL_EQ,
+                                         .rhs = r, .what = arena_printf(&si->arena, "--assume '%s'", text)});
+        }
         else if (!e.set)
             diag_set(&e, "only 'E %% K == 0' with a positive constant K is supported");
     } else {
         Dim *a = dim_parse(g, lhs, &e), *b = a ? dim_parse(g, rhs, &e) : NULL;
         ok = b != NULL;
-        if (ok)
+        if (ok) {
             cons_add(c, a, rel, b, "user");
+            hostprog_push(si, (HostStep){.kind = HS_REQUIRE, .lhs = a, .rel = rel, .rhs = b,
+                                         .what = arena_printf(&si->arena, "--assume '%s'", text)});
+        }
     }
     free(lhs);
     if (!ok)
@@ -81,7 +92,7 @@ ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d)
     si->cons = cons_new(&g->dims);
     bool ok = si->cons != NULL || diag_set(d, "error: out of memory");
     for (int i = 0; ok && o && i < o->nassume; i++)
-        ok = shape_parse_assume(g, si->cons, o->assume[i], d);
+        ok = shape_parse_assume(si, o->assume[i], d);
     if (ok && !cons_consistent(si->cons))
         ok = diag_set(d, "error: the assumptions contradict each other or the symbol bounds");
     ok = ok && shape_propagate(g, d) && shape_equalities(si, d) && hostprog_build(si, d);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,33 @@ int main(void)
     disc_tensor out3 = {DISC_F32, 0, {0}, big, sizeof big, 0};
     CHECK(disc_run(compiled, &in2, 1, &out3, 1) == DISC_OK && out3.data == big && out3.shape[0] == 2 &&
           !out3.owned);
+    /* a hint is a promise the compiled code may rely on: a shape that
+     * breaks it is refused, on both backends, naming the hint */
+    char sym[32], hint[64];
+    disc_model_input_dim(m, 0, 0, sym, sizeof sym);
+    snprintf(hint, sizeof hint, "%s %% 2 == 0", sym);
+    const char *hints[] = {hint};
+    static const char *const backends[] = {"cpu", "interp"};
+    for (int i = 0; i < 2; i++) {
+        disc_options ho = disc_default_options();
+        ho.backend = backends[i];
+        ho.assume = hints;
+        ho.nassume = 1;
+        disc_compiled *h = disc_compile(m, &ho);
+        CHECK_MSG(h != NULL, "%s", disc_last_error());
+        if (!h)
+            continue;
+        disc_compiled *save = compiled;
+        compiled = h;
+        disc_status st;
+        run_batch(4, &st);
+        CHECK_MSG(st == DISC_OK, "%s: batch 4: %s", backends[i], disc_last_error());
+        run_batch(3, &st);
+        CHECK_MSG(st == DISC_ERR_SHAPE && strstr(disc_last_error(), "--assume") != NULL, "%s: batch 3: %d %s",
+                  backends[i], (int)st, disc_last_error());
+        compiled = save;
+        disc_compiled_free(h);
+    }
     disc_compiled_free(ref);
     disc_compiled_free(compiled);
     disc_model_free(m);
