@@ -194,8 +194,6 @@ typedef struct Fused {
     int nops;
 } Fused;
 
-/* The call, with the result written to the value's buffer (fz: with the
- * fused epilogue, into the buffer of fz->result). */
 /* Whether a dot gets the skinny kernel (skinny.c) as a variant for when
  * few rows come: constant f32 weights, A's rows contiguous, and m not
  * proved (ISL, with the facts and --assume hints) to exceed DISC_SKINNY_M
@@ -214,6 +212,8 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
                       cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 
+/* The call, with the result written to the value's buffer (fz: with the
+ * fused epilogue, into the buffer of fz->result). */
 static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
