@@ -107,8 +107,11 @@ typedef struct Entry {
     int res_arg;               /* the execution argument of the residual */
     int pack;                  /* md[MD_WEI] is a packed layout of wei_plain */
     dnnl_memory_desc_t wei_plain; /* the weights as the caller lays them out */
-    dnnl_primitive_t cvt;      /* bf16 math: src_plain (f32) to md[MD_SRC] (bf16), or NULL */
+    dnnl_primitive_t cvt;      /* src_plain to md[MD_SRC] (bf16 math, a conv's layout), or NULL */
     dnnl_memory_desc_t src_plain;
+    dnnl_primitive_t back;     /* a conv's md[MD_DST] to dst_plain, or NULL */
+    dnnl_memory_desc_t dst_plain;
+    dnnl_primitive_t res_cvt;  /* dst_plain (the residual) to md[MD_RES], or NULL */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
     struct Entry *hnext;       /* bucket chain */
@@ -365,20 +368,29 @@ static dnnl_status_t run_reorder(dnnl_primitive_t prim, const dnnl_memory_desc_t
     return s;
 }
 
+/* A reorder primitive from layout `from` to `to`, in *prim. */
+static dnnl_status_t reorder_make(dnnl_primitive_t *prim, const dnnl_memory_desc_t *from,
+                                  const dnnl_memory_desc_t *to)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(prim, pd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
 /* Reorders src from layout plain into md, with nthr threads. */
 static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
                         const dnnl_memory_desc_t *md, const void *src, void *dst, int nthr)
 {
-    dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
-    dnnl_status_t s;
-    if ((s = dnnl_reorder_primitive_desc_create(&pd, plain, engine, md, engine, NULL)) == dnnl_success &&
-        (s = dnnl_primitive_create(&prim, pd)) == dnnl_success)
+    dnnl_status_t s = reorder_make(&prim, plain, md);
+    if (s == dnnl_success)
         s = run_reorder(prim, plain, src, md, dst, nthr);
     if (prim)
         dnnl_primitive_destroy(prim);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
     return s == dnnl_success ? 0 : dnnl_failed(rt, what, "packing the weights", s);
 }
 
@@ -450,6 +462,10 @@ static void entry_destroy(Entry *e)
         dnnl_primitive_destroy(e->prim);
     if (e->cvt)
         dnnl_primitive_destroy(e->cvt);
+    if (e->back)
+        dnnl_primitive_destroy(e->back);
+    if (e->res_cvt)
+        dnnl_primitive_destroy(e->res_cvt);
     free(e);
 }
 
@@ -595,6 +611,7 @@ typedef struct Build {
     int residual;
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
+    int any;                   /* src, dst (and residual) in format any (conv: see conv_any) */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
     const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
@@ -686,6 +703,41 @@ static int md_weights_any(Build *b)
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "weights descriptor", s);
 }
 
+/* Format any for role (src, dst or the residual): oneDNN picks the layout
+ * and layouts_read reads it back; the caller's plain layout goes to *plain. */
+static int md_any(Build *b, int role, dnnl_memory_desc_t *plain)
+{
+    Entry *e = b->e;
+    *plain = e->md[role];
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[role], plain->ndims, plain->dims, plain->data_type,
+                                                   dnnl_format_tag_any);
+    return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "layout descriptor", s);
+}
+
+/* The layouts pd chose for src, dst and the residual; a reorder for each
+ * that is not the caller's plain one (src and the residual in, dst out). */
+static dnnl_status_t layouts_read(Entry *e, const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    dnnl_status_t s = dnnl_success;
+    e->md[MD_SRC] = dnnl_memory_desc_equal(src, &e->src_plain) ? e->src_plain : *src;
+    e->md[MD_DST] = dnnl_memory_desc_equal(dst, &e->dst_plain) ? e->dst_plain : *dst;
+    if (!dnnl_memory_desc_equal(src, &e->src_plain))
+        s = reorder_make(&e->cvt, &e->src_plain, src);
+    if (s == dnnl_success && !dnnl_memory_desc_equal(dst, &e->dst_plain))
+        s = reorder_make(&e->back, dst, &e->dst_plain);
+    if (s == dnnl_success && e->has[MD_RES]) {
+        const dnnl_memory_desc_t *r = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg);
+        if (!r || r->format_kind != dnnl_blocked)
+            return dnnl_runtime_error;
+        e->md[MD_RES] = dnnl_memory_desc_equal(r, &e->dst_plain) ? e->dst_plain : *r;
+        if (!dnnl_memory_desc_equal(r, &e->dst_plain))
+            s = reorder_make(&e->res_cvt, &e->dst_plain, r);
+    }
+    return s;
+}
+
 static dnnl_alg_kind_t post_alg(DiscPost p)
 {
     switch (p) {
@@ -724,6 +776,9 @@ static int make_primitive(Build *b, const void *desc)
         goto out;
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
+        goto out;
+    step = "layout reorders";
+    if (b->any && (s = layouts_read(e, pd)) != dnnl_success)
         goto out;
     if (b->wconst) {
         const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -816,15 +871,17 @@ out:
     return rc;
 }
 
-/* bf16 math: A converted into run memory by e->cvt; NULL on failure. */
-static void *convert_src(DiscRt *rt, const char *what, const Entry *e, const void *src, int nthr)
+/* src (layout from) reordered by prim into run memory of layout to; NULL
+ * on failure. */
+static void *reorder_in(DiscRt *rt, const char *what, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,
+                        const void *src, const dnnl_memory_desc_t *to, int nthr)
 {
-    void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_SRC]));
+    void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(to));
     if (!dst)
         return NULL;
-    dnnl_status_t s = run_reorder(e->cvt, &e->src_plain, src, &e->md[MD_SRC], dst, nthr);
+    dnnl_status_t s = run_reorder(prim, from, src, to, dst, nthr);
     if (s != dnnl_success) {
-        dnnl_failed(rt, what, "bf16 conversion", s);
+        dnnl_failed(rt, what, "reorder in", s);
         return NULL;
     }
     return dst;
@@ -880,6 +937,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         b->wconst = 0;
     pthread_mutex_unlock(&cache.mu);
     b->bf16 = b->bf16 && b->wconst && atomic_load(&fpmath_bf16);
+    key[KEY_LEN - 4] = b->any;
     key[KEY_LEN - 3] = b->bf16;
     key[KEY_LEN - 2] = b->wconst;
     key[KEY_LEN - 1] = nthr;
@@ -919,13 +977,21 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         }
         bind[MD_WEI] = (char *)k->data + off;
     }
-    if (e->cvt && !(bind[MD_SRC] = convert_src(rt, b->what, e, ptr[MD_SRC], nthr))) {
-        if (k)
-            packed_release(k);
-        cache_release(e);
-        return -1;
+    int rc = -1;
+    if (e->cvt && !(bind[MD_SRC] = reorder_in(rt, b->what, e->cvt, &e->src_plain, ptr[MD_SRC], &e->md[MD_SRC],
+                                              nthr)))
+        goto out;
+    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->dst_plain, ptr[MD_RES],
+                                                  &e->md[MD_RES], nthr)))
+        goto out;
+    if (e->back && !(bind[MD_DST] = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_DST]))))
+        goto out;
+    if ((rc = execute(rt, b->what, e, bind, nthr)) == 0 && e->back) {
+        dnnl_status_t s = run_reorder(e->back, &e->md[MD_DST], bind[MD_DST], &e->dst_plain, ptr[MD_DST], nthr);
+        if (s != dnnl_success)
+            rc = dnnl_failed(rt, b->what, "reorder out", s);
     }
-    int rc = execute(rt, b->what, e, bind, nthr);
+out:
     if (k)
         packed_release(k);
     cache_release(e);
@@ -1363,6 +1429,10 @@ static int make_conv(Build *b, const void *ctx)
         md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
         (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
         return -1;
+    dnnl_memory_desc_t res_plain;
+    if (b->any && (md_any(b, MD_SRC, &b->e->src_plain) || md_any(b, MD_DST, &b->e->dst_plain) ||
+                   (d->residual && md_any(b, MD_RES, &res_plain))))
+        return -1;
     const dnnl_memory_desc_t *bias = d->bias ? &b->e->md[MD_BIAS] : NULL;
     dnnl_status_t s;
     if (d->transpose) {
@@ -1395,6 +1465,18 @@ static int64_t check_window(DiscRt *rt, const char *what, int i, int64_t k, int6
         return -1;
     }
     return dil * (k - 1) + 1;
+}
+
+/* Whether a conv lets oneDNN pick its src and dst layouts (see the top). */
+static int conv_any(const DiscConv *d)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("DISC_CONV_LAYOUT");
+        mode = v && !strcmp(v, "plain") ? 0 : 1;
+    }
+    (void)d;
+    return mode;
 }
 
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
@@ -1466,7 +1548,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
     for (int i = 0; i < d->nsp; i++)
         wnum *= (double)d->k[i];
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
-                .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
+                .any = conv_any(d), .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
