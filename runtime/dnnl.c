@@ -39,6 +39,32 @@
  * the slice of the whole's copy is the part's packed layout (whole_layout),
  * so the weights are packed once whether calls use them whole or in parts.
  *
+ * Convolution layouts. On the caller's NCHW (abcd) src and dst oneDNN 2.6
+ * runs every convolution as im2col + sgemm (x64:gemm:jit), some 5 GFLOPS
+ * and far worse for depthwise and 1x1 convs. So a convolution is made
+ * with src, dst and the residual in format "any" (the weights too when
+ * constant, as above); oneDNN then picks brgconv / brgconv_1x1 / brdgmm_dw
+ * on nhwc (acdb) on this AVX-512 machine. The entry keeps a reorder for
+ * each operand whose chosen layout is not the plain one: src and the
+ * residual plain -> chosen into run memory before the call, dst computed
+ * into run memory and reordered back after it. A layout that puts every
+ * element where the plain one does (nhwc at h = w = 1) binds the caller's
+ * buffer with no reorder. The residual is reordered rather than dst kept
+ * plain, as a plain dst brings gemm back: 1x64x16x16 1x1 to 16 channels
+ * with a residual, 199 us plain against 10 us reordered.
+ *
+ * Measured with bench/bench_rt.c conv (f32, bias, relu, constant weights;
+ * 2 threads; us, plain -> any): depthwise 3x3 g64 1x64x20x99 726 -> 210,
+ * 1x1 64->16 + residual on 20x99 894 -> 95 (984 -> 225 in a busier
+ * sweep), 1x64x16x16 depthwise 100 -> 13, 16->64 1x1 on 16x16 21 -> 11,
+ * 3->16 3x3 s2 on 32x32 12 -> 9, 16->16 3x3 on 4x4 4.9 -> 4.3. Every
+ * shape of tests/models/{resnet,mobilenet}_cnn was as fast or faster;
+ * the one loss is the smallest call, 16->16 1x1 at 1x1 (1.4 -> 1.6 us,
+ * brgconv against gemm, no reorder involved), too small to be worth a
+ * rule, so every convolution takes the chosen layouts. Transposed
+ * convolutions (oneDNN's deconvolution) get the same treatment.
+ * DISC_CONV_LAYOUT=plain turns it off.
+ *
  * Split calls. A matmul on a run of two or more threads is cut into one
  * part per thread, run on our pool (disc_rt_parallel_for), each part a
  * oneDNN call on its thread alone: batches, rows from SPLIT_ROWS_MIN rows
@@ -145,6 +171,10 @@ static int omp_passive;
  * converted at each call, f32 sums and result), on AMX where the CPU has
  * it: 4x faster at 512x768x768 here. bf16_ok: oneDNN can (engine_init). */
 static atomic_int fpmath_bf16;
+
+/* DISC_CONV_LAYOUT=plain: convolutions run on the caller's NCHW layouts
+ * (see "Convolution layouts" at the top), for comparison. */
+static int conv_plain;
 static int bf16_ok;
 
 static int bf16_probe(void)
@@ -170,6 +200,8 @@ static void engine_init(void)
     omp_passive = wp && !strcasecmp(wp, "passive") && !getenv("GOMP_SPINCOUNT");
     const char *fm = getenv("DISC_FPMATH");
     bf16_ok = engine_status == dnnl_success && bf16_probe();
+    const char *cl = getenv("DISC_CONV_LAYOUT");
+    conv_plain = cl && !strcmp(cl, "plain");
     if (fm && !strcmp(fm, "bf16"))
         atomic_store(&fpmath_bf16, bf16_ok);
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
@@ -611,7 +643,7 @@ typedef struct Build {
     int residual;
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
-    int any;                   /* src, dst (and residual) in format any (conv: see conv_any) */
+    int any;                   /* src, dst, residual in format any (convolution layouts) */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
     const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
@@ -714,27 +746,47 @@ static int md_any(Build *b, int role, dnnl_memory_desc_t *plain)
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "layout descriptor", s);
 }
 
+/* Whether layout md puts every element where plain (dense, unblocked)
+ * does: no blocks, no padding, the same strides on every axis longer than
+ * 1 (nhwc is nchw when h = w = 1, or c = 1). Such a layout binds the
+ * caller's buffer as it is, with no reorder. */
+static int md_same_memory(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain)
+{
+    if (md->format_kind != dnnl_blocked || md->format_desc.blocking.inner_nblks || md->offset0 ||
+        md->ndims != plain->ndims || md->data_type != plain->data_type)
+        return 0;
+    for (int i = 0; i < md->ndims; i++)
+        if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] ||
+            (md->dims[i] > 1 && md->format_desc.blocking.strides[i] != plain->format_desc.blocking.strides[i]))
+            return 0;
+    return 1;
+}
+
+/* The layout pd chose for role, bound in e->md[role]; a reorder (from
+ * plain to it, or from it to plain when out) in *prim unless it is plain. */
+static dnnl_status_t layout_read(Entry *e, int role, const dnnl_memory_desc_t *md,
+                                 const dnnl_memory_desc_t *plain, int out, dnnl_primitive_t *prim)
+{
+    if (!md || md->format_kind != dnnl_blocked)
+        return dnnl_runtime_error;
+    e->md[role] = *md;
+    if (dnnl_memory_desc_equal(md, plain) || md_same_memory(md, plain))
+        return dnnl_success;
+    return out ? reorder_make(prim, md, plain) : reorder_make(prim, plain, md);
+}
+
 /* The layouts pd chose for src, dst and the residual; a reorder for each
  * that is not the caller's plain one (src and the residual in, dst out). */
 static dnnl_status_t layouts_read(Entry *e, const_dnnl_primitive_desc_t pd)
 {
     const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    dnnl_status_t s = dnnl_success;
-    e->md[MD_SRC] = dnnl_memory_desc_equal(src, &e->src_plain) ? e->src_plain : *src;
-    e->md[MD_DST] = dnnl_memory_desc_equal(dst, &e->dst_plain) ? e->dst_plain : *dst;
-    if (!dnnl_memory_desc_equal(src, &e->src_plain))
-        s = reorder_make(&e->cvt, &e->src_plain, src);
-    if (s == dnnl_success && !dnnl_memory_desc_equal(dst, &e->dst_plain))
-        s = reorder_make(&e->back, dst, &e->dst_plain);
-    if (s == dnnl_success && e->has[MD_RES]) {
-        const dnnl_memory_desc_t *r = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg);
-        if (!r || r->format_kind != dnnl_blocked)
-            return dnnl_runtime_error;
-        e->md[MD_RES] = dnnl_memory_desc_equal(r, &e->dst_plain) ? e->dst_plain : *r;
-        if (!dnnl_memory_desc_equal(r, &e->dst_plain))
-            s = reorder_make(&e->res_cvt, &e->dst_plain, r);
-    }
+    dnnl_status_t s = layout_read(e, MD_SRC, src, &e->src_plain, 0, &e->cvt);
+    if (s == dnnl_success)
+        s = layout_read(e, MD_DST, dst, &e->dst_plain, 1, &e->back);
+    if (s == dnnl_success && e->has[MD_RES])
+        s = layout_read(e, MD_RES, dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg),
+                        &e->dst_plain, 0, &e->res_cvt);
     return s;
 }
 
@@ -937,6 +989,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         b->wconst = 0;
     pthread_mutex_unlock(&cache.mu);
     b->bf16 = b->bf16 && b->wconst && atomic_load(&fpmath_bf16);
+    b->any = b->any && !conv_plain;
     key[KEY_LEN - 4] = b->any;
     key[KEY_LEN - 3] = b->bf16;
     key[KEY_LEN - 2] = b->wconst;
@@ -1467,18 +1520,6 @@ static int64_t check_window(DiscRt *rt, const char *what, int i, int64_t k, int6
     return dil * (k - 1) + 1;
 }
 
-/* Whether a conv lets oneDNN pick its src and dst layouts (see the top). */
-static int conv_any(const DiscConv *d)
-{
-    static int mode = -1;
-    if (mode < 0) {
-        const char *v = getenv("DISC_CONV_LAYOUT");
-        mode = v && !strcmp(v, "plain") ? 0 : 1;
-    }
-    (void)d;
-    return mode;
-}
-
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
 {
     const char *what = d->transpose ? "conv_transpose" : "conv";
@@ -1548,7 +1589,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
     for (int i = 0; i < d->nsp; i++)
         wnum *= (double)d->k[i];
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
-                .any = conv_any(d), .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
+                .any = 1, .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
