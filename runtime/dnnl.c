@@ -62,7 +62,9 @@
  * the one loss is the smallest call, 16->16 1x1 at 1x1 (1.4 -> 1.6 us,
  * brgconv against gemm, no reorder involved), too small to be worth a
  * rule, so every convolution takes the chosen layouts. Transposed
- * convolutions (oneDNN's deconvolution) get the same treatment.
+ * convolutions (oneDNN's deconvolution) are made the same way, but on the
+ * shapes of the tests oneDNN still picks gemm:jit on plain layouts for
+ * them, so they run as before, with no reorder.
  * DISC_CONV_LAYOUT=plain turns it off.
  *
  * Split calls. A matmul on a run of two or more threads is cut into one
