@@ -18,6 +18,12 @@
  * comes from memory as in a model run (BERT-base streams 340 MB of
  * weights per run); with one B it sits in cache and favours the ways
  * that read it plain.
+ *
+ * `bench_rt conv N C O H W K GROUPS STRIDE [RESIDUAL]` times one f32 2-D
+ * convolution (pads K/2, bias, relu, constant weights, a residual added
+ * when RESIDUAL is 1) and prints "conv ... US", the median in
+ * microseconds. Run it under DISC_CONV_LAYOUT=plain and without to compare
+ * the plain NCHW path with oneDNN's own layouts (runtime/dnnl.c).
  */
 #include "runtime/rt.h"
 
@@ -125,8 +131,55 @@ static int bench_mm(int64_t M, int64_t N, int64_t K, int threads, int copies)
     return 0;
 }
 
+static int bench_conv(char **v, int residual)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 0});
+    int64_t n = atoll(v[0]), c = atoll(v[1]), o = atoll(v[2]), h = atoll(v[3]), w = atoll(v[4]);
+    int64_t k = atoll(v[5]), g = atoll(v[6]), st = atoll(v[7]);
+    if (!rt || n < 1 || c < 1 || o < 1 || h < 1 || w < 1 || k < 1 || g < 1 || st < 1 || c % g || o % g)
+        return 2;
+    int64_t oh = (h + 2 * (k / 2) - k) / st + 1, ow = (w + 2 * (k / 2) - k) / st + 1;
+    int64_t nx = n * c * h * w, nw = o * (c / g) * k * k, ny = n * o * oh * ow;
+    float *x = malloc((size_t)nx * 4), *wt = malloc((size_t)nw * 4), *b = calloc((size_t)o, 4);
+    float *y = malloc((size_t)ny * 4), *r = malloc((size_t)ny * 4);
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < nw; i++)
+        wt[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < ny; i++)
+        r[i] = (float)rand() / RAND_MAX - 0.5f;
+    DiscConv d = {.dtype = DT_F32, .nsp = 2, .n = n, .c = c, .o = o, .groups = g, .in = {h, w}, .k = {k, k},
+                  .out = {oh, ow}, .stride = {st, st}, .dilation = {1, 1}, .pad_lo = {k / 2, k / 2},
+                  .pad_hi = {k / 2, k / 2}, .bias = b, .post = DISC_POST_RELU, .residual = residual ? r : NULL,
+                  .weights_const = 1};
+    enum { REPS = 300 };
+    double t[REPS];
+    for (int i = -20; i < REPS; i++) {
+        double t0 = now();
+        int rc = disc_rt_conv(rt, &d, x, wt, y);
+        double t1 = now();
+        disc_rt_reset(rt);
+        if (rc != 0) {
+            fprintf(stderr, "bench_rt: %s\n", disc_rt_error(rt));
+            return 1;
+        }
+        if (i >= 0)
+            t[i] = t1 - t0;
+    }
+    qsort(t, REPS, sizeof *t, cmp_double);
+    printf("conv %lld %lld %lld %lld %lld %lld %lld %lld %d %.1f\n", (long long)n, (long long)c, (long long)o,
+           (long long)h, (long long)w, (long long)k, (long long)g, (long long)st, residual, t[REPS / 2] * 1e6);
+    disc_rt_weights_forget(wt, nw * 4);
+    free(x), free(wt), free(b), free(y), free(r);
+    disc_rt_free(rt);
+    disc_rt_shutdown();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 10 && !strcmp(argv[1], "conv"))
+        return bench_conv(argv + 2, argc > 10 && atoi(argv[10]));
     if (argc >= 5 && !strcmp(argv[1], "mm"))
         return bench_mm(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), argc > 5 ? atoi(argv[5]) : 0,
                         argc > 6 ? atoi(argv[6]) : 1);

@@ -39,6 +39,39 @@
  * the slice of the whole's copy is the part's packed layout (whole_layout),
  * so the weights are packed once whether calls use them whole or in parts.
  *
+ * Convolution layouts. On the caller's NCHW (abcd) src and dst oneDNN 2.6
+ * runs every convolution as im2col + sgemm (x64:gemm:jit), some 5 GFLOPS
+ * and far worse for depthwise and 1x1 convs. So a convolution is made
+ * with src, dst and the residual in format "any" (the weights too when
+ * constant, as above); oneDNN then picks brgconv / brgconv_1x1 / brdgmm_dw
+ * on nhwc (acdb) on this AVX-512 machine. The entry keeps a reorder for
+ * each operand whose chosen layout is not the plain one: src and the
+ * residual plain -> chosen into run memory before the call, dst computed
+ * into run memory and reordered back after it. A layout that puts every
+ * element where the plain one does (nhwc at h = w = 1) binds the caller's
+ * buffer with no reorder. The residual is reordered rather than dst kept
+ * plain, as a plain dst brings gemm back: 1x64x16x16 1x1 to 16 channels
+ * with a residual, 199 us plain against 10 us reordered.
+ *
+ * Measured with bench/bench_rt.c conv (f32, bias, relu, constant weights;
+ * 2 threads; us, plain -> any): depthwise 3x3 g64 1x64x20x99 726 -> 210,
+ * 1x1 64->16 + residual on 20x99 894 -> 95 (984 -> 225 in a busier
+ * sweep), 1x64x16x16 depthwise 100 -> 13, 16->64 1x1 on 16x16 21 -> 11,
+ * 3->16 3x3 s2 on 32x32 12 -> 9, 16->16 3x3 on 4x4 4.9 -> 4.3. Every
+ * shape of tests/models/{resnet,mobilenet}_cnn was as fast or faster;
+ * the one loss is the smallest call, 16->16 1x1 at 1x1 (1.4 -> 1.6 us,
+ * brgconv against gemm, no reorder involved), too small to be worth a
+ * rule, so every convolution takes the chosen layouts. Transposed
+ * convolutions (oneDNN's deconvolution) are made the same way, but on the
+ * shapes of the tests oneDNN still picks gemm:jit on plain layouts for
+ * them, so they run as before, with no reorder.
+ * DISC_CONV_LAYOUT=plain turns it off. Whole models (dcc bench, median of
+ * 50): mobilenet_cnn 1x3x40x197 2.44 -> 1.19 ms, 1x3x32x32 0.36 -> 0.13 ms,
+ * its convs 185 -> 78 ms in the profile; but the 16->64 and 16->32 convs
+ * there got slower (10.3 -> 15.0 and 3.8 -> 10.3 ms over 306 and 153
+ * calls), most likely the reorder back of their large nhwc results, which
+ * keeping nhwc between consecutive convs would remove.
+ *
  * Split calls. A matmul on a run of two or more threads is cut into one
  * part per thread, run on our pool (disc_rt_parallel_for), each part a
  * oneDNN call on its thread alone: batches, rows from SPLIT_ROWS_MIN rows
@@ -107,8 +140,11 @@ typedef struct Entry {
     int res_arg;               /* the execution argument of the residual */
     int pack;                  /* md[MD_WEI] is a packed layout of wei_plain */
     dnnl_memory_desc_t wei_plain; /* the weights as the caller lays them out */
-    dnnl_primitive_t cvt;      /* bf16 math: src_plain (f32) to md[MD_SRC] (bf16), or NULL */
+    dnnl_primitive_t cvt;      /* src_plain to md[MD_SRC] (bf16 math, a conv's layout), or NULL */
     dnnl_memory_desc_t src_plain;
+    dnnl_primitive_t back;     /* a conv's md[MD_DST] to dst_plain, or NULL */
+    dnnl_memory_desc_t dst_plain;
+    dnnl_primitive_t res_cvt;  /* dst_plain (the residual) to md[MD_RES], or NULL */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
     struct Entry *hnext;       /* bucket chain */
@@ -142,6 +178,10 @@ static int omp_passive;
  * converted at each call, f32 sums and result), on AMX where the CPU has
  * it: 4x faster at 512x768x768 here. bf16_ok: oneDNN can (engine_init). */
 static atomic_int fpmath_bf16;
+
+/* DISC_CONV_LAYOUT=plain: convolutions run on the caller's NCHW layouts
+ * (see "Convolution layouts" at the top), for comparison. */
+static int conv_plain;
 static int bf16_ok;
 
 static int bf16_probe(void)
@@ -167,6 +207,8 @@ static void engine_init(void)
     omp_passive = wp && !strcasecmp(wp, "passive") && !getenv("GOMP_SPINCOUNT");
     const char *fm = getenv("DISC_FPMATH");
     bf16_ok = engine_status == dnnl_success && bf16_probe();
+    const char *cl = getenv("DISC_CONV_LAYOUT");
+    conv_plain = cl && !strcmp(cl, "plain");
     if (fm && !strcmp(fm, "bf16"))
         atomic_store(&fpmath_bf16, bf16_ok);
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
@@ -365,20 +407,29 @@ static dnnl_status_t run_reorder(dnnl_primitive_t prim, const dnnl_memory_desc_t
     return s;
 }
 
+/* A reorder primitive from layout `from` to `to`, in *prim. */
+static dnnl_status_t reorder_make(dnnl_primitive_t *prim, const dnnl_memory_desc_t *from,
+                                  const dnnl_memory_desc_t *to)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(prim, pd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
 /* Reorders src from layout plain into md, with nthr threads. */
 static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
                         const dnnl_memory_desc_t *md, const void *src, void *dst, int nthr)
 {
-    dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
-    dnnl_status_t s;
-    if ((s = dnnl_reorder_primitive_desc_create(&pd, plain, engine, md, engine, NULL)) == dnnl_success &&
-        (s = dnnl_primitive_create(&prim, pd)) == dnnl_success)
+    dnnl_status_t s = reorder_make(&prim, plain, md);
+    if (s == dnnl_success)
         s = run_reorder(prim, plain, src, md, dst, nthr);
     if (prim)
         dnnl_primitive_destroy(prim);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
     return s == dnnl_success ? 0 : dnnl_failed(rt, what, "packing the weights", s);
 }
 
@@ -450,6 +501,10 @@ static void entry_destroy(Entry *e)
         dnnl_primitive_destroy(e->prim);
     if (e->cvt)
         dnnl_primitive_destroy(e->cvt);
+    if (e->back)
+        dnnl_primitive_destroy(e->back);
+    if (e->res_cvt)
+        dnnl_primitive_destroy(e->res_cvt);
     free(e);
 }
 
@@ -595,6 +650,7 @@ typedef struct Build {
     int residual;
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
+    int any;                   /* src, dst, residual in format any (convolution layouts) */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
     const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
@@ -686,6 +742,61 @@ static int md_weights_any(Build *b)
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "weights descriptor", s);
 }
 
+/* Format any for role (src, dst or the residual): oneDNN picks the layout
+ * and layouts_read reads it back; the caller's plain layout goes to *plain. */
+static int md_any(Build *b, int role, dnnl_memory_desc_t *plain)
+{
+    Entry *e = b->e;
+    *plain = e->md[role];
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[role], plain->ndims, plain->dims, plain->data_type,
+                                                   dnnl_format_tag_any);
+    return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "layout descriptor", s);
+}
+
+/* Whether layout md puts every element where plain (dense, unblocked)
+ * does: no blocks, no padding, the same strides on every axis longer than
+ * 1 (nhwc is nchw when h = w = 1, or c = 1). Such a layout binds the
+ * caller's buffer as it is, with no reorder. */
+static int md_same_memory(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain)
+{
+    if (md->format_kind != dnnl_blocked || md->format_desc.blocking.inner_nblks || md->offset0 ||
+        md->ndims != plain->ndims || md->data_type != plain->data_type)
+        return 0;
+    for (int i = 0; i < md->ndims; i++)
+        if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] ||
+            (md->dims[i] > 1 && md->format_desc.blocking.strides[i] != plain->format_desc.blocking.strides[i]))
+            return 0;
+    return 1;
+}
+
+/* The layout pd chose for role, bound in e->md[role]; a reorder (from
+ * plain to it, or from it to plain when out) in *prim unless it is plain. */
+static dnnl_status_t layout_read(Entry *e, int role, const dnnl_memory_desc_t *md,
+                                 const dnnl_memory_desc_t *plain, int out, dnnl_primitive_t *prim)
+{
+    if (!md || md->format_kind != dnnl_blocked)
+        return dnnl_runtime_error;
+    e->md[role] = *md;
+    if (dnnl_memory_desc_equal(md, plain) || md_same_memory(md, plain))
+        return dnnl_success;
+    return out ? reorder_make(prim, md, plain) : reorder_make(prim, plain, md);
+}
+
+/* The layouts pd chose for src, dst and the residual; a reorder for each
+ * that is not the caller's plain one (src and the residual in, dst out). */
+static dnnl_status_t layouts_read(Entry *e, const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    dnnl_status_t s = layout_read(e, MD_SRC, src, &e->src_plain, 0, &e->cvt);
+    if (s == dnnl_success)
+        s = layout_read(e, MD_DST, dst, &e->dst_plain, 1, &e->back);
+    if (s == dnnl_success && e->has[MD_RES])
+        s = layout_read(e, MD_RES, dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg),
+                        &e->dst_plain, 0, &e->res_cvt);
+    return s;
+}
+
 static dnnl_alg_kind_t post_alg(DiscPost p)
 {
     switch (p) {
@@ -724,6 +835,9 @@ static int make_primitive(Build *b, const void *desc)
         goto out;
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
+        goto out;
+    step = "layout reorders";
+    if (b->any && (s = layouts_read(e, pd)) != dnnl_success)
         goto out;
     if (b->wconst) {
         const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -816,15 +930,17 @@ out:
     return rc;
 }
 
-/* bf16 math: A converted into run memory by e->cvt; NULL on failure. */
-static void *convert_src(DiscRt *rt, const char *what, const Entry *e, const void *src, int nthr)
+/* src (layout from) reordered by prim into run memory of layout to; NULL
+ * on failure. */
+static void *reorder_in(DiscRt *rt, const char *what, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,
+                        const void *src, const dnnl_memory_desc_t *to, int nthr)
 {
-    void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_SRC]));
+    void *dst = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(to));
     if (!dst)
         return NULL;
-    dnnl_status_t s = run_reorder(e->cvt, &e->src_plain, src, &e->md[MD_SRC], dst, nthr);
+    dnnl_status_t s = run_reorder(prim, from, src, to, dst, nthr);
     if (s != dnnl_success) {
-        dnnl_failed(rt, what, "bf16 conversion", s);
+        dnnl_failed(rt, what, "reorder in", s);
         return NULL;
     }
     return dst;
@@ -880,6 +996,8 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         b->wconst = 0;
     pthread_mutex_unlock(&cache.mu);
     b->bf16 = b->bf16 && b->wconst && atomic_load(&fpmath_bf16);
+    b->any = b->any && !conv_plain;
+    key[KEY_LEN - 4] = b->any;
     key[KEY_LEN - 3] = b->bf16;
     key[KEY_LEN - 2] = b->wconst;
     key[KEY_LEN - 1] = nthr;
@@ -919,13 +1037,21 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         }
         bind[MD_WEI] = (char *)k->data + off;
     }
-    if (e->cvt && !(bind[MD_SRC] = convert_src(rt, b->what, e, ptr[MD_SRC], nthr))) {
-        if (k)
-            packed_release(k);
-        cache_release(e);
-        return -1;
+    int rc = -1;
+    if (e->cvt && !(bind[MD_SRC] = reorder_in(rt, b->what, e->cvt, &e->src_plain, ptr[MD_SRC], &e->md[MD_SRC],
+                                              nthr)))
+        goto out;
+    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->dst_plain, ptr[MD_RES],
+                                                  &e->md[MD_RES], nthr)))
+        goto out;
+    if (e->back && !(bind[MD_DST] = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_DST]))))
+        goto out;
+    if ((rc = execute(rt, b->what, e, bind, nthr)) == 0 && e->back) {
+        dnnl_status_t s = run_reorder(e->back, &e->md[MD_DST], bind[MD_DST], &e->dst_plain, ptr[MD_DST], nthr);
+        if (s != dnnl_success)
+            rc = dnnl_failed(rt, b->what, "reorder out", s);
     }
-    int rc = execute(rt, b->what, e, bind, nthr);
+out:
     if (k)
         packed_release(k);
     cache_release(e);
@@ -1363,6 +1489,10 @@ static int make_conv(Build *b, const void *ctx)
         md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
         (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
         return -1;
+    dnnl_memory_desc_t res_plain;
+    if (b->any && (md_any(b, MD_SRC, &b->e->src_plain) || md_any(b, MD_DST, &b->e->dst_plain) ||
+                   (d->residual && md_any(b, MD_RES, &res_plain))))
+        return -1;
     const dnnl_memory_desc_t *bias = d->bias ? &b->e->md[MD_BIAS] : NULL;
     dnnl_status_t s;
     if (d->transpose) {
@@ -1466,7 +1596,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
     for (int i = 0; i < d->nsp; i++)
         wnum *= (double)d->k[i];
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
-                .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
+                .any = 1, .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
