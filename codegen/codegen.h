@@ -77,6 +77,9 @@ typedef struct Cg {
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
+    LLVMValueRef split[64][3]; /* a row kernel and its split variant's two kernels */
+    int nsplit;
+    int nsplitgroups;          /* kernel launches with a split variant */
     /* per function being emitted */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;   /* hoisted values (dims, strides) go here */
@@ -140,6 +143,14 @@ void cg_loop_end(Cg *cg, CgLoop *l);
 /* Emits the kernel of a LOOP, INPUT or STITCH group (or the epilogue of a
  * LIBRARY group when `epilogue`). */
 bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki);
+/* The split variant of a reduction group with few long rows (kernel.c,
+ * "split rows"): whether grp takes it (its rows, their length, its
+ * reductions), and its two kernels. The parts kernel's args are the
+ * group's buffers, the symbols, then scratch room for rows *
+ * DISC_SPLIT_PARTS * nred 8-byte slots; the combine kernel's the same. */
+enum { DISC_SPLIT_PARTS = 16, DISC_SPLIT_MIN = 1 << 15 };
+bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *cx);
+bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
 /* What a group's kernel code depends on, as text (ksig.c): groups with
  * equal signatures share one kernel. malloc'd; NULL if out of memory. */
 char *cg_kernel_signature(const Group *grp);
@@ -170,7 +181,7 @@ typedef struct CgModule {
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
-    int nkernels, nlaunch, nlibrary, nepilogue, nskinny;
+    int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
     double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
     CanonStats canon;  /* what canonicalisation did */
 } CgModule;

@@ -312,6 +312,7 @@ static bool define_runtime(Exec *e, Diag *d)
         void *addr;
     } syms[] = {
         {"disc_rt_alloc", (void *)disc_rt_alloc},
+        {"disc_rt_threads", (void *)disc_rt_threads},
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
         {"disc_rt_output", (void *)disc_rt_output},
         {"disc_rt_call_matmul", (void *)disc_rt_call_matmul},
@@ -381,6 +382,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContext
     m->nlibrary = cg.nlibrary;
     m->nepilogue = cg.nepilogue;
     m->nskinny = cg.nskinny;
+    m->nsplit = cg.nsplitgroups;
     m->kdesc = cg.kdesc;
     m->mod = cg.mod;
     cg_free(&cg);
@@ -486,10 +488,10 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 "%d dots fused side by side), "
                 "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
                 "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
-                "%d matmuls with a skinny variant\n",
+                "%d matmuls with a skinny variant, %d reductions with a split variant\n",
                 1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
                 m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
-                e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny);
+                e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit);
     return e;
 fail:
     exec_free(e);

@@ -218,6 +218,44 @@ static bool emit_single(Host *h, Op *op)
     }
 }
 
+/* The split variant's kernels of the group whose row kernel is fn: made
+ * once per row kernel (kernel.c, "split rows"), each in its own slot of
+ * the kernel tables. */
+static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *part, KernelInfo *fin)
+{
+    for (int i = 0; i < cg->nsplit; i++)
+        if (cg->split[i][0] == fn) {
+            part->fn = cg->split[i][1];
+            fin->fn = cg->split[i][2];
+            return true;
+        }
+    CgFnState st;
+    cg_fn_save(cg, &st);
+    int k = cg->nkernels;
+    bool ok = cg_kernel_split(cg, grp, part, fin);
+    cg_fn_restore(cg, &st);
+    if (!ok)
+        return false;
+    char **sv = realloc(cg->ksig, (size_t)cg->nkernels * sizeof *sv);
+    KernelInfo *kv = realloc(cg->kinfo, (size_t)cg->nkernels * sizeof *kv);
+    if (sv)
+        cg->ksig = sv;
+    if (kv)
+        cg->kinfo = kv;
+    if (!sv || !kv)
+        return diag_set(cg->d, "codegen: out of memory");
+    for (int i = k; i < cg->nkernels; i++) {
+        cg->ksig[i] = NULL; /* never matched by a group's signature */
+        cg->kinfo[i] = i == k ? *part : *fin;
+    }
+    if (cg->nsplit < (int)(sizeof cg->split / sizeof cg->split[0])) {
+        cg->split[cg->nsplit][0] = fn;
+        cg->split[cg->nsplit][1] = part->fn;
+        cg->split[cg->nsplit++][2] = fin->fn;
+    }
+    return true;
+}
+
 bool host_emit_kernel_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
@@ -243,8 +281,14 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         return true;
     }
     cg->nlaunch++;
+    KernelInfo part = {0}, fin = {0};
+    Dim *rows = NULL, *len = NULL;
+    int nred = 0;
+    bool split = cg_split_fits(grp, &rows, &len, &nred, &cg->g->dims);
+    if (split && !split_for(cg, grp, ki.fn, &part, &fin))
+        return false;
     int nb = grp->nins + grp->nouts;
-    LLVMValueRef ptrs[nb + 1];
+    LLVMValueRef ptrs[nb + 2];
     for (int i = 0; i < grp->nouts; i++)
         host_alloc(h, grp->outs[i]);
     for (int i = 0; i < nb; i++) {
@@ -258,9 +302,42 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
     LLVMValueRef f = host_fn_decl(cg, !cg->aot && getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
                              cg->t_void, params, 5, &fty);
+    LLVMBasicBlockRef join = NULL;
+    if (split) { /* few long rows on a run of several threads: the split variant */
+        cg->nsplitgroups++;
+        LLVMTypeRef tty, tparam = cg->t_p8;
+        LLVMValueRef tf = host_fn_decl(cg, "disc_rt_threads", cg->t_i32, &tparam, 1, &tty);
+        LLVMValueRef thr = LLVMBuildSExt(B, LLVMBuildCall2(B, tty, tf, &h->rt, 1, ""), cg->t_i64, "");
+        LLVMValueRef p = cg_dim(cg, rows), m = cg_dim(cg, len);
+        LLVMValueRef few = LLVMBuildICmp(B, LLVMIntSLT, p, LLVMBuildMul(B, thr, cg_i64(cg, 2), ""), "");
+        LLVMValueRef go = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, thr, cg_i64(cg, 2), ""), few, "");
+        go = LLVMBuildAnd(B, go, LLVMBuildICmp(B, LLVMIntSGE, m, cg_i64(cg, DISC_SPLIT_MIN), ""), "");
+        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "split");
+        LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "rows");
+        join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "launched");
+        LLVMBuildCondBr(B, go, yes, no);
+        LLVMPositionBuilderAtEnd(B, yes);
+        LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
+        LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
+        LLVMValueRef parts = LLVMBuildMul(B, p, cg_i64(cg, DISC_SPLIT_PARTS), "");
+        LLVMValueRef aa[2] = {h->rt, LLVMBuildMul(B, parts, cg_i64(cg, 8 * (int64_t)nred), "")};
+        ptrs[nb + 1] = LLVMBuildCall2(B, aty, af, aa, 2, "");
+        host_check_or_return(h, LLVMBuildIsNotNull(B, ptrs[nb + 1], ""), -1);
+        LLVMValueRef sargs = LLVMBuildBitCast(B, host_ptr_array(h, ptrs, nb + 2), cg->t_p8, "");
+        LLVMValueRef a1[5] = {h->rt, part.fn, sargs, parts, cg_i64(cg, 1)};
+        LLVMBuildCall2(B, fty, f, a1, 5, "");
+        LLVMValueRef a2[5] = {h->rt, fin.fn, sargs, p, cg_i64(cg, 1)};
+        LLVMBuildCall2(B, fty, f, a2, 5, "");
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, no);
+    }
     LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
                          ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain)};
     LLVMBuildCall2(B, fty, f, a, 5, "");
+    if (join) {
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, join);
+    }
     return true;
 }
 

@@ -417,45 +417,57 @@ static bool emit_row_norm(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int
     return false;
 }
 
-static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, Dim *m)
+/* op's reduction of x over [lo, hi) of axis ax (full: the rest of the
+ * index) in LANES interleaved accumulators, combined at the end; a mean is
+ * not divided here. */
+static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef lo,
+                                LLVMValueRef hi)
 {
     Value *x = op->in[0];
     DType dt = x->type.dtype;
     LLVMTypeRef t = cg_compute_type(cg, dt);
     OpKind bk = reduce_op(op, dt);
-    LLVMValueRef n = cg_dim(cg, m);
-    LLVMValueRef full[MAX_RANK];
-    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
-    if (emit_row_norm(cg, k, op, full, rax[0], n))
-        return true;
     LLVMValueRef acc[LANES];
     for (int l = 0; l < LANES; l++) {
         acc[l] = LLVMBuildAlloca(cg->eb, t, "lane");
         LLVMBuildStore(B, acc_init(cg, k, op, dt), acc[l]);
     }
-    LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
+    LLVMValueRef blocks = LLVMBuildUDiv(B, LLVMBuildSub(B, hi, lo, ""), cg_i64(cg, LANES), "");
     CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
-    LLVMValueRef base = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
+    LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), "");
     LLVMValueRef v[LANES];
     for (int l = 0; l < LANES; l++) {
-        full[rax[0]] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
+        full[ax] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
         v[l] = elem(k, x, full);
     }
     for (int l = 0; l < LANES; l++)
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[l], ""), v[l]), acc[l]);
     cg_loop_end(cg, &lb);
     CgLoop lr;
-    LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "rest");
-    full[rax[0]] = j;
+    LLVMValueRef from = LLVMBuildAdd(B, lo, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), "");
+    LLVMValueRef j = cg_loop_begin(cg, &lr, from, hi, "rest");
+    full[ax] = j;
     LLVMValueRef e = elem(k, x, full);
     LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[0], ""), e), acc[0]);
     cg_loop_end(cg, &lr);
     LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], "");
     for (int l = 1; l < LANES; l++)
         r = kern_binary(k, bk, dt, r, LLVMBuildLoad2(B, t, acc[l], ""));
+    return r;
+}
+
+static bool emit_lane_reduction(Cg *cg, Kern *k, const Op *op, LLVMValueRef *idx, const int *rax, Dim *m)
+{
+    Value *x = op->in[0];
+    LLVMValueRef n = cg_dim(cg, m);
+    LLVMValueRef full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    if (emit_row_norm(cg, k, op, full, rax[0], n))
+        return true;
+    LLVMValueRef r = lane_reduce(cg, k, op, full, rax[0], cg_i64(cg, 0), n);
     if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
-        r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, t, ""), "");
+        r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, cg_compute_type(cg, x->type.dtype), ""), "");
     k->rv[k->nr] = op->out[0];
     k->rval[k->nr++] = r;
     return true;
@@ -1069,15 +1081,17 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     return true;
 }
 
-bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+/* Starts the function of a kernel of grp: its name and description (tag
+ * after the kind), the buffer pointers into k->bv, k->bp (room for nins +
+ * nouts) and the symbols. Returns the body block; the builder is in it. */
+static LLVMBasicBlockRef kern_open(Cg *cg, const Group *grp, Kern *k, KernelInfo *ki, const char *tag)
 {
     snprintf(ki->name, sizeof ki->name, "disc_k%d", cg->nkernels);
     char **kd = realloc(cg->kdesc, (size_t)(cg->nkernels + 1) * sizeof *kd);
     if (kd) {
         cg->kdesc = kd;
         char buf[256];
-        int n = snprintf(buf, sizeof buf, "%s %s%s:", ki->name, fuse_kind_name(grp->kind),
-                         fuse_columns(grp) ? " columns" : "");
+        int n = snprintf(buf, sizeof buf, "%s %s%s:", ki->name, fuse_kind_name(grp->kind), tag);
         for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof buf; i++)
             n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
         kd[cg->nkernels] = strdup(buf);
@@ -1087,28 +1101,36 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     ki->fn = fn;
     cg_begin_function(cg, fn, NULL);
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
-    Kern k = {.cg = cg, .grp = grp};
-    k.nb = grp->nins + grp->nouts;
-    Value *bv[k.nb + 1];
-    LLVMValueRef bp[k.nb + 1];
+    k->cg = cg;
+    k->grp = grp;
+    k->nb = grp->nins + grp->nouts;
+    LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(fn, 2), cg->t_pp8, "args");
+    for (int i = 0; i < k->nb; i++) {
+        Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
+        LLVMValueRef ix = cg_i64(cg, i);
+        LLVMValueRef raw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
+        k->bv[i] = v;
+        k->bp[i] = LLVMBuildBitCast(cg->eb, raw, LLVMPointerType(cg_storage_type(cg, v->type.dtype), 0), "");
+    }
+    LLVMValueRef ix = cg_i64(cg, k->nb);
+    LLVMValueRef sraw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
+    cg->syms = LLVMBuildBitCast(cg->eb, sraw, cg->t_p64, "syms");
+    return body;
+}
+
+bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+{
+    Kern k = {0};
+    Value *bv[grp->nins + grp->nouts + 1];
+    LLVMValueRef bp[grp->nins + grp->nouts + 1];
     Value *rv[grp->nops + 1];
     LLVMValueRef rval[grp->nops + 1];
     k.bv = bv;
     k.bp = bp;
     k.rv = rv;
     k.rval = rval;
-    LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(fn, 2), cg->t_pp8, "args");
-    for (int i = 0; i < k.nb; i++) {
-        Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
-        LLVMValueRef ix = cg_i64(cg, i);
-        LLVMValueRef raw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
-        bv[i] = v;
-        bp[i] = LLVMBuildBitCast(cg->eb, raw, LLVMPointerType(cg_storage_type(cg, v->type.dtype), 0), "");
-    }
-    LLVMValueRef ix = cg_i64(cg, k.nb);
-    LLVMValueRef sraw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
-    cg->syms = LLVMBuildBitCast(cg->eb, sraw, cg->t_p64, "syms");
-    LLVMValueRef begin = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1);
+    LLVMBasicBlockRef body = kern_open(cg, grp, &k, ki, fuse_columns(grp) ? " columns" : "");
+    LLVMValueRef begin = LLVMGetParam(ki->fn, 0), end = LLVMGetParam(ki->fn, 1);
     bool ok = true;
     if (grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH)
         ok = emit_reduce(cg, &k, ki, begin, end);
@@ -1117,4 +1139,160 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     LLVMBuildRetVoid(B);
     cg_end_function(cg, body);
     return ok && !cg->d->set;
+}
+
+/* ---- split rows ----------------------------------------------------------- */
+
+/*
+ * Few long rows (a sum over all of a vector, a norm of one large tensor):
+ * the row template gives each thread whole rows, so with fewer rows than
+ * threads the others idle. The split variant cuts every row into
+ * DISC_SPLIT_PARTS parts: a first kernel reduces each part into a scratch
+ * slot (range rows * parts), a second combines each row's parts in order
+ * and computes the group's row-shaped outputs (range rows). The host flow
+ * takes it when rows < 2 * threads and the rows are at least
+ * DISC_SPLIT_MIN long (run-time predicates; codegen/host.c), else the row
+ * kernel. It needs reductions over the last axis only, of float sums,
+ * means, maxima or minima that read no other reduction's result (a
+ * softmax or LayerNorm needs its first result before the second pass),
+ * and no output shaped like the input.
+ */
+bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *cx)
+{
+    if ((grp->kind != FUSE_INPUT && grp->kind != FUSE_STITCH) || fuse_columns(grp))
+        return false;
+    const Type *xt = NULL;
+    int n = 0;
+    bool tainted[grp->nops + 1];
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        tainted[i] = false;
+        for (int j = 0; j < op->nin; j++) /* reads a reduction's result, directly or not */
+            for (int q = 0; q < i; q++)
+                if (op->in[j]->def == grp->ops[q] && (tainted[q] || is_reduction(grp->ops[q])))
+                    tainted[i] = true;
+        if (!is_reduction(op))
+            continue;
+        const char *kind = op_attr_str(op, "kind", "sum");
+        const Type *t = &op->in[0]->type;
+        bool red[MAX_RANK];
+        if (op->kind != OP_REDUCE || !dtype_is_float(t->dtype) || tainted[i] || t->rank < 1 ||
+            (strcmp(kind, "sum") && strcmp(kind, "mean") && strcmp(kind, "max") && strcmp(kind, "min")))
+            return false;
+        reduced_axes(op, red);
+        for (int a = 0; a < t->rank; a++)
+            if (red[a] != (a == t->rank - 1))
+                return false;
+        if (xt && !same_dims(xt, t))
+            return false;
+        xt = t;
+        n++;
+    }
+    if (!xt)
+        return false;
+    int kax[MAX_RANK];
+    for (int i = 0; i < xt->rank - 1; i++)
+        kax[i] = i;
+    Dim *p = dim_const(cx, 1);
+    for (int i = 0; i < xt->rank - 1; i++)
+        p = dim_mul(cx, p, xt->dims[kax[i]]);
+    for (int o = 0; o < grp->nouts; o++)
+        if (type_numel(cx, &grp->outs[o]->type) != p)
+            return false;
+    *rows = p;
+    *len = xt->dims[xt->rank - 1];
+    *nred = n;
+    return true;
+}
+
+/* The scratch slot (8 bytes, the reduction's compute type) of part t of
+ * reduction i. */
+static LLVMValueRef split_slot(Cg *cg, LLVMValueRef scratch, LLVMValueRef t, int nred, int i, LLVMTypeRef ty)
+{
+    LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, t, cg_i64(cg, nred), ""), cg_i64(cg, i), "");
+    LLVMValueRef p = LLVMBuildGEP2(B, cg->t_i64, LLVMBuildBitCast(B, scratch, cg->t_p64, ""), &at, 1, "");
+    return LLVMBuildBitCast(B, p, LLVMPointerType(ty, 0), "");
+}
+
+bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin)
+{
+    Dim *rows, *len;
+    int nred;
+    DimCtx *cx = &cg->g->dims;
+    if (!cg_split_fits(grp, &rows, &len, &nred, cx))
+        return false;
+    for (int pass = 0; pass < 2; pass++) {
+        KernelInfo *ki = pass ? fin : part;
+        Kern k = {0};
+        Value *bv[grp->nins + grp->nouts + 1];
+        LLVMValueRef bp[grp->nins + grp->nouts + 1];
+        Value *rv[grp->nops + 1];
+        LLVMValueRef rval[grp->nops + 1];
+        k.bv = bv;
+        k.bp = bp;
+        k.rv = rv;
+        k.rval = rval;
+        LLVMBasicBlockRef body = kern_open(cg, grp, &k, ki, pass ? " split, combine" : " split, parts");
+        LLVMValueRef ix = cg_i64(cg, k.nb + 1);
+        LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(ki->fn, 2), cg->t_pp8, "");
+        LLVMValueRef scratch = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""),
+                                              "scratch");
+        LLVMValueRef m = cg_dim(cg, len), parts = cg_i64(cg, DISC_SPLIT_PARTS);
+        ki->range = pass ? rows : dim_mul(cx, rows, dim_const(cx, DISC_SPLIT_PARTS));
+        ki->grain = 1;
+        CgLoop l;
+        LLVMValueRef t = cg_loop_begin(cg, &l, LLVMGetParam(ki->fn, 0), LLVMGetParam(ki->fn, 1), "task");
+        LLVMValueRef q = pass ? t : LLVMBuildSDiv(B, t, parts, "");
+        const Type *xt = NULL;
+        for (int i = 0; i < grp->nops && !xt; i++)
+            if (is_reduction(grp->ops[i]))
+                xt = &grp->ops[i]->in[0]->type;
+        int kax[MAX_RANK], last = xt->rank - 1;
+        for (int i = 0; i < last; i++)
+            kax[i] = i;
+        LLVMValueRef idx[MAX_RANK];
+        for (int i = 0; i < xt->rank; i++)
+            idx[i] = cg_i64(cg, 0);
+        split(cg, xt, kax, last, q, idx);
+        k.nr = 0;
+        int r = 0;
+        for (int i = 0; i < grp->nops; i++) {
+            const Op *op = grp->ops[i];
+            if (!is_reduction(op))
+                continue;
+            DType dt = op->in[0]->type.dtype;
+            LLVMTypeRef ty = cg_compute_type(cg, dt);
+            if (!pass) { /* part s of row q: [s*m/parts, (s+1)*m/parts) */
+                LLVMValueRef sp = LLVMBuildSRem(B, t, parts, "");
+                LLVMValueRef lo = LLVMBuildSDiv(B, LLVMBuildMul(B, sp, m, ""), parts, "");
+                LLVMValueRef hi = LLVMBuildSDiv(B, LLVMBuildMul(B, LLVMBuildAdd(B, sp, cg_i64(cg, 1), ""), m, ""), parts, "");
+                LLVMValueRef full[MAX_RANK];
+                memcpy(full, idx, sizeof full);
+                LLVMBuildStore(B, lane_reduce(cg, &k, op, full, last, lo, hi), split_slot(cg, scratch, t, nred, r, ty));
+            } else { /* the parts in order */
+                LLVMValueRef first = LLVMBuildMul(B, q, parts, "");
+                LLVMValueRef v = LLVMBuildLoad2(B, ty, split_slot(cg, scratch, first, nred, r, ty), "");
+                for (int sp = 1; sp < DISC_SPLIT_PARTS; sp++) {
+                    LLVMValueRef ts = LLVMBuildAdd(B, first, cg_i64(cg, sp), "");
+                    v = kern_binary(&k, reduce_op(op, dt), dt, v, LLVMBuildLoad2(B, ty, split_slot(cg, scratch, ts, nred, r, ty), ""));
+                }
+                if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+                    v = LLVMBuildFDiv(B, v, LLVMBuildSIToFP(B, m, ty, ""), "");
+                k.rv[k.nr] = op->out[0];
+                k.rval[k.nr++] = v;
+            }
+            r++;
+        }
+        if (pass) {
+            LLVMValueRef oidx[MAX_RANK];
+            for (int o = 0; o < grp->nouts; o++) {
+                kern_unflatten(&k, &grp->outs[o]->type, q, oidx);
+                store_out(cg, &k, grp->outs[o], oidx, q);
+            }
+        }
+        cg_loop_end(cg, &l);
+        LLVMBuildRetVoid(B);
+        cg_end_function(cg, body);
+    }
+    return !cg->d->set;
 }

@@ -38,6 +38,7 @@ add_test(NAME aot/usage/unsupported COMMAND dcc compile ${CMAKE_SOURCE_DIR}/test
 set_tests_properties(aot/usage/unsupported PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "unknown_op.disc:[0-9]+:[0-9]+: error")
 disc_aot_test(epilogue ${CMAKE_SOURCE_DIR}/tests/aot/epilogue.disc obj)
 disc_aot_test(skinny ${CMAKE_SOURCE_DIR}/tests/aot/skinny.disc obj)
+disc_aot_test(split ${CMAKE_SOURCE_DIR}/tests/aot/split.disc obj)
 # for any x86-64 machine, not only this one
 disc_aot_test(bert_encoder/x86-64 ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder obj --cpu x86-64)
 add_test(NAME aot/usage/cpu COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --cpu pentium9000)
