@@ -1118,7 +1118,11 @@ static LLVMBasicBlockRef kern_open(Cg *cg, const Group *grp, Kern *k, KernelInfo
     return body;
 }
 
-bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+typedef bool KernBody(Cg *cg, Kern *k, KernelInfo *ki, void *ctx);
+
+/* Emits one kernel function of grp whose code body() writes, with the
+ * buffers and the room for row values in this frame. */
+static bool kern_emit(Cg *cg, const Group *grp, KernelInfo *ki, const char *tag, KernBody *body, void *ctx)
 {
     Kern k = {0};
     Value *bv[grp->nins + grp->nouts + 1];
@@ -1129,16 +1133,26 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     k.bp = bp;
     k.rv = rv;
     k.rval = rval;
-    LLVMBasicBlockRef body = kern_open(cg, grp, &k, ki, fuse_columns(grp) ? " columns" : "");
-    LLVMValueRef begin = LLVMGetParam(ki->fn, 0), end = LLVMGetParam(ki->fn, 1);
-    bool ok = true;
-    if (grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH)
-        ok = emit_reduce(cg, &k, ki, begin, end);
-    else
-        emit_loop(cg, &k, ki, begin, end);
+    LLVMBasicBlockRef bb = kern_open(cg, grp, &k, ki, tag);
+    bool ok = body(cg, &k, ki, ctx);
     LLVMBuildRetVoid(B);
-    cg_end_function(cg, body);
+    cg_end_function(cg, bb);
     return ok && !cg->d->set;
+}
+
+static bool group_body(Cg *cg, Kern *k, KernelInfo *ki, void *ctx)
+{
+    (void)ctx;
+    LLVMValueRef begin = LLVMGetParam(ki->fn, 0), end = LLVMGetParam(ki->fn, 1);
+    if (k->grp->kind == FUSE_INPUT || k->grp->kind == FUSE_STITCH)
+        return emit_reduce(cg, k, ki, begin, end);
+    emit_loop(cg, k, ki, begin, end);
+    return true;
+}
+
+bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+{
+    return kern_emit(cg, grp, ki, fuse_columns(grp) ? " columns" : "", group_body, NULL);
 }
 
 /* ---- split rows ----------------------------------------------------------- */
@@ -1214,85 +1228,87 @@ static LLVMValueRef split_slot(Cg *cg, LLVMValueRef scratch, LLVMValueRef t, int
     return LLVMBuildBitCast(B, p, LLVMPointerType(ty, 0), "");
 }
 
-bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin)
-{
+typedef struct SplitPass {
+    int pass;                  /* 0: the parts, 1: the combine */
     Dim *rows, *len;
     int nred;
+} SplitPass;
+
+static bool split_body(Cg *cg, Kern *k, KernelInfo *ki, void *ctx)
+{
+    const SplitPass *s = ctx;
+    const Group *grp = k->grp;
     DimCtx *cx = &cg->g->dims;
-    if (!cg_split_fits(grp, &rows, &len, &nred, cx))
-        return false;
-    for (int pass = 0; pass < 2; pass++) {
-        KernelInfo *ki = pass ? fin : part;
-        Kern k = {0};
-        Value *bv[grp->nins + grp->nouts + 1];
-        LLVMValueRef bp[grp->nins + grp->nouts + 1];
-        Value *rv[grp->nops + 1];
-        LLVMValueRef rval[grp->nops + 1];
-        k.bv = bv;
-        k.bp = bp;
-        k.rv = rv;
-        k.rval = rval;
-        LLVMBasicBlockRef body = kern_open(cg, grp, &k, ki, pass ? " split, combine" : " split, parts");
-        LLVMValueRef ix = cg_i64(cg, k.nb + 1);
-        LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(ki->fn, 2), cg->t_pp8, "");
-        LLVMValueRef scratch = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""),
-                                              "scratch");
-        LLVMValueRef m = cg_dim(cg, len), parts = cg_i64(cg, DISC_SPLIT_PARTS);
-        ki->range = pass ? rows : dim_mul(cx, rows, dim_const(cx, DISC_SPLIT_PARTS));
-        ki->grain = 1;
-        CgLoop l;
-        LLVMValueRef t = cg_loop_begin(cg, &l, LLVMGetParam(ki->fn, 0), LLVMGetParam(ki->fn, 1), "task");
-        LLVMValueRef q = pass ? t : LLVMBuildSDiv(B, t, parts, "");
-        const Type *xt = NULL;
-        for (int i = 0; i < grp->nops && !xt; i++)
-            if (is_reduction(grp->ops[i]))
-                xt = &grp->ops[i]->in[0]->type;
-        int kax[MAX_RANK], last = xt->rank - 1;
-        for (int i = 0; i < last; i++)
-            kax[i] = i;
-        LLVMValueRef idx[MAX_RANK];
-        for (int i = 0; i < xt->rank; i++)
-            idx[i] = cg_i64(cg, 0);
-        split(cg, xt, kax, last, q, idx);
-        k.nr = 0;
-        int r = 0;
-        for (int i = 0; i < grp->nops; i++) {
-            const Op *op = grp->ops[i];
-            if (!is_reduction(op))
-                continue;
-            DType dt = op->in[0]->type.dtype;
-            LLVMTypeRef ty = cg_compute_type(cg, dt);
-            if (!pass) { /* part s of row q: [s*m/parts, (s+1)*m/parts) */
-                LLVMValueRef sp = LLVMBuildSRem(B, t, parts, "");
-                LLVMValueRef lo = LLVMBuildSDiv(B, LLVMBuildMul(B, sp, m, ""), parts, "");
-                LLVMValueRef hi = LLVMBuildSDiv(B, LLVMBuildMul(B, LLVMBuildAdd(B, sp, cg_i64(cg, 1), ""), m, ""), parts, "");
-                LLVMValueRef full[MAX_RANK];
-                memcpy(full, idx, sizeof full);
-                LLVMBuildStore(B, lane_reduce(cg, &k, op, full, last, lo, hi), split_slot(cg, scratch, t, nred, r, ty));
-            } else { /* the parts in order */
-                LLVMValueRef first = LLVMBuildMul(B, q, parts, "");
-                LLVMValueRef v = LLVMBuildLoad2(B, ty, split_slot(cg, scratch, first, nred, r, ty), "");
-                for (int sp = 1; sp < DISC_SPLIT_PARTS; sp++) {
-                    LLVMValueRef ts = LLVMBuildAdd(B, first, cg_i64(cg, sp), "");
-                    v = kern_binary(&k, reduce_op(op, dt), dt, v, LLVMBuildLoad2(B, ty, split_slot(cg, scratch, ts, nred, r, ty), ""));
-                }
-                if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
-                    v = LLVMBuildFDiv(B, v, LLVMBuildSIToFP(B, m, ty, ""), "");
-                k.rv[k.nr] = op->out[0];
-                k.rval[k.nr++] = v;
+    int pass = s->pass, nred = s->nred;
+    Dim *rows = s->rows, *len = s->len;
+    LLVMValueRef ix = cg_i64(cg, k->nb + 1);
+    LLVMValueRef args = LLVMBuildBitCast(cg->eb, LLVMGetParam(ki->fn, 2), cg->t_pp8, "");
+    LLVMValueRef scratch = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""),
+                                          "scratch");
+    LLVMValueRef m = cg_dim(cg, len), parts = cg_i64(cg, DISC_SPLIT_PARTS);
+    ki->range = pass ? rows : dim_mul(cx, rows, dim_const(cx, DISC_SPLIT_PARTS));
+    ki->grain = 1;
+    CgLoop l;
+    LLVMValueRef t = cg_loop_begin(cg, &l, LLVMGetParam(ki->fn, 0), LLVMGetParam(ki->fn, 1), "task");
+    LLVMValueRef q = pass ? t : LLVMBuildSDiv(B, t, parts, "");
+    const Type *xt = NULL;
+    for (int i = 0; i < grp->nops && !xt; i++)
+        if (is_reduction(grp->ops[i]))
+            xt = &grp->ops[i]->in[0]->type;
+    int kax[MAX_RANK], last = xt->rank - 1;
+    for (int i = 0; i < last; i++)
+        kax[i] = i;
+    LLVMValueRef idx[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        idx[i] = cg_i64(cg, 0);
+    split(cg, xt, kax, last, q, idx);
+    k->nr = 0;
+    int r = 0;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        if (!is_reduction(op))
+            continue;
+        DType dt = op->in[0]->type.dtype;
+        LLVMTypeRef ty = cg_compute_type(cg, dt);
+        if (!pass) { /* part s of row q: [s*m/parts, (s+1)*m/parts) */
+            LLVMValueRef sp = LLVMBuildSRem(B, t, parts, "");
+            LLVMValueRef lo = LLVMBuildSDiv(B, LLVMBuildMul(B, sp, m, ""), parts, "");
+            LLVMValueRef hi = LLVMBuildSDiv(B, LLVMBuildMul(B, LLVMBuildAdd(B, sp, cg_i64(cg, 1), ""), m, ""), parts, "");
+            LLVMValueRef full[MAX_RANK];
+            memcpy(full, idx, sizeof full);
+            LLVMBuildStore(B, lane_reduce(cg, k, op, full, last, lo, hi), split_slot(cg, scratch, t, nred, r, ty));
+        } else { /* the parts in order */
+            LLVMValueRef first = LLVMBuildMul(B, q, parts, "");
+            LLVMValueRef v = LLVMBuildLoad2(B, ty, split_slot(cg, scratch, first, nred, r, ty), "");
+            for (int sp = 1; sp < DISC_SPLIT_PARTS; sp++) {
+                LLVMValueRef ts = LLVMBuildAdd(B, first, cg_i64(cg, sp), "");
+                v = kern_binary(k, reduce_op(op, dt), dt, v, LLVMBuildLoad2(B, ty, split_slot(cg, scratch, ts, nred, r, ty), ""));
             }
-            r++;
+            if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+                v = LLVMBuildFDiv(B, v, LLVMBuildSIToFP(B, m, ty, ""), "");
+            k->rv[k->nr] = op->out[0];
+            k->rval[k->nr++] = v;
         }
-        if (pass) {
-            LLVMValueRef oidx[MAX_RANK];
-            for (int o = 0; o < grp->nouts; o++) {
-                kern_unflatten(&k, &grp->outs[o]->type, q, oidx);
-                store_out(cg, &k, grp->outs[o], oidx, q);
-            }
-        }
-        cg_loop_end(cg, &l);
-        LLVMBuildRetVoid(B);
-        cg_end_function(cg, body);
+        r++;
     }
-    return !cg->d->set;
+    if (pass) {
+        LLVMValueRef oidx[MAX_RANK];
+        for (int o = 0; o < grp->nouts; o++) {
+            kern_unflatten(k, &grp->outs[o]->type, q, oidx);
+            store_out(cg, k, grp->outs[o], oidx, q);
+        }
+    }
+    cg_loop_end(cg, &l);
+    return true;
+}
+
+bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin)
+{
+    SplitPass sp = {0};
+    if (!cg_split_fits(grp, &sp.rows, &sp.len, &sp.nred, &cg->g->dims))
+        return false;
+    if (!kern_emit(cg, grp, part, " split, parts", split_body, &sp))
+        return false;
+    sp.pass = 1;
+    return kern_emit(cg, grp, fin, " split, combine", split_body, &sp);
 }
