@@ -245,7 +245,8 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
     }
     LLVMTypeRef fty;
     char fn[64]; /* the JIT under DISC_PROFILE times calls: disc_prof_call_* */
-    snprintf(fn, sizeof fn, "%s%s", !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt",
+    const char *prefix = !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt";
+    snprintf(fn, sizeof fn, "%s%s", prefix,
              c->fn + strlen("disc_rt"));
     if (op->kind == OP_POOL) {
         LLVMTypeRef params[4] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8};
@@ -260,7 +261,7 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
         if (skinny_fits(cg, op, c)) {
             cg->nskinny++;
             a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
-            snprintf(fn, sizeof fn, "%s_call_skinny", !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt");
+            snprintf(fn, sizeof fn, "%s_call_skinny", prefix);
         }
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, np, &fty);
         rc = LLVMBuildCall2(B, fty, f, a, (unsigned)np, "");
