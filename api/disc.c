@@ -49,7 +49,7 @@ const char *disc_last_error(void) { return last_error; }
 
 disc_options disc_default_options(void)
 {
-    disc_options o = {"cpu", 3, 0, NULL, 0, 0};
+    disc_options o = {.backend = "cpu", .opt_level = 3};
     return o;
 }
 
@@ -230,7 +230,7 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     Diag d = {0};
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
-        CgOpts co = {o->opt_level, o->verbose != 0, o->threads, false, NULL};
+        CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads};
         c->exec = exec_compile(c->g, &so, &co, &d);
     } else {
         c->si = shape_analyze(c->g, &so, &d);

@@ -545,56 +545,17 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Whether LLVM knows `cpu` for triple: tried in a child process, since an
- * unknown CPU makes LLVM print a warning and may abort it later. */
-static bool cpu_known(LLVMTargetRef target, const char *triple, const char *cpu)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return true; /* cannot tell: let LLVM say */
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return true;
-    }
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, "", LLVMCodeGenLevelDefault,
-                                                          LLVMRelocPIC, LLVMCodeModelDefault);
-        LLVMContextRef ctx = LLVMContextCreate();
-        LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("probe", ctx);
-        LLVMTypeRef fty = LLVMFunctionType(LLVMInt64TypeInContext(ctx), NULL, 0, false);
-        LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, LLVMAddFunction(mod, "f", fty), ""));
-        LLVMBuildRet(b, LLVMConstInt(LLVMInt64TypeInContext(ctx), 1, false));
-        LLVMSetTarget(mod, triple);
-        char *err = NULL;
-        LLVMMemoryBufferRef buf = NULL;
-        _exit(LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf) ? 1 : 0);
-    }
-    close(fd[1]);
-    char text[512];
-    ssize_t n = read(fd[0], text, sizeof text);
-    close(fd[0]);
-    int st = 0;
-    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && n <= 0;
-}
-
-static bool emit_object(LLVMModuleRef mod, const AotOpts *o, const char *path, Diag *d)
+static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path, Diag *d)
 {
     char *triple = LLVMGetDefaultTargetTriple();
-    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
-    const char *cpu = o->cpu ? o->cpu : hcpu, *feat = o->cpu ? "" : hfeat;
     LLVMTargetRef target;
     char *err = NULL;
     bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
     if (!ok)
         diag_set(d, "error: no LLVM target for %s: %s", triple, err ? err : "?");
     if (ok) {
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                                          LLVMRelocPIC, LLVMCodeModelDefault);
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->name, t->features,
+                                                          LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
         char *layout = LLVMCopyStringRepOfTargetData(td);
         LLVMSetTarget(mod, triple);
@@ -609,8 +570,6 @@ static bool emit_object(LLVMModuleRef mod, const AotOpts *o, const char *path, D
     }
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(hcpu);
-    LLVMDisposeMessage(hfeat);
     return ok;
 }
 
@@ -620,30 +579,18 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
     for (const char *c = o->name; *c; c++)
         if (!(isalnum((unsigned char)*c) || *c == '_') || isdigit((unsigned char)o->name[0]))
             return diag_set(d, "error: --name %s: not a C identifier", o->name);
-    cg_llvm_init();
-    AotOpts oo = *o;
-    if (oo.cpu && !strcmp(oo.cpu, "native"))
-        oo.cpu = NULL;
-    o = &oo;
-    if (o->cpu) {
-        char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
-        LLVMTargetRef target;
-        bool known = LLVMGetTargetFromTriple(triple, &target, &err) == 0 && cpu_known(target, triple, o->cpu);
-        if (!known)
-            diag_set(d, "error: --cpu %s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, skylake-avx512 "
-                        "or native)", o->cpu, triple);
-        LLVMDisposeMessage(triple);
-        LLVMDisposeMessage(err);
-        if (!known)
-            return false;
-    }
+    CpuTarget cpu;
+    if (!cpu_target_init(&cpu, co->cpu, d))
+        return false;
     CgAot a = {.o = o, .whash = 0xcbf29ce484222325ull};
     char *wtmp = NULL;
     if (o->weights_path) {
         size_t n = strlen(o->weights_path) + 8;
         wtmp = malloc(n);
-        if (!wtmp)
+        if (!wtmp) {
+            cpu_target_free(&cpu);
             return diag_set(d, "error: out of memory");
+        }
         snprintf(wtmp, n, "%s.tmp", o->weights_path);
         a.wf = fopen(wtmp, "wb");
         static const unsigned char hdr[DISC_AOT_WEIGHTS_HEADER];
@@ -651,13 +598,14 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
             if (a.wf)
                 fclose(a.wf);
             free(wtmp);
+            cpu_target_free(&cpu);
             return diag_set(d, "error: cannot write %s", o->weights_path);
         }
     }
     LLVMContextRef ctx = LLVMContextCreate();
     CgModule m;
     Cg cg; /* for the parts written after the flow: the same module */
-    bool ok = cg_build_module(g, so, co, ctx, &a, NULL, &m, d);
+    bool ok = cg_build_module(g, so, co, &cpu, ctx, &a, NULL, &m, d);
     if (ok) {
         cg_init(&cg, ctx, g, m.si, m.plan, d);
         LLVMDisposeModule(cg.mod);
@@ -686,14 +634,14 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
         ok = diag_set(d, "error: cannot write %s", o->weights_path);
     double t3 = now(), t4 = t3;
     if (ok) {
-        cg_optimise(m.mod, co->opt_level, o->cpu, o->cpu ? "" : NULL);
+        cg_optimise(m.mod, co->opt_level, &cpu);
         t4 = now();
         if (co->dump_after && !strcmp(co->dump_after, "llvm")) {
             char *txt = LLVMPrintModuleToString(m.mod);
             fputs(txt, stderr);
             LLVMDisposeMessage(txt);
         }
-        ok = emit_object(m.mod, o, obj_path, d);
+        ok = emit_object(m.mod, &cpu, obj_path, d);
     }
     if (ok && co->verbose)
         fprintf(stderr,
@@ -727,5 +675,6 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
     fuse_plan_free(m.plan);
     memplan_free(m.mp);
     shape_info_free(m.si);
+    cpu_target_free(&cpu);
     return ok;
 }

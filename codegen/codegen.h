@@ -36,12 +36,32 @@ typedef struct Exec Exec; /* a compiled model */
 
 typedef struct CgOpts {
     int opt_level;     /* 0..3 */
+    const char *cpu;   /* the CPU to compile for: an LLVM name ("x86-64-v3",
+                          "skylake-avx512"), "native" or NULL (DISC_CPU, else
+                          this machine); see cpu.c */
     bool verbose;      /* per-stage times on stderr */
     int threads;       /* 0: every core */
     bool unfused;      /* one kernel per op (the baseline, and for debugging) */
     const char *dump_after; /* "shape", "canon", "fusion", "memplan" or "llvm":
                                the IR after that pass on stderr */
 } CgOpts;
+
+/* ---- the target CPU (cpu.c) ------------------------------------------- */
+
+typedef struct CpuTarget {
+    char name[64];     /* LLVM's CPU name ("znver3", "x86-64-v3") */
+    char *features;    /* LLVM feature string: this machine's for native, else "" */
+    bool native;       /* this machine */
+    int vbits;         /* the widest float vector: 128, 256 or 512 bits */
+    int nvregs;        /* vector registers: 16, or 32 with AVX-512 */
+    char isa[16];      /* "avx512f", "avx2", "avx" or "sse2", for messages */
+} CpuTarget;
+
+/* The target for name (see CgOpts.cpu); an unknown name is an error. */
+bool cpu_target_init(CpuTarget *t, const char *name, Diag *d);
+void cpu_target_free(CpuTarget *t);
+/* floats per widest vector */
+int cpu_target_lanes(const CpuTarget *t);
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
 
@@ -88,6 +108,7 @@ typedef struct Cg {
     DimMap dimcache;           /* Dim -> LLVMValueRef (as Dim*) in entry */
     bool no_hoist;             /* dims at the current position, uncached (the
                                   host flow, where symbols change as it runs) */
+    const CpuTarget *cpu;      /* what the kernels are shaped for */
     struct CgAot *aot;         /* NULL: the JIT (constants, ops and the Exec
                                   are addresses); else an AOT object (aot.c) */
 } Cg;
@@ -158,6 +179,8 @@ char *cg_kernel_signature(const Group *grp);
  * over the weights' 64-column panels for disc_rt_call_skinny (rt.h);
  * made once per module and epilogue. post is a DiscPost. */
 LLVMValueRef cg_skinny_kernel(Cg *cg, int post, bool bias, bool residual);
+/* The panel width those kernels take for the target: DISC_PANEL or DISC_PANEL_NARROW. */
+int cg_skinny_panel(const Cg *cg);
 
 /* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
 
@@ -185,11 +208,10 @@ typedef struct CgModule {
     double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
     CanonStats canon;  /* what canonicalisation did */
 } CgModule;
-bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContextRef ctx, struct CgAot *aot,
-                     void *self, CgModule *out, Diag *d);
-/* The LLVM optimiser at `level` for `cpu` with `features` (NULL: this
- * machine's). */
-void cg_optimise(LLVMModuleRef mod, int level, const char *cpu, const char *features);
+bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
+                     struct CgAot *aot, void *self, CgModule *out, Diag *d);
+/* The LLVM optimiser at `level` for the target CPU. */
+void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
 /* LLVM's native target and the vector maths library, once per process. */
 void cg_llvm_init(void);
 
@@ -198,7 +220,6 @@ void cg_llvm_init(void);
 typedef struct AotOpts {
     const char *name;         /* C identifier prefix of the entry points */
     const char *weights_path; /* NULL: constants in the object; else this side file */
-    const char *cpu;          /* NULL: this machine's CPU; "generic", "x86-64-v3", ... */
     bool pic;                 /* position-independent (a shared object) */
 } AotOpts;
 /* Compiles g into an object file at obj_path, its header at header_path

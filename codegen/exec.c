@@ -43,6 +43,7 @@ struct Exec {
     int nlaunch;       /* launched per run */
     char **kdesc;      /* per kernel, for the profile */
     int threads;
+    CpuTarget cpu;     /* what the kernels were compiled for */
     /* run contexts kept between runs: their memory stays mapped, so a run
      * does not fault in fresh pages (several runs at once take several) */
     pthread_mutex_t lock;
@@ -272,21 +273,25 @@ static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
     return false;
 }
 
-void cg_optimise(LLVMModuleRef mod, int level, const char *cpu_name, const char *features)
+void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *t)
 {
     char *triple = LLVMGetDefaultTargetTriple();
-    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
-    const char *cpu = cpu_name ? cpu_name : hcpu, *feat = features ? features : cpu_name ? "" : hfeat;
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(triple, &target, &err) == 0) {
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                                          LLVMRelocDefault, LLVMCodeModelJITDefault);
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->name, t->features,
+                                                          LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                          LLVMCodeModelJITDefault);
+        char width[8];
+        snprintf(width, sizeof width, "%d", t->vbits);
         for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
             if (LLVMCountBasicBlocks(f)) {
-                LLVMAddTargetDependentFunctionAttr(f, "target-cpu", cpu);
-                if (*feat)
-                    LLVMAddTargetDependentFunctionAttr(f, "target-features", feat);
+                LLVMAddTargetDependentFunctionAttr(f, "target-cpu", t->name);
+                if (*t->features)
+                    LLVMAddTargetDependentFunctionAttr(f, "target-features", t->features);
+                /* the kernels' vectors are sized for the target (skinny.c):
+                 * keep them whole on CPUs tuned to prefer narrower ones */
+                LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", width);
             }
         LLVMPassManagerRef pm = LLVMCreatePassManager();
         LLVMAddAnalysisPasses(tm, pm);
@@ -301,8 +306,6 @@ void cg_optimise(LLVMModuleRef mod, int level, const char *cpu_name, const char 
     }
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(hcpu);
-    LLVMDisposeMessage(hfeat);
 }
 
 static bool define_runtime(Exec *e, Diag *d)
@@ -346,8 +349,8 @@ static bool define_runtime(Exec *e, Diag *d)
     return true;
 }
 
-bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContextRef ctx, struct CgAot *aot,
-                     void *self, CgModule *m, Diag *d)
+bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
+                     struct CgAot *aot, void *self, CgModule *m, Diag *d)
 {
     memset(m, 0, sizeof *m);
     cg_llvm_init();
@@ -375,6 +378,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, LLVMContext
     Cg cg;
     cg_init(&cg, ctx, g, m->si, m->plan, d);
     cg.mp = m->mp;
+    cg.cpu = cpu;
     cg.aot = aot;
     bool ok = cg_host(&cg, self);
     m->nkernels = cg.nkernels;
@@ -408,7 +412,7 @@ static void free_kdesc(char **kdesc, int n)
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
-    CgOpts dflt = {3, false, 0, false, NULL};
+    CgOpts dflt = {.opt_level = 3};
     if (!o)
         o = &dflt;
     static bool prof_registered;
@@ -424,9 +428,13 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->g = g;
     e->threads = o->threads;
     pthread_mutex_init(&e->lock, NULL);
+    if (!cpu_target_init(&e->cpu, o->cpu, d)) {
+        exec_free(e);
+        return NULL;
+    }
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     CgModule m;
-    bool ok = cg_build_module(g, so, o, LLVMOrcThreadSafeContextGetContext(tsc), NULL, e, &m, d);
+    bool ok = cg_build_module(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(tsc), NULL, e, &m, d);
     e->si = m.si;
     e->plan = m.plan;
     e->mp = m.mp;
@@ -437,7 +445,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         ok = diag_set(d, "error: out of memory");
     double t3 = now();
     if (ok) {
-        cg_optimise(m.mod, o->opt_level, NULL, NULL);
+        cg_optimise(m.mod, o->opt_level, &e->cpu);
         char *txt = LLVMPrintModuleToString(m.mod);
         e->llvm_text = strdup(txt);
         if (o->dump_after && !strcmp(o->dump_after, "llvm"))
@@ -512,6 +520,7 @@ void exec_free(Exec *e)
     if (!getenv("DISC_PROFILE")) /* the profile report reads them at exit */
         free_kdesc(e->kdesc, e->nkernels);
     shape_info_free(e->si);
+    cpu_target_free(&e->cpu);
     free(e->llvm_text);
     free(e);
 }

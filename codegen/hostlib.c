@@ -109,6 +109,7 @@ static bool dot_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_MM_C_STRIDE + 2] = dim_const(cx, 1);
     f[DISC_MM_POST] = dim_const(cx, DISC_POST_NONE);
     f[DISC_MM_WEIGHTS_CONST] = dim_const(cx, is_const_weights(op, 1));
+    f[DISC_MM_PANEL] = dim_const(cx, 0); /* emit_call sets it for a skinny variant */
     return true;
 }
 
@@ -261,6 +262,7 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
         if (skinny_fits(cg, op, c)) {
             cg->nskinny++;
             a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
+            LLVMBuildStore(B, cg_i64(cg, cg_skinny_panel(cg)), host_gep(cg, cg->t_i64, fields, DISC_MM_PANEL));
             snprintf(fn, sizeof fn, "%s_call_skinny", prefix);
         }
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, np, &fty);

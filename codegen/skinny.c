@@ -10,19 +10,32 @@
  * within a few percent of it.
  *
  * The weights are the runtime's packed copy (disc_rt_matmul_skinny, rt.h)
- * in oneDNN's own BA16a64b layout: panels of 64 columns one after another,
- * each holding rows 0..kp-1 of its columns (kp = k rounded up to 16), 64
- * floats per row, zero past k and n. oneDNN's matmul picks that layout for
- * the larger m, so both paths share the one copy.
+ * in oneDNN's layout BA16a<P>b: panels of P columns one after another,
+ * each holding rows 0..kp-1 of its columns (kp = k rounded up to 16), P
+ * floats per row, zero past k and n. P is 64 for AVX-512, where oneDNN's
+ * matmul picks that layout for the larger m, so both paths share the one
+ * copy; 16 for AVX2 and SSE (cg_skinny_panel), so that a group of
+ * columns (below) reads its panel front to back: with 64-column panels
+ * each 16-column group read every fourth cache line of the panel, and at
+ * one row streamed the weights at 60% of oneDNN's speed.
  *
- * The kernel's parallel range is the panels. Per panel, blocks of R rows
- * of A (6, then 4, 2, 1 for the rest) keep R x 4 vectors of 16
- * accumulators (24 of AVX-512's 32 registers at R = 6) while k runs; each
- * step loads one 64-float row of the panel and broadcasts one element of
- * each of the R rows of A. So the weights stream from memory once per
- * block of 6 rows and come from L2 for the next (a panel is 64 * kp * 4
- * bytes: 192 KiB at k = 768). A block stores its accumulators to C with
- * masked stores (the last panel may be partial); then one pass over the
+ * The kernel's parallel range is the panels. The blocking follows the
+ * target's vector registers (cpu.c), as an assembly GEMM kernel would:
+ * per panel, groups of G vectors of columns (G x lanes) and blocks of R
+ * rows of A (6, then 4, 2, 1 for the rest) keep R x G vectors of
+ * accumulators while k runs; each step loads G vectors of one panel row
+ * and broadcasts one element of each of the R rows of A. On AVX-512 (32
+ * registers of 16 floats) a group is the whole 64-column panel, G = 4:
+ * 24 accumulators, 4 weight vectors and the broadcast. On AVX2 and SSE
+ * (16 registers of 8 or 4 floats) a group is G = 2 vectors (16 or 8
+ * columns): 12 accumulators, 2 weight vectors and the broadcast, the
+ * shape of BLIS's 6x16 Haswell kernel. (Keeping AVX-512's 24 vectors of
+ * 16 floats on AVX2 made each of them two registers and spilled most of
+ * them: 56 GFLOP/s on 16 x 3072 x 768, half oneDNN's speed.) So the
+ * weights stream from memory once per block of 6 rows and come from L2
+ * for the next (a panel is 64 * kp * 4 bytes: 192 KiB at k = 768). A
+ * block stores its accumulators to C with masked stores (the last panel
+ * may be partial; a group wholly past n is skipped); then one pass over the
  * panel's m rows applies the epilogue in place while the tile is in L1:
  * bias, the activation (elem.c's forms, the loop kernels' too), the
  * residual. (Per-row epilogues inside every block made the kernel ten
@@ -39,18 +52,22 @@
 
 #define B (cg->b)
 
-enum { LANES = 16, VECS = DISC_PANEL / LANES, RMAX = 6 };
+enum { RMAX = 6, GMAX = 4, VMAX = DISC_PANEL / 4 };
 
 typedef struct Sk {
     Cg *cg;
     int post;
     bool bias, residual;
-    LLVMTypeRef vt;            /* <16 x float> */
-    LLVMTypeRef pf, pv;        /* float*, <16 x float>* */
-    LLVMValueRef fma;          /* llvm.fmuladd.v16f32 */
-    LLVMValueRef mstore;       /* llvm.masked.store.v16f32 */
-    LLVMValueRef acc[RMAX][VECS]; /* allocas */
-    LLVMValueRef mask[VECS];   /* lanes of the panel's columns that exist */
+    int lanes;                 /* floats per vector: 4, 8 or 16 */
+    int width;                 /* columns per panel (cg_skinny_panel) */
+    int vecs;                  /* vectors per panel row: width / lanes */
+    int group;                 /* vectors per column group (G) */
+    LLVMTypeRef vt;            /* <lanes x float> */
+    LLVMTypeRef pf, pv;        /* float*, <lanes x float>* */
+    LLVMValueRef fma;          /* llvm.fmuladd.v<lanes>f32 */
+    LLVMValueRef mstore;       /* llvm.masked.store.v<lanes>f32 */
+    LLVMValueRef acc[RMAX][GMAX]; /* allocas */
+    LLVMValueRef mask[VMAX];   /* lanes of the panel's columns that exist */
     LLVMValueRef a, bp, bias_p, res_p, c, m, n, k, lda, kp, ldc;
     LLVMValueRef panel, c0, w; /* the panel's weights, first column, columns that exist */
     LLVMValueRef cpanel;       /* &C[0][c0] */
@@ -102,34 +119,36 @@ static void no_unroll(Cg *cg, LLVMValueRef br)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
 }
 
-/* Rows [i0, i0 + r) of A against the panel, accumulated and stored to C
- * (masked to the panel's columns that exist). */
-static void block(Sk *s, LLVMValueRef i0, int r)
+/* Rows [i0, i0 + r) of A against column group g0 (its first vector) of
+ * the panel, accumulated and stored to C (masked to the panel's columns
+ * that exist). */
+static void block(Sk *s, LLVMValueRef i0, int r, int g0)
 {
     Cg *cg = s->cg;
+    int G = s->group, L = s->lanes;
     LLVMValueRef zero = LLVMConstNull(s->vt);
     for (int i = 0; i < r; i++)
-        for (int q = 0; q < VECS; q++)
+        for (int q = 0; q < G; q++)
             LLVMBuildStore(B, zero, s->acc[i][q]);
     LLVMValueRef arow[RMAX];
     for (int i = 0; i < r; i++)
         arow[i] = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
     CgLoop kl;
     LLVMValueRef k = cg_loop_begin(cg, &kl, cg_i64(cg, 0), s->k, "k");
-    LLVMValueRef brow = gep(cg, cg->t_f32, s->panel, LLVMBuildMul(B, k, cg_i64(cg, DISC_PANEL), ""));
-    LLVMValueRef bv[VECS];
-    for (int q = 0; q < VECS; q++) {
-        LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, brow, cg_i64(cg, q * LANES)), s->pv, "");
+    LLVMValueRef brow = gep(cg, cg->t_f32, s->panel, LLVMBuildMul(B, k, cg_i64(cg, s->width), ""));
+    LLVMValueRef bv[GMAX];
+    for (int q = 0; q < G; q++) {
+        LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, brow, cg_i64(cg, (g0 + q) * L)), s->pv, "");
         bv[q] = LLVMBuildLoad2(B, s->vt, p, "");
-        LLVMSetAlignment(bv[q], 64);
+        LLVMSetAlignment(bv[q], (unsigned)(L * 4 < 64 ? L * 4 : 64));
     }
     LLVMTypeRef fty = LLVMGlobalGetValueType(s->fma);
     for (int i = 0; i < r; i++) {
         LLVMValueRef x = LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, arow[i], k), "");
         LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(s->vt), x, cg_i32(cg, 0), "");
         LLVMValueRef splat = LLVMBuildShuffleVector(B, one, LLVMGetUndef(s->vt),
-                                                    LLVMConstNull(LLVMVectorType(cg->t_i32, LANES)), "");
-        for (int q = 0; q < VECS; q++) {
+                                                    LLVMConstNull(LLVMVectorType(cg->t_i32, (unsigned)L)), "");
+        for (int q = 0; q < G; q++) {
             LLVMValueRef args[3] = {splat, bv[q], LLVMBuildLoad2(B, s->vt, s->acc[i][q], "")};
             LLVMBuildStore(B, LLVMBuildCall2(B, fty, s->fma, args, 3, ""), s->acc[i][q]);
         }
@@ -140,9 +159,10 @@ static void block(Sk *s, LLVMValueRef i0, int r)
     LLVMTypeRef sty = LLVMGlobalGetValueType(s->mstore);
     for (int i = 0; i < r; i++) {
         LLVMValueRef ci = gep(cg, cg->t_f32, s->cpanel, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, ""));
-        for (int q = 0; q < VECS; q++) {
-            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, q * LANES)), s->pv, "");
-            LLVMValueRef args[4] = {LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p, cg_i32(cg, 4), s->mask[q]};
+        for (int q = 0; q < G; q++) {
+            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, (g0 + q) * L)), s->pv, "");
+            LLVMValueRef args[4] = {LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p, cg_i32(cg, 4),
+                                    s->mask[g0 + q]};
             LLVMBuildCall2(B, sty, s->mstore, args, 4, "");
         }
     }
@@ -170,8 +190,8 @@ static void epilogue(Sk *s)
     cg_loop_end(cg, &il);
 }
 
-/* if (*i + r <= m) { block(*i, r); *i += r; }, or a loop of that (r = RMAX). */
-static void blocks(Sk *s, LLVMValueRef ivar, int r, bool loop)
+/* if (*i + r <= m) { block(*i, r, g0); *i += r; }, or a loop of that (r = RMAX). */
+static void blocks(Sk *s, LLVMValueRef ivar, int r, int g0, bool loop)
 {
     Cg *cg = s->cg;
     LLVMBasicBlockRef test = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "rows");
@@ -183,7 +203,7 @@ static void blocks(Sk *s, LLVMValueRef ivar, int r, bool loop)
     LLVMValueRef fits = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), s->m, "");
     LLVMBuildCondBr(B, fits, body, done);
     LLVMPositionBuilderAtEnd(B, body);
-    block(s, i, r);
+    block(s, i, r, g0);
     LLVMBuildStore(B, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), ivar);
     LLVMBuildBr(B, loop ? test : done);
     LLVMPositionBuilderAtEnd(B, done);
@@ -195,6 +215,11 @@ static LLVMValueRef field(Sk *s, LLVMValueRef f, int i, LLVMTypeRef ptr)
     LLVMValueRef ix = cg_i64(cg, i);
     LLVMValueRef v = LLVMBuildLoad2(cg->eb, cg->t_i64, LLVMBuildGEP2(cg->eb, cg->t_i64, f, &ix, 1, ""), "");
     return ptr ? LLVMBuildIntToPtr(cg->eb, v, ptr, "") : v;
+}
+
+int cg_skinny_panel(const Cg *cg)
+{
+    return !cg->cpu || cg->cpu->nvregs >= 32 ? DISC_PANEL : DISC_PANEL_NARROW;
 }
 
 LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
@@ -213,23 +238,33 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     cg_begin_function(cg, fn, NULL);
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
     Sk s = {.cg = cg, .post = post_kind, .bias = bias, .residual = residual};
-    s.vt = LLVMVectorType(cg->t_f32, LANES);
+    int L = cg->cpu ? cpu_target_lanes(cg->cpu) : 16;
+    if (L < 4)
+        L = 4;
+    s.lanes = L;
+    s.width = cg_skinny_panel(cg);
+    s.vecs = s.width / L;
+    s.group = cg->cpu && cg->cpu->nvregs < 32 ? 2 : GMAX;
+    if (s.group > s.vecs)
+        s.group = s.vecs;
+    s.vt = LLVMVectorType(cg->t_f32, (unsigned)L);
     s.pf = LLVMPointerType(cg->t_f32, 0);
     s.pv = LLVMPointerType(s.vt, 0);
-    const char *fname = "llvm.fmuladd.v16f32";
+    char fname[48], sname[64];
+    snprintf(fname, sizeof fname, "llvm.fmuladd.v%df32", L);
     s.fma = LLVMGetNamedFunction(cg->mod, fname);
     if (!s.fma) {
         LLVMTypeRef p[3] = {s.vt, s.vt, s.vt};
         s.fma = LLVMAddFunction(cg->mod, fname, LLVMFunctionType(s.vt, p, 3, false));
     }
-    const char *sname = "llvm.masked.store.v16f32.p0v16f32";
+    snprintf(sname, sizeof sname, "llvm.masked.store.v%df32.p0v%df32", L, L);
     s.mstore = LLVMGetNamedFunction(cg->mod, sname);
     if (!s.mstore) {
-        LLVMTypeRef p[4] = {s.vt, s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, LANES)};
+        LLVMTypeRef p[4] = {s.vt, s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L)};
         s.mstore = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(cg->t_void, p, 4, false));
     }
     for (int i = 0; i < RMAX; i++)
-        for (int q = 0; q < VECS; q++) {
+        for (int q = 0; q < s.group; q++) {
             s.acc[i][q] = LLVMBuildAlloca(cg->eb, s.vt, "acc");
             LLVMSetAlignment(s.acc[i][q], 64);
         }
@@ -248,28 +283,37 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     LLVMValueRef ivar = LLVMBuildAlloca(cg->eb, cg->t_i64, "i");
     CgLoop pl;
     LLVMValueRef p = cg_loop_begin(cg, &pl, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), "panel");
-    s.panel = gep(cg, cg->t_f32, s.bp, LLVMBuildMul(B, p, LLVMBuildMul(B, s.kp, cg_i64(cg, DISC_PANEL), ""), ""));
-    s.c0 = LLVMBuildMul(B, p, cg_i64(cg, DISC_PANEL), "");
+    s.panel = gep(cg, cg->t_f32, s.bp, LLVMBuildMul(B, p, LLVMBuildMul(B, s.kp, cg_i64(cg, s.width), ""), ""));
+    s.c0 = LLVMBuildMul(B, p, cg_i64(cg, s.width), "");
     LLVMValueRef left = LLVMBuildSub(B, s.n, s.c0, "");
-    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, DISC_PANEL), "");
-    s.w = LLVMBuildSelect(B, full, cg_i64(cg, DISC_PANEL), left, "");
+    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, s.width), "");
+    s.w = LLVMBuildSelect(B, full, cg_i64(cg, s.width), left, "");
     s.cpanel = gep(cg, cg->t_f32, s.c, s.c0);
-    LLVMValueRef lanes[LANES];
-    for (int l = 0; l < LANES; l++)
+    LLVMValueRef lanes[16];
+    for (int l = 0; l < L; l++)
         lanes[l] = cg_i64(cg, l);
-    LLVMValueRef iota = LLVMConstVector(lanes, LANES);
-    for (int q = 0; q < VECS; q++) {
-        LLVMValueRef wq = LLVMBuildSub(B, s.w, cg_i64(cg, q * LANES), "");
-        LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(LLVMVectorType(cg->t_i64, LANES)), wq,
-                                                  cg_i32(cg, 0), "");
-        LLVMValueRef splat = LLVMBuildShuffleVector(B, one, one, LLVMConstNull(LLVMVectorType(cg->t_i32, LANES)), "");
+    LLVMValueRef iota = LLVMConstVector(lanes, (unsigned)L);
+    LLVMTypeRef vi64 = LLVMVectorType(cg->t_i64, (unsigned)L), vi32 = LLVMVectorType(cg->t_i32, (unsigned)L);
+    for (int q = 0; q < s.vecs; q++) {
+        LLVMValueRef wq = LLVMBuildSub(B, s.w, cg_i64(cg, q * L), "");
+        LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(vi64), wq, cg_i32(cg, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(B, one, one, LLVMConstNull(vi32), "");
         s.mask[q] = LLVMBuildICmp(B, LLVMIntSLT, iota, splat, "");
     }
-    LLVMBuildStore(B, cg_i64(cg, 0), ivar);
-    blocks(&s, ivar, RMAX, true);
-    blocks(&s, ivar, 4, false);
-    blocks(&s, ivar, 2, false);
-    blocks(&s, ivar, 1, false);
+    for (int g0 = 0; g0 < s.vecs; g0 += s.group) {
+        /* a group wholly past the last column of a partial panel does nothing */
+        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group");
+        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group_done");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, s.w, cg_i64(cg, g0 * L), ""), run, next);
+        LLVMPositionBuilderAtEnd(B, run);
+        LLVMBuildStore(B, cg_i64(cg, 0), ivar);
+        blocks(&s, ivar, RMAX, g0, true);
+        blocks(&s, ivar, 4, g0, false);
+        blocks(&s, ivar, 2, g0, false);
+        blocks(&s, ivar, 1, g0, false);
+        LLVMBuildBr(B, next);
+        LLVMPositionBuilderAtEnd(B, next);
+    }
     if (s.bias || s.residual || s.post != DISC_POST_NONE)
         epilogue(&s);
     cg_loop_end(cg, &pl);

@@ -62,6 +62,9 @@ static const char usage_check_text[] =
     "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
     "  --no-fuse       cpu: one kernel per op (the unfused baseline)\n"
     "  --threads N     cpu: threads per run (default: every core)\n"
+    "  --cpu CPU       cpu: the CPU to compile for, as LLVM names it (x86-64,\n"
+    "                  x86-64-v3, x86-64-v4, skylake-avx512; default native, or\n"
+    "                  the environment's DISC_CPU)\n"
     "  --dump-after=P  cpu: print the IR after pass P (shape, canon, fusion,\n"
     "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
@@ -71,7 +74,7 @@ static const char usage_check_text[] =
     "input, 2 usage error\n";
 
 static const char usage_bench[] =
-    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--no-fuse] [-v]\n"
+    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--cpu CPU] [--no-fuse] [-v]\n"
     "\n"
     "Compiles the model of an ONNX backend-test directory once (the time is\n"
     "printed), then for every data set checks the outputs once and times N runs\n"
@@ -81,6 +84,7 @@ static const char usage_bench[] =
     "  --backend NAME  cpu (the default) or interp\n"
     "  --runs N        timed runs per data set\n"
     "  --threads N     threads per run (default: every core)\n"
+    "  --cpu CPU       the CPU to compile for (see dcc check --help)\n"
     "  --no-fuse       one kernel per op (the unfused baseline)\n"
     "  -v              compile times per stage\n";
 
@@ -543,7 +547,7 @@ static int check_or_bench(int argc, char **argv, bool bench)
     const char *usage_check = bench ? usage_bench : usage_check_text;
     const char *dir = NULL, *backend = bench ? "cpu" : "interp";
     CheckOpts o = {CHECK_RTOL, CHECK_ATOL, false, bench, 20};
-    CgOpts co = {3, false, 0, false, NULL};
+    CgOpts co = {.opt_level = 3};
     bool no_shape = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -551,7 +555,7 @@ static int check_or_bench(int argc, char **argv, bool bench)
             fputs(usage_check, stdout);
             return 0;
         } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol") ||
-                   !strcmp(a, "--runs") || !strcmp(a, "--threads")) {
+                   !strcmp(a, "--runs") || !strcmp(a, "--threads") || !strcmp(a, "--cpu")) {
             if (i + 1 >= argc)
                 return usage("%s needs a value", a, usage_check);
             const char *v = argv[++i];
@@ -565,6 +569,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
                     co.threads = (int)x;
             } else if (!strcmp(a, "--backend"))
                 backend = v;
+            else if (!strcmp(a, "--cpu"))
+                co.cpu = v;
             else if (!parse_double(v, !strcmp(a, "--rtol") ? &o.rtol : &o.atol))
                 return usage("bad tolerance '%s' (a number >= 0)", v, usage_check);
         } else if (!strcmp(a, "-v")) {
@@ -737,7 +743,7 @@ int dcc_run(int argc, char **argv)
     }
 
     Model m;
-    CgOpts co = {3, false, 0, false, NULL};
+    CgOpts co = {.opt_level = 3};
     if ((rc = model_load(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;

@@ -210,8 +210,8 @@ int dcc_compile(int argc, char **argv)
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
     ShapeOpts sopts = {assume, nassume};
-    CgOpts co = {.opt_level = level, .verbose = verbose, .dump_after = dump};
-    AotOpts ao = {.name = name, .weights_path = weights, .cpu = cpu, .pic = so};
+    CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump};
+    AotOpts ao = {.name = name, .weights_path = weights, .pic = so};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
     int rc = 0;
     if (!ok) {

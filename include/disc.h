@@ -76,6 +76,10 @@ typedef struct disc_options {
     const char *const *assume;  /* facts about the symbols: "S % 8 == 0", "B <= 64" */
     int nassume;
     int verbose;                /* per-stage compile times on stderr */
+    const char *cpu;            /* the CPU to compile for, as LLVM names it: "x86-64" (SSE2),
+                                   "x86-64-v3" (AVX2), "x86-64-v4" or "skylake-avx512" (AVX-512);
+                                   NULL or "native": the environment's DISC_CPU, else this
+                                   machine. An unknown name fails disc_compile. */
 } disc_options;
 
 const char *disc_version(void);

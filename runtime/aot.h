@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define DISC_AOT_ABI 1
+#define DISC_AOT_ABI 2 /* 2: DISC_MM_PANEL in a matmul's fields */
 
 /* Status codes of the entry points (also in each generated header). */
 enum {

@@ -1392,29 +1392,36 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
 
 /* ---- skinny matmul ---------------------------------------------------------- */
 
-/* The packed copy the panel kernel reads: oneDNN's BA16a64b layout of the
- * k x n weights (64-column panels, one after another, each holding rows
- * 0..kp-1, kp = k rounded up to 16, zero past k and n), the layout its
- * matmul picks for constant f32 weights, so both share one copy. NULL (and
- * no error) when this oneDNN lays it out otherwise. */
-static Packed *panels_get(DiscRt *rt, const DiscMatmul *d, const void *b, int64_t *kp)
+/* The packed copy the panel kernel reads: oneDNN's BA16a<panel>b layout
+ * of the k x n weights (panels of `panel` columns, one after another, each
+ * holding rows 0..kp-1, kp = k rounded up to 16, zero past k and n). At 64
+ * columns it is the layout oneDNN's AVX-512 matmul picks for constant f32
+ * weights, so both share one copy. NULL (and no error) when this oneDNN
+ * lays it out otherwise. */
+static Packed *panels_get(DiscRt *rt, const DiscMatmul *d, const void *b, int panel, int64_t *kp)
 {
     dnnl_memory_desc_t plain, md;
     dnnl_dims_t dims = {d->k, d->n}, st = {d->b_stride[1], d->b_stride[2]};
+    dnnl_format_tag_t tag = panel == DISC_PANEL ? dnnl_BA16a64b : dnnl_BA16a16b;
     if (dnnl_memory_desc_init_by_strides(&plain, 2, dims, dnnl_f32, st) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&md, 2, dims, dnnl_f32, dnnl_BA16a64b) != dnnl_success)
+        dnnl_memory_desc_init_by_tag(&md, 2, dims, dnnl_f32, tag) != dnnl_success)
         return NULL;
     const dnnl_blocking_desc_t *bl = &md.format_desc.blocking;
     *kp = md.padded_dims[0];
-    if (md.format_kind != dnnl_blocked || bl->strides[0] != 16 * DISC_PANEL || bl->strides[1] != *kp * DISC_PANEL ||
-        md.padded_dims[1] % DISC_PANEL)
+    if (md.format_kind != dnnl_blocked || bl->strides[0] != 16 * panel || bl->strides[1] != *kp * panel ||
+        md.padded_dims[1] % panel)
         return NULL;
     return packed_get(rt, "matmul", &plain, &md, b, disc_rt_threads(rt));
 }
 
 int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
-                          DiscKernelFn *fn)
+                          DiscKernelFn *fn, int panel)
 {
+    if (fn && panel != DISC_PANEL && panel != DISC_PANEL_NARROW) {
+        disc_rt_fail(rt, "skinny matmul: a kernel for panels of %d columns (the runtime knows %d and %d)", panel,
+                     DISC_PANEL, DISC_PANEL_NARROW);
+        return -1;
+    }
     static int64_t max_m = -1;
     if (max_m < 0) {
         const char *e = getenv("DISC_SKINNY");
@@ -1431,7 +1438,7 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
         pthread_mutex_unlock(&cache.mu);
     }
     int64_t kp = 0;
-    Packed *k = fits && get_engine(rt) ? panels_get(rt, d, b, &kp) : NULL;
+    Packed *k = fits && get_engine(rt) ? panels_get(rt, d, b, panel, &kp) : NULL;
     if (!k)
         return disc_rt_error(rt) ? -1 : disc_rt_matmul(rt, d, a, b, c);
     int64_t f[DISC_SK_NFIELDS] = {
@@ -1440,7 +1447,7 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
         [DISC_SK_C] = (int64_t)(uintptr_t)c, [DISC_SK_M] = d->m, [DISC_SK_N] = d->n, [DISC_SK_K] = d->k,
         [DISC_SK_LDA] = d->a_stride[1], [DISC_SK_KP] = kp, [DISC_SK_LDC] = d->c_stride[1],
     };
-    disc_rt_parallel_for(rt, fn, f, (d->n + DISC_PANEL - 1) / DISC_PANEL, 1);
+    disc_rt_parallel_for(rt, fn, f, (d->n + panel - 1) / panel, 1);
     packed_release(k);
     return 0;
 }

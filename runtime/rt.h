@@ -143,18 +143,24 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
 
 /* A matmul with few rows on a generated panel kernel (codegen/skinny.c):
  * for f32, batch 1, constant weights, unit-stride rows of A and C and
- * m <= DISC_SKINNY_M, fn runs over the 64-column panels of the weights'
- * packed copy (oneDNN's BA16a64b layout, made once and shared with the
- * oneDNN calls of larger m) with the fields below; any other call, or
- * DISC_SKINNY=0 in the environment, goes to disc_rt_matmul. fn computes
- * C = post(A B + bias) + residual for panels [begin, end). */
-enum { DISC_SKINNY_M = 16, DISC_PANEL = 64 };
+ * m <= DISC_SKINNY_M, fn runs over the panels of `panel` columns of the
+ * weights' packed copy with the fields below; any other call, or
+ * DISC_SKINNY=0 in the environment, goes to disc_rt_matmul. The copy is
+ * in oneDNN's layout BA16a<panel>b (panels one after another, each holding
+ * rows 0..kp-1, kp = k rounded up to 16, `panel` floats a row, zero past k
+ * and n), made once per weight tensor: 64-column panels for kernels built
+ * for AVX-512, the layout oneDNN's own matmul picks there, so both share
+ * the copy; 16-column panels for AVX2 and SSE kernels, whose 16 registers
+ * hold 6 rows of 16 columns (a copy of disc's own: oneDNN keeps the plain
+ * layout on those ISAs). fn computes C = post(A B + bias) + residual for
+ * panels [begin, end). */
+enum { DISC_SKINNY_M = 16, DISC_PANEL = 64, DISC_PANEL_NARROW = 16 };
 enum { /* the kernel's args: an int64 array (pointers as integers) */
     DISC_SK_A, DISC_SK_B, DISC_SK_BIAS, DISC_SK_RES, DISC_SK_C,
     DISC_SK_M, DISC_SK_N, DISC_SK_K, DISC_SK_LDA, DISC_SK_KP, DISC_SK_LDC, DISC_SK_NFIELDS
 };
 int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
-                          DiscKernelFn *fn);
+                          DiscKernelFn *fn, int panel);
 
 /* Convolution (or transposed convolution) in plain dense layouts:
  *   x [n][c][in...], y [n][o][out...]
@@ -201,7 +207,9 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 enum { /* disc_rt_call_matmul: DiscMatmul */
     DISC_MM_DTYPE, DISC_MM_BATCH, DISC_MM_M, DISC_MM_N, DISC_MM_K,
     DISC_MM_A_STRIDE, DISC_MM_B_STRIDE = DISC_MM_A_STRIDE + 3, DISC_MM_C_STRIDE = DISC_MM_B_STRIDE + 3,
-    DISC_MM_POST = DISC_MM_C_STRIDE + 3, DISC_MM_WEIGHTS_CONST, DISC_MM_NFIELDS
+    DISC_MM_POST = DISC_MM_C_STRIDE + 3, DISC_MM_WEIGHTS_CONST,
+    DISC_MM_PANEL, /* the skinny kernel's panel width (DISC_PANEL or DISC_PANEL_NARROW), else 0 */
+    DISC_MM_NFIELDS
 };
 enum { /* disc_rt_call_conv: DiscConv */
     DISC_CV_DTYPE, DISC_CV_NSP, DISC_CV_N, DISC_CV_C, DISC_CV_O, DISC_CV_GROUPS,

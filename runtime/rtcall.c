@@ -37,7 +37,8 @@ static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     memcpy(m.a_stride, f + DISC_MM_A_STRIDE, sizeof m.a_stride);
     memcpy(m.b_stride, f + DISC_MM_B_STRIDE, sizeof m.b_stride);
     memcpy(m.c_stride, f + DISC_MM_C_STRIDE, sizeof m.c_stride);
-    int rc = skinny ? disc_rt_matmul_skinny(rt, &m, a, b, c, skinny) : disc_rt_matmul(rt, &m, a, b, c);
+    int rc = skinny ? disc_rt_matmul_skinny(rt, &m, a, b, c, skinny, (int)f[DISC_MM_PANEL])
+                    : disc_rt_matmul(rt, &m, a, b, c);
     return rc == 0 ? 0 : -1;
 }
 

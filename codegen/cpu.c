@@ -1,0 +1,176 @@
+/*
+ * cpu.c — the CPU a compile is for: its LLVM name and features, and the
+ * vector shape the kernel templates size themselves for.
+ *
+ * One name picks it: CgOpts.cpu (dcc --cpu, disc_options.cpu), else the
+ * environment's DISC_CPU (read here and nowhere else: the test suite runs
+ * whole labels capped to another ISA through it), else this machine
+ * ("native": LLVM's host CPU name and its feature string, so every
+ * extension the CPU has is used).
+ *
+ * What the templates need is the widest float vector and the number of
+ * vector registers: 16 floats in 32 registers on AVX-512, 8 in 16 on AVX2
+ * and AVX, 4 in 16 on SSE. For the host the feature string says it. For a
+ * named CPU (x86-64, x86-64-v3, skylake-avx512, znver3, ...) LLVM's C API
+ * has no query, so it is asked the way a user would: a function adding
+ * two <16 x float> vectors is compiled for that CPU to assembly, and the
+ * registers it names (zmm, ymm or xmm) give the width. The probe runs in a
+ * child process, as LLVM prints a warning (and may misbehave later) for a
+ * CPU name it does not know, which is how an unknown name is told apart.
+ */
+#include "codegen/codegen.h"
+
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Fills the vector shape from vbits. */
+static void set_shape(CpuTarget *t, int vbits, bool avx512)
+{
+    t->vbits = vbits;
+    t->nvregs = avx512 ? 32 : 16;
+    snprintf(t->isa, sizeof t->isa, "%s", avx512 ? "avx512f" : vbits == 256 ? "avx2" : "sse2");
+}
+
+static bool has_feature(const char *features, const char *f)
+{
+    size_t n = strlen(f);
+    for (const char *p = features; (p = strstr(p, f)); p += n)
+        if ((p == features || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+/* The assembly of `<16 x float> f(<16 x float>, <16 x float>) = a + b`
+ * for cpu, in a malloc'd string; NULL on failure. */
+static char *probe_asm(LLVMTargetRef target, const char *triple, const char *cpu)
+{
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, "", LLVMCodeGenLevelDefault,
+                                                      LLVMRelocPIC, LLVMCodeModelDefault);
+    if (!tm)
+        return NULL;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("probe", ctx);
+    LLVMTypeRef vt = LLVMVectorType(LLVMFloatTypeInContext(ctx), 16);
+    LLVMTypeRef pv = LLVMPointerType(vt, 0);
+    LLVMTypeRef args[3] = {pv, pv, pv};
+    LLVMValueRef fn = LLVMAddFunction(mod, "f", LLVMFunctionType(LLVMVoidTypeInContext(ctx), args, 3, false));
+    /* as clang marks a function that uses 512-bit vectors: without it,
+     * CPUs tuned to prefer 256 bits (skylake-avx512) split them */
+    LLVMAddTargetDependentFunctionAttr(fn, "min-legal-vector-width", "512");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, ""));
+    LLVMValueRef x = LLVMBuildLoad2(b, vt, LLVMGetParam(fn, 0), "");
+    LLVMValueRef y = LLVMBuildLoad2(b, vt, LLVMGetParam(fn, 1), "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, x, y, ""), LLVMGetParam(fn, 2));
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    LLVMSetTarget(mod, triple);
+    char *err = NULL, *text = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (!LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+        size_t n = LLVMGetBufferSize(buf);
+        text = malloc(n + 1);
+        if (text) {
+            memcpy(text, LLVMGetBufferStart(buf), n);
+            text[n] = 0;
+        }
+        LLVMDisposeMemoryBuffer(buf);
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    return text;
+}
+
+/* The vector width (bits) LLVM gives `cpu`, with *avx512; 0 when LLVM
+ * does not know the name. */
+static int probe(const char *cpu, bool *avx512)
+{
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    LLVMTargetRef target;
+    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
+    LLVMDisposeMessage(err);
+    int fd[2];
+    if (!ok || pipe(fd) != 0) {
+        LLVMDisposeMessage(triple);
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) { /* the child: stderr into the pipe, the answer as the exit status */
+        dup2(fd[1], 2);
+        close(fd[0]);
+        char *text = probe_asm(target, triple, cpu);
+        if (!text)
+            _exit(1);
+        _exit(strstr(text, "zmm") ? 12 : strstr(text, "ymm") ? 11 : strstr(text, "xmm") ? 10 : 1);
+    }
+    close(fd[1]);
+    char msg[256];
+    ssize_t n = pid > 0 ? read(fd[0], msg, sizeof msg) : -1;
+    close(fd[0]);
+    LLVMDisposeMessage(triple);
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || n > 0)
+        return 0;
+    switch (WEXITSTATUS(st)) {
+    case 12: *avx512 = true; return 512;
+    case 11: *avx512 = false; return 256;
+    case 10: *avx512 = false; return 128;
+    default: return 0;
+    }
+}
+
+bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
+{
+    memset(t, 0, sizeof *t);
+    cg_llvm_init();
+    if (!name || !*name)
+        name = getenv("DISC_CPU");
+    if (name && (!*name || !strcmp(name, "native")))
+        name = NULL;
+    if (!name) {
+        char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+        snprintf(t->name, sizeof t->name, "%s", hcpu);
+        t->features = strdup(hfeat ? hfeat : "");
+        LLVMDisposeMessage(hcpu);
+        LLVMDisposeMessage(hfeat);
+        if (!t->features)
+            return diag_set(d, "error: out of memory");
+        bool avx512 = has_feature(t->features, "+avx512f");
+        set_shape(t, avx512 ? 512 : has_feature(t->features, "+avx") ? 256 : 128, avx512);
+        if (t->vbits == 256 && !has_feature(t->features, "+avx2"))
+            snprintf(t->isa, sizeof t->isa, "avx");
+        t->native = true;
+        return true;
+    }
+    if (strlen(name) >= sizeof t->name)
+        return diag_set(d, "error: --cpu %.40s...: not a CPU LLVM knows", name);
+    bool avx512 = false;
+    int vbits = probe(name, &avx512);
+    if (!vbits) {
+        char *triple = LLVMGetDefaultTargetTriple();
+        diag_set(d, "error: --cpu %s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
+                    "skylake-avx512 or native)", name, triple);
+        LLVMDisposeMessage(triple);
+        return false;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->features = strdup("");
+    if (!t->features)
+        return diag_set(d, "error: out of memory");
+    set_shape(t, vbits, avx512);
+    return true;
+}
+
+void cpu_target_free(CpuTarget *t)
+{
+    free(t->features);
+    t->features = NULL;
+}
+
+int cpu_target_lanes(const CpuTarget *t) { return t->vbits / 32; }
