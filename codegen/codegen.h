@@ -60,6 +60,9 @@ typedef struct CpuTarget {
 /* The target for name (see CgOpts.cpu); an unknown name is an error. */
 bool cpu_target_init(CpuTarget *t, const char *name, Diag *d);
 void cpu_target_free(CpuTarget *t);
+/* Whether this machine runs code for t (the JIT's check: a wider vector
+ * ISA than the host's would fault); false with a message. */
+bool cpu_target_runs_here(const CpuTarget *t, Diag *d);
 /* floats per widest vector */
 int cpu_target_lanes(const CpuTarget *t);
 

@@ -129,8 +129,11 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
 {
     memset(t, 0, sizeof *t);
     cg_llvm_init();
-    if (!name || !*name)
+    const char *from = "--cpu";
+    if (!name || !*name) {
         name = getenv("DISC_CPU");
+        from = "DISC_CPU=";
+    }
     if (name && (!*name || !strcmp(name, "native")))
         name = NULL;
     if (!name) {
@@ -148,14 +151,15 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
         t->native = true;
         return true;
     }
+    const char *sep = from[strlen(from) - 1] == '=' ? "" : " ";
     if (strlen(name) >= sizeof t->name)
-        return diag_set(d, "error: --cpu %.40s...: not a CPU LLVM knows", name);
+        return diag_set(d, "error: %s%s%.40s...: not a CPU LLVM knows", from, sep, name);
     bool avx512 = false;
     int vbits = probe(name, &avx512);
     if (!vbits) {
         char *triple = LLVMGetDefaultTargetTriple();
-        diag_set(d, "error: --cpu %s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
-                    "skylake-avx512 or native)", name, triple);
+        diag_set(d, "error: %s%s%s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
+                    "skylake-avx512 or native)", from, sep, name, triple);
         LLVMDisposeMessage(triple);
         return false;
     }
@@ -165,6 +169,21 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
         return diag_set(d, "error: out of memory");
     set_shape(t, vbits, avx512);
     return true;
+}
+
+bool cpu_target_runs_here(const CpuTarget *t, Diag *d)
+{
+    if (t->native)
+        return true;
+    char *hfeat = LLVMGetHostCPUFeatures();
+    bool avx512 = hfeat && has_feature(hfeat, "+avx512f");
+    int vbits = avx512 ? 512 : hfeat && has_feature(hfeat, "+avx2") ? 256 : 128;
+    LLVMDisposeMessage(hfeat);
+    if (t->vbits <= vbits)
+        return true;
+    return diag_set(d, "error: CPU %s: code for it (%s) would not run on this machine, whose widest vectors are "
+                       "%d bits; compile it ahead of time (dcc compile --cpu %s) to run elsewhere",
+                    t->name, t->isa, vbits, t->name);
 }
 
 void cpu_target_free(CpuTarget *t)

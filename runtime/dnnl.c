@@ -1148,6 +1148,24 @@ static int make_matmul(Build *b, const void *ctx)
         return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
     if (make_primitive(b, &desc) != 0)
         return -1;
+    if (b->whole && e->pack && !b->bf16 && !e->md[MD_WEI].format_desc.blocking.inner_nblks) {
+        /* a column part for which oneDNN wants a dense, unblocked layout
+         * (AVX2's gemm:jit): no panels of a whole copy to share, and a
+         * dense copy per part would be the weights once more, so the part
+         * runs on the caller's columns as they are */
+        dnnl_primitive_destroy(e->prim);
+        e->prim = NULL;
+        e->md[MD_WEI] = e->wei_plain;
+        e->pack = 0;
+        e->has[MD_SCRATCH] = 0;
+        b->wconst = 0;
+        s = dnnl_matmul_desc_init(&desc, &e->md[MD_SRC], &e->md[MD_WEI], p->bias ? &e->md[MD_BIAS] : NULL,
+                                  &e->md[MD_DST]);
+        if (s != dnnl_success)
+            return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
+        if (make_primitive(b, &desc) != 0)
+            return -1;
+    }
     if (b->bf16) {
         dnnl_primitive_desc_t rpd;
         s = dnnl_reorder_primitive_desc_create(&rpd, &e->src_plain, engine, &e->md[MD_SRC], engine, NULL);
@@ -1388,6 +1406,30 @@ static int matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b,
 int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c)
 {
     return matmul(rt, d, a, b, c, NULL);
+}
+
+int disc_rt_matmul_packs_weights(DiscRt *rt, const DiscMatmul *d)
+{
+    if (d->batch != 1 || d->m < 1 || d->n < 1 || d->k < 1 || check_dtype(rt, "matmul", d->dtype) ||
+        check_post(rt, "matmul", d->post) || !get_engine(rt))
+        return disc_rt_error(rt) ? -1 : 0;
+    Mm p = {.dtype = d->dtype, .nd = 2, .batch = 1, .m = d->m, .n = d->n, .k = d->k, .bias = d->bias != NULL,
+            .post = d->post, .residual = d->residual != NULL};
+    memcpy(p.as, d->a_stride, sizeof p.as);
+    memcpy(p.bs, d->b_stride, sizeof p.bs);
+    memcpy(p.cs, d->c_stride, sizeof p.cs);
+    Entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        disc_rt_fail(rt, "matmul: out of memory");
+        return -1;
+    }
+    Build bl = {.rt = rt, .what = "matmul", .e = e, .post = d->post, .residual = p.residual, .wconst = 1};
+    int old = team_set(1);
+    int rc = make_matmul(&bl, &p);
+    team_restore(old);
+    int pack = e->pack;
+    entry_destroy(e);
+    return rc != 0 ? -1 : pack;
 }
 
 /* ---- skinny matmul ---------------------------------------------------------- */

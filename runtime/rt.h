@@ -270,6 +270,13 @@ typedef struct DiscRtCacheStats {
     int64_t packs;                   /* weights reordered since the process started */
 } DiscRtCacheStats;
 void disc_rt_cache_stats(DiscRtCacheStats *s);
+/* What oneDNN does with the constant weights of a batch-1 matmul d made as
+ * one primitive on the calling thread: 1 when it picks another layout
+ * than d's (they get packed), 0 when it runs on them as they are, -1 on
+ * an error (in rt). The choice depends on the ISA: brgemm's 64-column
+ * panels on AVX-512, the plain layout of gemm:jit on AVX2 (oneDNN 2.6).
+ * For tests, which must state what holds on the machine they run on. */
+int disc_rt_matmul_packs_weights(DiscRt *rt, const DiscMatmul *d);
 /* Entries kept (>= 0). 0 disables the cache: it also drops every packed
  * copy and makes weights_const calls run on the weights as they are.
  * Returns the old capacity. */

@@ -10,11 +10,10 @@ if(DISC_SANITIZE)
   set(DISC_AOT_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer")
 endif()
 function(disc_aot_test name model mode)
-  add_test(NAME aot/${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/aot/run_aot.py
-                   --dcc $<TARGET_FILE:dcc> --rtlib ${CMAKE_BINARY_DIR}/public/libdisc_rt.a
-                   --tmp ${CMAKE_BINARY_DIR}/aot --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${ARGN} ${model})
-  set_tests_properties(aot/${name} PROPERTIES LABELS aot TIMEOUT 600)
+  disc_test_isa(aot/${name} LABELS aot PROPERTIES TIMEOUT 600
+                COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/aot/run_aot.py
+                        --dcc $<TARGET_FILE:dcc> --rtlib ${CMAKE_BINARY_DIR}/public/libdisc_rt.a
+                        --tmp ${CMAKE_BINARY_DIR}/aot/@ISA@ --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${ARGN} ${model})
 endfunction()
 file(GLOB DISC_AOT_MODELS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
 foreach(dir ${DISC_AOT_MODELS})

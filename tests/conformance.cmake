@@ -15,10 +15,9 @@ add_test(NAME onnx/node_tests
                  --dcc $<TARGET_FILE:dcc> -j 2 --timeout 60)
 set_tests_properties(onnx/node_tests PROPERTIES LABELS onnx SKIP_RETURN_CODE 77 TIMEOUT 1800)
 # The cpu backend must pass every node test the interpreter passes.
-add_test(NAME onnx/node_tests_cpu
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
-                 --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cpu)
-set_tests_properties(onnx/node_tests_cpu PROPERTIES LABELS "onnx;cpu" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+disc_test_isa(onnx/node_tests_cpu LABELS onnx cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 2400
+              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                      --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cpu)
 
 file(GLOB DISC_MODEL_DIRS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
 foreach(dir ${DISC_MODEL_DIRS})
@@ -28,7 +27,6 @@ foreach(dir ${DISC_MODEL_DIRS})
     add_test(NAME model/${name} COMMAND dcc check ${dir} --backend interp)
     set_tests_properties(model/${name} PROPERTIES LABELS "onnx;model")
     # float32 kernels against ONNX Runtime's float32: a looser absolute tolerance
-    add_test(NAME model/${name}/cpu COMMAND dcc check ${dir} --backend cpu --atol 1e-5)
-    set_tests_properties(model/${name}/cpu PROPERTIES LABELS "onnx;model;cpu")
+    disc_test_isa(model/${name}/cpu LABELS onnx model cpu COMMAND dcc check ${dir} --backend cpu --atol 1e-5)
   endif()
 endforeach()

@@ -3,6 +3,53 @@
 #   golden: tests/golden/**/*.disc, run by tests/golden/run.py against dcc
 # Module folders may add their own tests in tests/<module>.cmake.
 
+# Every x86-64 machine. The tests of the cpu, model and aot labels run at
+# this machine's ISA, and again through disc_test_isa as name@avx2 (kernels
+# compiled for x86-64-v3, oneDNN capped to AVX2: what an AVX2 machine runs)
+# where this machine has AVX-512, and as name@x86-64 (SSE2 kernels, oneDNN
+# capped to SSE4.1), each copy labelled LABEL@ISA and @ISA; the main run's
+# tests carry @<this machine's ISA> (ctest -L @avx2: every AVX2 copy). DISC_CPU is the compiler's default target
+# (codegen/cpu.c); ONEDNN_MAX_CPU_ISA is oneDNN's own cap.
+file(READ /proc/cpuinfo DISC_CPUINFO LIMIT 8192)
+if(DISC_CPUINFO MATCHES "[ \t]avx512f[ \t\n]")
+  set(DISC_HOST_ISA avx512f)
+  set(DISC_ISA_CAPS avx2 x86-64)
+elseif(DISC_CPUINFO MATCHES "[ \t]avx2[ \t\n]")
+  set(DISC_HOST_ISA avx2)
+  set(DISC_ISA_CAPS x86-64)
+else()
+  set(DISC_HOST_ISA sse2)
+  set(DISC_ISA_CAPS "")
+endif()
+set(DISC_ISA_ENV_avx2 "DISC_CPU=x86-64-v3;ONEDNN_MAX_CPU_ISA=AVX2")
+set(DISC_ISA_ENV_x86-64 "DISC_CPU=x86-64;ONEDNN_MAX_CPU_ISA=SSE41")
+# disc_test_isa(NAME LABELS l1;l2 [PROPERTIES k v ...] COMMAND cmd args...):
+# @ISA@ in an argument becomes the copy's ISA ("native" in the main run),
+# for scratch directories that copies running side by side must not share.
+function(disc_test_isa name)
+  cmake_parse_arguments(T "" "" "LABELS;PROPERTIES;COMMAND" ${ARGN})
+  string(REPLACE "@ISA@" "native" cmd "${T_COMMAND}")
+  add_test(NAME ${name} COMMAND ${cmd})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};@${DISC_HOST_ISA}" ${T_PROPERTIES})
+  foreach(isa ${DISC_ISA_CAPS})
+    set(labels "@${isa}")
+    foreach(l ${T_LABELS})
+      list(APPEND labels "${l}@${isa}")
+    endforeach()
+    string(REPLACE "@ISA@" "${isa}" cmd "${T_COMMAND}")
+    add_test(NAME ${name}@${isa} COMMAND ${cmd})
+    set_tests_properties(${name}@${isa} PROPERTIES LABELS "${labels}" ENVIRONMENT "${DISC_ISA_ENV_${isa}}"
+                         ${T_PROPERTIES})
+  endforeach()
+endfunction()
+# On a machine without AVX-512 the AVX2 copies would repeat the main run:
+# one test says so.
+if(NOT "avx2" IN_LIST DISC_ISA_CAPS)
+  add_test(NAME isa/avx2 COMMAND ${CMAKE_COMMAND} -E echo
+           "SKIP: this CPU's widest ISA is ${DISC_HOST_ISA}: the main run of the cpu, model and aot labels is the AVX2 run")
+  set_tests_properties(isa/avx2 PROPERTIES LABELS "isa;@avx2" SKIP_REGULAR_EXPRESSION "SKIP:")
+endif()
+
 file(GLOB DISC_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
 foreach(src ${DISC_UNIT_TESTS})
   get_filename_component(name ${src} NAME_WE)

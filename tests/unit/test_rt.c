@@ -595,36 +595,46 @@ static void test_packed(void)
         free(a), free(b);
     }
 
-    /* reuse: one weight tensor is packed once for every m, two tensors twice */
+    /* reuse: one weight tensor is packed once for every m, two tensors
+     * twice, where oneDNN picks a packed layout for them (AVX-512's
+     * brgemm); where it runs on the plain layout (AVX2's gemm:jit),
+     * nothing is packed. Asked of oneDNN, per shape, not assumed. */
     int64_t N = 96, K = 80, M = 300;
     float *a = rnd_buf(M * K), *w1 = rnd_buf(K * N), *w2 = rnd_buf(K * N);
     DiscMatmul d = {.dtype = DT_F32, .batch = 1, .n = N, .k = K, .a_stride = {0, K, 1}, .b_stride = {0, N, 1},
                     .c_stride = {0, N, 1}};
     DiscRtCacheStats s0 = stats();
     static const int64_t ms[] = {1, 13, 128, 300, 13};
+    int packs = 0; /* shapes for which oneDNN packs */
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
         d.m = ms[i];
+        int p = disc_rt_matmul_packs_weights(rt, &d);
+        CHECK_MSG(p >= 0, "packs_weights: %s", disc_rt_error(rt));
+        packs += p > 0;
         same_mm(rt, "w1", d, a, w1, d.m * N);
         same_mm(rt, "w2", d, a, w2, d.m * N);
     }
+    int64_t want = packs ? 2 : 0;
+    printf("note: oneDNN packs row-major f32 weights for %d of 5 shapes on this CPU\n", packs);
     DiscRtCacheStats s1 = stats();
-    CHECK_MSG(s1.packs - s0.packs == 2, "two weights over five shapes: %lld packs", (long long)(s1.packs - s0.packs));
-    CHECK(s1.packed - s0.packed == 2);
-    CHECK(s1.packed_bytes - s0.packed_bytes >= 2 * (int64_t)sizeof(float) * K * N);
+    CHECK_MSG(s1.packs - s0.packs == want, "two weights over five shapes: %lld packs, %lld expected",
+              (long long)(s1.packs - s0.packs), (long long)want);
+    CHECK(s1.packed - s0.packed == want);
+    CHECK(s1.packed_bytes - s0.packed_bytes >= want * (int64_t)sizeof(float) * K * N);
 
     /* the guard: new values at the same address (without a forget) are repacked */
     for (int64_t i = 0; i < K * N; i++)
         w1[i] = rnd();
     d.m = 13;
     same_mm(rt, "w1 changed", d, a, w1, d.m * N);
-    CHECK(stats().packs - s1.packs == 1);
+    CHECK(stats().packs - s1.packs == want / 2);
     CHECK(stats().packed == s1.packed);
 
     /* forget drops exactly the copies inside the range */
     disc_rt_weights_forget(w1, (int64_t)sizeof(float) * K * N);
-    CHECK(stats().packed == s1.packed - 1);
+    CHECK(stats().packed == s1.packed - want / 2);
     same_mm(rt, "w2 after forgetting w1", d, a, w2, d.m * N);
-    CHECK(stats().packs - s1.packs == 1); /* w2 is still packed */
+    CHECK(stats().packs - s1.packs == want / 2); /* w2 is still packed */
     disc_rt_weights_forget(w2, (int64_t)sizeof(float) * K * N);
     CHECK(stats().packed == s0.packed);
 
@@ -669,13 +679,33 @@ static void test_split(void)
                         .post = DISC_POST_GELU_ERF, .residual = res};
         DiscRtCacheStats s0 = stats();
         static const int64_t ms[] = {13, 300, 1, 13};
+        d.m = 300;
+        int whole = disc_rt_matmul_packs_weights(rt, &d);
+        CHECK_MSG(whole >= 0, "packs_weights: %s", disc_rt_error(rt));
         for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
             d.m = ms[i];
             same_mm(rt, tb ? "split, B transposed" : "split", d, a, w, d.m * N);
         }
         DiscRtCacheStats s1 = stats();
-        CHECK_MSG(s1.packs - s0.packs == 1, "split: one weight packed %lld times", (long long)(s1.packs - s0.packs));
-        CHECK(s1.packed - s0.packed == 1);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) { /* shapes seen before pack nothing */
+            d.m = ms[i];
+            same_mm(rt, tb ? "split again, B transposed" : "split again", d, a, w, d.m * N);
+        }
+        CHECK_MSG(stats().packs == s1.packs, "split: %lld packs for shapes seen before",
+                  (long long)(stats().packs - s1.packs));
+        /* where oneDNN packs panels (AVX-512), the whole is packed once
+         * and the column parts run on its panels; where it keeps a dense
+         * layout (AVX2), a part may get a dense copy of its columns, but
+         * the copies add up to at most the whole once more */
+        if (whole) {
+            CHECK_MSG(s1.packs - s0.packs == 1, "split: one weight packed %lld times",
+                      (long long)(s1.packs - s0.packs));
+            CHECK(s1.packed - s0.packed == 1);
+        }
+        CHECK(s1.packed - s0.packed == s1.packs - s0.packs);
+        CHECK_MSG(s1.packed_bytes - s0.packed_bytes <= 2 * (int64_t)sizeof(float) * (K + 15) * (N + 63),
+                  "split: %lld bytes of copies for %lld bytes of weights", (long long)(s1.packed_bytes - s0.packed_bytes),
+                  (long long)(4 * K * N));
         disc_rt_weights_forget(w, (int64_t)sizeof(float) * K * N);
         CHECK(stats().packed == s0.packed);
         free(a), free(w), free(bias), free(res);
