@@ -37,6 +37,8 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from cpuinfo import cpu_line  # noqa: E402
 
 # (batch, seq) spread for the transformer models; odd lengths included
 SEQ_SPREAD = [(1, 8), (1, 13), (1, 197), (2, 64), (4, 128), (8, 33), (16, 32), (1, 512)]
@@ -196,6 +198,7 @@ def main():
             small_seq = [sh for sh in seq if sh[1] <= 256]
             shapes = IMG_SPREAD if "cnn" in name else ([(1, 1), (4, 5), (16, 50)] if name == "recommender" else small_seq)
             models.append((name, path, shapes))
+    print(cpu_line())
     print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs, "
           f"median of {args.rounds} rounds\n")
     rows, geos = [], {}

@@ -95,6 +95,7 @@ typedef struct ProfEntry {
 
 static ProfEntry prof[4096];
 static int nprof;
+static char prof_target[96] = "?"; /* the last compiled model's CPU, for the report */
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void prof_add(const void *key, const char *what, double t)
@@ -124,7 +125,8 @@ static void prof_report(void)
     for (int i = 0; i < nprof; i++)
         total += prof[i].seconds;
     qsort(prof, (size_t)nprof, sizeof *prof, prof_cmp);
-    fprintf(stderr, "disc profile: %.1f ms in %d kernels and library calls\n", 1e3 * total, nprof);
+    fprintf(stderr, "disc profile: %.1f ms in %d kernels and library calls (kernels compiled for CPU %s)\n",
+            1e3 * total, nprof, prof_target);
     for (int i = 0; i < nprof && i < (getenv("DISC_PROFILE_TOP") ? atoi(getenv("DISC_PROFILE_TOP")) : 25); i++)
         fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof[i].seconds,
                 100 * prof[i].seconds / (total > 0 ? total : 1), prof[i].calls, prof[i].what);
@@ -167,13 +169,17 @@ int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64
     return 0;
 }
 
-/* Library calls under DISC_PROFILE: timed per shape of the call. */
-static const char *prof_key(const char *kind, const int64_t *f, int a, int b, int c)
+/* Library calls under DISC_PROFILE: timed per shape of the call and the
+ * way it ran (the implementation and its ISA, a split into parts, the
+ * skinny kernel: disc_rt_call_how). */
+static const char *prof_key(DiscRt *rt, const char *kind, const int64_t *f, int a, int b, int c)
 {
     static char *keys[1024];
     static int nkeys;
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s %lldx%lldx%lld", kind, (long long)f[a], (long long)f[b], (long long)f[c]);
+    char buf[192];
+    const char *how = disc_rt_call_how(rt);
+    snprintf(buf, sizeof buf, "%s %lldx%lldx%lld%s%s%s", kind, (long long)f[a], (long long)f[b], (long long)f[c],
+             *how ? " [" : "", how, *how ? "]" : "");
     pthread_mutex_lock(&prof_lock);
     const char *k = NULL;
     for (int i = 0; i < nkeys && !k; i++)
@@ -190,7 +196,7 @@ static int32_t prof_call_matmul(DiscRt *rt, const int64_t *f, const void *a, con
 {
     double t0 = now();
     int32_t rc = disc_rt_call_matmul(rt, f, a, b, bias, residual, c);
-    const char *k = prof_key("matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
+    const char *k = prof_key(rt, "matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
     prof_add(k, k, now() - t0);
     return rc;
 }
@@ -200,8 +206,7 @@ static int32_t prof_call_skinny(DiscRt *rt, const int64_t *f, const void *a, con
 {
     double t0 = now();
     int32_t rc = disc_rt_call_skinny(rt, f, a, b, bias, residual, c, fn);
-    const char *k = prof_key(f[DISC_MM_M] <= DISC_SKINNY_M ? "skinny matmul MxNxK" : "matmul MxNxK", f, DISC_MM_M,
-                             DISC_MM_N, DISC_MM_K);
+    const char *k = prof_key(rt, "matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
     prof_add(k, k, now() - t0);
     return rc;
 }
@@ -211,7 +216,7 @@ static int32_t prof_call_conv(DiscRt *rt, const int64_t *f, const void *x, const
 {
     double t0 = now();
     int32_t rc = disc_rt_call_conv(rt, f, x, w, bias, residual, y);
-    const char *k = prof_key("conv NxCxO", f, DISC_CV_N, DISC_CV_C, DISC_CV_O);
+    const char *k = prof_key(rt, "conv NxCxO", f, DISC_CV_N, DISC_CV_C, DISC_CV_O);
     prof_add(k, k, now() - t0);
     return rc;
 }
@@ -220,7 +225,7 @@ static int32_t prof_call_pool(DiscRt *rt, const int64_t *f, const void *x, void 
 {
     double t0 = now();
     int32_t rc = disc_rt_call_pool(rt, f, x, y);
-    const char *k = prof_key("pool NxCxIN", f, DISC_PL_N, DISC_PL_C, DISC_PL_IN);
+    const char *k = prof_key(rt, "pool NxCxIN", f, DISC_PL_N, DISC_PL_C, DISC_PL_IN);
     prof_add(k, k, now() - t0);
     return rc;
 }
@@ -479,6 +484,11 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (!ok)
         goto fail;
     e->main = (MainFn *)(uintptr_t)addr;
+    if (getenv("DISC_PROFILE")) {
+        pthread_mutex_lock(&prof_lock);
+        snprintf(prof_target, sizeof prof_target, "%s, %s", e->cpu.name, e->cpu.isa);
+        pthread_mutex_unlock(&prof_lock);
+    }
     if (getenv("DISC_PROFILE"))
         for (int i = 0; i < e->nkernels && e->kdesc; i++) {
             char name[32];

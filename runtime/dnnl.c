@@ -145,6 +145,7 @@ typedef struct Entry {
     dnnl_primitive_t back;     /* a conv's md[MD_DST] to dst_plain, or NULL */
     dnnl_memory_desc_t dst_plain;
     dnnl_primitive_t res_cvt;  /* dst_plain (the residual) to md[MD_RES], or NULL */
+    const char *how;           /* "oneDNN <implementation> (<ISA>)", interned */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
     struct Entry *hnext;       /* bucket chain */
@@ -245,6 +246,45 @@ static dnnl_engine_t get_engine(DiscRt *rt)
     }
     return engine;
 }
+
+/* ---- how calls ran, for DISC_PROFILE --------------------------------------- */
+
+/* Strings that live as long as the process: the few distinct descriptions
+ * of how a call ran (an implementation, a split). */
+static const char *intern(const char *s)
+{
+    static char *table[128];
+    static int n;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    const char *r = "";
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < n && !*r; i++)
+        if (!strcmp(table[i], s))
+            r = table[i];
+    if (!*r && n < (int)(sizeof table / sizeof table[0]) && (table[n] = strdup(s)))
+        r = table[n++];
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static const char *isa_name(void)
+{
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "?";
+    }
+}
+
+/* The last primitive this thread ran (its Entry's how), so that a call
+ * made of parts on the pool can name what its parts ran. */
+static _Thread_local const char *thread_how;
 
 /* ---- packed constant weights --------------------------------------------- */
 
@@ -836,6 +876,15 @@ static int make_primitive(Build *b, const void *desc)
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
         goto out;
+    const char *impl = NULL;
+    char how[96];
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    if (strstr(impl, "sse") || strstr(impl, "avx") || strstr(impl, "amx"))
+        snprintf(how, sizeof how, "oneDNN %s", impl);
+    else /* gemm:jit, ref: the ISA oneDNN may use */
+        snprintf(how, sizeof how, "oneDNN %s (%s)", impl, isa_name());
+    e->how = intern(how);
     step = "layout reorders";
     if (b->any && (s = layouts_read(e, pd)) != dnnl_success)
         goto out;
@@ -1046,6 +1095,9 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
         goto out;
     if (e->back && !(bind[MD_DST] = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_DST]))))
         goto out;
+    thread_how = e->how;
+    if (!disc_rt_pool_busy())
+        disc_rt_set_call_how(rt, e->how);
     if ((rc = execute(rt, b->what, e, bind, nthr)) == 0 && e->back) {
         dnnl_status_t s = run_reorder(e->back, &e->md[MD_DST], bind[MD_DST], &e->dst_plain, ptr[MD_DST], nthr);
         if (s != dnnl_success)
@@ -1324,7 +1376,14 @@ static int split_matmul(DiscRt *rt, const DiscMatmul *d, const Mm *p, const void
         return 0;
     int64_t units = (total + unit - 1) / unit;
     sp.per = (units + nthr - 1) / nthr * unit;
-    disc_rt_parallel_for(rt, split_part, &sp, (total + sp.per - 1) / sp.per, 1);
+    int64_t parts = (total + sp.per - 1) / sp.per;
+    thread_how = NULL;
+    disc_rt_parallel_for(rt, split_part, &sp, parts, 1);
+    char how[128];
+    static const char *const axis[] = {"batch", "row", "column"};
+    snprintf(how, sizeof how, "%s, %lld %s parts", thread_how ? thread_how : "oneDNN", (long long)parts,
+             axis[sp.how]);
+    disc_rt_set_call_how(rt, intern(how));
     return 1;
 }
 
@@ -1490,6 +1549,7 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
         [DISC_SK_LDA] = d->a_stride[1], [DISC_SK_KP] = kp, [DISC_SK_LDC] = d->c_stride[1],
     };
     disc_rt_parallel_for(rt, fn, f, (d->n + panel - 1) / panel, 1);
+    disc_rt_set_call_how(rt, panel == DISC_PANEL ? "skinny kernel, 64-column panels" : "skinny kernel, 16-column panels");
     packed_release(k);
     return 0;
 }

@@ -38,6 +38,7 @@ struct DiscRt {
     Block *blocks;         /* the current block first */
     size_t total;          /* bytes handed out this run */
     size_t want;           /* the size of the first block of the next run */
+    const char *how;       /* how the last library call ran (disc_rt_call_how) */
 };
 
 DiscRt *disc_rt_new(const DiscRtOpts *o)
@@ -160,6 +161,16 @@ void disc_rt_fail(DiscRt *rt, const char *fmt, ...)
         atomic_store_explicit(&rt->failed, 1, memory_order_release);
     }
     pthread_mutex_unlock(&rt->mu);
+}
+
+void disc_rt_set_call_how(DiscRt *rt, const char *how)
+{
+    rt->how = how;
+}
+
+const char *disc_rt_call_how(const DiscRt *rt)
+{
+    return rt->how ? rt->how : "";
 }
 
 const char *disc_rt_error(const DiscRt *rt)

@@ -79,6 +79,12 @@ void disc_rt_reset(DiscRt *rt);
  * Thread-safe. */
 void disc_rt_fail(DiscRt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
+/* How the last library call made through rt on the calling thread ran, for
+ * DISC_PROFILE: "oneDNN brg:avx512_core", "oneDNN gemm:jit (avx2), 2
+ * column parts", "skinny kernel"; "" when unknown. The string lives as
+ * long as the process. Set by dnnl.c from the run's own thread only. */
+const char *disc_rt_call_how(const DiscRt *rt);
+void disc_rt_set_call_how(DiscRt *rt, const char *how);
 
 /* Stops the pool's workers and frees the primitive cache. Only for the
  * end of a process (leak checkers); no DiscRt may be alive. A later

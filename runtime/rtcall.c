@@ -23,6 +23,7 @@ static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
 {
     if (bad_post(rt, f[DISC_MM_POST]))
         return -1;
+    disc_rt_set_call_how(rt, "");
     DiscMatmul m = {
         .dtype = (int)f[DISC_MM_DTYPE],
         .batch = f[DISC_MM_BATCH],
@@ -59,6 +60,7 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
 {
     if (bad_post(rt, f[DISC_CV_POST]))
         return -1;
+    disc_rt_set_call_how(rt, "");
     DiscConv c = {
         .dtype = (int)f[DISC_CV_DTYPE],
         .nsp = (int)f[DISC_CV_NSP],
@@ -84,6 +86,7 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
 
 int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
 {
+    disc_rt_set_call_how(rt, "");
     DiscPool p = {
         .dtype = (int)f[DISC_PL_DTYPE],
         .nsp = (int)f[DISC_PL_NSP],
