@@ -15,7 +15,7 @@ add_test(NAME onnx/node_tests
                  --dcc $<TARGET_FILE:dcc> -j 2 --timeout 60)
 set_tests_properties(onnx/node_tests PROPERTIES LABELS onnx SKIP_RETURN_CODE 77 TIMEOUT 1800)
 # The cpu backend must pass every node test the interpreter passes.
-disc_test_isa(onnx/node_tests_cpu LABELS onnx cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 2400
+disc_test_isa(onnx/node_tests_cpu MAIN_ONLY_SANITIZED LABELS onnx cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 2400
               COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
                       --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cpu)
 

@@ -21,17 +21,27 @@ else()
   set(DISC_HOST_ISA sse2)
   set(DISC_ISA_CAPS "")
 endif()
+# The sanitizer build keeps the AVX2 copies (disc's own AVX2 kernels and
+# weight layouts) and leaves the SSE2 ones to the plain build.
+if(DISC_SANITIZE)
+  list(REMOVE_ITEM DISC_ISA_CAPS x86-64)
+endif()
 set(DISC_ISA_ENV_avx2 "DISC_CPU=x86-64-v3;ONEDNN_MAX_CPU_ISA=AVX2")
 set(DISC_ISA_ENV_x86-64 "DISC_CPU=x86-64;ONEDNN_MAX_CPU_ISA=SSE41")
-# disc_test_isa(NAME LABELS l1;l2 [PROPERTIES k v ...] COMMAND cmd args...):
+# disc_test_isa(NAME [MAIN_ONLY_SANITIZED] LABELS l1;l2 [PROPERTIES k v ...] COMMAND cmd args...):
+# MAIN_ONLY_SANITIZED: no copies in the sanitizer build (the long ones).
 # @ISA@ in an argument becomes the copy's ISA ("native" in the main run),
 # for scratch directories that copies running side by side must not share.
 function(disc_test_isa name)
-  cmake_parse_arguments(T "" "" "LABELS;PROPERTIES;COMMAND" ${ARGN})
+  cmake_parse_arguments(T "MAIN_ONLY_SANITIZED" "" "LABELS;PROPERTIES;COMMAND" ${ARGN})
   string(REPLACE "@ISA@" "native" cmd "${T_COMMAND}")
   add_test(NAME ${name} COMMAND ${cmd})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS};@${DISC_HOST_ISA}" ${T_PROPERTIES})
-  foreach(isa ${DISC_ISA_CAPS})
+  set(caps ${DISC_ISA_CAPS})
+  if(DISC_SANITIZE AND T_MAIN_ONLY_SANITIZED)
+    set(caps "")
+  endif()
+  foreach(isa ${caps})
     set(labels "@${isa}")
     foreach(l ${T_LABELS})
       list(APPEND labels "${l}@${isa}")
