@@ -84,73 +84,6 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* ---- profile (DISC_PROFILE=1): time per kernel and library call ---------- */
-
-typedef struct ProfEntry {
-    const void *key;
-    const char *what;
-    double seconds;
-    long calls;
-} ProfEntry;
-
-static ProfEntry prof[4096];
-static int nprof;
-static char prof_target[96] = "?"; /* the last compiled model's CPU, for the report */
-static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void prof_add(const void *key, const char *what, double t)
-{
-    pthread_mutex_lock(&prof_lock);
-    int i = 0;
-    while (i < nprof && prof[i].key != key)
-        i++;
-    if (i == nprof && nprof < 4096)
-        prof[nprof++] = (ProfEntry){key, what, 0, 0};
-    if (i < nprof) {
-        prof[i].seconds += t;
-        prof[i].calls++;
-    }
-    pthread_mutex_unlock(&prof_lock);
-}
-
-static int prof_cmp(const void *a, const void *b)
-{
-    double x = ((const ProfEntry *)a)->seconds, y = ((const ProfEntry *)b)->seconds;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static void prof_report(void)
-{
-    double total = 0;
-    for (int i = 0; i < nprof; i++)
-        total += prof[i].seconds;
-    qsort(prof, (size_t)nprof, sizeof *prof, prof_cmp);
-    fprintf(stderr, "disc profile: %.1f ms in %d kernels and library calls (kernels compiled for CPU %s)\n",
-            1e3 * total, nprof, prof_target);
-    for (int i = 0; i < nprof && i < (getenv("DISC_PROFILE_TOP") ? atoi(getenv("DISC_PROFILE_TOP")) : 25); i++)
-        fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof[i].seconds,
-                100 * prof[i].seconds / (total > 0 ? total : 1), prof[i].calls, prof[i].what);
-}
-
-/* Names a kernel's entry for the report (strings live with the Exec). */
-static void prof_name(const void *key, const char *what)
-{
-    pthread_mutex_lock(&prof_lock);
-    int i = 0;
-    while (i < nprof && prof[i].key != key)
-        i++;
-    if (i == nprof && nprof < 4096)
-        prof[nprof++] = (ProfEntry){key, what, 0, 0};
-    pthread_mutex_unlock(&prof_lock);
-}
-
-static void prof_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
-{
-    double t0 = now();
-    disc_rt_parallel_for(rt, fn, args, n, grain);
-    prof_add((const void *)fn, "kernel", now() - t0);
-}
-
 /* ---- thunks ------------------------------------------------------------ */
 
 /* Runs op on the interpreter's code, then binds the symbols its results
@@ -167,67 +100,6 @@ int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64
             syms[s->sym->id] = shapes[s->value->idx][s->axis];
     }
     return 0;
-}
-
-/* Library calls under DISC_PROFILE: timed per shape of the call and the
- * way it ran (the implementation and its ISA, a split into parts, the
- * skinny kernel: disc_rt_call_how). */
-static const char *prof_key(DiscRt *rt, const char *kind, const int64_t *f, int a, int b, int c)
-{
-    static char *keys[1024];
-    static int nkeys;
-    char buf[192];
-    const char *how = disc_rt_call_how(rt);
-    snprintf(buf, sizeof buf, "%s %lldx%lldx%lld%s%s%s", kind, (long long)f[a], (long long)f[b], (long long)f[c],
-             *how ? " [" : "", how, *how ? "]" : "");
-    pthread_mutex_lock(&prof_lock);
-    const char *k = NULL;
-    for (int i = 0; i < nkeys && !k; i++)
-        if (!strcmp(keys[i], buf))
-            k = keys[i];
-    if (!k && nkeys < 1024 && (keys[nkeys] = strdup(buf)))
-        k = keys[nkeys++];
-    pthread_mutex_unlock(&prof_lock);
-    return k ? k : "library call";
-}
-
-static int32_t prof_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
-                                const void *residual, void *c)
-{
-    double t0 = now();
-    int32_t rc = disc_rt_call_matmul(rt, f, a, b, bias, residual, c);
-    const char *k = prof_key(rt, "matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
-    prof_add(k, k, now() - t0);
-    return rc;
-}
-
-static int32_t prof_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
-                                const void *residual, void *c, DiscKernelFn *fn)
-{
-    double t0 = now();
-    int32_t rc = disc_rt_call_skinny(rt, f, a, b, bias, residual, c, fn);
-    const char *k = prof_key(rt, "matmul MxNxK", f, DISC_MM_M, DISC_MM_N, DISC_MM_K);
-    prof_add(k, k, now() - t0);
-    return rc;
-}
-
-static int32_t prof_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
-                              const void *residual, void *y)
-{
-    double t0 = now();
-    int32_t rc = disc_rt_call_conv(rt, f, x, w, bias, residual, y);
-    const char *k = prof_key(rt, "conv NxCxO", f, DISC_CV_N, DISC_CV_C, DISC_CV_O);
-    prof_add(k, k, now() - t0);
-    return rc;
-}
-
-static int32_t prof_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
-{
-    double t0 = now();
-    int32_t rc = disc_rt_call_pool(rt, f, x, y);
-    const char *k = prof_key(rt, "pool NxCxIN", f, DISC_PL_N, DISC_PL_C, DISC_PL_IN);
-    prof_add(k, k, now() - t0);
-    return rc;
 }
 
 /* Constant weights go to the library as weights_const (hostlib.c), which
@@ -327,11 +199,6 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_call_skinny", (void *)disc_rt_call_skinny},
         {"disc_rt_call_conv", (void *)disc_rt_call_conv},
         {"disc_rt_call_pool", (void *)disc_rt_call_pool},
-        {"disc_prof_parallel_for", (void *)prof_parallel_for},
-        {"disc_prof_call_matmul", (void *)prof_call_matmul},
-        {"disc_prof_call_skinny", (void *)prof_call_skinny},
-        {"disc_prof_call_conv", (void *)prof_call_conv},
-        {"disc_prof_call_pool", (void *)prof_call_pool},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
@@ -420,11 +287,6 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     CgOpts dflt = {.opt_level = 3};
     if (!o)
         o = &dflt;
-    static bool prof_registered;
-    if (getenv("DISC_PROFILE") && !prof_registered) {
-        prof_registered = true;
-        atexit(prof_report);
-    }
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
         diag_set(d, "error: out of memory");
@@ -484,12 +346,9 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (!ok)
         goto fail;
     e->main = (MainFn *)(uintptr_t)addr;
-    if (getenv("DISC_PROFILE")) {
-        pthread_mutex_lock(&prof_lock);
-        snprintf(prof_target, sizeof prof_target, "%s, %s", e->cpu.name, e->cpu.isa);
-        pthread_mutex_unlock(&prof_lock);
-    }
-    if (getenv("DISC_PROFILE"))
+    if (disc_rt_profiling()) { /* names for the profile's kernel entries */
+        char target[96];
+        snprintf(target, sizeof target, "%s, %s", e->cpu.name, e->cpu.isa);
         for (int i = 0; i < e->nkernels && e->kdesc; i++) {
             char name[32];
             LLVMOrcJITTargetAddress ka = 0;
@@ -498,8 +357,9 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
             if (kerr)
                 LLVMConsumeError(kerr);
             else
-                prof_name((const void *)(uintptr_t)ka, e->kdesc[i]);
+                disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
+    }
     if (o->verbose)
         fprintf(stderr,
                 "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
@@ -529,8 +389,7 @@ void exec_free(Exec *e)
         LLVMOrcDisposeLLJIT(e->jit);
     fuse_plan_free(e->plan);
     memplan_free(e->mp);
-    if (!getenv("DISC_PROFILE")) /* the profile report reads them at exit */
-        free_kdesc(e->kdesc, e->nkernels);
+    free_kdesc(e->kdesc, e->nkernels);
     shape_info_free(e->si);
     cpu_target_free(&e->cpu);
     free(e->llvm_text);

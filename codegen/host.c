@@ -300,8 +300,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
-    LLVMValueRef f = host_fn_decl(cg, !cg->aot && getenv("DISC_PROFILE") ? "disc_prof_parallel_for" : "disc_rt_parallel_for",
-                             cg->t_void, params, 5, &fty);
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_parallel_for", cg->t_void, params, 5, &fty);
     LLVMBasicBlockRef join = NULL;
     if (split) { /* few long rows on a run of several threads: the split variant */
         cg->nsplitgroups++;

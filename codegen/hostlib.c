@@ -245,10 +245,8 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
         h->vbuf[op->out[0]->id] = h->vbuf[fz->result->id] = out;
     }
     LLVMTypeRef fty;
-    char fn[64]; /* the JIT under DISC_PROFILE times calls: disc_prof_call_* */
-    const char *prefix = !cg->aot && getenv("DISC_PROFILE") ? "disc_prof" : "disc_rt";
-    snprintf(fn, sizeof fn, "%s%s", prefix,
-             c->fn + strlen("disc_rt"));
+    char fn[64];
+    snprintf(fn, sizeof fn, "%s", c->fn);
     if (op->kind == OP_POOL) {
         LLVMTypeRef params[4] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8};
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, 4, &fty);
@@ -263,7 +261,7 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
             cg->nskinny++;
             a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
             LLVMBuildStore(B, cg_i64(cg, cg_skinny_panel(cg)), host_gep(cg, cg->t_i64, fields, DISC_MM_PANEL));
-            snprintf(fn, sizeof fn, "%s_call_skinny", prefix);
+            snprintf(fn, sizeof fn, "disc_rt_call_skinny");
         }
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, np, &fty);
         rc = LLVMBuildCall2(B, fty, f, a, (unsigned)np, "");

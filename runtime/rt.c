@@ -39,6 +39,7 @@ struct DiscRt {
     size_t total;          /* bytes handed out this run */
     size_t want;           /* the size of the first block of the next run */
     const char *how;       /* how the last library call ran (disc_rt_call_how) */
+    int in_call;           /* inside a library call (disc_rt_set_in_call) */
 };
 
 DiscRt *disc_rt_new(const DiscRtOpts *o)
@@ -89,15 +90,30 @@ int disc_rt_threads(const DiscRt *rt)
     return rt->threads;
 }
 
+static void run_parallel(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
+{
+    if (!rt->pool)
+        fn(0, n, args);
+    else
+        disc_rt_pool_run(rt->pool, rt->threads, fn, args, n, grain);
+}
+
 void disc_rt_parallel_for(DiscRt *rt, DiscKernelFn *fn, void *args, int64_t n, int64_t grain)
 {
     if (n <= 0)
         return;
-    if (!rt->pool) {
-        fn(0, n, args);
+    if (!disc_rt_profiling() || rt->in_call || disc_rt_pool_busy()) {
+        run_parallel(rt, fn, args, n, grain);
         return;
     }
-    disc_rt_pool_run(rt->pool, rt->threads, fn, args, n, grain);
+    double t0 = disc_rt_now();
+    run_parallel(rt, fn, args, n, grain);
+    disc_rt_prof_add((const void *)fn, NULL, disc_rt_now() - t0);
+}
+
+void disc_rt_set_in_call(DiscRt *rt, int in)
+{
+    rt->in_call = in;
 }
 
 void *disc_rt_alloc(DiscRt *rt, int64_t bytes)

@@ -86,6 +86,21 @@ const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
 const char *disc_rt_call_how(const DiscRt *rt);
 void disc_rt_set_call_how(DiscRt *rt, const char *how);
 
+/* DISC_PROFILE (prof.c): whether the environment asks for the profile
+ * (read once); kernel launches and library calls made by a host flow
+ * then time themselves into a process-wide table printed at exit. */
+int disc_rt_profiling(void);
+double disc_rt_now(void); /* seconds, monotonic */
+void disc_rt_prof_add(const void *key, const char *what, double seconds);
+/* Names the entry of a kernel (key: its function) and says which CPU the
+ * kernels were compiled for (target, or NULL). No-op unless profiling. */
+void disc_rt_prof_name(const void *key, const char *what, const char *target);
+/* A key that lives as long as the process for a call's description. */
+const void *disc_rt_prof_key(const char *what);
+/* Marks rt as inside a library call (1) or out of it (0): launches made
+ * inside are that call's time, not kernels of their own. */
+void disc_rt_set_in_call(DiscRt *rt, int in);
+
 /* Stops the pool's workers and frees the primitive cache. Only for the
  * end of a process (leak checkers); no DiscRt may be alive. A later
  * disc_rt_new starts over. */

@@ -2,13 +2,40 @@
  * rtcall.c — the library calls and output buffers as generated host flows
  * make them: int64 field arrays (rt.h, DISC_MM_* and friends) into the
  * descriptors of dnnl.c. JIT-compiled and AOT-compiled models both call
- * these, so they belong to the runtime archive.
+ * these, so they belong to the runtime archive. Under DISC_PROFILE (prof.c)
+ * each call is timed under its kind, its shape and how it ran.
  */
 #include "runtime/rt.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A library call begins: no way of running it known yet, launches inside
+ * it are its own; the start time when profiling, else 0. */
+static double call_begin(DiscRt *rt)
+{
+    disc_rt_set_call_how(rt, "");
+    disc_rt_set_in_call(rt, 1);
+    return disc_rt_profiling() ? disc_rt_now() : 0;
+}
+
+/* The call ends: its time goes to "kind AxBxC [how]". */
+static int32_t call_end(DiscRt *rt, double t0, int32_t rc, const char *kind, int64_t a, int64_t b, int64_t c)
+{
+    disc_rt_set_in_call(rt, 0);
+    if (!t0)
+        return rc;
+    double t = disc_rt_now() - t0;
+    char what[192];
+    const char *how = disc_rt_call_how(rt);
+    snprintf(what, sizeof what, "%s %lldx%lldx%lld%s%s%s", kind, (long long)a, (long long)b, (long long)c,
+             *how ? " [" : "", how, *how ? "]" : "");
+    const void *key = disc_rt_prof_key(what);
+    disc_rt_prof_add(key, (const char *)key, t);
+    return rc;
+}
 
 static int bad_post(DiscRt *rt, int64_t post)
 {
@@ -23,7 +50,6 @@ static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
 {
     if (bad_post(rt, f[DISC_MM_POST]))
         return -1;
-    disc_rt_set_call_how(rt, "");
     DiscMatmul m = {
         .dtype = (int)f[DISC_MM_DTYPE],
         .batch = f[DISC_MM_BATCH],
@@ -38,9 +64,10 @@ static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     memcpy(m.a_stride, f + DISC_MM_A_STRIDE, sizeof m.a_stride);
     memcpy(m.b_stride, f + DISC_MM_B_STRIDE, sizeof m.b_stride);
     memcpy(m.c_stride, f + DISC_MM_C_STRIDE, sizeof m.c_stride);
+    double t0 = call_begin(rt);
     int rc = skinny ? disc_rt_matmul_skinny(rt, &m, a, b, c, skinny, (int)f[DISC_MM_PANEL])
                     : disc_rt_matmul(rt, &m, a, b, c);
-    return rc == 0 ? 0 : -1;
+    return call_end(rt, t0, rc == 0 ? 0 : -1, "matmul MxNxK", m.m, m.n, m.k);
 }
 
 int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
@@ -60,7 +87,6 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
 {
     if (bad_post(rt, f[DISC_CV_POST]))
         return -1;
-    disc_rt_set_call_how(rt, "");
     DiscConv c = {
         .dtype = (int)f[DISC_CV_DTYPE],
         .nsp = (int)f[DISC_CV_NSP],
@@ -81,12 +107,13 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
     memcpy(c.dilation, f + DISC_CV_DILATION, sizeof c.dilation);
     memcpy(c.pad_lo, f + DISC_CV_PAD_LO, sizeof c.pad_lo);
     memcpy(c.pad_hi, f + DISC_CV_PAD_HI, sizeof c.pad_hi);
-    return disc_rt_conv(rt, &c, x, w, y) == 0 ? 0 : -1;
+    double t0 = call_begin(rt);
+    int rc = disc_rt_conv(rt, &c, x, w, y);
+    return call_end(rt, t0, rc == 0 ? 0 : -1, "conv NxCxO", c.n, c.c, c.o);
 }
 
 int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
 {
-    disc_rt_set_call_how(rt, "");
     DiscPool p = {
         .dtype = (int)f[DISC_PL_DTYPE],
         .nsp = (int)f[DISC_PL_NSP],
@@ -102,7 +129,9 @@ int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
     memcpy(p.dilation, f + DISC_PL_DILATION, sizeof p.dilation);
     memcpy(p.pad_lo, f + DISC_PL_PAD_LO, sizeof p.pad_lo);
     memcpy(p.pad_hi, f + DISC_PL_PAD_HI, sizeof p.pad_hi);
-    return disc_rt_pool(rt, &p, x, y) == 0 ? 0 : -1;
+    double t0 = call_begin(rt);
+    int rc = disc_rt_pool(rt, &p, x, y);
+    return call_end(rt, t0, rc == 0 ? 0 : -1, "pool NxCxIN", p.n, p.c, p.in[0]);
 }
 
 void *disc_rt_output(DiscRt *rt, void **slots, int64_t slot, int64_t bytes)
