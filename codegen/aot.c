@@ -40,9 +40,12 @@
 #include <unistd.h>
 
 #define B (cg->b)
+#define AOT(cg) ((CgAot *)(cg)->target->state)
 
+/* The cpu-aot target's state. */
 typedef struct CgAot {
     const AotOpts *o;
+    const char *obj_path;
     FILE *wf;              /* the weights file, or NULL: constants in the object */
     int64_t woff;          /* data bytes written to it */
     uint64_t whash;        /* FNV-1a 64 of them so far (disc_aot_hash) */
@@ -50,13 +53,14 @@ typedef struct CgAot {
     LLVMTypeRef model_ty;  /* DiscAotModel */
     bool need_ir;          /* a host op: the object carries the graph's text */
     bool failed_io;
+    double t_opt;          /* seconds in the LLVM optimiser */
 } CgAot;
 
 enum { NFIELDS = 20 }; /* DiscAotModel's fields, all 8 bytes */
 
 static LLVMTypeRef model_type(Cg *cg)
 {
-    if (!cg->aot->model_ty) {
+    if (!AOT(cg)->model_ty) {
         LLVMTypeRef f[NFIELDS];
         for (int i = 0; i < NFIELDS; i++)
             f[i] = cg->t_p8;
@@ -64,9 +68,9 @@ static LLVMTypeRef model_type(Cg *cg)
         static const int ints[] = {0, 2, 3, 4, 5, 15, 16};
         for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
             f[ints[i]] = cg->t_i64;
-        cg->aot->model_ty = LLVMStructTypeInContext(cg->ctx, f, NFIELDS, false);
+        AOT(cg)->model_ty = LLVMStructTypeInContext(cg->ctx, f, NFIELDS, false);
     }
-    return cg->aot->model_ty;
+    return AOT(cg)->model_ty;
 }
 
 /* @NAME.model, created on first use; aot_compile sets its initializer. */
@@ -115,10 +119,12 @@ static void hash_words(CgAot *a, const unsigned char *p, size_t n) /* n % 8 == 0
     }
 }
 
-LLVMValueRef aot_const_ptr(Host *h, const Op *op)
+/* A constant is a private global of the object, or (--weights, 64 bytes
+ * and more) an offset into the weights file the program loads. */
+static LLVMValueRef aot_const_ptr(Host *h, const Op *op)
 {
     Cg *cg = h->cg;
-    CgAot *a = cg->aot;
+    CgAot *a = AOT(cg);
     const Const *c = op->cst;
     if (!a->wf || c->nbytes < 64) /* small constants stay in the object */
         return private_bytes(cg, c->data, c->nbytes, 64, "disc.const");
@@ -140,10 +146,12 @@ LLVMValueRef aot_const_ptr(Host *h, const Op *op)
     return LLVMBuildGEP2(B, cg->t_i8, base, &ix, 1, "");
 }
 
-LLVMValueRef aot_call_host_op(Host *h, Op *op, LLVMValueRef arr)
+/* A host op is a call of disc_aot_host_op on the op's index in the IR text
+ * the object carries. */
+static LLVMValueRef aot_host_op(Host *h, Op *op, LLVMValueRef arr)
 {
     Cg *cg = h->cg;
-    cg->aot->need_ir = true;
+    AOT(cg)->need_ir = true;
     int64_t index = 0;
     for (const Op *o = cg->g->first; o && o != op; o = o->next)
         index++;
@@ -273,7 +281,7 @@ static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef m
     for (int i = 0; i < g->dims.nsyms; i++)
         syms[i] = cstring(cg, g->dims.syms[i]->name ? g->dims.syms[i]->name : "");
     LLVMValueRef null = LLVMConstPointerNull(cg->t_p8), ir = null;
-    if (cg->aot->need_ir) {
+    if (AOT(cg)->need_ir) {
         char *text = graph_text(g);
         if (!text)
             return diag_set(cg->d, "error: out of memory");
@@ -299,8 +307,8 @@ static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef m
         type_table(cg, g->outputs, g->noutputs, true),
         ptr_table(cg, steps, p->n, "disc.steps"),
         LLVMConstBitCast(main_fn, cg->t_p8),
-        cg->aot->wbase ? LLVMConstBitCast(cg->aot->wbase, cg->t_p8) : null,
-        cg_i64(cg, cg->aot->woff),
+        AOT(cg)->wbase ? LLVMConstBitCast(AOT(cg)->wbase, cg->t_p8) : null,
+        cg_i64(cg, AOT(cg)->woff),
         cg_i64(cg, (int64_t)whash),
         ir,
         ptr_table(cg, syms, g->dims.nsyms, "disc.symnames"),
@@ -378,7 +386,7 @@ static void define_entries(Cg *cg, const char *prefix)
                        LLVMGetParam(fn, (unsigned)(2 * ni + 2 * i)));
     LLVMBuildRet(B, rc);
 
-    if (!cg->aot->wbase)
+    if (!AOT(cg)->wbase)
         return;
     LLVMTypeRef lp[4] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_i64};
     fn = entry(cg, prefix, "load_weights", cg->t_i32, lp + 1, 3);
@@ -573,6 +581,51 @@ static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path,
     return ok;
 }
 
+/* The model's description and entry points around the driver's module,
+ * optimised for the CPU and written as an object. */
+static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const CpuTarget *cpu, Diag *d)
+{
+    CgAot *a = t->state;
+    const AotOpts *o = a->o;
+    Cg cg; /* for the parts written after the flow: the same module */
+    cg_init(&cg, LLVMGetModuleContext(m->mod), m->g, m->si, m->plan, d);
+    LLVMDisposeModule(cg.mod);
+    cg.mod = m->mod;
+    cg.cpu = cpu;
+    cg.target = t;
+    if (a->wf && !a->wbase) /* --weights with no large constant: an empty file */
+        a->wbase = weights_global(&cg);
+    /* every function and global of the model is local; the entry points
+     * come after */
+    for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f))
+        if (LLVMCountBasicBlocks(f))
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+    LLVMValueRef main_fn = LLVMGetNamedFunction(m->mod, "disc_main");
+    bool ok = define_model(&cg, o, a->whash, main_fn);
+    if (ok) {
+        define_entries(&cg, o->name);
+        char *vmsg = NULL;
+        if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg))
+            ok = diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+        LLVMDisposeMessage(vmsg);
+    }
+    cg.mod = NULL;
+    cg_free(&cg);
+    if (ok && a->failed_io)
+        ok = diag_set(d, "error: cannot write %s", o->weights_path);
+    if (!ok)
+        return false;
+    double t0 = now();
+    cg_optimise(m->mod, co->opt_level, cpu);
+    a->t_opt = now() - t0;
+    if (co->dump_after && !strcmp(co->dump_after, "llvm")) {
+        char *txt = LLVMPrintModuleToString(m->mod);
+        fputs(txt, stderr);
+        LLVMDisposeMessage(txt);
+    }
+    return emit_object(m->mod, cpu, a->obj_path, d);
+}
+
 bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts *o, const char *obj_path,
                  const char *header_path, Diag *d)
 {
@@ -602,47 +655,21 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
             return diag_set(d, "error: cannot write %s", o->weights_path);
         }
     }
+    CgTarget t = {
+        .name = "cpu-aot",
+        .kernel = cg_kernel,
+        .kernel_split = cg_kernel_split,
+        .skinny = cpu_skinny,
+        .launch = cpu_launch,
+        .const_ptr = aot_const_ptr,
+        .host_op = aot_host_op,
+        .finish = aot_finish,
+        .state = &a,
+    };
+    a.obj_path = obj_path;
     LLVMContextRef ctx = LLVMContextCreate();
     CgModule m;
-    Cg cg; /* for the parts written after the flow: the same module */
-    bool ok = cg_build_module(g, so, co, &cpu, ctx, &a, NULL, &m, d);
-    if (ok) {
-        cg_init(&cg, ctx, g, m.si, m.plan, d);
-        LLVMDisposeModule(cg.mod);
-        cg.mod = m.mod;
-        cg.aot = &a;
-        if (a.wf && !a.wbase) /* --weights with no large constant: an empty file */
-            a.wbase = weights_global(&cg);
-        /* every function and global of the model is local; the entry points
-         * come after */
-        for (LLVMValueRef f = LLVMGetFirstFunction(m.mod); f; f = LLVMGetNextFunction(f))
-            if (LLVMCountBasicBlocks(f))
-                LLVMSetLinkage(f, LLVMInternalLinkage);
-        LLVMValueRef main_fn = LLVMGetNamedFunction(m.mod, "disc_main");
-        ok = define_model(&cg, o, a.whash, main_fn);
-        if (ok) {
-            define_entries(&cg, o->name);
-            char *vmsg = NULL;
-            if (LLVMVerifyModule(m.mod, LLVMReturnStatusAction, &vmsg))
-                ok = diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
-            LLVMDisposeMessage(vmsg);
-        }
-        cg.mod = NULL;
-        cg_free(&cg);
-    }
-    if (ok && a.failed_io)
-        ok = diag_set(d, "error: cannot write %s", o->weights_path);
-    double t3 = now(), t4 = t3;
-    if (ok) {
-        cg_optimise(m.mod, co->opt_level, &cpu);
-        t4 = now();
-        if (co->dump_after && !strcmp(co->dump_after, "llvm")) {
-            char *txt = LLVMPrintModuleToString(m.mod);
-            fputs(txt, stderr);
-            LLVMDisposeMessage(txt);
-        }
-        ok = emit_object(m.mod, &cpu, obj_path, d);
-    }
+    bool ok = cg_compile(g, so, co, &cpu, ctx, &t, &m, d);
     if (ok && co->verbose)
         fprintf(stderr,
                 "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
@@ -650,7 +677,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 "epilogue) for %d ops; "
                 "%d matmuls with a skinny variant, %d reductions with a split variant; %lld bytes of weights in %s; "
                 "kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
-                1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (now() - t4), m.nlaunch,
+                1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * a.t_opt, 1e3 * (m.t[3] - a.t_opt), m.nlaunch,
                 m.nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, (long long)a.woff,
                 a.wf ? o->weights_path : "the object", cpu.name, cpu.isa, cpu.vbits, cpu.nvregs);
     if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL))
@@ -671,12 +698,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
     if (m.mod)
         LLVMDisposeModule(m.mod);
     LLVMContextDispose(ctx);
-    for (int i = 0; m.kdesc && i < m.nkernels; i++)
-        free(m.kdesc[i]);
-    free(m.kdesc);
-    fuse_plan_free(m.plan);
-    memplan_free(m.mp);
-    shape_info_free(m.si);
+    cg_module_free(&m);
     cpu_target_free(&cpu);
     return ok;
 }

@@ -76,6 +76,8 @@ typedef struct KernelInfo {
     Dim *grain_dim;    /* when set, the grain as a dim, computed at run time */
 } KernelInfo;
 
+struct CgTarget;
+
 typedef struct Cg {
     Graph *g;
     ShapeInfo *si;
@@ -112,8 +114,7 @@ typedef struct Cg {
     bool no_hoist;             /* dims at the current position, uncached (the
                                   host flow, where symbols change as it runs) */
     const CpuTarget *cpu;      /* what the kernels are shaped for */
-    struct CgAot *aot;         /* NULL: the JIT (constants, ops and the Exec
-                                  are addresses); else an AOT object (aot.c) */
+    const struct CgTarget *target; /* where the model runs: the hooks below */
 } Cg;
 
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d);
@@ -185,34 +186,86 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post, bool bias, bool residual);
 /* The panel width those kernels take for the target: DISC_PANEL or DISC_PANEL_NARROW. */
 int cg_skinny_panel(const Cg *cg);
 
+/* ---- targets ------------------------------------------------------------
+ *
+ * What the host flow needs from where the model runs, as hooks (STYLE.md,
+ * "Targets"): host.c and hostlib.c never test which target they serve. A
+ * target says how a group's kernel is emitted and launched, how the flow
+ * reaches a constant's data and runs an op that has no kernel, and how the
+ * finished module becomes something that runs. cpu-jit (exec.c: kernels
+ * in memory, constants and ops as addresses, ORC LLJIT) and cpu-aot
+ * (aot.c: an object file, constants as globals or a weights file, ops
+ * through the IR text it carries) are the first two; they share the CPU's
+ * kernel templates and launch (cpu.c, kernel.c, skinny.c). A GPU target
+ * fills the same hooks with kernels as source text for NVRTC or HIPRTC, a
+ * launch with a grid computed by the flow, device memory and library
+ * calls on a stream. The driver (driver.c) builds the module and calls
+ * finish; it knows no target either. */
+struct Host;
+typedef struct CgModule CgModule;
+typedef struct CgTarget {
+    const char *name;  /* "cpu-jit", "cpu-aot" */
+    /* The kernel of a loop, input or stitch group: ki gets its function,
+     * parallel range and grain; false (with cg->d) when no template takes
+     * the group, which the flow then splits up. */
+    bool (*kernel)(Cg *cg, const Group *grp, KernelInfo *ki);
+    /* The split variant's two kernels of a row group (cg_split_fits). */
+    bool (*kernel_split)(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
+    /* The skinny matmul kernel for an epilogue and its panel width; NULL
+     * when the target has none (the library runs every matmul). */
+    LLVMValueRef (*skinny)(Cg *cg, int post, bool bias, bool residual, int *panel);
+    /* Emits the run of kernel fn over [0, range) in chunks of at least
+     * grain, with args (i8*: the buffers and symbols, codegen.h's ABI). */
+    void (*launch)(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);
+    /* The address of a constant's data (i8*). */
+    LLVMValueRef (*const_ptr)(struct Host *h, const Op *op);
+    /* The call that runs op on the host; bufs (i8**) holds its operands,
+     * then room for its results. Returns the call's i32 status. */
+    LLVMValueRef (*host_op)(struct Host *h, Op *op, LLVMValueRef bufs);
+    /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
+     * or write the object. Owns m->mod from here on. */
+    bool (*finish)(const struct CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d);
+    void *state;       /* the target's own: the JIT's Exec, AOT's CgAot */
+} CgTarget;
+
+/* The CPU's kernel launch (cpu.c): disc_rt_parallel_for. */
+void cpu_launch(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);
+/* The CPU's skinny kernels: cg_skinny_kernel with cg_skinny_panel. */
+LLVMValueRef cpu_skinny(Cg *cg, int post, bool bias, bool residual, int *panel);
+
 /* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
 
 /* Emits the host flow `int32_t disc_main(DiscRt *rt, void **io, int64_t
- * *shapes, int64_t *syms)` (see host.c). `self` is handed to the host
- * thunks (exec.c) that run library calls and host ops. */
-bool cg_host(Cg *cg, void *self);
+ * *shapes, int64_t *syms)` (see host.c) through cg->target's hooks. */
+bool cg_host(Cg *cg);
 
 /* The JIT's host-op thunk (exec.c): runs op through the reference
  * interpreter's code. Library calls and output buffers go straight to the
  * runtime (rt.h: disc_rt_call_*, disc_rt_output). */
 int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
 
-/* The front half of a compile, shared by the JIT and AOT: shape analysis,
+/* The driver (driver.c), shared by every target: shape analysis,
  * canonicalisation, the fusion and memory plans, the kernels and the host
- * flow as an optimised LLVM module in ctx. cg->aot selects AOT code (set it
- * with aot_begin before). On failure returns false with the message in d. */
-typedef struct CgModule {
+ * flow as a verified LLVM module in ctx, through the target's hooks
+ * (cg_build_module); then target->finish (cg_compile). On failure returns
+ * false with the message in d. */
+struct CgModule {
+    Graph *g;
     ShapeInfo *si;
     FusionPlan *plan;
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
-    double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, optimise */
+    double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
-} CgModule;
+};
 bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
-                     struct CgAot *aot, void *self, CgModule *out, Diag *d);
+                     const CgTarget *t, CgModule *out, Diag *d);
+/* cg_build_module, then t->finish; m keeps the plans (cg_module_free). */
+bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
+                const CgTarget *t, CgModule *m, Diag *d);
+void cg_module_free(CgModule *m);
 /* The LLVM optimiser at `level` for the target CPU. */
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
 /* LLVM's native target and the vector maths library, once per process. */
@@ -229,11 +282,6 @@ typedef struct AotOpts {
  * (NULL: none) and, with o->weights_path, its constants there. */
 bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts *o, const char *obj_path,
                  const char *header_path, Diag *d);
-/* Hooks of the host flow (host.c) for AOT objects. */
-struct Host;
-LLVMValueRef aot_const_ptr(struct Host *h, const Op *op);
-/* The call of the AOT host-op thunk with bufs = arr; returns its status. */
-LLVMValueRef aot_call_host_op(struct Host *h, Op *op, LLVMValueRef arr);
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d);
 /* Runs a compiled model on inputs; outputs are allocated (owned). */

@@ -17,8 +17,12 @@
  * registers it names (zmm, ymm or xmm) give the width. The probe runs in a
  * child process, as LLVM prints a warning (and may misbehave later) for a
  * CPU name it does not know, which is how an unknown name is told apart.
+ *
+ * Also the hooks both CPU targets (cpu-jit, cpu-aot) share: a kernel runs
+ * on the runtime's thread pool, and the skinny matmul kernels.
  */
-#include "codegen/codegen.h"
+#include "codegen/host.h"
+#include "runtime/rt.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -193,3 +197,18 @@ void cpu_target_free(CpuTarget *t)
 }
 
 int cpu_target_lanes(const CpuTarget *t) { return t->vbits / 32; }
+
+void cpu_launch(Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_parallel_for", cg->t_void, params, 5, &fty);
+    LLVMValueRef a[5] = {h->rt, fn, args, range, grain};
+    LLVMBuildCall2(cg->b, fty, f, a, 5, "");
+}
+
+LLVMValueRef cpu_skinny(Cg *cg, int post, bool bias, bool residual, int *panel)
+{
+    *panel = cg_skinny_panel(cg);
+    return cg_skinny_kernel(cg, post, bias, residual);
+}

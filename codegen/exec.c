@@ -1,18 +1,16 @@
 /*
- * exec.c — a compiled model: the pipeline from a verified graph to native
- * code in memory, and running it.
- *
- *   shape_analyze → fuse_plan → kernels and the host flow as LLVM IR →
- *   the LLVM optimiser (O3, host CPU) → ORC LLJIT → disc_main
+ * exec.c — the cpu-jit target and a compiled model: the driver's module
+ * (driver.c) optimised for the CPU and compiled into memory by ORC LLJIT,
+ * and running it. Its hooks (codegen.h, "targets"): constants and ops are
+ * addresses in this process; kernels and their launch are the CPU's.
  *
  * The host flow calls the runtime (rt.h) for memory, kernels and library
  * calls, and one thunk here: disc_exec_host_op runs an op that has no
  * kernel template (topk, nonzero, scatter, resize, ...) through the
  * reference interpreter's code, binding the data-dependent symbols its
- * results define. cg_build_module is the front half of a compile, which
- * AOT (aot.c) shares.
+ * results define.
  */
-#include "codegen/codegen.h"
+#include "codegen/host.h"
 #include "runtime/interp.h"
 #include "runtime/rt.h"
 
@@ -44,6 +42,8 @@ struct Exec {
     char **kdesc;      /* per kernel, for the profile */
     int threads;
     CpuTarget cpu;     /* what the kernels were compiled for */
+    LLVMOrcThreadSafeContextRef tsc; /* while compiling */
+    double t_opt;      /* seconds in the LLVM optimiser */
     /* run contexts kept between runs: their memory stays mapped, so a run
      * does not fault in fresh pages (several runs at once take several) */
     pthread_mutex_t lock;
@@ -82,6 +82,14 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    diag_set(d, "error: %s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return false;
 }
 
 /* ---- thunks ------------------------------------------------------------ */
@@ -125,66 +133,6 @@ static bool keep_weights(Graph *g)
 
 /* ---- compiling ----------------------------------------------------------- */
 
-static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
-
-static void llvm_init(void)
-{
-    LLVMInitializeNativeTarget();
-    LLVMInitializeNativeAsmPrinter();
-    /* glibc's vector math (libmvec) for exp, log, sin, cos, pow in
-     * vectorised loops (_ZGVdN8v_expf and friends), when it can be loaded
-     * into the process for the JIT to find */
-    if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) {
-        const char *argv[] = {"disc", "-vector-library=LIBMVEC-X86"};
-        LLVMParseCommandLineOptions(2, argv, NULL);
-    }
-}
-
-void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init); }
-
-static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
-{
-    char *msg = LLVMGetErrorMessage(err);
-    diag_set(d, "error: %s: %s", what, msg);
-    LLVMDisposeErrorMessage(msg);
-    return false;
-}
-
-void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *t)
-{
-    char *triple = LLVMGetDefaultTargetTriple();
-    LLVMTargetRef target;
-    char *err = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &err) == 0) {
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->name, t->features,
-                                                          LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                                          LLVMCodeModelJITDefault);
-        char width[8];
-        snprintf(width, sizeof width, "%d", t->vbits);
-        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
-            if (LLVMCountBasicBlocks(f)) {
-                LLVMAddTargetDependentFunctionAttr(f, "target-cpu", t->name);
-                if (*t->features)
-                    LLVMAddTargetDependentFunctionAttr(f, "target-features", t->features);
-                /* the kernels' vectors are sized for the target (skinny.c):
-                 * keep them whole on CPUs tuned to prefer narrower ones */
-                LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", width);
-            }
-        LLVMPassManagerRef pm = LLVMCreatePassManager();
-        LLVMAddAnalysisPasses(tm, pm);
-        LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
-        LLVMPassManagerBuilderSetOptLevel(pmb, (unsigned)level);
-        LLVMPassManagerBuilderUseInlinerWithThreshold(pmb, 275);
-        LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
-        LLVMRunPassManager(pm, mod);
-        LLVMPassManagerBuilderDispose(pmb);
-        LLVMDisposePassManager(pm);
-        LLVMDisposeTargetMachine(tm);
-    }
-    LLVMDisposeMessage(err);
-    LLVMDisposeMessage(triple);
-}
-
 static bool define_runtime(Exec *e, Diag *d)
 {
     static const struct {
@@ -221,65 +169,73 @@ static bool define_runtime(Exec *e, Diag *d)
     return true;
 }
 
-bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
-                     struct CgAot *aot, void *self, CgModule *m, Diag *d)
-{
-    memset(m, 0, sizeof *m);
-    cg_llvm_init();
-    double t0 = now();
-    m->si = shape_analyze(g, so, d);
-    if (!m->si)
-        return false;
-    if (o->dump_after && !strcmp(o->dump_after, "shape"))
-        shape_print(stderr, m->si);
-    canon_run(g, &m->canon);
-    if (o->dump_after && !strcmp(o->dump_after, "canon"))
-        graph_print(stderr, g, &(PrintOpts){16, true});
-    double t1 = now();
-    m->plan = o->unfused ? fuse_plan_unfused(m->si, d) : fuse_plan(m->si, d);
-    if (!m->plan)
-        return false;
-    if (o->dump_after && !strcmp(o->dump_after, "fusion"))
-        fuse_print(stderr, m->plan);
-    m->mp = memplan_build(m->plan, m->si, d);
-    if (!m->mp)
-        return false;
-    if (o->dump_after && !strcmp(o->dump_after, "memplan"))
-        memplan_print(stderr, m->mp, NULL);
-    double t2 = now();
-    Cg cg;
-    cg_init(&cg, ctx, g, m->si, m->plan, d);
-    cg.mp = m->mp;
-    cg.cpu = cpu;
-    cg.aot = aot;
-    bool ok = cg_host(&cg, self);
-    m->nkernels = cg.nkernels;
-    m->nlaunch = cg.nlaunch;
-    m->nlibrary = cg.nlibrary;
-    m->nepilogue = cg.nepilogue;
-    m->nskinny = cg.nskinny;
-    m->nsplit = cg.nsplitgroups;
-    m->kdesc = cg.kdesc;
-    m->mod = cg.mod;
-    cg_free(&cg);
-    char *vmsg = NULL;
-    if (ok && LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
-        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
-        ok = false;
-    }
-    LLVMDisposeMessage(vmsg);
-    double t3 = now();
-    m->t[0] = t1 - t0;
-    m->t[1] = t2 - t1;
-    m->t[2] = t3 - t2;
-    return ok;
-}
-
 static void free_kdesc(char **kdesc, int n)
 {
     for (int i = 0; kdesc && i < n; i++)
         free(kdesc[i]);
     free(kdesc);
+}
+
+/* ---- the cpu-jit target ---------------------------------------------------- */
+
+static LLVMValueRef ptr_const(Cg *cg, const void *p)
+{
+    return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
+}
+
+/* A constant is its data's address in this process. */
+static LLVMValueRef jit_const_ptr(Host *h, const Op *op)
+{
+    return ptr_const(h->cg, op->cst->data);
+}
+
+/* A host op is a call of disc_exec_host_op with the Exec and the op as addresses. */
+static LLVMValueRef jit_host_op(Host *h, Op *op, LLVMValueRef bufs)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
+    LLVMValueRef f = host_fn_decl(cg, "disc_exec_host_op", cg->t_i32, params, 5, &fty);
+    LLVMValueRef a[5] = {ptr_const(cg, cg->target->state), h->rt, ptr_const(cg, op), bufs, h->syms};
+    return LLVMBuildCall2(cg->b, fty, f, a, 5, "");
+}
+
+/* Optimises the module for the CPU and hands it to ORC LLJIT; e->main is
+ * the compiled host flow. */
+static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
+{
+    Exec *e = t->state;
+    double t0 = now();
+    cg_optimise(m->mod, o->opt_level, cpu);
+    char *txt = LLVMPrintModuleToString(m->mod);
+    e->llvm_text = strdup(txt);
+    if (o->dump_after && !strcmp(o->dump_after, "llvm"))
+        fputs(txt, stderr);
+    LLVMDisposeMessage(txt);
+    e->t_opt = now() - t0;
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
+    bool ok = !err || llvm_error(d, err, "cannot create the JIT");
+    if (ok) {
+        LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(e->jit));
+        LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
+        ok = define_runtime(e, d);
+    }
+    if (ok) {
+        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, e->tsc);
+        m->mod = NULL; /* the JIT's now */
+        err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
+        if (err) {
+            LLVMOrcDisposeThreadSafeModule(tsm);
+            ok = llvm_error(d, err, "cannot add the module to the JIT");
+        }
+    } else {
+        LLVMDisposeModule(m->mod);
+        m->mod = NULL;
+    }
+    LLVMOrcJITTargetAddress addr = 0;
+    if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
+        ok = llvm_error(d, err, "cannot compile the model");
+    e->main = (MainFn *)(uintptr_t)addr;
+    return ok;
 }
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
@@ -295,57 +251,36 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->g = g;
     e->threads = o->threads;
     pthread_mutex_init(&e->lock, NULL);
-    if (!cpu_target_init(&e->cpu, o->cpu, d) || !cpu_target_runs_here(&e->cpu, d)) {
+    if (!cpu_target_init(&e->cpu, o->cpu, d) || !cpu_target_runs_here(&e->cpu, d) || !keep_weights(g)) {
+        if (!d->set)
+            diag_set(d, "error: out of memory");
         exec_free(e);
         return NULL;
     }
-    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+    CgTarget jit = {
+        .name = "cpu-jit",
+        .kernel = cg_kernel,
+        .kernel_split = cg_kernel_split,
+        .skinny = cpu_skinny,
+        .launch = cpu_launch,
+        .const_ptr = jit_const_ptr,
+        .host_op = jit_host_op,
+        .finish = jit_finish,
+        .state = e,
+    };
+    e->tsc = LLVMOrcCreateNewThreadSafeContext();
     CgModule m;
-    bool ok = cg_build_module(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(tsc), NULL, e, &m, d);
+    bool ok = cg_compile(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(e->tsc), &jit, &m, d);
+    LLVMOrcDisposeThreadSafeContext(e->tsc);
+    e->tsc = NULL;
     e->si = m.si;
     e->plan = m.plan;
     e->mp = m.mp;
     e->nkernels = m.nkernels;
     e->nlaunch = m.nlaunch;
     e->kdesc = m.kdesc;
-    if (ok && !keep_weights(g))
-        ok = diag_set(d, "error: out of memory");
-    double t3 = now();
-    if (ok) {
-        cg_optimise(m.mod, o->opt_level, &e->cpu);
-        char *txt = LLVMPrintModuleToString(m.mod);
-        e->llvm_text = strdup(txt);
-        if (o->dump_after && !strcmp(o->dump_after, "llvm"))
-            fputs(txt, stderr);
-        LLVMDisposeMessage(txt);
-    }
-    double t4 = now();
-    LLVMErrorRef err = NULL;
-    if (ok && (err = LLVMOrcCreateLLJIT(&e->jit, NULL)))
-        ok = llvm_error(d, err, "cannot create the JIT");
-    if (ok) {
-        LLVMSetTarget(m.mod, LLVMOrcLLJITGetTripleString(e->jit));
-        LLVMSetDataLayout(m.mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
-        ok = define_runtime(e, d);
-    }
-    if (ok) {
-        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m.mod, tsc);
-        err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
-        if (err) {
-            LLVMOrcDisposeThreadSafeModule(tsm);
-            ok = llvm_error(d, err, "cannot add the module to the JIT");
-        }
-    } else if (m.mod) {
-        LLVMDisposeModule(m.mod);
-    }
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    LLVMOrcJITTargetAddress addr = 0;
-    if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
-        ok = llvm_error(d, err, "cannot compile the model");
-    double t5 = now();
     if (!ok)
         goto fail;
-    e->main = (MainFn *)(uintptr_t)addr;
     if (disc_rt_profiling()) { /* names for the profile's kernel entries */
         char target[96];
         snprintf(target, sizeof target, "%s, %s", e->cpu.name, e->cpu.isa);
@@ -369,9 +304,9 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 "%d matmuls with a skinny variant, %d reductions with a split variant; kernels for CPU %s (%s, "
                 "%d-bit vectors, %d registers)\n",
                 1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
-                m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * (t4 - t3), 1e3 * (t5 - t4), e->nlaunch,
-                e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, e->cpu.name, e->cpu.isa,
-                e->cpu.vbits, e->cpu.nvregs);
+                m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * e->t_opt,
+                1e3 * (m.t[3] - e->t_opt), e->nlaunch, e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny,
+                m.nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits, e->cpu.nvregs);
     return e;
 fail:
     exec_free(e);

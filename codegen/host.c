@@ -36,11 +36,6 @@ LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef
     return f ? f : LLVMAddFunction(cg->mod, name, *fty);
 }
 
-static LLVMValueRef ptr_const(Cg *cg, const void *p)
-{
-    return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
-}
-
 LLVMValueRef host_gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i)
 {
     LLVMValueRef ix = cg_i64(cg, i);
@@ -177,7 +172,7 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
     CgFnState st;
     cg_fn_save(cg, &st);
     int k = cg->nkernels;
-    bool ok = cg_kernel(cg, grp, ki);
+    bool ok = cg->target->kernel(cg, grp, ki);
     cg_fn_restore(cg, &st);
     char **sv = realloc(cg->ksig, (size_t)(k + 1) * sizeof *sv);
     KernelInfo *kv = realloc(cg->kinfo, (size_t)(k + 1) * sizeof *kv);
@@ -232,7 +227,7 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
     CgFnState st;
     cg_fn_save(cg, &st);
     int k = cg->nkernels;
-    bool ok = cg_kernel_split(cg, grp, part, fin);
+    bool ok = cg->target->kernel_split(cg, grp, part, fin);
     cg_fn_restore(cg, &st);
     if (!ok)
         return false;
@@ -284,7 +279,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     KernelInfo part = {0}, fin = {0};
     Dim *rows = NULL, *len = NULL;
     int nred = 0;
-    bool split = cg_split_fits(grp, &rows, &len, &nred, &cg->g->dims);
+    bool split = cg->target->kernel_split && cg_split_fits(grp, &rows, &len, &nred, &cg->g->dims);
     if (split && !split_for(cg, grp, ki.fn, &part, &fin))
         return false;
     int nb = grp->nins + grp->nouts;
@@ -299,8 +294,6 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     }
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
-    LLVMTypeRef fty, params[5] = {cg->t_p8, LLVMPointerType(cg->t_kernel, 0), cg->t_p8, cg->t_i64, cg->t_i64};
-    LLVMValueRef f = host_fn_decl(cg, "disc_rt_parallel_for", cg->t_void, params, 5, &fty);
     LLVMBasicBlockRef join = NULL;
     if (split) { /* few long rows on a run of several threads: the split variant */
         cg->nsplitgroups++;
@@ -323,16 +316,13 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         ptrs[nb + 1] = LLVMBuildCall2(B, aty, af, aa, 2, "");
         host_check_or_return(h, LLVMBuildIsNotNull(B, ptrs[nb + 1], ""), -1);
         LLVMValueRef sargs = LLVMBuildBitCast(B, host_ptr_array(h, ptrs, nb + 2), cg->t_p8, "");
-        LLVMValueRef a1[5] = {h->rt, part.fn, sargs, parts, cg_i64(cg, 1)};
-        LLVMBuildCall2(B, fty, f, a1, 5, "");
-        LLVMValueRef a2[5] = {h->rt, fin.fn, sargs, p, cg_i64(cg, 1)};
-        LLVMBuildCall2(B, fty, f, a2, 5, "");
+        cg->target->launch(h, part.fn, sargs, parts, cg_i64(cg, 1));
+        cg->target->launch(h, fin.fn, sargs, p, cg_i64(cg, 1));
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, no);
     }
-    LLVMValueRef a[5] = {h->rt, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
-                         ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain)};
-    LLVMBuildCall2(B, fty, f, a, 5, "");
+    cg->target->launch(h, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
+                       ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain));
     if (join) {
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, join);
@@ -340,8 +330,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     return true;
 }
 
-/* The JIT's host-op thunk: bufs = operands, then room for the results;
- * the Exec and the op are addresses. AOT objects call their own (aot.c). */
+/* The target's host-op call: bufs = operands, then room for the results. */
 bool host_emit_host_op(Host *h, Op *op)
 {
     Cg *cg = h->cg;
@@ -354,15 +343,8 @@ bool host_emit_host_op(Host *h, Op *op)
     }
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
-    LLVMValueRef arr = host_ptr_array(h, ptrs, n), rc;
-    if (cg->aot) {
-        rc = aot_call_host_op(h, op, arr);
-    } else {
-        LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
-        LLVMValueRef f = host_fn_decl(cg, "disc_exec_host_op", cg->t_i32, params, 5, &fty);
-        LLVMValueRef a[5] = {ptr_const(cg, h->self), h->rt, ptr_const(cg, op), arr, h->syms};
-        rc = LLVMBuildCall2(B, fty, f, a, 5, "");
-    }
+    LLVMValueRef arr = host_ptr_array(h, ptrs, n);
+    LLVMValueRef rc = cg->target->host_op(h, op, arr);
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     for (int i = 0; i < op->nout; i++)
         h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
@@ -376,7 +358,7 @@ static bool emit_shape_op(Host *h, Op *op)
     if (op->kind == OP_CONST) {
         if (!op->cst || !op->cst->data)
             return diag_set(cg->d, "codegen: a constant has no data (elided)");
-        h->vbuf[v->id] = cg->aot ? aot_const_ptr(h, op) : ptr_const(cg, op->cst->data);
+        h->vbuf[v->id] = cg->target->const_ptr(h, op);
         if (!h->vbuf[v->id])
             return false;
         return true;
@@ -403,13 +385,13 @@ static bool emit_shape_op(Host *h, Op *op)
     return true;
 }
 
-bool cg_host(Cg *cg, void *self)
+bool cg_host(Cg *cg)
 {
     Graph *g = cg->g;
     LLVMTypeRef params[4] = {cg->t_p8, cg->t_pp8, cg->t_p64, cg->t_p64};
     LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, params, 4, false);
     LLVMValueRef fn = LLVMAddFunction(cg->mod, "disc_main", fty);
-    Host h = {.cg = cg, .self = self};
+    Host h = {.cg = cg};
     h.rt = LLVMGetParam(fn, 0);
     h.io = LLVMGetParam(fn, 1);
     h.shapes = LLVMGetParam(fn, 2);

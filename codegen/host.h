@@ -1,6 +1,7 @@
 /*
- * host.h — inside the host-flow emitter (host.c, hostlib.c, aot.c): the
- * state of the one function being emitted and the helpers they share.
+ * host.h — inside the host-flow emitter (host.c, hostlib.c) and the
+ * targets' hooks (cpu.c, exec.c, aot.c): the state of the one function
+ * being emitted and the helpers they share.
  */
 #ifndef DISC_HOST_H
 #define DISC_HOST_H
@@ -9,7 +10,6 @@
 
 typedef struct Host {
     Cg *cg;
-    void *self;         /* JIT: the Exec the host-op thunk gets */
     LLVMValueRef block; /* the memory plan's one block for this run */
     LLVMValueRef rt, io, shapes, syms;
     LLVMValueRef *vbuf; /* by value id: i8* */
@@ -25,7 +25,8 @@ void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code);
 LLVMValueRef host_alloc(Host *h, Value *v);
 /* An array of i8* in the entry block holding the given pointers. */
 LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n);
-/* op on the host, through the reference interpreter's code. */
+/* op on the host, through the reference interpreter's code (the target's
+ * host_op hook). */
 bool host_emit_host_op(Host *h, Op *op);
 /* A library op (dot, conv, pool) as a direct runtime call (hostlib.c),
  * guarded where its layout holds only for some shapes; the host op where

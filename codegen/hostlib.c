@@ -257,10 +257,15 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
                                  LLVMPointerType(cg->t_kernel, 0)};
         LLVMValueRef a[8] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
         int np = 7;
-        if (skinny_fits(cg, op, c)) {
+        int panel = 0;
+        LLVMValueRef sk = cg->target->skinny && skinny_fits(cg, op, c)
+                              ? cg->target->skinny(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias,
+                                                   fz && fz->residual, &panel)
+                              : NULL;
+        if (sk) {
             cg->nskinny++;
-            a[np++] = cg_skinny_kernel(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias, fz && fz->residual);
-            LLVMBuildStore(B, cg_i64(cg, cg_skinny_panel(cg)), host_gep(cg, cg->t_i64, fields, DISC_MM_PANEL));
+            a[np++] = sk;
+            LLVMBuildStore(B, cg_i64(cg, panel), host_gep(cg, cg->t_i64, fields, DISC_MM_PANEL));
             snprintf(fn, sizeof fn, "disc_rt_call_skinny");
         }
         LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, np, &fty);
