@@ -1,8 +1,12 @@
 /*
  * codegen.h — from a fusion plan to native code.
  *
+ *   driver.c  the pipeline every target shares: analyses and plans, the
+ *             module through the target's hooks, the optimiser, finish
+ *   cpu.c     the target CPU (vector width, registers) and the launch and
+ *             skinny hooks both CPU targets share
  *   llvm.c    the LLVM context of one compile: types, constants, intrinsics,
- *             dims as LLVM values, the ORC LLJIT and the optimiser
+ *             dims as LLVM values
  *   elem.c    the elemental emitter: the value of one element of a value
  *             of the group at a multi-index, through index maps (broadcast,
  *             transpose, slice, pad, concat, reshape, gather, iota)
@@ -13,7 +17,9 @@
  *   host.c    the host flow: one function per model that binds the
  *             symbols, checks the inputs, allocates buffers and calls the
  *             kernels, the library thunks and the host ops in order
- *   exec.c    a compiled model: JIT it, run it
+ *   skinny.c  the skinny matmul kernel, shaped for the target's registers
+ *   exec.c    the cpu-jit target: a compiled model in memory, run it
+ *   aot.c     the cpu-aot target: a model as an object file
  *
  * The kernel ABI. Every kernel is
  *
