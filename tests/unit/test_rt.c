@@ -921,6 +921,23 @@ static void test_pool(void)
         disc_rt_reset(rt);
         free(x), free(y), free(want);
     }
+    /* a window longer than the padded input by at most a stride fits 0
+     * times: an empty result, as the shape rule (floor division) and the
+     * interpreter say (a 2x2 max pool over 1x1, as a 32-pixel-high image
+     * meets the PaddleOCR classifier's pool); longer still is an error */
+    float x1[6] = {1, 2, 3, 4, 5, 6}, y1[1] = {-7};
+    DiscPool e = {.dtype = DT_F32, .nsp = 2, .max = 1, .n = 2, .c = 3, .in = {1, 1}, .window = {2, 2},
+                  .stride = {2, 2}, .dilation = {1, 1}, .out = {0, 0}};
+    CHECK_MSG(disc_rt_pool(rt, &e, x1, y1) == 0 && y1[0] == -7, "empty pool: %s",
+              disc_rt_error(rt) ? disc_rt_error(rt) : "wrote its result");
+    e.stride[0] = e.stride[1] = 1;
+    e.window[0] = 3;
+    CHECK(disc_rt_pool(rt, &e, x1, y1) != 0 && strstr(disc_rt_error(rt), "does not match"));
+    disc_rt_reset(rt);
+    DiscConv ec = {.dtype = DT_F32, .nsp = 1, .n = 1, .c = 1, .o = 1, .groups = 1, .in = {1}, .k = {3},
+                   .out = {0}, .stride = {2}, .dilation = {1}};
+    CHECK_MSG(disc_rt_conv(rt, &ec, x1, x1, y1) == 0 && y1[0] == -7, "empty conv: %s",
+              disc_rt_error(rt) ? disc_rt_error(rt) : "wrote its result");
     disc_rt_free(rt);
 }
 
