@@ -1636,6 +1636,15 @@ static int64_t check_window(DiscRt *rt, const char *what, int i, int64_t k, int6
     return dil * (k - 1) + 1;
 }
 
+/* Windows that fit in a padded input `span` elements longer than one
+ * window, counted as the shape rules and the interpreter count them
+ * (floor division): 0 for a window longer than the input by at most a
+ * stride (an empty result), negative (an error) beyond. */
+static int64_t window_count(int64_t span, int64_t stride)
+{
+    return (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+}
+
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
 {
     const char *what = d->transpose ? "conv_transpose" : "conv";
@@ -1670,8 +1679,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
             if (extra >= 0 && extra < most)
                 want = d->out[i];
         } else {
-            int64_t span = d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext;
-            want = span < 0 ? -1 : span / d->stride[i] + 1;
+            want = window_count(d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext, d->stride[i]);
         }
         if (want != d->out[i] || want < 0) {
             disc_rt_fail(rt, "%s: spatial axis %d: output size %lld does not match the input %lld, window %lld, "
@@ -1768,9 +1776,8 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
                                    d->pad_hi[i]);
         if (ext < 0)
             return -1;
-        int64_t span = d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext;
-        int64_t want = d->in[i] < 1 || span < 0 ? -1 : span / d->stride[i] + 1;
-        if (want != d->out[i]) {
+        int64_t want = d->in[i] < 1 ? -1 : window_count(d->in[i] + d->pad_lo[i] + d->pad_hi[i] - ext, d->stride[i]);
+        if (want != d->out[i] || want < 0) {
             disc_rt_fail(rt, "%s: spatial axis %d: output size %lld does not match the input %lld, window %lld, "
                          "stride %lld, dilation %lld, pads %lld, %lld",
                          what, i, (long long)d->out[i], (long long)d->in[i], (long long)d->window[i],
