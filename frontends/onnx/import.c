@@ -696,11 +696,30 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
 /* ------------------------------------------------------------------ */
 /* Node order                                                           */
 
-/* Checks every node against the table; lists all unsupported ones. */
+/* Whether a ", "-separated list holds the item. */
+static bool list_has(const char *list, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, item, n))
+            return true;
+        p += k;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* Checks every node against the table; lists all unsupported ones, one
+ * located line per node while they fit in a message, then one line that
+ * counts the rest and names their ops (each once), so that the message
+ * always says every op a model needs. */
 static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__ModelProto *m)
 {
-    char msg[DIAG_MAX];
-    size_t len = 0;
+    enum { TAIL = 320 }; /* room kept for the last line */
+    char msg[DIAG_MAX], rest[TAIL - 64] = "";
+    size_t len = 0, nrest = 0;
     int bad = 0, shown = 0;
     msg[0] = 0;
     for (size_t i = 0; i < gp->n_node; i++) {
@@ -728,19 +747,32 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
                      im->file, where, dom, *dom ? "." : "", n->op_type ? n->op_type : "?",
                      opset);
         size_t l = strlen(line);
-        if (len + l + 2 < sizeof msg - 64) {
+        if (shown == bad - 1 && len + l + 2 < sizeof msg - TAIL) {
             if (len)
                 msg[len++] = '\n';
             memcpy(msg + len, line, l + 1);
             len += l;
             shown++;
+            continue;
+        }
+        /* not shown: its op joins the tail's list, once */
+        char op[128];
+        snprintf(op, sizeof op, "%s%s%s", dom, *dom ? "." : "", n->op_type ? n->op_type : "?");
+        size_t ol = strlen(op);
+        if (list_has(rest, op))
+            continue;
+        if (nrest + ol + 7 < sizeof rest) {
+            nrest += (size_t)snprintf(rest + nrest, sizeof rest - nrest, "%s%s", nrest ? ", " : "", op);
+        } else if (!strstr(rest, "...")) {
+            snprintf(rest + nrest, sizeof rest - nrest, ", ...");
+            nrest = strlen(rest);
         }
     }
     if (!bad)
         return true;
     if (shown < bad)
-        snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops",
-                 im->file, bad - shown);
+        snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops (%s)",
+                 im->file, bad - shown, rest);
     return diag_set(im->d, "%s", msg);
 }
 
