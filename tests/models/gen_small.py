@@ -140,6 +140,38 @@ def declared_out(rng):
     return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
 
 
+def range_anchors(rng):
+    # YOLOv8's anchors (make_anchors): float Ranges whose limit is a dim
+    # cast to float, Range(0, Cast(W), 1) + 0.5, broadcast against the
+    # feature map; and a float Range with a fractional start and step
+    F = TensorProto.FLOAT
+    c = lambda name, v: init(name, np.array(v, np.float32))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i2"], ["h"], axis=0),
+        helper.make_node("Gather", ["s", "i3"], ["w"], axis=0),
+        helper.make_node("Cast", ["h"], ["hf"], to=F),
+        helper.make_node("Cast", ["w"], ["wf"], to=F),
+        helper.make_node("Range", ["zero", "wf", "one"], ["rx"], name="range_x"),
+        helper.make_node("Range", ["zero", "hf", "one"], ["ry"], name="range_y"),
+        helper.make_node("Add", ["rx", "half"], ["sx"]),
+        helper.make_node("Add", ["ry", "half"], ["sy"]),
+        helper.make_node("Unsqueeze", ["sy", "axis1"], ["sy1"]),
+        helper.make_node("Add", ["x", "sx"], ["a"]),
+        helper.make_node("Add", ["a", "sy1"], ["y"]),
+        helper.make_node("Range", ["quarter", "wf", "half"], ["z"], name="range_frac"),
+    ]
+    g = helper.make_graph(
+        nodes, "range_anchors",
+        [helper.make_tensor_value_info("x", F, ["B", "C", "H", "W"])],
+        [helper.make_tensor_value_info("y", F, ["B", "C", "H", "W"]),
+         helper.make_tensor_value_info("z", F, [None])],
+        [init("i2", np.array(2, np.int64)), init("i3", np.array(3, np.int64)),
+         init("axis1", np.array([1], np.int64)), c("zero", 0), c("one", 1), c("half", 0.5), c("quarter", 0.25)])
+    shapes = [(1, 2, 3, 5), (2, 1, 4, 7), (1, 1, 1, 1)]
+    return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
+
+
 def write(name, graph, data_sets, full_check=True):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="disc gen_small.py")
@@ -170,6 +202,7 @@ def main():
     write("placeholder_dims", *placeholder_dims(rng))
     # the declarations contradict the computed shapes: no strict check
     write("declared_out", *declared_out(rng), full_check=False)
+    write("range_anchors", *range_anchors(np.random.default_rng(16)))
 
 
 if __name__ == "__main__":
