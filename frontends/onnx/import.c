@@ -158,6 +158,14 @@ static const Lowering lowerings[] = {
     {"AveragePool", 1, L(pool), 1},
     {"GlobalAveragePool", 1, L(global_pool), 1},
     {"GlobalMaxPool", 1, L(global_pool), 0},
+    /* quantization */
+    {"DequantizeLinear", 10, L(dequantize), 0},
+    {"QuantizeLinear", 10, L(quantize), 0},
+    {"DynamicQuantizeLinear", 11, L(dynamic_quantize), 0},
+    {"MatMulInteger", 10, L(matmul_integer), 0},
+    {"ConvInteger", 10, L(conv_integer), 0},
+    {"QLinearMatMul", 10, L(qlinear_matmul), 0},
+    {"QLinearConv", 10, L(qlinear_conv), 0},
 };
 
 #undef L
