@@ -65,7 +65,7 @@ def main():
     kind, ops, opts = table[a.name]
     d = os.path.join(a.models, a.name)
     if not os.path.isfile(os.path.join(d, "model.onnx")):
-        print("SKIP: %s was not collected (no %s/model.onnx): run python3 tests/trained/collect.py"
+        print("SKIP: %s was not collected (no %s/model.onnx): run make trained (python3 tests/trained/collect.py)"
               % (a.name, d))
         return SKIP
     cmd = [a.dcc, "check", d, "--backend", a.backend] + opts
