@@ -168,6 +168,14 @@ static const Lowering lowerings[] = {
     {"QLinearConv", 10, L(qlinear_conv), 0},
 };
 
+/* ai.onnx.ml: what converters of traditional models (skl2onnx) put around
+ * a network: the versions are those of the ai.onnx.ml opset. */
+static const Lowering ml_lowerings[] = {
+    {"Scaler", 1, L(ml_scaler), 0},
+    {"ArrayFeatureExtractor", 1, L(ml_array_feature_extractor), 0},
+    {"Binarizer", 1, L(ml_binarizer), 0},
+};
+
 #undef L
 
 static bool is_default_domain(const char *dom)
@@ -176,17 +184,26 @@ static bool is_default_domain(const char *dom)
 }
 
 /* The entry for a node; *known is set if the op exists at a later opset. */
-static const Lowering *find_lowering(const Node *n, int opset, const Lowering **later)
+static const Lowering *find_lowering(const Imp *im, const Node *n, const Lowering **later)
 {
+    const Lowering *tab = lowerings;
+    size_t ntab = sizeof lowerings / sizeof lowerings[0];
+    int opset = im->opset;
     *later = NULL;
-    if (!is_default_domain(n->domain) || !n->op_type)
+    if (!n->op_type)
         return NULL;
-    for (size_t i = 0; i < sizeof lowerings / sizeof lowerings[0]; i++) {
-        if (strcmp(lowerings[i].op, n->op_type))
+    if (!is_default_domain(n->domain)) {
+        if (strcmp(n->domain, "ai.onnx.ml"))
+            return NULL;
+        tab = ml_lowerings, ntab = sizeof ml_lowerings / sizeof ml_lowerings[0];
+        opset = im->opset_ml;
+    }
+    for (size_t i = 0; i < ntab; i++) {
+        if (strcmp(tab[i].op, n->op_type))
             continue;
-        if (lowerings[i].since <= opset)
-            return &lowerings[i];
-        *later = &lowerings[i];
+        if (tab[i].since <= opset)
+            return &tab[i];
+        *later = &tab[i];
     }
     return NULL;
 }
@@ -733,7 +750,7 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
     for (size_t i = 0; i < gp->n_node; i++) {
         const Node *n = gp->node[i];
         const Lowering *later;
-        if (find_lowering(n, im->opset, &later))
+        if (find_lowering(im, n, &later))
             continue;
         bad++;
         char where[256], line[512];
@@ -748,8 +765,8 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
         const char *dom = is_default_domain(n->domain) ? "" : n->domain;
         if (later)
             snprintf(line, sizeof line,
-                     "%s: %s: error: unsupported op %s (opset %d; supported from opset %d)",
-                     im->file, where, n->op_type, opset, later->since);
+                     "%s: %s: error: unsupported op %s%s%s (opset %d; supported from opset %d)",
+                     im->file, where, dom, *dom ? "." : "", n->op_type, opset, later->since);
         else
             snprintf(line, sizeof line, "%s: %s: error: unsupported op %s%s%s (opset %d)",
                      im->file, where, dom, *dom ? "." : "", n->op_type ? n->op_type : "?",
@@ -909,12 +926,18 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
     im->opset = -1;
-    for (size_t i = 0; i < m->n_opset_import; i++)
-        if (is_default_domain(m->opset_import[i]->domain))
+    im->opset_ml = 0;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *dom = m->opset_import[i]->domain;
+        if (is_default_domain(dom))
             im->opset = (int)m->opset_import[i]->version;
+        else if (!strcmp(dom, "ai.onnx.ml"))
+            im->opset_ml = (int)m->opset_import[i]->version;
+    }
     if (im->opset < 0) {
-        if (gp->n_node)
-            return imp_err(im, "the model imports no opset of the default ONNX domain");
+        for (size_t i = 0; i < gp->n_node; i++)
+            if (is_default_domain(gp->node[i]->domain))
+                return imp_err(im, "the model imports no opset of the default ONNX domain");
         im->opset = 0;
     }
     /* Initializers first: an input that is also an initializer is a constant. */
@@ -951,7 +974,7 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
         return false;
     for (size_t k = 0; k < gp->n_node; k++) {
         const Node *n = gp->node[order[k]];
-        const Lowering *later, *lw = find_lowering(n, im->opset, &later);
+        const Lowering *later, *lw = find_lowering(im, n, &later);
         if (!lower_node(im, n, order[k], lw)) {
             free(order);
             return false;

@@ -3,7 +3,8 @@
 
 Writes tests/models/<name>/model.onnx and test_data_set_K/{input,output}_N.pb
 in the layout of ONNX's backend tests, one data set per input shape, with
-the outputs computed by onnx.reference.ReferenceEvaluator. Each becomes the
+the outputs computed by onnx.reference.ReferenceEvaluator (by numpy or ONNX
+Runtime where a model says why). Each becomes the
 ctest model/<name> (`dcc check DIR`). The files are committed; rerun this
 after changing a model (pip install onnx==1.17.0 numpy).
 
@@ -29,6 +30,10 @@ after changing a model (pip install onnx==1.17.0 numpy).
             ConvInteger (K = 432: sums past 2^24; per-channel zero points),
             MatMulInteger (per-row and per-column zero points), QLinearConv
             (per-channel scales, i32 bias); references by numpy, exact
+  ml_ops    x: f32[N, 5], xi: i64[N, 3] -> ai.onnx.ml Scaler, Binarizer,
+            ArrayFeatureExtractor (on x, and on a class list at ArgMax's
+            indices, as skl2onnx labels a classifier's output); N = 1, 4, 7;
+            references by ONNX Runtime
 """
 import os
 import shutil
@@ -240,9 +245,43 @@ def quant_integer_ref(model, feeds):
     return [y1.astype(np.int32), y2.astype(np.int32), y3, np.array(xs, f32), np.array(xzp, np.uint8)]
 
 
-def write(name, graph, data_sets, full_check=True, reference=None):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="disc gen_small.py")
+def ml_ops(rng):
+    # the ai.onnx.ml ops skl2onnx writes around a network: Scaler with one
+    # offset and scale per feature, Binarizer, ArrayFeatureExtractor over a
+    # matrix's last axis and over a 1-D class list (as skl2onnx picks the
+    # labels behind an ArgMax: [1, N] out)
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["s"], domain=ml, offset=[0.5, -1.0, 2.0, 0.0, 0.25],
+                         scale=[2.0, 0.5, 1.0, 3.0, -1.0]),
+        helper.make_node("Scaler", ["xi"], ["si"], domain=ml, offset=[1.0], scale=[0.5]),
+        helper.make_node("Binarizer", ["x"], ["b"], domain=ml, threshold=0.3),
+        helper.make_node("ArrayFeatureExtractor", ["x", "cols"], ["f"], domain=ml),
+        helper.make_node("ArgMax", ["x"], ["am"], axis=1),
+        helper.make_node("ArrayFeatureExtractor", ["classes", "am"], ["labels"], domain=ml),
+    ]
+    g = helper.make_graph(
+        nodes, "ml_ops",
+        [helper.make_tensor_value_info("x", F, ["N", 5]), helper.make_tensor_value_info("xi", I64, ["N", 3])],
+        [helper.make_tensor_value_info("s", F, ["N", 5]), helper.make_tensor_value_info("si", F, ["N", 3]),
+         helper.make_tensor_value_info("b", F, ["N", 5]), helper.make_tensor_value_info("f", F, ["N", 3]),
+         helper.make_tensor_value_info("labels", I64, [1, "N"])],
+        [init("cols", np.array([4, 0, 4], np.int64)), init("classes", np.array([3, 1, 4, 1, 5], np.int64))])
+    return g, [[rng.standard_normal((n, 5)).astype(np.float32), rng.integers(-9, 9, (n, 3))] for n in (1, 4, 7)]
+
+
+def ort_reference(model, feeds):
+    # onnx.reference's Scaler keeps an integer input's type; the spec (and
+    # ONNX Runtime) give float
+    import onnxruntime as ort
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def write(name, graph, data_sets, full_check=True, reference=None, ml=False):
+    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("ai.onnx.ml", 3)] if ml else [])
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="disc gen_small.py")
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=full_check)
     d = os.path.join(HERE, name)
@@ -273,6 +312,7 @@ def main():
     write("declared_out", *declared_out(rng), full_check=False)
     write("range_anchors", *range_anchors(np.random.default_rng(16)))
     write("quant_integer", *quant_integer(np.random.default_rng(17)), reference=quant_integer_ref)
+    write("ml_ops", *ml_ops(np.random.default_rng(18)), ml=True, reference=ort_reference)
 
 
 if __name__ == "__main__":
