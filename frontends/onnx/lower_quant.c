@@ -225,9 +225,11 @@ static Value *conv_int(Imp *im, Value *x, Value *xzp, Value *w, Value *wzp)
         return NULL;
     }
     /* K = C/group * kernel elements: f32 is exact while K * 255 * 255 < 2^24 */
-    int64_t k = 1;
-    for (int i = 1; i < vrank(w) && k > 0; i++)
-        k = dim_is_const(vdims(w)[i]) && vdims(w)[i]->c <= (1 << 24) ? k * vdims(w)[i]->c : -1;
+    int64_t k = 1; /* -1: unknown, or past 2^24 */
+    for (int i = 1; i < vrank(w) && k > 0; i++) {
+        const Dim *d = vdims(w)[i];
+        k = dim_is_const(d) && d->c <= (1 << 24) && k <= (1 << 24) ? k * d->c : -1;
+    }
     DType ct = k > 0 && k * 255 * 255 < (1 << 24) ? DT_F32 : DT_F64;
     bool ok = true;
     wzp = along(im, wzp, vrank(w), 0, &ok);
