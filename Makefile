@@ -4,6 +4,7 @@
 #   make            set up (once), build libdisc.a and dcc
 #   make test       build and run every test through ctest
 #   make asan       build with ASan+UBSan into build-asan and run the tests
+#   make fuzz       libFuzzer (clang) on the loaders and input checks, FUZZ_TIME s each
 #   make bench      disc against ONNX Runtime (needs torch, onnxruntime)
 #   make install PREFIX=/usr/local
 #   make clean
@@ -18,7 +19,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan install clean bench demo
+.PHONY: all setup build test asan fuzz install clean bench demo
 
 all: build
 
@@ -41,6 +42,16 @@ asan: setup
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
 
+# The fuzz targets of tests/fuzz/ built with clang, libFuzzer, ASan and
+# UBSan into build-fuzz, each run for FUZZ_TIME seconds (scripts/fuzz.sh);
+# a crash input goes to tests/fuzz/regress/, which make test replays.
+FUZZ_TIME ?= 60
+fuzz: setup
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDISC_SANITIZE=ON -DDISC_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx fuzz_ir fuzz_weights fuzz_shapes
+	scripts/fuzz.sh build-fuzz $(FUZZ_TIME)
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -57,4 +68,4 @@ bench: build
 	python3 bench/run_bench.py --dcc $(BUILD)/dcc
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -114,6 +114,7 @@
 #include "runtime/rt.h"
 
 #include "ir/ir.h"
+#include "runtime/interp.h" /* f16 conversions */
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -1115,7 +1116,7 @@ out:
 static float load(int dtype, const void *p, int64_t i)
 {
     switch (dtype) {
-    case DT_F16: return (float)((const _Float16 *)p)[i];
+    case DT_F16: return (float)interp_f16_to_double(((const uint16_t *)p)[i]);
     case DT_BF16: {
         uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
         float f;
@@ -1129,7 +1130,7 @@ static float load(int dtype, const void *p, int64_t i)
 static void store(int dtype, void *p, int64_t i, float v)
 {
     switch (dtype) {
-    case DT_F16: ((_Float16 *)p)[i] = (_Float16)v; break;
+    case DT_F16: ((uint16_t *)p)[i] = interp_f16_from_double(v); break;
     case DT_BF16: {
         uint32_t u;
         memcpy(&u, &v, sizeof u);
