@@ -190,6 +190,8 @@ static LLVMValueRef unary(Kern *k, UnaryOp u, DType dt, LLVMValueRef x)
     case UN_ERF: return dt == DT_F64 ? libm(k, "erf", dt, x) : fast_erf(k, x);
     case UN_SIN: return intrin(k, "sin", dt, x);
     case UN_COS: return intrin(k, "cos", dt, x);
+    case UN_TAN: return libm(k, "tan", dt, x); /* LLVM 14 has no llvm.tan */
+    case UN_ATAN: return libm(k, "atan", dt, x);
     case UN_FLOOR: return f ? intrin(k, "floor", dt, x) : x;
     case UN_CEIL: return f ? intrin(k, "ceil", dt, x) : x;
     case UN_ROUND: return f ? intrin(k, "roundeven", dt, x) : x;

@@ -44,6 +44,8 @@ static bool unary_f(UnaryOp u, double x, double *r)
     case UN_ERF: *r = erf(x); return true;
     case UN_SIN: *r = sin(x); return true;
     case UN_COS: *r = cos(x); return true;
+    case UN_TAN: *r = tan(x); return true;
+    case UN_ATAN: *r = atan(x); return true;
     case UN_FLOOR: *r = floor(x); return true;
     case UN_CEIL: *r = ceil(x); return true;
     case UN_ROUND: *r = isfinite(x) ? round_even(x) : x; return true;
@@ -65,8 +67,8 @@ static bool unary_i(UnaryOp u, DType dt, int64_t x, int64_t *r)
     case UN_SIGN: *r = uns ? x != 0 : x > 0 ? 1 : x < 0 ? -1 : 0; return true;
     case UN_NOT: *r = dt == DT_BOOL ? !x : ~x; return true;
     case UN_EXP: case UN_LOG: case UN_SQRT: case UN_RSQRT: case UN_RECIP: case UN_TANH:
-    case UN_SIGMOID: case UN_ERF: case UN_SIN: case UN_COS: case UN_FLOOR: case UN_CEIL:
-    case UN_ROUND: case UN_ISNAN: case UN_ISINF:
+    case UN_SIGMOID: case UN_ERF: case UN_SIN: case UN_COS: case UN_TAN: case UN_ATAN:
+    case UN_FLOOR: case UN_CEIL: case UN_ROUND: case UN_ISNAN: case UN_ISINF:
     case UN_COUNT: return false; /* floats only */
     }
     return false;
