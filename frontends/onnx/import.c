@@ -51,6 +51,8 @@ static const Lowering lowerings[] = {
     {"Erf", 9, L(unary), OP_ERF},
     {"Sin", 7, L(unary), OP_SIN},
     {"Cos", 7, L(unary), OP_COS},
+    {"Tan", 7, L(unary), OP_TAN},
+    {"Atan", 7, L(unary), OP_ATAN},
     {"Floor", 6, L(unary), OP_FLOOR},
     {"Ceil", 6, L(unary), OP_CEIL},
     {"Round", 11, L(unary), OP_ROUND},
