@@ -286,7 +286,8 @@ bool onnx_lower_reshape(Imp *im)
         } else {
             dims[i] = dc(im, v[i]);
         }
-        known = dim_mul(CX, known, dims[i]);
+        if (!dims[i] || !(known = dim_mul(CX, known, dims[i])))
+            return imp_err(im, "shape dims overflow");
     }
     if (infer >= 0) {
         if (dim_is(known, 0))
