@@ -22,6 +22,7 @@ for t in $targets; do
     esac
     work="$build/fuzz-corpus/$t"
     crashes="$build/fuzz-crashes/$t"
+    rm -rf "$crashes"
     mkdir -p "$work" "$crashes"
     log="$build/fuzz-$t.log"
     # shellcheck disable=SC2086
