@@ -31,8 +31,7 @@ static DiscRt *rt_acquire(void)
         rt = idle[--nidle];
     pthread_mutex_unlock(&mu);
     if (!rt) {
-        const char *t = getenv("DISC_THREADS");
-        DiscRtOpts o = {.threads = t ? atoi(t) : 0};
+        DiscRtOpts o = {.threads = disc_env()->threads};
         rt = disc_rt_new(&o);
     }
     return rt;
