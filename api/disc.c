@@ -35,17 +35,45 @@ struct disc_compiled {
 };
 
 static _Thread_local char last_error[DIAG_MAX];
+static _Thread_local disc_status last_status;
 
-static void set_error(const char *fmt, ...)
+static disc_status set_error(disc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static disc_status set_error(disc_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    last_status = st;
+    return st;
+}
+
+/* The status of a diagnostic follows from its kind, never its text. */
+static disc_status status_of(DiagKind k)
+{
+    switch (k) {
+    case DIAG_PARSE:
+    case DIAG_MODEL:
+    case DIAG_UNSUPPORTED: return DISC_ERR_INPUT;
+    case DIAG_SHAPE: return DISC_ERR_SHAPE;
+    case DIAG_ARG: return DISC_ERR_ARG;
+    case DIAG_RESOURCE: return DISC_ERR_RUNTIME;
+    case DIAG_NONE: /* a failure that left no message is a bug */
+    case DIAG_INTERNAL: return DISC_ERR_INTERNAL;
+    }
+    return DISC_ERR_INTERNAL;
+}
+
+static disc_status report(const Diag *d)
+{
+    if (!d->set)
+        return set_error(DISC_ERR_INTERNAL, "error: internal: a failure without a message");
+    return set_error(status_of(d->kind), "%s", d->msg);
 }
 
 const char *disc_version(void) { return DISC_VERSION; }
 const char *disc_last_error(void) { return last_error; }
+disc_status disc_last_status(void) { return last_status; }
 
 disc_options disc_default_options(void)
 {
@@ -72,7 +100,7 @@ static Graph *parse_model(const disc_model *m)
         g = NULL;
     }
     if (!g)
-        set_error("%s", d.msg);
+        report(&d);
     return g;
 }
 
@@ -83,7 +111,7 @@ static disc_model *load(char *path, char *text, size_t len, const char *name)
         free(m);
         free(path);
         free(text);
-        set_error("error: out of memory");
+        set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
     m->path = path;
@@ -101,7 +129,7 @@ static disc_model *load(char *path, char *text, size_t len, const char *name)
 disc_model *disc_load(const char *path)
 {
     if (!path) {
-        set_error("error: disc_load: no path");
+        set_error(DISC_ERR_ARG, "error: disc_load: no path");
         return NULL;
     }
     return load(strdup(path), NULL, 0, path);
@@ -110,7 +138,7 @@ disc_model *disc_load(const char *path)
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
 {
     if (!text) {
-        set_error("error: disc_load_ir: no text");
+        set_error(DISC_ERR_ARG, "error: disc_load_ir: no text");
         return NULL;
     }
     char *copy = malloc(len + 1);
@@ -209,17 +237,17 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     if (!o)
         o = &dflt;
     if (!m) {
-        set_error("error: disc_compile: no model");
+        set_error(DISC_ERR_ARG, "error: disc_compile: no model");
         return NULL;
     }
     const char *backend = o->backend ? o->backend : "cpu";
     if (strcmp(backend, "cpu") != 0 && strcmp(backend, "interp") != 0) {
-        set_error("error: unknown backend '%s' (backends: cpu, interp)", backend);
+        set_error(DISC_ERR_ARG, "error: unknown backend '%s' (backends: cpu, interp)", backend);
         return NULL;
     }
     disc_compiled *c = calloc(1, sizeof *c);
     if (!c) {
-        set_error("error: out of memory");
+        set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
     c->g = parse_model(m);
@@ -236,7 +264,7 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
         c->si = shape_analyze(c->g, &so, &d);
     }
     if (!c->exec && !c->si) {
-        set_error("%s", d.msg);
+        report(&d);
         disc_compiled_free(c);
         return NULL;
     }
@@ -267,28 +295,21 @@ static void to_tensor(Tensor *t, const disc_tensor *x)
 
 disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
 {
-    if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs)) {
-        set_error("error: disc_run: bad arguments");
-        return DISC_ERR_ARG;
-    }
-    if (ninputs != c->g->ninputs || noutputs != c->g->noutputs) {
-        set_error("error: the model takes %d inputs and %d outputs, %d and %d given", c->g->ninputs,
-                  c->g->noutputs, ninputs, noutputs);
-        return DISC_ERR_ARG;
-    }
+    if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs))
+        return set_error(DISC_ERR_ARG, "error: disc_run: bad arguments");
+    if (ninputs != c->g->ninputs || noutputs != c->g->noutputs)
+        return set_error(DISC_ERR_ARG, "error: the model takes %d inputs and %d outputs, %d and %d given",
+                         c->g->ninputs, c->g->noutputs, ninputs, noutputs);
     Tensor in[ninputs > 0 ? ninputs : 1], out[noutputs > 0 ? noutputs : 1];
     for (int i = 0; i < ninputs; i++) {
         if (inputs[i].rank < 0 || inputs[i].rank > MAX_RANK || (int)inputs[i].dtype < 0 ||
-            (int)inputs[i].dtype >= DT_COUNT) {
-            set_error("error: input %d: bad rank or dtype", i);
-            return DISC_ERR_ARG;
-        }
+            (int)inputs[i].dtype >= DT_COUNT)
+            return set_error(DISC_ERR_ARG, "error: input %d: bad rank or dtype", i);
         to_tensor(&in[i], &inputs[i]);
         size_t need = tensor_numel(&in[i]) * dtype_size(in[i].dtype);
-        if (inputs[i].nbytes < need || (need && !inputs[i].data)) {
-            set_error("error: input %d: %zu bytes given, its shape needs %zu", i, inputs[i].nbytes, need);
-            return DISC_ERR_ARG;
-        }
+        if (inputs[i].nbytes < need || (need && !inputs[i].data))
+            return set_error(DISC_ERR_ARG, "error: input %d: %zu bytes given, its shape needs %zu", i,
+                             inputs[i].nbytes, need);
     }
     Diag d = {0};
     bool ok;
@@ -304,23 +325,17 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
-    if (!ok) {
-        set_error("%s", d.msg);
-        if (strstr(d.msg, "bytes, ") && strstr(d.msg, "given"))
-            return DISC_ERR_ARG;
-        return strstr(d.msg, "input") ? DISC_ERR_SHAPE : DISC_ERR_RUNTIME;
-    }
+    if (!ok)
+        return report(&d);
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
         disc_tensor *o = &outputs[i];
         size_t nbytes = out[i].nbytes;
         if (o->data && out[i].data != o->data) { /* the interpreter's result */
-            if (o->nbytes < nbytes) {
-                set_error("error: output %d needs %zu bytes, %zu given", i, nbytes, o->nbytes);
-                st = DISC_ERR_ARG;
-            } else if (nbytes) {
+            if (o->nbytes < nbytes)
+                st = set_error(DISC_ERR_ARG, "error: output %d needs %zu bytes, %zu given", i, nbytes, o->nbytes);
+            else if (nbytes)
                 memcpy(o->data, out[i].data, nbytes);
-            }
             tensor_free(&out[i]);
             o->owned = 0;
         } else if (!o->data) {

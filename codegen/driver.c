@@ -127,7 +127,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     cg_free(&cg);
     char *vmsg = NULL;
     if (ok && LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
-        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+        diag_setk(d, DIAG_INTERNAL, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
         ok = false;
     }
     LLVMDisposeMessage(vmsg);

@@ -182,7 +182,7 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
         cg->kinfo = kv;
     if (!sv || !kv) {
         free(sig);
-        return diag_set(cg->d, "codegen: out of memory");
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     }
     cg->ksig[k] = sig;
     cg->kinfo[k] = *ki;
@@ -238,7 +238,7 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
     if (kv)
         cg->kinfo = kv;
     if (!sv || !kv)
-        return diag_set(cg->d, "codegen: out of memory");
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     for (int i = k; i < cg->nkernels; i++) {
         cg->ksig[i] = NULL; /* never matched by a group's signature */
         cg->kinfo[i] = i == k ? *part : *fin;
@@ -256,7 +256,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     Cg *cg = h->cg;
     KernelInfo ki = {0};
     if (!kernel_for(cg, grp, &ki)) {
-        if (!cg->d->set || !strncmp(cg->d->msg, "codegen: out of memory", 22))
+        if (!cg->d->set || cg->d->kind == DIAG_RESOURCE)
             return false;
         /* no template takes this group: drop its kernel, split it up; a
          * single op no template takes runs on the host */
@@ -290,7 +290,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
         ptrs[i] = h->vbuf[v->id];
         if (!ptrs[i])
-            return diag_set(cg->d, "codegen: group %d reads a value with no buffer", grp->id);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: group %d reads a value with no buffer", grp->id);
     }
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
@@ -339,7 +339,8 @@ bool host_emit_host_op(Host *h, Op *op)
     for (int i = 0; i < op->nin; i++) {
         ptrs[i] = h->vbuf[op->in[i]->id];
         if (!ptrs[i])
-            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
+                             op_info(op->kind)->name);
     }
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
@@ -398,7 +399,7 @@ bool cg_host(Cg *cg)
     h.syms = LLVMGetParam(fn, 3);
     h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
     if (!h.vbuf)
-        return diag_set(cg->d, "codegen: out of memory");
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
@@ -441,7 +442,7 @@ bool cg_host(Cg *cg)
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
         if (!h.vbuf[v->id])
-            return diag_set(cg->d, "codegen: output %d has no buffer", i);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: output %d has no buffer", i);
         LLVMBuildStore(B, h.vbuf[v->id], host_gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
         for (int k = 0; k < v->type.rank; k++)
             LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), host_gep(cg, cg->t_i64, h.shapes, off++));

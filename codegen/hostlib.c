@@ -232,11 +232,13 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
                        host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
-            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
+                             op_info(op->kind)->name);
     LLVMValueRef null = LLVMConstPointerNull(cg->t_p8), rc;
     LLVMValueRef bias = null, residual = null;
     if (fz && ((fz->bias && !(bias = h->vbuf[fz->bias->id])) || (fz->residual && !(residual = h->vbuf[fz->residual->id]))))
-        return diag_set(cg->d, "codegen: %s: an epilogue operand has no buffer", op_info(op->kind)->name);
+        return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s: an epilogue operand has no buffer",
+                         op_info(op->kind)->name);
     LLVMValueRef out;
     if (!fz) {
         out = host_alloc(h, op->out[0]);

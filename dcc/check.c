@@ -202,8 +202,9 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
 {
     Diag d = {0};
     memset(m, 0, sizeof *m);
-    if (!(m->g = dcc_load(path)))
-        return EXIT_INPUT;
+    int rc = 0;
+    if (!(m->g = dcc_load(path, &rc)))
+        return rc;
     char **printed = graph_value_names(m->g);
     m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
     m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);
@@ -218,7 +219,7 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
         if (!m->exec) {
             fprintf(stderr, "%s: %s\n", path, d.msg);
             model_free(m);
-            return EXIT_INPUT;
+            return dcc_exit_code(&d);
         }
     } else if (!no_shape) {
         ShapeOpts so = {NULL, 0};
@@ -226,7 +227,7 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
         if (!m->si) {
             fprintf(stderr, "%s: shape analysis: %s\n", path, d.msg);
             model_free(m);
-            return EXIT_INPUT;
+            return dcc_exit_code(&d);
         }
     }
     return 0;
@@ -777,7 +778,7 @@ int dcc_run(int argc, char **argv)
             rc = EXIT_INPUT;
         } else if (!onnx_read_tensor_file(eq + 1, &in[idx], NULL, &d)) {
             fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
+            rc = dcc_exit_code(&d);
         } else {
             retag_bf16(&in[idx], 1, &g->inputs[idx]);
             given[idx] = true;
@@ -791,7 +792,7 @@ int dcc_run(int argc, char **argv)
         }
     if (rc == 0 && !model_exec(&m, in, g->ninputs, out, &d)) {
         fprintf(stderr, "%s: %s\n", model, d.msg);
-        rc = EXIT_INPUT;
+        rc = dcc_exit_code(&d);
     }
     if (rc == 0 && !make_dirs(outdir)) {
         fprintf(stderr, "dcc: error: cannot create directory '%s': %s\n", outdir, strerror(errno));

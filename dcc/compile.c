@@ -203,9 +203,10 @@ int dcc_compile(int argc, char **argv)
 
     double t0 = now();
     Diag d = {0};
-    Graph *g = dcc_load(file);
+    int rc = 0;
+    Graph *g = dcc_load(file, &rc);
     if (!g)
-        return EXIT_INPUT;
+        return rc;
     double t1 = now();
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
@@ -213,10 +214,9 @@ int dcc_compile(int argc, char **argv)
     CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump};
     AotOpts ao = {.name = name, .weights_path = weights, .pic = so};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
-    int rc = 0;
     if (!ok) {
         fprintf(stderr, "%s\n", d.msg);
-        rc = strstr(d.msg, "cannot write") || strstr(d.msg, "out of memory") ? EXIT_SYSTEM : EXIT_INPUT;
+        rc = dcc_exit_code(&d);
     } else if (so) {
         if (!link_shared(obj, out, runtime))
             rc = EXIT_SYSTEM;

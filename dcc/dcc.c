@@ -82,7 +82,22 @@ bool dcc_ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-Graph *dcc_load(const char *path)
+int dcc_exit_code(const Diag *d)
+{
+    switch (d->set ? d->kind : DIAG_INTERNAL) {
+    case DIAG_PARSE:
+    case DIAG_MODEL:
+    case DIAG_UNSUPPORTED:
+    case DIAG_SHAPE: return EXIT_INPUT;
+    case DIAG_ARG: return EXIT_USAGE;
+    case DIAG_NONE:
+    case DIAG_RESOURCE:
+    case DIAG_INTERNAL: return EXIT_SYSTEM;
+    }
+    return EXIT_SYSTEM;
+}
+
+Graph *dcc_load(const char *path, int *rc)
 {
     Diag d = {0};
     Graph *g = NULL;
@@ -95,8 +110,10 @@ Graph *dcc_load(const char *path)
         graph_free(g);
         g = NULL;
     }
-    if (!g)
+    if (!g) {
         fprintf(stderr, "%s\n", d.msg);
+        *rc = dcc_exit_code(&d);
+    }
     return g;
 }
 
@@ -136,7 +153,7 @@ static int emit_memplan(FILE *f, Graph *g, const char **assume, int nassume, con
     }
     if (!mp) {
         fprintf(stderr, "%s\n", d.msg);
-        rc = EXIT_INPUT;
+        rc = dcc_exit_code(&d);
     } else if (!rc) {
         fuse_print(f, fp);
         memplan_print(f, mp, bind ? &env : NULL);
@@ -205,23 +222,23 @@ static int cmd_emit(int argc, char **argv)
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
     po.elide = elide >= 0 ? elide : dcc_ends_with(file, ".onnx");
 
-    Graph *g = dcc_load(file);
+    int rc = 0;
+    Graph *g = dcc_load(file, &rc);
     if (!g)
-        return EXIT_INPUT;
+        return rc;
     FILE *f = stdout;
     if (out && !(f = fopen(out, "w"))) {
         fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
         graph_free(g);
         return EXIT_SYSTEM;
     }
-    int rc = 0;
     if (!strcmp(stage, "shape") || !strcmp(stage, "canon")) {
         Diag d = {0};
         ShapeOpts so = {assume, nassume};
         ShapeInfo *si = shape_analyze(g, &so, &d);
         if (!si) {
             fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
+            rc = dcc_exit_code(&d);
         } else if (!strcmp(stage, "shape")) {
             shape_print(f, si);
         } else {
@@ -246,7 +263,7 @@ static int cmd_emit(int argc, char **argv)
         }
         if (!fp) {
             fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
+            rc = dcc_exit_code(&d);
         } else if (!strcmp(format, "dot")) {
             fuse_print_dot(f, fp);
         } else {
@@ -263,7 +280,7 @@ static int cmd_emit(int argc, char **argv)
         Exec *e = exec_compile(g, &so, NULL, &d);
         if (!e) {
             fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
+            rc = dcc_exit_code(&d);
         } else {
             exec_print_llvm(e, f);
             exec_free(e);

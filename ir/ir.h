@@ -35,14 +35,58 @@
 
 enum { DIAG_MAX = 1024 };
 
+struct Arena;
+
+/* What went wrong, for callers that must decide something (a status code,
+ * an exit code): they read the kind, never the message. */
+typedef enum DiagKind {
+    DIAG_NONE,        /* no error */
+    DIAG_PARSE,       /* the input cannot be read as IR text or ONNX */
+    DIAG_MODEL,       /* a model that is invalid: types, attributes, the verifier,
+                         a contradiction in its shapes (diag_set's kind) */
+    DIAG_UNSUPPORTED, /* a valid model that disc cannot compile: an op, a dtype */
+    DIAG_SHAPE,       /* run-time inputs whose shapes or dtypes the model rejects */
+    DIAG_ARG,         /* a caller's bad argument: a count, a too-small buffer */
+    DIAG_RESOURCE,    /* out of memory, a file that cannot be read or written,
+                         a library that failed */
+    DIAG_INTERNAL,    /* a bug in disc: generated code that does not verify */
+} DiagKind;
+
+/* Where the error is, when it is about a place in a model. */
+typedef struct DiagLoc {
+    char file[256];   /* the model or IR file; "" if none */
+    int line, col;    /* IR text, 1-based; 0 if unknown */
+    int node;         /* ONNX: the node's index + 1; 0 if none */
+} DiagLoc;
+
 typedef struct Diag {
     char msg[DIAG_MAX]; /* the first error, already formatted */
+    DiagKind kind;
+    DiagLoc loc;
     bool set;
 } Diag;
 
 /* Records the first error only; later ones are dropped. Returns false so a
- * caller can write `return diag_set(d, ...);`. */
+ * caller can write `return diag_set(d, ...);`. diag_set records kind
+ * DIAG_MODEL; diag_setk the kind given; diag_oom "error: out of memory" as
+ * DIAG_RESOURCE. */
 bool diag_set(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool diag_setk(Diag *d, DiagKind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool diag_oom(Diag *d);
+/* Records from's error (message, kind, location) in d, if d has none yet. */
+bool diag_copy(Diag *d, const Diag *from);
+/* Sets the location of the error just recorded in d (file may be NULL). */
+void diag_locate(Diag *d, const char *file, int line, int col, int node);
+/* For code that knows an allocation failed: the error in d (or, if d has
+ * none, "out of memory") is a resource error, since a NULL from a failed
+ * allocation can surface as any other error first, or as none. Returns
+ * false. diag_arena_failed does so if arena a failed, and returns whether
+ * it did. */
+bool diag_blame_memory(Diag *d);
+bool diag_arena_failed(Diag *d, const struct Arena *a);
+/* The kind's name: "parse", "model", "unsupported", "shape", "argument",
+ * "resource", "internal" ("none"). */
+const char *diag_kind_name(DiagKind k);
 
 /* ------------------------------------------------------------------ */
 /* Arena                                                                */
@@ -52,11 +96,15 @@ typedef struct ArenaBlock ArenaBlock;
 typedef struct Arena {
     ArenaBlock *head; /* newest block first */
     size_t used;      /* bytes handed out, for statistics */
+    bool failed;      /* an allocation failed: an error that follows is a
+                         resource error, whatever it looks like (a NULL dim
+                         reads as an overflow) */
 } Arena;
 
 void arena_init(Arena *a);
 void arena_free(Arena *a);
-/* Zeroed, 16-byte aligned memory; NULL only if malloc fails. */
+/* Zeroed, 16-byte aligned memory; NULL (and a->failed) only if malloc
+ * fails or the size overflows. */
 void *arena_alloc(Arena *a, size_t size);
 /* n*size with overflow check; NULL on overflow or out of memory. */
 void *arena_array(Arena *a, size_t n, size_t size);
