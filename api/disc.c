@@ -1,15 +1,16 @@
 /*
  * disc.c — the public C API (include/disc.h) over the compiler's modules.
  *
- * A disc_model keeps its source (a path or a copy of the text) and one
- * parsed graph for the signature; disc_compile parses the source again, so
- * that compiling, which rewrites the graph, never changes the model and a
- * model can be compiled any number of times.
+ * A disc_model is the loaded, verified graph (frontends/model.h: the one
+ * loader, which dcc uses too). Compiling rewrites a graph, so disc_compile
+ * compiles a clone of it (graph_clone: constants' data shared, not
+ * copied): the model is read once and never changes, and can be compiled
+ * any number of times, each compile from the content that was loaded.
  */
 #include "disc.h"
 
 #include "codegen/codegen.h"
-#include "frontends/onnx/onnx.h"
+#include "frontends/model.h"
 #include "runtime/interp.h"
 
 #include <stdarg.h>
@@ -21,15 +22,11 @@ _Static_assert(DISC_MAX_RANK == MAX_RANK, "rank limit");
 _Static_assert(sizeof(disc_tensor) >= sizeof(Tensor) - sizeof(bool), "tensor layout");
 
 struct disc_model {
-    char *path;     /* or NULL */
-    char *text;     /* IR text copy, or NULL */
-    size_t len;
-    char *name;
-    Graph *g;       /* for the signature */
+    Graph *g;       /* as loaded and verified; never compiled itself */
 };
 
 struct disc_compiled {
-    Graph *g;
+    Graph *g;       /* a clone of the model's graph, rewritten by compiling */
     ShapeInfo *si;  /* interp */
     Exec *exec;     /* cpu */
 };
@@ -81,48 +78,18 @@ disc_options disc_default_options(void)
     return o;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+static disc_model *load(Graph *g, const Diag *d)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static Graph *parse_model(const disc_model *m)
-{
-    Diag d = {0};
-    Graph *g;
-    if (m->path)
-        g = ends_with(m->path, ".onnx") ? onnx_import_file(m->path, NULL, &d) : graph_parse_file(m->path, &d);
-    else
-        g = graph_parse(m->text, m->len, m->name, &d);
-    if (g && !graph_verify(g, &d)) {
+    disc_model *m = g ? calloc(1, sizeof *m) : NULL;
+    if (!m) {
+        if (g)
+            set_error(DISC_ERR_RUNTIME, "error: out of memory");
+        else
+            report(d);
         graph_free(g);
-        g = NULL;
-    }
-    if (!g)
-        report(&d);
-    return g;
-}
-
-static disc_model *load(char *path, char *text, size_t len, const char *name)
-{
-    disc_model *m = calloc(1, sizeof *m);
-    if (!m || (!path && !text)) {
-        free(m);
-        free(path);
-        free(text);
-        set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
-    m->path = path;
-    m->text = text;
-    m->len = len;
-    m->name = strdup(name ? name : "<ir>");
-    m->g = parse_model(m);
-    if (!m->g) {
-        disc_model_free(m);
-        return NULL;
-    }
+    m->g = g;
     return m;
 }
 
@@ -132,7 +99,8 @@ disc_model *disc_load(const char *path)
         set_error(DISC_ERR_ARG, "error: disc_load: no path");
         return NULL;
     }
-    return load(strdup(path), NULL, 0, path);
+    Diag d = {0};
+    return load(model_load(path, &d), &d);
 }
 
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
@@ -141,12 +109,8 @@ disc_model *disc_load_ir(const char *text, size_t len, const char *name)
         set_error(DISC_ERR_ARG, "error: disc_load_ir: no text");
         return NULL;
     }
-    char *copy = malloc(len + 1);
-    if (copy) {
-        memcpy(copy, text, len);
-        copy[len] = 0;
-    }
-    return load(NULL, copy, len, name);
+    Diag d = {0};
+    return load(model_load_text(text, len, name ? name : "<ir>", &d), &d);
 }
 
 void disc_model_free(disc_model *m)
@@ -154,9 +118,6 @@ void disc_model_free(disc_model *m)
     if (!m)
         return;
     graph_free(m->g);
-    free(m->path);
-    free(m->text);
-    free(m->name);
     free(m);
 }
 
@@ -250,12 +211,13 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
         set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
-    c->g = parse_model(m);
+    Diag d = {0};
+    c->g = graph_clone(m->g, &d);
     if (!c->g) {
+        report(&d);
         free(c);
         return NULL;
     }
-    Diag d = {0};
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
         CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads};

@@ -100,12 +100,13 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
         graph_print(stderr, g, &(PrintOpts){16, true});
     double t1 = now();
     m->plan = o->unfused ? fuse_plan_unfused(m->si, d) : fuse_plan(m->si, d);
-    if (!m->plan)
+    if (!m->plan || diag_arena_failed(d, &g->arena))
         return false;
     if (o->dump_after && !strcmp(o->dump_after, "fusion"))
         fuse_print(stderr, m->plan);
     m->mp = memplan_build(m->plan, m->si, d);
-    if (!m->mp)
+    if (!m->mp || diag_arena_failed(d, &g->arena) || diag_arena_failed(d, &m->si->arena) ||
+        diag_arena_failed(d, &m->plan->arena) || diag_arena_failed(d, &m->mp->arena))
         return false;
     if (o->dump_after && !strcmp(o->dump_after, "memplan"))
         memplan_print(stderr, m->mp, NULL);
@@ -125,6 +126,10 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     m->kdesc = cg.kdesc;
     m->mod = cg.mod;
     cg_free(&cg);
+    if (ok && d->set) /* a failure the flow went on from (cg_dim) */
+        ok = false;
+    if (diag_arena_failed(d, &g->arena))
+        ok = false;
     char *vmsg = NULL;
     if (ok && LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
         diag_setk(d, DIAG_INTERNAL, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);

@@ -207,7 +207,12 @@ static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const Cp
     double t0 = now();
     cg_optimise(m->mod, o->opt_level, cpu);
     char *txt = LLVMPrintModuleToString(m->mod);
-    e->llvm_text = strdup(txt);
+    if (!(e->llvm_text = strdup(txt))) {
+        LLVMDisposeMessage(txt);
+        LLVMDisposeModule(m->mod);
+        m->mod = NULL;
+        return diag_oom(d);
+    }
     if (o->dump_after && !strcmp(o->dump_after, "llvm"))
         fputs(txt, stderr);
     LLVMDisposeMessage(txt);
@@ -291,7 +296,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
             LLVMErrorRef kerr = LLVMOrcLLJITLookup(e->jit, &ka, name);
             if (kerr)
                 LLVMConsumeError(kerr);
-            else
+            else if (e->kdesc[i])
                 disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
     }

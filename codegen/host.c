@@ -157,11 +157,34 @@ LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)
     return arr;
 }
 
+/* Room for n kernels in the kernel tables (signatures, infos and
+ * descriptions), made before a kernel is emitted: the tables always have
+ * an entry for each of the cg->nkernels kernels. */
+static bool kernel_room(Cg *cg, int n)
+{
+    char **sv = realloc(cg->ksig, (size_t)n * sizeof *sv);
+    if (sv)
+        cg->ksig = sv;
+    char **dv = sv ? realloc(cg->kdesc, (size_t)n * sizeof *dv) : NULL;
+    if (dv)
+        cg->kdesc = dv;
+    KernelInfo *kv = dv ? realloc(cg->kinfo, (size_t)n * sizeof *kv) : NULL;
+    if (kv)
+        cg->kinfo = kv;
+    if (!kv)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+    for (int i = cg->nkernels; i < n; i++)
+        cg->ksig[i] = cg->kdesc[i] = NULL;
+    return true;
+}
+
 /* The kernel of a group: an earlier one with the same signature, or a new
  * one. */
 static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
 {
     char *sig = cg_kernel_signature(grp);
+    if (!sig)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     for (int i = 0; sig && i < cg->nkernels; i++)
         if (cg->ksig[i] && !strcmp(cg->ksig[i], sig)) {
             *ki = cg->kinfo[i];
@@ -169,21 +192,15 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
             free(sig);
             return true;
         }
+    int k = cg->nkernels;
+    if (!kernel_room(cg, k + 1)) {
+        free(sig);
+        return false;
+    }
     CgFnState st;
     cg_fn_save(cg, &st);
-    int k = cg->nkernels;
     bool ok = cg->target->kernel(cg, grp, ki);
     cg_fn_restore(cg, &st);
-    char **sv = realloc(cg->ksig, (size_t)(k + 1) * sizeof *sv);
-    KernelInfo *kv = realloc(cg->kinfo, (size_t)(k + 1) * sizeof *kv);
-    if (sv)
-        cg->ksig = sv;
-    if (kv)
-        cg->kinfo = kv;
-    if (!sv || !kv) {
-        free(sig);
-        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
-    }
     cg->ksig[k] = sig;
     cg->kinfo[k] = *ki;
     return ok;
@@ -224,21 +241,15 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
             fin->fn = cg->split[i][2];
             return true;
         }
+    int k = cg->nkernels;
+    if (!kernel_room(cg, k + 2))
+        return false;
     CgFnState st;
     cg_fn_save(cg, &st);
-    int k = cg->nkernels;
     bool ok = cg->target->kernel_split(cg, grp, part, fin);
     cg_fn_restore(cg, &st);
     if (!ok)
         return false;
-    char **sv = realloc(cg->ksig, (size_t)cg->nkernels * sizeof *sv);
-    KernelInfo *kv = realloc(cg->kinfo, (size_t)cg->nkernels * sizeof *kv);
-    if (sv)
-        cg->ksig = sv;
-    if (kv)
-        cg->kinfo = kv;
-    if (!sv || !kv)
-        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     for (int i = k; i < cg->nkernels; i++) {
         cg->ksig[i] = NULL; /* never matched by a group's signature */
         cg->kinfo[i] = i == k ? *part : *fin;

@@ -12,7 +12,7 @@
  * internal or system error (out of memory, unwritable output).
  */
 #include "dcc/dcc.h"
-#include "frontends/onnx/onnx.h"
+#include "frontends/model.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
@@ -100,16 +100,7 @@ int dcc_exit_code(const Diag *d)
 Graph *dcc_load(const char *path, int *rc)
 {
     Diag d = {0};
-    Graph *g = NULL;
-    if (dcc_ends_with(path, ".onnx")) {
-        g = onnx_import_file(path, NULL, &d);
-    } else {
-        g = graph_parse_file(path, &d);
-    }
-    if (g && !graph_verify(g, &d)) {
-        graph_free(g);
-        g = NULL;
-    }
+    Graph *g = model_load(path, &d);
     if (!g) {
         fprintf(stderr, "%s\n", d.msg);
         *rc = dcc_exit_code(&d);
@@ -220,7 +211,7 @@ static int cmd_emit(int argc, char **argv)
                            usage_emit);
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
-    po.elide = elide >= 0 ? elide : dcc_ends_with(file, ".onnx");
+    po.elide = elide >= 0 ? elide : model_is_onnx(file);
 
     int rc = 0;
     Graph *g = dcc_load(file, &rc);

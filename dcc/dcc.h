@@ -20,7 +20,7 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
  * input (parse, model, unsupported, shape), 2 for a bad option value, 3
  * for the system (resource) or a bug (internal). */
 int dcc_exit_code(const Diag *d);
-/* Imports (.onnx) or parses (IR text) and verifies a model; NULL with the
+/* model_load (frontends/model.h, the loader the C API uses): NULL with the
  * error printed and *rc its exit status (dcc.c). */
 Graph *dcc_load(const char *path, int *rc);
 bool dcc_ends_with(const char *s, const char *suffix);

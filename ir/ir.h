@@ -155,7 +155,9 @@ struct Dim {
     Dim *next;        /* hash chain */
 };
 
-/* Owns the intern table of one graph; allocates from that graph's arena. */
+/* Owns the intern table of one graph; allocates from that graph's arena
+ * (whose `failed` also records a failed allocation of the context's own
+ * scratch memory: a NULL dim then means out of memory, not an overflow). */
 typedef struct DimCtx {
     Arena *arena;
     Dim **table;      /* open hash chains */
@@ -176,6 +178,13 @@ Dim *dim_sym_fresh(DimCtx *cx, SymOrigin origin);
 Dim *dim_sym_find(DimCtx *cx, const char *name); /* NULL if none */
 /* Sets a symbol's bounds and origin (before dims that use it are built). */
 void dim_sym_set(Dim *sym, int64_t lo, int64_t hi, SymOrigin origin);
+/* Copying dims into another context (graph_clone): dim_ctx_copy_syms
+ * creates from's symbols in the empty context to, in order, with their
+ * names, bounds and origins (symbol i is symbol i), and takes its counter
+ * of fresh names; dim_copy is then d's expression in to, memo (from->count
+ * zeroed entries) keeping the copies made. false / NULL if out of memory. */
+bool dim_ctx_copy_syms(DimCtx *to, const DimCtx *from);
+Dim *dim_copy(DimCtx *to, const Dim *d, Dim **memo);
 
 /* Arithmetic, always returning the canonical interned form. The caller
  * guarantees divisors are non-zero where they are constants; constant
@@ -414,13 +423,26 @@ struct Graph {
     void **keep;       /* resources freed with the graph (see graph_keep) */
     void (**keep_free)(void *);
     int nkeep, capkeep;
+    int refs;          /* graph_free frees at the last reference (graph_ref) */
 };
 
 Graph *graph_new(const char *name);
 void graph_free(Graph *g);
+/* What code that cannot return an error (canon, a codegen helper) does
+ * when an allocation for g's sake fails: the graph's arena counts it as
+ * its own failure (Arena.failed), and the pipeline, which checks after
+ * each pass, stops with a resource error. */
+static inline void graph_oom(Graph *g) { g->arena.failed = true; }
 const char *graph_error(const Graph *g);
 /* Runs fn(p) when the graph is freed (mmap'd files, external buffers). */
 bool graph_keep(Graph *g, void *p, void (*fn)(void *));
+/* One more reference to g: graph_free drops one, and frees g with the
+ * last. Returns g. */
+Graph *graph_ref(Graph *g);
+/* A deep copy of g to compile (clone.c): the IR in the copy's own arena,
+ * ids, names and symbols as in g; constants' data shared, the copy holding
+ * a reference to g. NULL (out of memory) with d set. */
+Graph *graph_clone(Graph *g, Diag *d);
 
 Value *graph_add_input(Graph *g, const char *name, Type t);
 bool graph_add_output(Graph *g, Value *v);

@@ -505,7 +505,11 @@ static bool emit(Planner *p, FusionPlan *plan)
     bool *done = calloc((size_t)n + 1, 1);
     if (!indeg || !order || !first || !done) {
         p->failed = true;
-        n = 0; /* nothing below runs */
+        free(indeg);
+        free(order);
+        free(first);
+        free(done);
+        return false;
     }
     for (int g = 0; g < n; g++) {
         first[g] = p->nops;
@@ -546,7 +550,7 @@ static bool emit(Planner *p, FusionPlan *plan)
         }
     }
     bool ok = norder == live;
-    plan->groups = p->failed ? NULL : arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
+    plan->groups = arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
     for (int i = 0; ok && plan->groups && i < norder; i++) {
         const PGroup *pg = &p->groups[order[i]];
         Group *g = &plan->groups[plan->n];

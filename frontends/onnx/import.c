@@ -973,9 +973,11 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
     free(im.names);
     if (ok) {
         Diag vd = {0};
-        if (!graph_verify(g, &vd))
-            ok = diag_setk(d, vd.kind == DIAG_RESOURCE ? DIAG_RESOURCE : DIAG_INTERNAL,
-                           "%s: error: internal error: the imported graph does not verify: %s", name, vd.msg);
+        if (!graph_verify(g, &vd) && vd.kind == DIAG_RESOURCE)
+            ok = diag_copy(d, &vd);
+        else if (vd.set)
+            ok = diag_setk(d, DIAG_INTERNAL, "%s: error: internal error: the imported graph does not verify: %s",
+                           name, vd.msg);
     }
     if (!ok) {
         graph_free(g);
@@ -994,7 +996,12 @@ Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
         return NULL;
     }
     char *dir = strdup(path);
-    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (!dir) {
+        free(buf);
+        diag_oom(d);
+        return NULL;
+    }
+    char *slash = strrchr(dir, '/');
     if (slash)
         *slash = 0;
     Graph *g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);
