@@ -582,14 +582,12 @@ static int check_or_bench(int argc, char **argv, bool bench)
         } else if (!strcmp(a, "--no-fuse")) {
             co.unfused = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
-            static const char *passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
             co.dump_after = a + 13;
-            bool known = false;
-            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
-                known |= !strcmp(co.dump_after, passes[k]);
-            if (!known)
-                return usage("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", co.dump_after,
-                             usage_check);
+            if (cg_stage_from_name(co.dump_after) == CG_NSTAGES) {
+                fprintf(stderr, "dcc: error: --dump-after=%s: passes are %s\n%s", co.dump_after, cg_stage_names(),
+                        usage_check);
+                return EXIT_USAGE;
+            }
         } else if (a[0] == '-' && a[1]) {
             return usage("unknown option '%s'", a, usage_check);
         } else if (dir) {

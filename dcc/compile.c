@@ -145,12 +145,11 @@ int dcc_compile(int argc, char **argv)
             verbose = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
             dump = a + 13;
-            static const char *const passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
-            bool known = false;
-            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
-                known |= !strcmp(dump, passes[k]);
-            if (!known)
-                return usage_error("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", dump);
+            if (cg_stage_from_name(dump) == CG_NSTAGES) {
+                fprintf(stderr, "dcc compile: error: --dump-after=%s: passes are %s\n%s", dump, cg_stage_names(),
+                        usage_compile);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--emit-header") || !strcmp(a, "--weights") ||
                    !strcmp(a, "--name") || !strcmp(a, "--cpu") || !strcmp(a, "--assume") || !strcmp(a, "-O")) {
             if (i + 1 >= argc)
