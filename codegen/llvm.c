@@ -180,7 +180,7 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d)
     if (hit)
         return (LLVMValueRef)hit;
     LLVMValueRef v = dim_rec(cg, d);
-    dimmap_put(&cg->dimcache, d, (Dim *)v);
+    dimmap_put(&cg->dimcache, d, (Dim *)v); /* a cache: out of memory costs a recomputation */
     return v;
 }
 

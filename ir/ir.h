@@ -201,8 +201,9 @@ Dim *dim_max(DimCtx *cx, Dim *a, Dim *b);
 Dim *dim_addc(DimCtx *cx, Dim *a, int64_t c);
 Dim *dim_mulc(DimCtx *cx, Dim *a, int64_t c);
 
-static inline bool dim_is_const(const Dim *d) { return d->kind == DIM_CONST; }
-static inline bool dim_is(const Dim *d, int64_t c) { return d->kind == DIM_CONST && d->c == c; }
+/* false for NULL (a dim op that failed), as dim_* take NULL operands */
+static inline bool dim_is_const(const Dim *d) { return d && d->kind == DIM_CONST; }
+static inline bool dim_is(const Dim *d, int64_t c) { return d && d->kind == DIM_CONST && d->c == c; }
 
 /* Known bounds of an expression by interval arithmetic over symbol bounds. */
 void dim_bounds(const Dim *d, int64_t *lo, int64_t *hi);

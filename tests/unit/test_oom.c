@@ -10,16 +10,22 @@
  * libraries disc calls into (LLVM, oneDNN, protobuf-c, ISL, libc itself)
  * allocate on their own and are not failed.
  *
- * For each model: a clean load, compile and run counts the allocations
- * (total) and gives the reference outputs. Then for N = 1 .. total + 1,
- * the N-th allocation fails (the others succeed) while the model is loaded
- * and compiled: either that fails with DISC_ERR_RUNTIME, or (a failure the
- * code can do without: a kernel not shared, a name not printed) it
- * succeeds and the compiled model must give the reference outputs.
- * DISC_OOM_STRIDE=K tries every K-th N only, DISC_OOM_FROM=N starts at N,
- * DISC_OOM_VERBOSE=1 prints each N's outcome.
+ * For each case (a model and a backend: cpu or interp through the C API,
+ * or ahead of time through dcc compile's calls): a clean load and compile
+ * counts the allocations (total) and a run gives the reference outputs.
+ * Then for N = 1 .. total + 1 the N-th allocation fails (the others
+ * succeed) while the model is loaded and compiled: either that fails with
+ * a resource error (DISC_ERR_RUNTIME), or (a failure the code can do
+ * without: a cache that does not grow, such as the constraint set's memo or
+ * codegen's dim cache) it succeeds and the compiled model
+ * must give the reference outputs. The larger model is sampled (every
+ * K-th N) to keep the test to seconds. DISC_OOM_STRIDE=K samples every
+ * case, DISC_OOM_FROM=N starts at N, DISC_OOM_VERBOSE=1 prints each N's
+ * outcome.
  */
+#include "codegen/codegen.h"
 #include "disc.h"
+#include "frontends/model.h"
 #include "tests/unit/check.h"
 
 #include <math.h>
@@ -27,6 +33,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the failing allocator ---------------------------------------------- */
 
@@ -90,13 +98,21 @@ static bool make_inputs(const disc_model *m, Run *r)
             t->shape[k] = *end || end == dim ? 3 : v;
             n *= (size_t)t->shape[k];
         }
-        if (t->dtype != DISC_F32)
+        if (t->dtype == DISC_F32) {
+            float *x = __real_malloc(n * sizeof *x + 1);
+            for (size_t j = 0; j < n; j++)
+                x[j] = (float)((j * 37) % 17) / 17.0f - 0.5f;
+            t->data = x;
+            t->nbytes = n * sizeof *x;
+        } else if (t->dtype == DISC_I64) { /* token ids, a mask: ones */
+            int64_t *x = __real_malloc(n * sizeof *x + 1);
+            for (size_t j = 0; j < n; j++)
+                x[j] = 1;
+            t->data = x;
+            t->nbytes = n * sizeof *x;
+        } else {
             return false;
-        float *x = __real_malloc(n * sizeof *x + 1);
-        for (size_t j = 0; j < n; j++)
-            x[j] = (float)((j * 37) % 17) / 17.0f - 0.5f;
-        t->data = x;
-        t->nbytes = n * sizeof *x;
+        }
     }
     return true;
 }
@@ -131,36 +147,69 @@ static bool same_outputs(const Run *a, const Run *b)
     return true;
 }
 
-/* Loads and compiles path: the compiled model, or NULL with the status. */
-static disc_compiled *build(const char *path, disc_model **m, disc_status *st)
+/* ---- the cases ---------------------------------------------------------- */
+
+typedef struct Case {
+    const char *path;
+    const char *backend; /* "cpu" or "interp" through the C API; "aot": aot_compile */
+    long stride;         /* 1: every N; more: a sample, for the long ones */
+} Case;
+
+static char aot_dir[64];
+
+/* Loads and compiles c->path through the C API: the compiled model, or
+ * NULL with the status. */
+static disc_compiled *build(const Case *c, disc_model **m, disc_status *st)
 {
     disc_options o = disc_default_options();
+    o.backend = c->backend;
     o.opt_level = 0; /* the same code paths in disc, less time in LLVM */
-    *m = disc_load(path);
-    disc_compiled *c = *m ? disc_compile(*m, &o) : NULL;
-    *st = c ? DISC_OK : disc_last_status();
-    return c;
+    *m = disc_load(c->path);
+    disc_compiled *cc = *m ? disc_compile(*m, &o) : NULL;
+    *st = cc ? DISC_OK : disc_last_status();
+    return cc;
 }
 
-static void model(const char *path, long from, long stride, bool verbose)
+/* dcc compile's path: the one loader, then aot_compile into an object, a
+ * header and a weights file. The error's kind, DIAG_NONE if it worked. */
+static DiagKind build_aot(const Case *c)
 {
+    char obj[128], hdr[128], wts[128];
+    snprintf(obj, sizeof obj, "%s/m.o", aot_dir);
+    snprintf(hdr, sizeof hdr, "%s/m.h", aot_dir);
+    snprintf(wts, sizeof wts, "%s/m.weights", aot_dir);
+    Diag d = {0};
+    Graph *g = model_load(c->path, &d);
+    CgOpts co = {.opt_level = 0};
+    AotOpts ao = {.name = "m", .weights_path = wts};
+    bool ok = g && aot_compile(g, NULL, &co, &ao, obj, hdr, &d);
+    graph_free(g);
+    remove(obj);
+    remove(hdr);
+    remove(wts);
+    return ok ? DIAG_NONE : d.set ? d.kind : DIAG_INTERNAL;
+}
+
+static void check_case(const Case *c, long from, bool verbose)
+{
+    bool aot = !strcmp(c->backend, "aot");
     /* the clean run: the count and the reference */
-    Run ref;
+    Run ref = {0};
     disc_status st;
-    disc_model *m;
+    disc_model *m = NULL;
     atomic_store(&calls, 0);
     fail_at = 0;
-    disc_compiled *c = build(path, &m, &st);
+    disc_compiled *cc = aot ? NULL : build(c, &m, &st);
+    DiagKind k = aot ? build_aot(c) : DIAG_NONE;
     long total = atomic_load(&calls);
-    CHECK_MSG(c != NULL, "%s: %s", path, disc_last_error());
-    if (!c) {
-        disc_model_free(m);
-        return;
+    bool ok = aot ? k == DIAG_NONE : cc != NULL;
+    CHECK_MSG(ok, "%s (%s): %s", c->path, c->backend, aot ? diag_kind_name(k) : disc_last_error());
+    if (ok && !aot) {
+        ok = make_inputs(m, &ref);
+        CHECK_MSG(ok, "%s: the test makes f32 and i64 inputs only", c->path);
+        CHECK_MSG(ok && run(cc, &ref) == DISC_OK, "%s: %s", c->path, disc_last_error());
     }
-    bool ok = make_inputs(m, &ref);
-    CHECK_MSG(ok, "%s: the test makes f32 inputs only", path);
-    CHECK_MSG(ok && run(c, &ref) == DISC_OK, "%s: %s", path, disc_last_error());
-    disc_compiled_free(c);
+    disc_compiled_free(cc);
     disc_model_free(m);
     if (!ok) {
         free_run(&ref);
@@ -168,46 +217,65 @@ static void model(const char *path, long from, long stride, bool verbose)
     }
 
     int nfail = 0, nok = 0;
-    for (long n = from; n <= total + 1; n += stride) {
+    for (long n = from; n <= total + 1; n += c->stride) {
         atomic_store(&calls, 0);
         atomic_store(&failed, false);
         fail_at = n;
-        c = build(path, &m, &st);
+        cc = aot ? NULL : build(c, &m, &st);
+        k = aot ? build_aot(c) : DIAG_NONE;
         fail_at = 0;
-        bool hit = atomic_load(&failed);
+        bool hit = atomic_load(&failed), built = aot ? k == DIAG_NONE : cc != NULL;
         if (verbose)
-            printf("%s: N=%ld: %s%s\n", path, n, c ? "compiled" : disc_last_error(), hit ? "" : " (no failure)");
-        if (!c) {
+            printf("%s (%s): N=%ld: %s%s\n", c->path, c->backend, n,
+                   built ? "compiled" : aot ? diag_kind_name(k) : disc_last_error(), hit ? "" : " (no failure)");
+        if (!built) {
             nfail++;
-            CHECK_MSG(hit && st == DISC_ERR_RUNTIME, "%s: allocation %ld failed: status %d: %s", path, n, (int)st,
-                      disc_last_error());
-        } else {
+            CHECK_MSG(hit && (aot ? k == DIAG_RESOURCE : st == DISC_ERR_RUNTIME),
+                      "%s (%s): allocation %ld failed: %s", c->path, c->backend, n,
+                      aot ? diag_kind_name(k) : disc_last_error());
+        } else if (!aot) {
             nok++;
             Run r = ref;
             memset(r.out, 0, sizeof r.out);
-            CHECK_MSG(run(c, &r) == DISC_OK && same_outputs(&r, &ref),
-                      "%s: allocation %ld failed, the compile went on, and the run is wrong: %s", path, n,
-                      disc_last_error());
+            CHECK_MSG(run(cc, &r) == DISC_OK && same_outputs(&r, &ref),
+                      "%s (%s): allocation %ld failed, the compile went on, and the run is wrong: %s", c->path,
+                      c->backend, n, disc_last_error());
             for (int i = 0; i < r.nout; i++)
                 disc_tensor_free(&r.out[i]);
+        } else {
+            nok++;
         }
-        disc_compiled_free(c);
+        disc_compiled_free(cc);
         disc_model_free(m);
     }
-    CHECK_MSG(!atomic_load(&failed) || nok > 0, "%s: never compiled", path);
-    printf("%s: %ld allocations; failing each%s: %d compiles failed with DISC_ERR_RUNTIME, %d went on and "
-           "ran correctly\n", path, total, stride > 1 ? " (a sample)" : "", nfail, nok);
+    char which[64] = "each";
+    if (c->stride > 1)
+        snprintf(which, sizeof which, "every %ld-th from %ld", c->stride, from);
+    printf("%s (%s): %ld allocations; failing %s: %d compiles failed with a resource error, %d went on%s\n",
+           c->path, c->backend, total, which, nfail, nok, aot ? "" : " and ran correctly");
     free_run(&ref);
 }
 
 int main(void)
 {
-    const char *s = getenv("DISC_OOM_STRIDE");
-    long stride = s && atol(s) > 0 ? atol(s) : 1;
-    const char *f = getenv("DISC_OOM_FROM");
-    long from = f && atol(f) > 0 ? atol(f) : 1;
+    const char *f = getenv("DISC_OOM_FROM"), *s = getenv("DISC_OOM_STRIDE");
+    long from = f && atol(f) > 0 ? atol(f) : 1, stride = s && atol(s) > 0 ? atol(s) : 0;
     bool verbose = getenv("DISC_OOM_VERBOSE") != NULL;
-    model(DISC_SOURCE_DIR "/tests/models/mlp_norm/model.onnx", from, stride, verbose);
-    model(DISC_SOURCE_DIR "/tests/interp/layernorm.disc", from, stride, verbose);
+    snprintf(aot_dir, sizeof aot_dir, "/tmp/disc_oom_%d", (int)getpid());
+    mkdir(aot_dir, 0700);
+    static const Case cases[] = {
+        {DISC_SOURCE_DIR "/tests/models/mlp_norm/model.onnx", "cpu", 1},
+        {DISC_SOURCE_DIR "/tests/models/mlp_norm/model.onnx", "interp", 1},
+        {DISC_SOURCE_DIR "/tests/interp/layernorm.disc", "cpu", 1},
+        {DISC_SOURCE_DIR "/tests/models/mlp_norm/model.onnx", "aot", 1},
+        {DISC_SOURCE_DIR "/tests/models/bert_encoder/model.onnx", "cpu", 11},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Case c = cases[i];
+        if (stride)
+            c.stride = stride;
+        check_case(&c, from, verbose);
+    }
+    rmdir(aot_dir);
     return check_done();
 }
