@@ -18,7 +18,9 @@
  * a resource error (DISC_ERR_RUNTIME), or (a failure the code can do
  * without: a cache that does not grow, such as the constraint set's memo or
  * codegen's dim cache) it succeeds and the compiled model
- * must give the reference outputs. The larger model is sampled (every
+ * must give the reference outputs. The same for each allocation of a run
+ * of the compiled model (after a first run that fills the caches). The
+ * larger model is sampled (every
  * K-th N) to keep the test to seconds. DISC_OOM_STRIDE=K samples every
  * case, DISC_OOM_FROM=N starts at N, DISC_OOM_VERBOSE=1 prints each N's
  * outcome.
@@ -190,6 +192,45 @@ static DiagKind build_aot(const Case *c)
     return ok ? DIAG_NONE : d.set ? d.kind : DIAG_INTERNAL;
 }
 
+/* Fails each allocation of a run in turn: DISC_ERR_RUNTIME or the
+ * reference outputs. */
+static void check_runs(const Case *c, const Run *ref, bool verbose)
+{
+    disc_model *m;
+    disc_status st;
+    disc_compiled *cc = build(c, &m, &st);
+    Run r = *ref;
+    memset(r.out, 0, sizeof r.out);
+    run(cc, &r); /* warm: the runtime's caches */
+    atomic_store(&calls, 0);
+    run(cc, &r);
+    long total = atomic_load(&calls);
+    int nfail = 0, nok = 0;
+    for (long n = 1; n <= total + 1; n++) {
+        atomic_store(&calls, 0);
+        fail_at = n;
+        st = run(cc, &r);
+        fail_at = 0;
+        if (verbose)
+            printf("%s (%s): run, N=%ld: %s\n", c->path, c->backend, n, st ? disc_last_error() : "ran");
+        if (st) {
+            nfail++;
+            CHECK_MSG(st == DISC_ERR_RUNTIME, "%s (%s): run allocation %ld failed: %s", c->path, c->backend, n,
+                      disc_last_error());
+        } else {
+            nok++;
+            CHECK_MSG(same_outputs(&r, ref), "%s (%s): run allocation %ld failed and the outputs are wrong",
+                      c->path, c->backend, n);
+        }
+    }
+    for (int i = 0; i < r.nout; i++)
+        disc_tensor_free(&r.out[i]);
+    printf("%s (%s): %ld allocations per run; failing each: %d runs failed with DISC_ERR_RUNTIME, %d ran "
+           "correctly\n", c->path, c->backend, total, nfail, nok);
+    disc_compiled_free(cc);
+    disc_model_free(m);
+}
+
 static void check_case(const Case *c, long from, bool verbose)
 {
     bool aot = !strcmp(c->backend, "aot");
@@ -216,6 +257,8 @@ static void check_case(const Case *c, long from, bool verbose)
         return;
     }
 
+    if (!aot)
+        check_runs(c, &ref, verbose);
     int nfail = 0, nok = 0;
     for (long n = from; n <= total + 1; n += c->stride) {
         atomic_store(&calls, 0);
