@@ -135,7 +135,7 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
     cg_llvm_init();
     const char *from = "--cpu";
     if (!name || !*name) {
-        name = getenv("DISC_CPU");
+        name = disc_env()->cpu;
         from = "DISC_CPU=";
     }
     if (name && (!*name || !strcmp(name, "native")))

@@ -15,6 +15,7 @@
  * the caller's buffer.
  */
 #include "codegen/host.h"
+#include "runtime/interp.h"
 #include "runtime/rt.h"
 
 #include <math.h>
@@ -430,12 +431,15 @@ static bool bias_fits(const Type *y, const Value *b, int axis)
 enum { NSAMPLE = 48 };
 
 /* One op of the chain on samples: x's values in vals[x], other operands
- * scalar constants. False for an op this evaluator does not know. */
+ * scalar constants. The maths is the interpreter's (interp_unary_f,
+ * interp_binary_f); false for an op that is not unary or binary. */
 static bool eval_op(const Op *op, double **vals, int nvals, double *out)
 {
     double c[2] = {0, 0};
     const double *in[2] = {NULL, NULL};
-    for (int i = 0; i < op->nin && i < 2; i++) {
+    if (op->nin < 1 || op->nin > 2)
+        return false;
+    for (int i = 0; i < op->nin; i++) {
         int id = op->in[i]->id;
         if (id < nvals && vals[id])
             in[i] = vals[id];
@@ -443,25 +447,9 @@ static bool eval_op(const Op *op, double **vals, int nvals, double *out)
             return false;
     }
     for (int s = 0; s < NSAMPLE; s++) {
-        double a = in[0] ? in[0][s] : c[0], b = in[1] ? in[1][s] : c[1], r;
-        switch (op->kind) {
-        case OP_ADD: r = a + b; break;
-        case OP_SUB: r = a - b; break;
-        case OP_MUL: r = a * b; break;
-        case OP_DIV: r = a / b; break;
-        case OP_POW: r = pow(a, b); break;
-        case OP_MAX: r = a > b ? a : b; break;
-        case OP_MIN: r = a < b ? a : b; break;
-        case OP_NEG: r = -a; break;
-        case OP_TANH: r = tanh(a); break;
-        case OP_ERF: r = erf(a); break;
-        case OP_EXP: r = exp(a); break;
-        case OP_SIGMOID: r = 1 / (1 + exp(-a)); break;
-        case OP_SQRT: r = sqrt(a); break;
-        case OP_RECIP: r = 1 / a; break;
-        default: return false;
-        }
-        out[s] = r;
+        double a = in[0] ? in[0][s] : c[0], b = in[1] ? in[1][s] : c[1];
+        if (op->nin == 1 ? !interp_unary_f(op->kind, a, &out[s]) : !interp_binary_f(op->kind, a, b, &out[s]))
+            return false;
     }
     return true;
 }

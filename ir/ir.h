@@ -310,14 +310,37 @@ typedef bool InferFn(Graph *g, const Op *op, Type *out, Diag *d);
 
 #define OP(e, name, nin, nout, cat, attrs, infer) InferFn infer;
 #include "ops.def"
-#undef OP
 
 typedef enum OpKind {
 #define OP(e, name, nin, nout, cat, attrs, infer) OP_##e,
 #include "ops.def"
-#undef OP
     OP_COUNT
 } OpKind;
+
+/* The elementwise ops again, numbered among themselves: a switch over
+ * UnaryOp (BinaryOp) without a default is checked by the compiler to name
+ * every one (-Wswitch). op_unary / op_binary map an OpKind to them. */
+typedef enum UnaryOp {
+#define UNARY(e, name, dtypes) UN_##e,
+#include "ops.def"
+    UN_COUNT
+} UnaryOp;
+
+typedef enum BinaryOp {
+#define BINARY(e, name, dtypes) BIN_##e,
+#include "ops.def"
+    BIN_COUNT
+} BinaryOp;
+
+/* Operand dtypes an elementwise op takes (its row's `dtypes`). */
+enum {
+    DTS_FLOAT = 1,   /* f32 f16 bf16 f64 */
+    DTS_INT = 2,     /* i8 ... u64 */
+    DTS_BOOL = 4,
+    DTS_TO_BOOL = 8, /* the result is bool (isnan), not the operand's dtype */
+    DTS_NUM = DTS_FLOAT | DTS_INT,
+    DTS_LOGIC = DTS_INT | DTS_BOOL,
+};
 
 typedef enum AttrKind {
     ATTR_INT,    /* int64 */
@@ -347,9 +370,18 @@ typedef struct OpInfo {
     InferFn *infer;
     AttrSpec *attrs;  /* parsed schema */
     int nattrs;
+    int sub;          /* UnaryOp or BinaryOp of a UNARY or BINARY row, else -1 */
+    unsigned dtypes;  /* DTS_* of a UNARY or BINARY row, else 0 */
 } OpInfo;
 
 const OpInfo *op_info(OpKind k);
+/* k as a UnaryOp (BinaryOp), or UN_COUNT (BIN_COUNT) if it is not one. */
+UnaryOp op_unary(OpKind k);
+BinaryOp op_binary(OpKind k);
+/* Whether elementwise op k takes operands of dtype dt (its `dtypes`), and
+ * the dtype of its result. */
+bool op_takes_dtype(OpKind k, DType dt);
+DType op_result_dtype(OpKind k, DType dt);
 OpKind op_kind_from_name(const char *s, size_t n); /* OP_COUNT if unknown */
 /* The spec of attribute `name` for op kind k, or NULL. */
 const AttrSpec *op_attr_spec(OpKind k, const char *name);

@@ -13,6 +13,15 @@
  * inequality ISL proves under the model's constraints. Sizes and offsets are
  * Dims, so the host flow computes the one block's size and every offset
  * from the symbols at run time: one plan for every shape.
+ *
+ * The block is allocated once, before any group runs, when only the
+ * symbols bound from the input shapes have values. A value whose size
+ * mentions a data-dependent symbol (HS_DATA: known only once the op that
+ * makes it has run, such as the sequence length a dyn_reshape reads from
+ * a tensor) is therefore never planned: it is allocated where it is
+ * written. Planning it would leave its bytes (and every later slot's
+ * offset) out of the block's size as the flow computes it up front, and
+ * the last slots would lie past the block's end.
  */
 #include "passes/passes.h"
 
@@ -53,6 +62,15 @@ static int written(const Graph *g, const Group *grp, const Value **out)
             out[n++] = grp->root->out[0];
     }
     return n;
+}
+
+/* Whether a size mentions a symbol bound only after some op has run. */
+static bool late(const ShapeInfo *si, const Dim *bytes)
+{
+    for (int i = 0; i < si->prog.n; i++)
+        if (si->prog.steps[i].kind == HS_DATA && dim_mentions(bytes, si->prog.steps[i].sym))
+            return true;
+    return false;
 }
 
 MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
@@ -105,6 +123,10 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
             if (def[v->id] != gi)
                 continue;
             Dim *bytes = value_bytes(cx, v);
+            if (late(si, bytes)) {
+                mp->nlate++;
+                continue;
+            }
             mp->unplanned_total = mp->unplanned_total ? dim_add(cx, mp->unplanned_total, bytes) : bytes;
             int best = -1;
             for (int s = 0; s < mp->nslots; s++) {
@@ -153,6 +175,9 @@ void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env)
     for (int i = 0; i < mp->g->nvalues; i++)
         planned += mp->slot_of[i] >= 0;
     fprintf(f, "#   %d values written by kernels and library calls share %d slots\n", planned, mp->nslots);
+    if (mp->nlate)
+        fprintf(f, "#   %d value%s sized by data-dependent symbols allocated where written\n", mp->nlate,
+                mp->nlate == 1 ? "" : "s");
     for (int s = 0; s < mp->nslots; s++) {
         fprintf(f, "#   slot %d: offset ", s);
         dim_print(f, mp->offset[s]);

@@ -246,6 +246,7 @@ typedef struct MemPlan {
     Dim **offset;    /* by slot: byte offset in the block */
     Dim *total;      /* bytes of the one block per run */
     Dim *unplanned_total; /* what the planned values would take without reuse */
+    int nlate;       /* values sized by data-dependent symbols: not planned */
     Arena arena;
 } MemPlan;
 

@@ -9,7 +9,7 @@
  *      expressions are evaluated and compared. Symbol bounds are enforced.
  *   2. Every value gets a slot (a pointer hash map, so Value ids need not
  *      be dense) and a use count: operand uses plus graph-output uses.
- *   3. Each op runs its kernel (interp_kernels[kind]), which computes the
+ *   3. Each op runs its kernel (interp_kernel(kind)), which computes the
  *      result shapes from the concrete operands. The results are then
  *      checked against the declared types: a result dim that is an unbound
  *      symbol binds it; any other dim that evaluates must match. A
@@ -26,37 +26,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-static InterpFn *const interp_kernels[OP_COUNT] = {
-    [OP_NEG] = interp_unary, [OP_ABS] = interp_unary, [OP_SIGN] = interp_unary,
-    [OP_EXP] = interp_unary, [OP_LOG] = interp_unary, [OP_SQRT] = interp_unary,
-    [OP_RSQRT] = interp_unary, [OP_RECIP] = interp_unary, [OP_TANH] = interp_unary,
-    [OP_SIGMOID] = interp_unary, [OP_ERF] = interp_unary, [OP_SIN] = interp_unary,
-    [OP_COS] = interp_unary, [OP_FLOOR] = interp_unary, [OP_CEIL] = interp_unary,
-    [OP_ROUND] = interp_unary, [OP_NOT] = interp_unary, [OP_ISNAN] = interp_unary,
-    [OP_ISINF] = interp_unary,
-    [OP_ADD] = interp_binary, [OP_SUB] = interp_binary, [OP_MUL] = interp_binary,
-    [OP_DIV] = interp_binary, [OP_REM] = interp_binary, [OP_MOD] = interp_binary,
-    [OP_POW] = interp_binary, [OP_MAX] = interp_binary, [OP_MIN] = interp_binary,
-    [OP_AND] = interp_binary, [OP_OR] = interp_binary, [OP_XOR] = interp_binary,
-    [OP_CMP] = interp_cmp, [OP_SELECT] = interp_select, [OP_CONVERT] = interp_convert,
-    [OP_BROADCAST] = interp_broadcast, [OP_DYN_BROADCAST] = interp_dyn_broadcast,
-    [OP_RESHAPE] = interp_reshape, [OP_DYN_RESHAPE] = interp_dyn_reshape,
-    [OP_TRANSPOSE] = interp_transpose, [OP_SLICE] = interp_slice,
-    [OP_DYN_SLICE] = interp_dyn_slice, [OP_REVERSE] = interp_reverse,
-    [OP_CONCAT] = interp_concat, [OP_PAD] = interp_pad, [OP_DYN_PAD] = interp_dyn_pad,
-    [OP_IOTA] = interp_iota, [OP_DYN_IOTA] = interp_dyn_iota,
-    [OP_GATHER] = interp_gather, [OP_GATHER_ELEMENTS] = interp_gather_elements,
-    [OP_GATHER_ND] = interp_gather_nd, [OP_SCATTER_ELEMENTS] = interp_scatter_elements,
-    [OP_SCATTER_ND] = interp_scatter_nd, [OP_RESIZE] = interp_resize,
-    [OP_DYN_RESIZE] = interp_dyn_resize, [OP_NONZERO] = interp_nonzero,
-    [OP_DYN_RESIZE_SCALES] = interp_dyn_resize_scales,
-    [OP_REDUCE] = interp_reduce, [OP_ARGMAX] = interp_arg, [OP_ARGMIN] = interp_arg,
-    [OP_CUMSUM] = interp_cumsum, [OP_TOPK] = interp_topk, [OP_DYN_REDUCE] = interp_dyn_reduce,
-    [OP_DOT] = interp_dot, [OP_CONV] = interp_conv,
-    [OP_CONV_TRANSPOSE] = interp_conv_transpose, [OP_POOL] = interp_pool,
-    [OP_DIM] = interp_dim, [OP_SHAPE_OF] = interp_shape_of,
-    [OP_SHAPE_CONST] = interp_shape_const, [OP_CONST] = interp_const,
-};
+/* The kernel of each op kind: a switch with no default, so the compiler
+ * names an op of ops.def that has none (-Wswitch). */
+static InterpFn *interp_kernel(OpKind k)
+{
+    switch (k) {
+#define UNARY(e, name, dtypes) case OP_##e:
+#include "ir/ops.def"
+        return interp_unary;
+#define BINARY(e, name, dtypes) case OP_##e:
+#include "ir/ops.def"
+        return interp_binary;
+    case OP_CMP: return interp_cmp;
+    case OP_SELECT: return interp_select;
+    case OP_CONVERT: return interp_convert;
+    case OP_BROADCAST: return interp_broadcast;
+    case OP_DYN_BROADCAST: return interp_dyn_broadcast;
+    case OP_RESHAPE: return interp_reshape;
+    case OP_DYN_RESHAPE: return interp_dyn_reshape;
+    case OP_TRANSPOSE: return interp_transpose;
+    case OP_SLICE: return interp_slice;
+    case OP_DYN_SLICE: return interp_dyn_slice;
+    case OP_REVERSE: return interp_reverse;
+    case OP_CONCAT: return interp_concat;
+    case OP_PAD: return interp_pad;
+    case OP_DYN_PAD: return interp_dyn_pad;
+    case OP_IOTA: return interp_iota;
+    case OP_DYN_IOTA: return interp_dyn_iota;
+    case OP_GATHER: return interp_gather;
+    case OP_GATHER_ELEMENTS: return interp_gather_elements;
+    case OP_GATHER_ND: return interp_gather_nd;
+    case OP_SCATTER_ELEMENTS: return interp_scatter_elements;
+    case OP_SCATTER_ND: return interp_scatter_nd;
+    case OP_RESIZE: return interp_resize;
+    case OP_DYN_RESIZE: return interp_dyn_resize;
+    case OP_DYN_RESIZE_SCALES: return interp_dyn_resize_scales;
+    case OP_NONZERO: return interp_nonzero;
+    case OP_REDUCE: return interp_reduce;
+    case OP_ARGMAX:
+    case OP_ARGMIN: return interp_arg;
+    case OP_CUMSUM: return interp_cumsum;
+    case OP_TOPK: return interp_topk;
+    case OP_DYN_REDUCE: return interp_dyn_reduce;
+    case OP_DOT: return interp_dot;
+    case OP_CONV: return interp_conv;
+    case OP_CONV_TRANSPOSE: return interp_conv_transpose;
+    case OP_POOL: return interp_pool;
+    case OP_DIM: return interp_dim;
+    case OP_SHAPE_OF: return interp_shape_of;
+    case OP_SHAPE_CONST: return interp_shape_const;
+    case OP_CONST: return interp_const;
+    case OP_COUNT: break;
+    }
+    return NULL;
+}
 
 /* ---- names and messages ------------------------------------------------ */
 
@@ -490,7 +513,7 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
     graph_for_each_op(g, op) {
         ip->op = op;
         const OpInfo *info = op_info(op->kind);
-        InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernels[op->kind] : NULL;
+        InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
         if (!fn)
             return interp_failk(ip, DIAG_UNSUPPORTED, "not supported by the interpreter");
         if ((info->nin != VARIADIC && op->nin != info->nin) || (info->nin == VARIADIC && op->nin < 1))
@@ -639,7 +662,7 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
 bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
                    Tensor *out, Diag *d)
 {
-    InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernels[op->kind] : NULL;
+    InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
     if (!fn)
         return diag_setk(d, DIAG_UNSUPPORTED, "%s: not supported by the interpreter", op_info(op->kind)->name);
     bool *set = malloc((size_t)nsyms + 1);

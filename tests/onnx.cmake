@@ -54,7 +54,7 @@ disc_onnx_test(err_opset err_opset --fail --kind unsupported --expect "unsupport
 disc_onnx_test(err_no_file does_not_exist --fail --kind resource --expect "does_not_exist.onnx: error: cannot open")
 
 # Numerics: the interpreter against onnx.reference on the same inputs.
-foreach(m mlp reshape_shape attention cnn opset11 typed_ext ops_misc)
+foreach(m mlp reshape_shape attention cnn opset11 softmax_default typed_ext ops_misc)
   add_test(NAME onnx/run/${m} COMMAND onnx_run ${M}/${m}.onnx ${CMAKE_SOURCE_DIR}/tests/onnx/data/${m})
 endforeach()
 

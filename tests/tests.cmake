@@ -73,6 +73,8 @@ endforeach()
 # from the objects linked into it goes through its __wrap_* functions.
 target_link_options(test_oom PRIVATE
                     "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup")
+# the tests of threads (label threads: what make tsan runs under ThreadSanitizer)
+set_tests_properties(unit/test_threads unit/test_api unit/test_rt PROPERTIES LABELS "unit;threads")
 
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 file(GLOB_RECURSE DISC_GOLDEN_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/*.disc)

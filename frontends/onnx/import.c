@@ -5,8 +5,9 @@
  *
  *   1. unpack the model (protobuf-c) and keep it alive with the graph, so
  *      initializer bytes are referenced where they are instead of copied;
- *   2. make graph inputs (dim_param -> named symbol, unknown -> fresh symbol)
- *      and const ops for the initializers;
+ *   2. make graph inputs (dim_param -> named symbol; an unknown dim or a
+ *      placeholder name such as "?" -> a fresh symbol at each use) and
+ *      const ops for the initializers;
  *   3. look every node up in the dispatch table and report all unsupported
  *      ones at once, then order the nodes topologically (exporters usually
  *      emit them in order; a cycle or an undefined name is an error);
@@ -50,6 +51,8 @@ static const Lowering lowerings[] = {
     {"Erf", 9, L(unary), OP_ERF},
     {"Sin", 7, L(unary), OP_SIN},
     {"Cos", 7, L(unary), OP_COS},
+    {"Tan", 7, L(unary), OP_TAN},
+    {"Atan", 7, L(unary), OP_ATAN},
     {"Floor", 6, L(unary), OP_FLOOR},
     {"Ceil", 6, L(unary), OP_CEIL},
     {"Round", 11, L(unary), OP_ROUND},
@@ -662,6 +665,23 @@ static Dim *dim_param_sym(Imp *im, const char *p)
     return dim_sym(&im->g->dims, s);
 }
 
+/* Whether a dim_param is a name exporters write for "unknown" rather than
+ * a name: empty, all '?' (paddle2onnx), "None" (Keras and tf2onnx print
+ * Python's None), "-1" (a size that was never a name), "unk__N" (ONNX's
+ * and ONNX Runtime's shape inference number each unknown dim). The ONNX
+ * spec makes equal dim_params equal sizes; a placeholder repeated in a
+ * model's inputs promises nothing, so each use is a fresh symbol (as a
+ * dim with neither dim_value nor dim_param is). See doc/onnx.md. */
+static bool dim_param_placeholder(const char *p)
+{
+    size_t n = strlen(p), q = strspn(p, "?");
+    if (n == 0 || q == n || !strcmp(p, "None") || !strcmp(p, "-1"))
+        return true;
+    if (strncmp(p, "unk__", 5) || !p[5])
+        return false;
+    return strspn(p + 5, "0123456789") == n - 5;
+}
+
 static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
 {
     const char *name = vi->name;
@@ -684,7 +704,7 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
             dims[i] = dim_const(&im->g->dims, d->dim_value);
         else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                 d->dim_param && *d->dim_param)
+                 d->dim_param && !dim_param_placeholder(d->dim_param))
             dims[i] = dim_param_sym(im, d->dim_param);
         else
             dims[i] = dim_sym_fresh(&im->g->dims, SYM_INPUT);

@@ -286,7 +286,8 @@ bool onnx_lower_reshape(Imp *im)
         } else {
             dims[i] = dc(im, v[i]);
         }
-        known = dim_mul(CX, known, dims[i]);
+        if (!dims[i] || !(known = dim_mul(CX, known, dims[i])))
+            return imp_err(im, "shape dims overflow");
     }
     if (infer >= 0) {
         if (dim_is(known, 0))
@@ -1174,13 +1175,19 @@ bool onnx_lower_space_to_depth(Imp *im)
 /* floor(d * scale) as a dim, when scale is p/q with small q. */
 static Dim *scaled_dim(Imp *im, Dim *d, double scale)
 {
+    if (!(scale >= 0 && scale < 0x1p40)) /* NaN, negative or absurd: the caller's error */
+        return NULL;
     for (int64_t q = 1; q <= 64; q++) {
         double p = scale * (double)q;
-        if (fabs(p - round(p)) < 1e-6 && p >= 0)
-            return dim_floordiv(CX, dim_mulc(CX, d, (int64_t)round(p)), dc(im, q));
+        if (fabs(p - round(p)) < 1e-6 && p >= 0) {
+            Dim *m = dim_mulc(CX, d, (int64_t)round(p));
+            return m ? dim_floordiv(CX, m, dc(im, q)) : NULL;
+        }
     }
-    if (dim_is_const(d))
-        return dc(im, (int64_t)floor((double)d->c * scale));
+    if (dim_is_const(d)) {
+        double v = floor((double)d->c * scale);
+        return v < 0x1p62 ? dc(im, (int64_t)v) : NULL;
+    }
     return NULL;
 }
 

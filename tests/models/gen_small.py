@@ -13,6 +13,16 @@ after changing a model (pip install onnx==1.17.0 numpy).
   seq_heads x: f32[B, S, 8] -> MatMul, Softmax, and a reshape to
             [B, S, 2, 2] built from Shape/Slice/Concat, then Transpose
             to [B, 2, S, 2]; (B, S) = (1, 1), (2, 3), (3, 7)
+  placeholder_dims  inputs declared with the names exporters write for
+            "unknown": x: [-1, 3, "?", "?"] (paddle2onnx) -> Conv, Relu,
+            GlobalAveragePool, Flatten, Gemm, Softmax; m: ["None", "None"],
+            n: ["unk__3", "unk__3"], k: ["-1", "-1"] -> ReduceSum, Neg, Neg;
+            every data set but the last has H != W and non-square m, n, k
+            (issue 15: each placeholder is a fresh symbol)
+  declared_out  x: f32[T, 16] -> MatMul, Unsqueeze: computes [T, 1, 30]
+            where the model declares its output [1, "seqlen"] and the
+            MatMul's value_info ["seqlen", 5] (as a captcha OCR model
+            does; issue 15: the computed shape wins); T = 1, 5, 9
 """
 import os
 import shutil
@@ -80,11 +90,61 @@ def seq_heads(rng):
     return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
 
 
-def write(name, graph, data_sets):
+def placeholder_dims(rng):
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.5
+    b = rng.standard_normal(4).astype(np.float32) * 0.1
+    fc = rng.standard_normal((2, 4)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fc"], ["logits"], transB=1, name="fc"),
+        helper.make_node("Softmax", ["logits"], ["y"], axis=-1, name="softmax"),
+        helper.make_node("ReduceSum", ["m", "axis1"], ["ms"], keepdims=0, name="sum_m"),
+        helper.make_node("Neg", ["n"], ["nn"], name="neg_n"),
+        helper.make_node("Neg", ["k"], ["kn"], name="neg_k"),
+    ]
+    F = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "placeholder_dims",
+        [helper.make_tensor_value_info("x", F, [-1, 3, "?", "?"]),
+         helper.make_tensor_value_info("m", F, ["None", "None"]),
+         helper.make_tensor_value_info("n", F, ["unk__3", "unk__3"]),
+         helper.make_tensor_value_info("k", F, ["-1", "-1"])],
+        [helper.make_tensor_value_info("y", F, ["?", 2]),
+         helper.make_tensor_value_info("ms", F, ["None"]),
+         helper.make_tensor_value_info("nn", F, ["unk__3", "unk__3"]),
+         helper.make_tensor_value_info("kn", F, ["-1", "-1"])],
+        [init("w", w), init("b", b), init("fc", fc), init("axis1", np.array([1], np.int64))])
+    shapes = [[(1, 3, 8, 16), (2, 5), (3, 4), (1, 6)],
+              [(2, 3, 13, 6), (4, 1), (2, 7), (5, 2)],
+              [(1, 3, 5, 5), (3, 3), (2, 2), (4, 4)]]
+    return g, [[rng.standard_normal(s).astype(np.float32) for s in set_] for set_ in shapes]
+
+
+def declared_out(rng):
+    w = rng.standard_normal((16, 30)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+        helper.make_node("Unsqueeze", ["h", "axis1"], ["y"], name="unsqueeze"),
+    ]
+    F = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "declared_out",
+        [helper.make_tensor_value_info("x", F, ["T", 16])],
+        [helper.make_tensor_value_info("y", F, [1, "seqlen"])],
+        [init("w", w), init("axis1", np.array([1], np.int64))],
+        value_info=[helper.make_tensor_value_info("h", F, ["seqlen", 5])])
+    shapes = [(1, 16), (5, 16), (9, 16)]
+    return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
+
+
+def write(name, graph, data_sets, full_check=True):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="disc gen_small.py")
     model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
+    onnx.checker.check_model(model, full_check=full_check)
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -106,6 +166,10 @@ def main():
     rng = np.random.default_rng(2024)
     write("mlp_norm", *mlp_norm(rng))
     write("seq_heads", *seq_heads(rng))
+    rng = np.random.default_rng(15)
+    write("placeholder_dims", *placeholder_dims(rng))
+    # the declarations contradict the computed shapes: no strict check
+    write("declared_out", *declared_out(rng), full_check=False)
 
 
 if __name__ == "__main__":

@@ -211,6 +211,15 @@ def opset11():
         [init("lo", np.array(0, np.float32))], opset=11, check=False)
 
 
+def softmax_default():
+    # Softmax with no axis: before opset 13 the default axis is 1, over
+    # the dims from it on flattened (from 13 on it is -1, the last dim)
+    return save("softmax_default", [
+        node("Softmax", ["x3"], ["sm"]),
+        node("LogSoftmax", ["x3"], ["lsm"]),
+    ], [vi("x3", F, ["B", 4, 5])], [vi("sm", F, None), vi("lsm", F, None)], opset=11, check=False)
+
+
 def typed_and_external():
     # initializers in typed fields (float_data, int64_data, f16 bits in int32_data) and external data
     w = helper.make_tensor("w", F, [2, 3], [1, 2, 3, 4, 5, 6])
@@ -287,6 +296,7 @@ if __name__ == "__main__":
     cnn()
     ops_misc()
     opset11()
+    softmax_default()
     typed_and_external()
     out_of_order()
     dim_names()
@@ -333,6 +343,9 @@ def data():
                              {"x": f(1, 3, 32), "mask": np.ones((1, 1, 3, 3), bool)}])
     write_data("cnn", [{"x": f(2, 3, 16, 16)}, {"x": f(1, 3, 13, 10)}], ref_model=cnn_explicit_pads)
     write_data("opset11", [{"x": f(3, 8), "x3": f(3, 4, 5)}], fix=softmax_coerced)
+    r11 = np.random.default_rng(11)  # its own stream: the sets after it stay as they were
+    f11 = lambda *s: r11.standard_normal(s).astype(np.float32)
+    write_data("softmax_default", [{"x3": f11(3, 4, 5)}, {"x3": f11(1, 4, 5)}], fix=softmax_default_axis)
 
 
 def cnn_explicit_pads(m, feeds):
@@ -351,6 +364,15 @@ def cnn_explicit_pads(m, feeds):
                                 helper.make_attribute("strides", [2, 2]),
                                 helper.make_attribute("pads", [pads[0][0], pads[1][0], pads[0][1], pads[1][1]])])
     return m
+
+
+def softmax_default_axis(feeds, outs):
+    # both over axis 1 and 2 flattened (opset 11's default axis 1), by numpy
+    x = feeds["x3"]
+    flat = x.reshape(x.shape[0], -1).astype(np.float64)
+    z = flat - flat.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return [np.exp(z - lse).reshape(x.shape).astype(np.float32), (z - lse).reshape(x.shape).astype(np.float32)]
 
 
 def softmax_coerced(feeds, outs):

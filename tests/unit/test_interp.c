@@ -9,7 +9,13 @@
  *   # input  dense<[1, 2, 3]> : f32[3]      one per graph input, in order
  *   # expect dense<[2, 4, 6]> : f32[3]      one per graph output, in order
  *   # error  text                           instead of expect: the run must
- *                                           fail with a message containing text
+ *                                           fail with a message containing text,
+ *                                           on the cpu backend too (--cpu)
+ *   # interp-error text                     the same, on the interpreter only:
+ *                                           a data-dependent error the compiled
+ *                                           kernels do not trap (an integer
+ *                                           division by zero divides by 1, a
+ *                                           gather index out of range is clamped)
  *   # tol    1e-6                           compare floats with this relative
  *                                           tolerance (default: exactly)
  *   # case                                  starts another case
@@ -164,6 +170,7 @@ typedef struct Case {
     Tensor in[MAX_IO], expect[MAX_IO];
     int nin, nexpect;
     const char *error; /* expected message fragment */
+    bool interp_only;  /* # interp-error: the cpu backend does not check it */
     double tol;
     int line;
 } Case;
@@ -221,6 +228,20 @@ static bool run_case(const char *path, Graph *g, Exec *e, Case *c)
         if (!strstr(d.msg, c->error)) {
             fprintf(stderr, "%s: expected error \"%s\", got \"%s\"\n", where, c->error, d.msg);
             return false;
+        }
+        if (e && !c->interp_only) { /* the compiled code refuses it too, with the same words */
+            Diag dc = {0};
+            Tensor oc[MAX_IO] = {0};
+            if (exec_run(e, c->in, c->nin, oc, g->noutputs, &dc)) {
+                fprintf(stderr, "%s: cpu: expected error \"%s\", but the run succeeded\n", where, c->error);
+                for (int i = 0; i < g->noutputs; i++)
+                    tensor_free(&oc[i]);
+                return false;
+            }
+            if (!strstr(dc.msg, c->error)) {
+                fprintf(stderr, "%s: cpu: expected error \"%s\", got \"%s\"\n", where, c->error, dc.msg);
+                return false;
+            }
         }
         return true;
     }
@@ -339,6 +360,9 @@ static bool run_file(const char *path, bool cpu)
                 }
             } else if (!strncmp(s, "error ", 6)) {
                 c.error = s + 6;
+            } else if (!strncmp(s, "interp-error ", 13)) {
+                c.error = s + 13;
+                c.interp_only = true;
             } else if (!strncmp(s, "tol ", 4)) {
                 c.tol = atof(s + 4);
             } else if (!strncmp(s, "case", 4)) {

@@ -732,6 +732,76 @@ static void test_split(void)
     disc_rt_free(rt);
 }
 
+/* Every way a matmul is split over two threads, at the CTC head's widths
+ * (issue 15): N = 6625 (parts of 3328 and 3297 columns: a tail that is no
+ * whole panel), 1000, and 70 (one panel and a tail: too narrow to split).
+ * B from 1 to 8 times T rows, four ways: as the host flow passes them
+ * (batch 1, B*T rows); as a batch with B shared (folded into B*T rows:
+ * columns below 256 rows, rows from there, 8 x 40 = 320 in two parts of
+ * 160, 7 x 41 = 287 in 144 and a tail of 143); as a batch with a gap
+ * between A's batches (not foldable: by batch, an odd count leaving a
+ * tail part); with B per batch (by batch). Bias, residual and an
+ * activation in turn. C lies between guard zones that must come back
+ * untouched, so a part written past C fails here without ASan too. */
+enum { GUARD = 4096 };
+
+static void split_case(DiscRt *rt, int form, int64_t Bt, int64_t T, int64_t N, int extra)
+{
+    static const char *const forms[] = {"rows", "batch, B shared", "batch, gap in A", "batch, B per batch"};
+    const int64_t K = 32, gap = 3;
+    int64_t batch = form ? Bt : 1, M = form ? T : Bt * T, asz = M * K + (form == 2 ? gap : 0);
+    int64_t nb = form == 3 ? Bt : 1, nc = Bt * T * N;
+    float *a = rnd_buf(batch * asz), *w = rnd_buf(nb * K * N);
+    float *bias = extra & 1 ? rnd_buf(N) : NULL, *res = extra & 2 ? rnd_buf(nc) : NULL;
+    float *buf = malloc((size_t)(nc + 2 * GUARD) * sizeof *buf), *c = buf + GUARD;
+    for (int64_t i = 0; i < nc + 2 * GUARD; i++)
+        buf[i] = -12345.0f;
+    DiscPost post = extra & 4 ? DISC_POST_GELU_ERF : DISC_POST_NONE;
+    DiscMatmul d = {.dtype = DT_F32, .batch = batch, .m = M, .n = N, .k = K, .bias = bias, .post = post,
+                    .residual = res, .weights_const = 1, .a_stride = {batch > 1 ? asz : 0, K, 1},
+                    .b_stride = {form == 3 ? K * N : 0, N, 1}, .c_stride = {batch > 1 ? M * N : 0, N, 1}};
+    int rc = disc_rt_matmul(rt, &d, a, w, c);
+    CHECK_MSG(rc == 0, "split %s B %lld T %lld N %lld: %s", forms[form], (long long)Bt, (long long)T,
+              (long long)N, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+    int64_t bad = 0;
+    for (int64_t i = 0; i < GUARD; i++)
+        bad += buf[i] != -12345.0f || c[nc + i] != -12345.0f;
+    CHECK_MSG(bad == 0, "split %s B %lld T %lld N %lld: %lld guard floats written", forms[form], (long long)Bt,
+              (long long)T, (long long)N, (long long)bad);
+    double e = 0;
+    for (int64_t bt = 0; rc == 0 && bt < batch; bt++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                const float *ar = a + bt * d.a_stride[0] + i * K, *wc = w + bt * d.b_stride[0] + j;
+                double s = 0;
+                for (int64_t p = 0; p < K; p++)
+                    s += (double)ar[p] * wc[p * N];
+                s = post_ref(post, s + (bias ? bias[j] : 0));
+                int64_t o = (bt * M + i) * N + j;
+                s += res ? res[o] : 0;
+                double r = fabs(c[o] - s) / (1 + fabs(s));
+                e = r > e ? r : e;
+            }
+    CHECK_MSG(e < 1e-4, "split %s B %lld T %lld N %lld extra %d: error %g", forms[form], (long long)Bt,
+              (long long)T, (long long)N, extra, e);
+    disc_rt_reset(rt);
+    disc_rt_weights_forget(w, (int64_t)sizeof *w * nb * K * N);
+    free(a), free(w), free(bias), free(res), free(buf);
+}
+
+static void test_split_paths(void)
+{
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 2});
+    static const int64_t ns[] = {6625, 1000, 70};
+    static const int64_t bts[][2] = {{1, 40}, {2, 20}, {3, 7}, {4, 25}, {5, 1}, {8, 10}, {8, 40}, {7, 41}};
+    int extra = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+        for (size_t si = 0; si < sizeof bts / sizeof *bts; si++)
+            for (int form = 0; form < 4; form++)
+                split_case(rt, form, bts[si][0], bts[si][1], ns[ni], extra++ % 8);
+    disc_rt_free(rt);
+}
+
 /* bf16 math: constant weights multiply in bf16, within bf16's precision of
  * the f32 product, and visibly not the f32 path itself. */
 static void test_bf16(void)
@@ -851,6 +921,23 @@ static void test_pool(void)
         disc_rt_reset(rt);
         free(x), free(y), free(want);
     }
+    /* a window longer than the padded input by at most a stride fits 0
+     * times: an empty result, as the shape rule (floor division) and the
+     * interpreter say (a 2x2 max pool over 1x1, as a 32-pixel-high image
+     * meets the PaddleOCR classifier's pool); longer still is an error */
+    float x1[6] = {1, 2, 3, 4, 5, 6}, y1[1] = {-7};
+    DiscPool e = {.dtype = DT_F32, .nsp = 2, .max = 1, .n = 2, .c = 3, .in = {1, 1}, .window = {2, 2},
+                  .stride = {2, 2}, .dilation = {1, 1}, .out = {0, 0}};
+    CHECK_MSG(disc_rt_pool(rt, &e, x1, y1) == 0 && y1[0] == -7, "empty pool: %s",
+              disc_rt_error(rt) ? disc_rt_error(rt) : "wrote its result");
+    e.stride[0] = e.stride[1] = 1;
+    e.window[0] = 3;
+    CHECK(disc_rt_pool(rt, &e, x1, y1) != 0 && strstr(disc_rt_error(rt), "does not match"));
+    disc_rt_reset(rt);
+    DiscConv ec = {.dtype = DT_F32, .nsp = 1, .n = 1, .c = 1, .o = 1, .groups = 1, .in = {1}, .k = {3},
+                   .out = {0}, .stride = {2}, .dilation = {1}};
+    CHECK_MSG(disc_rt_conv(rt, &ec, x1, x1, y1) == 0 && y1[0] == -7, "empty conv: %s",
+              disc_rt_error(rt) ? disc_rt_error(rt) : "wrote its result");
     disc_rt_free(rt);
 }
 
@@ -942,6 +1029,7 @@ int main(void)
     test_conv();
     test_packed();
     test_split();
+    test_split_paths();
     test_bf16();
     test_pool();
     test_errors();
