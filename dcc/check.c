@@ -393,7 +393,7 @@ static Tensor *read_tensors(const char *dir, const char *prefix, int n, Diag *d)
 {
     Tensor *t = calloc((size_t)n + 1, sizeof *t);
     if (!t) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     for (int k = 0; k < n; k++) {
@@ -402,7 +402,7 @@ static Tensor *read_tensors(const char *dir, const char *prefix, int n, Diag *d)
         char *p = path_join(dir, name);
         bool ok = p && onnx_read_tensor_file(p, &t[k], NULL, d);
         if (!p)
-            diag_set(d, "error: out of memory");
+            diag_oom(d);
         free(p);
         if (!ok) {
             free_tensors(t, k);
@@ -440,7 +440,7 @@ static bool check_set(Model *m, const char *dir, const char *set, const CheckOpt
         retag_bf16(in, nin, g->inputs);
         retag_bf16(exp, nout, g->outputs);
         if (!(got = calloc((size_t)nout + 1, sizeof *got)))
-            diag_set(&d, "error: out of memory");
+            diag_oom(&d);
         else if (model_exec(m, in, nin, got, &d))
             pass = true;
     }
