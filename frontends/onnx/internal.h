@@ -9,6 +9,10 @@
  *   lower_reduce.c  reductions, softmax, normalizations, scans, top-k
  *   lower_shape.c   shape computation and data movement
  *   lower_nn.c      matmul, gemm, einsum, convolution, pooling
+ *   lower_quant.c   quantization: (De)QuantizeLinear, integer matmul and
+ *                   convolution, QLinear matmul and convolution
+ *   lower_ml.c      the ai.onnx.ml domain: Scaler, ArrayFeatureExtractor,
+ *                   Binarizer
  *
  * A lowering reads the current node's operands from im->in (NULL for an
  * absent optional input), builds core ops with the IR builders, and stores
@@ -38,6 +42,7 @@ typedef struct Imp {
     const char *file;  /* the model's name in messages */
     const char *dir;   /* where external data lives; NULL: "." */
     int opset;         /* version of the default domain */
+    int opset_ml;      /* version of ai.onnx.ml, 0 if not imported */
     NameSlot *names;   /* ONNX value name -> Value, open addressing */
     int cap, count;
     /* the node being lowered */
@@ -175,7 +180,9 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(constant_of_shape) X(constant) X(range) X(trilu) X(one_hot)             \
     X(nonzero) X(depth_to_space) X(space_to_depth) X(resize)                  \
     X(matmul) X(gemm) X(einsum) X(conv) X(conv_transpose) X(pool)             \
-    X(global_pool)
+    X(global_pool) X(dequantize) X(quantize) X(dynamic_quantize)              \
+    X(matmul_integer) X(conv_integer) X(qlinear_matmul) X(qlinear_conv)       \
+    X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)
 
 #define X(name) LowerFn onnx_lower_##name;
 LOWERINGS(X)
@@ -185,5 +192,7 @@ LOWERINGS(X)
 Value *imp_unsqueeze(Imp *im, Value *x, const int64_t *axes, int n);
 Value *imp_broadcast_to(Imp *im, Value *x, Dim *const *shape, int rank);
 Value *imp_matmul(Imp *im, Value *a, Value *b);
+/* The convolution the current node's attributes describe (Conv's), no bias. */
+Value *imp_conv(Imp *im, Value *x, Value *w);
 
 #endif

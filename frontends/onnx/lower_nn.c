@@ -415,35 +415,36 @@ static Value *add_bias(Imp *im, Value *y, Value *bias)
     return imp_bin(im, OP_ADD, y, imp_reshape(im, bias, dims, r - 1));
 }
 
-static bool conv_common(Imp *im, bool transpose)
+/* The convolution of the current node's attributes over x and w, without
+ * a bias; NULL after a message. */
+static Value *conv_build(Imp *im, Value *x, Value *w, bool transpose)
 {
-    Value *x = imp_need(im, 0), *w = imp_need(im, 1);
     int64_t group;
     if (!x || !w || !attr_int(im, "group", 1, &group))
-        return false;
+        return NULL;
     int r = vrank(x), nsp = r - 2;
     if (nsp < 1 || vrank(w) != r)
-        return imp_err(im, "needs data [N, C, spatial...] and weights of the same rank");
+        return imp_err(im, "needs data [N, C, spatial...] and weights of the same rank"), NULL;
     Window win;
     if (!window(im, &win, vdims(x) + 2, vdims(w) + 2, nsp))
-        return false;
+        return NULL;
     AttrList l = {0};
     if (transpose) {
         int64_t *op, *os, opad[MAX_RANK] = {0};
         int nop, nos;
         if (!attr_ints(im, "output_padding", &op, &nop) || !attr_ints(im, "output_shape", &os, &nos))
-            return false;
+            return NULL;
         if (nop >= 0 && nop != nsp)
-            return imp_err(im, "output_padding has %d entries for %d spatial dims", nop, nsp);
+            return imp_err(im, "output_padding has %d entries for %d spatial dims", nop, nsp), NULL;
         for (int i = 0; i < nop; i++)
             opad[i] = op[i];
         const char *autopad;
         if (!attr_str(im, "auto_pad", "NOTSET", &autopad))
-            return false;
+            return NULL;
         bool same = !strncmp(autopad, "SAME", 4);
         if (nos >= 0 || same) {
             if (nos >= 0 && nos != nsp)
-                return imp_err(im, "output_shape has %d entries for %d spatial dims", nos, nsp);
+                return imp_err(im, "output_shape has %d entries for %d spatial dims", nos, nsp), NULL;
             for (int i = 0; i < nsp; i++) {
                 Dim *in = vdims(x)[2 + i], *k = vdims(w)[2 + i];
                 int64_t s = win.strides[i];
@@ -457,7 +458,7 @@ static bool conv_common(Imp *im, bool transpose)
                 win.pads[i] = upper ? half : dim_sub(CX, t, half);
                 win.pads[nsp + i] = upper ? dim_sub(CX, t, half) : half;
                 if (!win.pads[i] || !win.pads[nsp + i])
-                    return imp_err(im, "padding overflows");
+                    return imp_err(im, "padding overflows"), NULL;
             }
         }
         window_attrs(im, &l, &win);
@@ -469,9 +470,18 @@ static bool conv_common(Imp *im, bool transpose)
     }
     Value *in[2] = {x, w};
     Op *op = build_op(im->g, transpose ? OP_CONV_TRANSPOSE : OP_CONV, in, 2, l.v, l.n);
-    if (!op)
-        return imp_fail(im);
-    return done(im, add_bias(im, op->out[0], IN(2)));
+    return op ? op->out[0] : NULL;
+}
+
+Value *imp_conv(Imp *im, Value *x, Value *w) { return conv_build(im, x, w, false); }
+
+static bool conv_common(Imp *im, bool transpose)
+{
+    Value *x = imp_need(im, 0), *w = imp_need(im, 1);
+    if (!x || !w)
+        return false;
+    Value *y = conv_build(im, x, w, transpose);
+    return y ? done(im, add_bias(im, y, IN(2))) : imp_fail(im); /* the first message stays */
 }
 
 bool onnx_lower_conv(Imp *im) { return conv_common(im, false); }

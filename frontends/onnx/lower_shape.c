@@ -987,8 +987,13 @@ bool onnx_lower_range(Imp *im)
         return false;
     DType dt = vdt(vs);
     bool cs = imp_const_scalar(im, vs, &s), cl = imp_const_scalar(im, vl, &l);
-    if (!imp_const_scalar(im, vd, &d)) {
-        /* computed delta: n = max(0, ceil((limit - start) / delta)) in f64 */
+    bool cd = imp_const_scalar(im, vd, &d);
+    if (cd && d == 0)
+        return imp_err(im, "delta must not be 0");
+    if (!cd || (!dtype_is_int(dt) && !(cs && cl))) {
+        /* computed delta, or floating-point bounds computed at run time
+         * (YOLOv8's anchors: Range(0, Cast(width), 1) + 0.5):
+         * n = max(0, ceil((limit - start) / delta)) in f64 */
         Dim *none[1] = {NULL}, *one = dc(im, 1);
         Value *s64 = imp_reshape(im, imp_cvt(im, vs, DT_F64), none, 0);
         Value *l64 = imp_reshape(im, imp_cvt(im, vl, DT_F64), none, 0);
@@ -1006,8 +1011,6 @@ bool onnx_lower_range(Imp *im)
         Value *step = imp_reshape(im, vd, none, 0), *start = imp_reshape(im, vs, none, 0);
         return done(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, op->out[0], step), start));
     }
-    if (d == 0)
-        return imp_err(im, "delta must not be 0");
     if (cs && cl) {
         double cnt = ceil((l - s) / d);
         int64_t n = cnt > 0 ? (int64_t)cnt : 0;
@@ -1017,8 +1020,6 @@ bool onnx_lower_range(Imp *im)
             io = imp_binc(im, OP_MUL, io, d);
         return done(im, s != 0 ? imp_binc(im, OP_ADD, io, s) : io);
     }
-    if (!dtype_is_int(dt))
-        return imp_err(im, "a floating-point Range needs constant bounds");
     /* n = max(0, ceil((limit - start) / delta)) in i64 */
     Dim *none[1] = {NULL};
     Value *a = imp_bin(im, OP_SUB, imp_cvt(im, vl, DT_I64), imp_cvt(im, vs, DT_I64));

@@ -3,7 +3,8 @@
 
 Writes tests/models/<name>/model.onnx and test_data_set_K/{input,output}_N.pb
 in the layout of ONNX's backend tests, one data set per input shape, with
-the outputs computed by onnx.reference.ReferenceEvaluator. Each becomes the
+the outputs computed by onnx.reference.ReferenceEvaluator (by numpy or ONNX
+Runtime where a model says why). Each becomes the
 ctest model/<name> (`dcc check DIR`). The files are committed; rerun this
 after changing a model (pip install onnx==1.17.0 numpy).
 
@@ -23,6 +24,16 @@ after changing a model (pip install onnx==1.17.0 numpy).
             where the model declares its output [1, "seqlen"] and the
             MatMul's value_info ["seqlen", 5] (as a captcha OCR model
             does; issue 15: the computed shape wins); T = 1, 5, 9
+  range_anchors  x: f32[B, C, H, W] -> YOLOv8's anchors, float Ranges
+            whose limit is a dim cast to float, broadcast against x
+  quant_integer  x: f32[B, 48, H, W], a: u8[4, K] -> DynamicQuantizeLinear,
+            ConvInteger (K = 432: sums past 2^24; per-channel zero points),
+            MatMulInteger (per-row and per-column zero points), QLinearConv
+            (per-channel scales, i32 bias); references by numpy, exact
+  ml_ops    x: f32[N, 5], xi: i64[N, 3] -> ai.onnx.ml Scaler, Binarizer,
+            ArrayFeatureExtractor (on x, and on a class list at ArgMax's
+            indices, as skl2onnx labels a classifier's output); N = 1, 4, 7;
+            references by ONNX Runtime
 """
 import os
 import shutil
@@ -140,20 +151,149 @@ def declared_out(rng):
     return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
 
 
-def write(name, graph, data_sets, full_check=True):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="disc gen_small.py")
+def range_anchors(rng):
+    # YOLOv8's anchors (make_anchors): float Ranges whose limit is a dim
+    # cast to float, Range(0, Cast(W), 1) + 0.5, broadcast against the
+    # feature map; and a float Range with a fractional start and step
+    F = TensorProto.FLOAT
+    c = lambda name, v: init(name, np.array(v, np.float32))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i2"], ["h"], axis=0),
+        helper.make_node("Gather", ["s", "i3"], ["w"], axis=0),
+        helper.make_node("Cast", ["h"], ["hf"], to=F),
+        helper.make_node("Cast", ["w"], ["wf"], to=F),
+        helper.make_node("Range", ["zero", "wf", "one"], ["rx"], name="range_x"),
+        helper.make_node("Range", ["zero", "hf", "one"], ["ry"], name="range_y"),
+        helper.make_node("Add", ["rx", "half"], ["sx"]),
+        helper.make_node("Add", ["ry", "half"], ["sy"]),
+        helper.make_node("Unsqueeze", ["sy", "axis1"], ["sy1"]),
+        helper.make_node("Add", ["x", "sx"], ["a"]),
+        helper.make_node("Add", ["a", "sy1"], ["y"]),
+        helper.make_node("Range", ["quarter", "wf", "half"], ["z"], name="range_frac"),
+    ]
+    g = helper.make_graph(
+        nodes, "range_anchors",
+        [helper.make_tensor_value_info("x", F, ["B", "C", "H", "W"])],
+        [helper.make_tensor_value_info("y", F, ["B", "C", "H", "W"]),
+         helper.make_tensor_value_info("z", F, [None])],
+        [init("i2", np.array(2, np.int64)), init("i3", np.array(3, np.int64)),
+         init("axis1", np.array([1], np.int64)), c("zero", 0), c("one", 1), c("half", 0.5), c("quarter", 0.25)])
+    shapes = [(1, 2, 3, 5), (2, 1, 4, 7), (1, 1, 1, 1)]
+    return g, [[rng.standard_normal(s).astype(np.float32)] for s in shapes]
+
+
+def quant_integer(rng):
+    # the integer ops of quantized models, where ONNX's node tests do not
+    # reach: ConvInteger with K = 48*3*3 = 432 > 258 (partial sums past 2^24,
+    # the f64 path) and per-channel weight zero points; MatMulInteger with
+    # per-row and per-column zero points; QLinearConv with per-channel
+    # weight scales and an i32 bias
+    F, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+    u8 = lambda *s: rng.integers(230, 256, s).astype(np.uint8)
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xzp"]),
+        helper.make_node("ConvInteger", ["xq", "w", "xzp", "wzp"], ["y1"], pads=[1, 1, 1, 1]),
+        helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y2"]),
+        helper.make_node("QLinearConv", ["xq", "xs", "xzp", "w2", "w2s", "w2zp", "ys", "yzp", "bias"], ["y3"],
+                         strides=[2, 1]),
+    ]
+    g = helper.make_graph(
+        nodes, "quant_integer",
+        [helper.make_tensor_value_info("x", F, ["B", 48, "H", "W"]),
+         helper.make_tensor_value_info("a", U8, [4, "K"])],
+        [helper.make_tensor_value_info("y1", I32, ["B", 16, "H", "W"]), helper.make_tensor_value_info("y2", I32, [4, 7]),
+         helper.make_tensor_value_info("y3", U8, ["B", 8, "H2", "W"]), helper.make_tensor_value_info("xs", F, []),
+         helper.make_tensor_value_info("xzp", U8, [])],
+        [init("w", u8(16, 48, 3, 3)), init("wzp", rng.integers(0, 4, 16).astype(np.uint8)),
+         init("azp", np.array([0, 3, 128, 255], np.uint8)),
+         init("b", rng.integers(-128, 128, (300, 7)).astype(np.int8)),
+         init("bzp", rng.integers(-3, 4, 7).astype(np.int8)),
+         init("w2", rng.integers(-128, 128, (8, 48, 1, 1)).astype(np.int8)),
+         init("w2s", (0.001 + 0.002 * rng.random(8)).astype(np.float32)),
+         init("w2zp", np.zeros(8, np.int8)),
+         init("ys", np.array(0.01, np.float32)), init("yzp", np.array(100, np.uint8)),
+         init("bias", rng.integers(-5000, 5000, 8).astype(np.int32))])
+    # x > 0: a zero point of 0 and values near 255, so the sums pass 2^24
+    xs = [(1, 48, 5, 7), (2, 48, 3, 3)]
+    return g, [[(0.8 + 0.2 * rng.random(s)).astype(np.float32), rng.integers(0, 256, (4, 300)).astype(np.uint8)]
+               for s in xs]
+
+
+def quant_integer_ref(model, feeds):
+    # numpy, exact in int64; onnx.reference's ConvInteger takes no
+    # per-channel zero point. The float steps in ONNX Runtime's order.
+    c = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    x, a = feeds["x"], feeds["a"]
+    f32 = np.float32
+    lo, hi = min(f32(x.min()), f32(0)), max(f32(x.max()), f32(0))
+    xs = f32(1) if hi == lo else f32((hi - lo) / f32(255))
+    xzp = np.uint8(np.round(np.clip(-(lo / xs), 0, 255)))
+    xq = np.clip(np.round(x / xs) + f32(xzp), 0, 255).astype(np.uint8)
+
+    def conv(xi, wi, pads, strides):  # int64, NCHW, groups 1
+        xp = np.pad(xi, ((0, 0), (0, 0), (pads, pads), (pads, pads)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, wi.shape[2:], axis=(2, 3))[:, :, ::strides[0], ::strides[1]]
+        return np.einsum("nchwij,mcij->nmhw", win, wi)
+
+    xi = xq.astype(np.int64) - np.int64(xzp)
+    y1 = conv(xi, c["w"].astype(np.int64) - c["wzp"].astype(np.int64)[:, None, None, None], 1, (1, 1))
+    y2 = (a.astype(np.int64) - c["azp"].astype(np.int64)[:, None]) @ (c["b"].astype(np.int64) - c["bzp"].astype(np.int64))
+    acc = conv(xi, c["w2"].astype(np.int64), 0, (2, 1)) + c["bias"].astype(np.int64)[None, :, None, None]
+    scale = (xs * c["w2s"]) / c["ys"]
+    y3 = np.clip(np.round(acc.astype(f32) * scale[None, :, None, None]) + f32(c["yzp"]), 0, 255).astype(np.uint8)
+    return [y1.astype(np.int32), y2.astype(np.int32), y3, np.array(xs, f32), np.array(xzp, np.uint8)]
+
+
+def ml_ops(rng):
+    # the ai.onnx.ml ops skl2onnx writes around a network: Scaler with one
+    # offset and scale per feature, Binarizer, ArrayFeatureExtractor over a
+    # matrix's last axis and over a 1-D class list (as skl2onnx picks the
+    # labels behind an ArgMax: [1, N] out)
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["s"], domain=ml, offset=[0.5, -1.0, 2.0, 0.0, 0.25],
+                         scale=[2.0, 0.5, 1.0, 3.0, -1.0]),
+        helper.make_node("Scaler", ["xi"], ["si"], domain=ml, offset=[1.0], scale=[0.5]),
+        helper.make_node("Binarizer", ["x"], ["b"], domain=ml, threshold=0.3),
+        helper.make_node("ArrayFeatureExtractor", ["x", "cols"], ["f"], domain=ml),
+        helper.make_node("ArgMax", ["x"], ["am"], axis=1),
+        helper.make_node("ArrayFeatureExtractor", ["classes", "am"], ["labels"], domain=ml),
+    ]
+    g = helper.make_graph(
+        nodes, "ml_ops",
+        [helper.make_tensor_value_info("x", F, ["N", 5]), helper.make_tensor_value_info("xi", I64, ["N", 3])],
+        [helper.make_tensor_value_info("s", F, ["N", 5]), helper.make_tensor_value_info("si", F, ["N", 3]),
+         helper.make_tensor_value_info("b", F, ["N", 5]), helper.make_tensor_value_info("f", F, ["N", 3]),
+         helper.make_tensor_value_info("labels", I64, [1, "N"])],
+        [init("cols", np.array([4, 0, 4], np.int64)), init("classes", np.array([3, 1, 4, 1, 5], np.int64))])
+    return g, [[rng.standard_normal((n, 5)).astype(np.float32), rng.integers(-9, 9, (n, 3))] for n in (1, 4, 7)]
+
+
+def ort_reference(model, feeds):
+    # onnx.reference's Scaler keeps an integer input's type; the spec (and
+    # ONNX Runtime) give float
+    import onnxruntime as ort
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def write(name, graph, data_sets, full_check=True, reference=None, ml=False):
+    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("ai.onnx.ml", 3)] if ml else [])
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="disc gen_small.py")
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=full_check)
     d = os.path.join(HERE, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     onnx.save(model, os.path.join(d, "model.onnx"))
-    ref = ReferenceEvaluator(model)
+    ref = None if reference else ReferenceEvaluator(model)
     in_names = [i.name for i in graph.input]
     out_names = [o.name for o in graph.output]
     for k, inputs in enumerate(data_sets):
-        outputs = ref.run(None, dict(zip(in_names, inputs)))
+        feeds = dict(zip(in_names, inputs))
+        outputs = reference(model, feeds) if reference else ref.run(None, feeds)
         sd = os.path.join(d, "test_data_set_%d" % k)
         os.makedirs(sd)
         for i, (n, a) in enumerate(zip(in_names, inputs)):
@@ -170,6 +310,9 @@ def main():
     write("placeholder_dims", *placeholder_dims(rng))
     # the declarations contradict the computed shapes: no strict check
     write("declared_out", *declared_out(rng), full_check=False)
+    write("range_anchors", *range_anchors(np.random.default_rng(16)))
+    write("quant_integer", *quant_integer(np.random.default_rng(17)), reference=quant_integer_ref)
+    write("ml_ops", *ml_ops(np.random.default_rng(18)), ml=True, reference=ort_reference)
 
 
 if __name__ == "__main__":

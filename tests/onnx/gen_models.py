@@ -274,6 +274,13 @@ def errors(good):
         node("Unique", ["b"], ["c"], "uniq"),
         helper.make_node("FusedMatMul", ["c", "c"], ["d"], name="fmm", domain="com.microsoft"),
     ], [vi("x", F, [2, 3]), vi("w", F, [1, 4, 3]), vi("r", F, [1, 4, 1])], [vi("d", F, None)], check=False)
+    # more unsupported nodes than one message lists: the last line counts
+    # the rest and names their ops
+    save("err_unsupported_many",
+         [node("Relu", ["x"], ["u0"])]
+         + [node("Unique", ["u%d" % k], ["u%d" % (k + 1)], "uniq%d" % k) for k in range(40)]
+         + [helper.make_node("FusedMatMul", ["u40", "u40"], ["d"], name="fmm", domain="com.microsoft")],
+         [vi("x", F, [2, 3])], [vi("d", F, None)], check=False)
     save("err_missing_init", [node("MatMul", ["x", "w_missing"], ["y"], "fc1")],
          [vi("x", F, ["B", 4])], [vi("y", F, None)], check=False)
     save("err_cycle", [
