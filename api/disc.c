@@ -1,15 +1,16 @@
 /*
  * disc.c — the public C API (include/disc.h) over the compiler's modules.
  *
- * A disc_model keeps its source (a path or a copy of the text) and one
- * parsed graph for the signature; disc_compile parses the source again, so
- * that compiling, which rewrites the graph, never changes the model and a
- * model can be compiled any number of times.
+ * A disc_model is the loaded, verified graph (frontends/model.h: the one
+ * loader, which dcc uses too). Compiling rewrites a graph, so disc_compile
+ * compiles a clone of it (graph_clone: constants' data shared, not
+ * copied): the model is read once and never changes, and can be compiled
+ * any number of times, each compile from the content that was loaded.
  */
 #include "disc.h"
 
 #include "codegen/codegen.h"
-#include "frontends/onnx/onnx.h"
+#include "frontends/model.h"
 #include "runtime/interp.h"
 
 #include <stdarg.h>
@@ -21,31 +22,55 @@ _Static_assert(DISC_MAX_RANK == MAX_RANK, "rank limit");
 _Static_assert(sizeof(disc_tensor) >= sizeof(Tensor) - sizeof(bool), "tensor layout");
 
 struct disc_model {
-    char *path;     /* or NULL */
-    char *text;     /* IR text copy, or NULL */
-    size_t len;
-    char *name;
-    Graph *g;       /* for the signature */
+    Graph *g;       /* as loaded and verified; never compiled itself */
 };
 
 struct disc_compiled {
-    Graph *g;
+    Graph *g;       /* a clone of the model's graph, rewritten by compiling */
     ShapeInfo *si;  /* interp */
     Exec *exec;     /* cpu */
 };
 
 static _Thread_local char last_error[DIAG_MAX];
+static _Thread_local disc_status last_status;
 
-static void set_error(const char *fmt, ...)
+static disc_status set_error(disc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static disc_status set_error(disc_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    last_status = st;
+    return st;
+}
+
+/* The status of a diagnostic follows from its kind, never its text. */
+static disc_status status_of(DiagKind k)
+{
+    switch (k) {
+    case DIAG_PARSE:
+    case DIAG_MODEL:
+    case DIAG_UNSUPPORTED: return DISC_ERR_INPUT;
+    case DIAG_SHAPE: return DISC_ERR_SHAPE;
+    case DIAG_ARG: return DISC_ERR_ARG;
+    case DIAG_RESOURCE: return DISC_ERR_RUNTIME;
+    case DIAG_NONE: /* a failure that left no message is a bug */
+    case DIAG_INTERNAL: return DISC_ERR_INTERNAL;
+    }
+    return DISC_ERR_INTERNAL;
+}
+
+static disc_status report(const Diag *d)
+{
+    if (!d->set)
+        return set_error(DISC_ERR_INTERNAL, "error: internal: a failure without a message");
+    return set_error(status_of(d->kind), "%s", d->msg);
 }
 
 const char *disc_version(void) { return DISC_VERSION; }
 const char *disc_last_error(void) { return last_error; }
+disc_status disc_last_status(void) { return last_status; }
 
 disc_options disc_default_options(void)
 {
@@ -53,72 +78,39 @@ disc_options disc_default_options(void)
     return o;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+static disc_model *load(Graph *g, const Diag *d)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static Graph *parse_model(const disc_model *m)
-{
-    Diag d = {0};
-    Graph *g;
-    if (m->path)
-        g = ends_with(m->path, ".onnx") ? onnx_import_file(m->path, NULL, &d) : graph_parse_file(m->path, &d);
-    else
-        g = graph_parse(m->text, m->len, m->name, &d);
-    if (g && !graph_verify(g, &d)) {
+    disc_model *m = g ? calloc(1, sizeof *m) : NULL;
+    if (!m) {
+        if (g)
+            set_error(DISC_ERR_RUNTIME, "error: out of memory");
+        else
+            report(d);
         graph_free(g);
-        g = NULL;
-    }
-    if (!g)
-        set_error("%s", d.msg);
-    return g;
-}
-
-static disc_model *load(char *path, char *text, size_t len, const char *name)
-{
-    disc_model *m = calloc(1, sizeof *m);
-    if (!m || (!path && !text)) {
-        free(m);
-        free(path);
-        free(text);
-        set_error("error: out of memory");
         return NULL;
     }
-    m->path = path;
-    m->text = text;
-    m->len = len;
-    m->name = strdup(name ? name : "<ir>");
-    m->g = parse_model(m);
-    if (!m->g) {
-        disc_model_free(m);
-        return NULL;
-    }
+    m->g = g;
     return m;
 }
 
 disc_model *disc_load(const char *path)
 {
     if (!path) {
-        set_error("error: disc_load: no path");
+        set_error(DISC_ERR_ARG, "error: disc_load: no path");
         return NULL;
     }
-    return load(strdup(path), NULL, 0, path);
+    Diag d = {0};
+    return load(model_load(path, &d), &d);
 }
 
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
 {
     if (!text) {
-        set_error("error: disc_load_ir: no text");
+        set_error(DISC_ERR_ARG, "error: disc_load_ir: no text");
         return NULL;
     }
-    char *copy = malloc(len + 1);
-    if (copy) {
-        memcpy(copy, text, len);
-        copy[len] = 0;
-    }
-    return load(NULL, copy, len, name);
+    Diag d = {0};
+    return load(model_load_text(text, len, name ? name : "<ir>", &d), &d);
 }
 
 void disc_model_free(disc_model *m)
@@ -126,9 +118,6 @@ void disc_model_free(disc_model *m)
     if (!m)
         return;
     graph_free(m->g);
-    free(m->path);
-    free(m->text);
-    free(m->name);
     free(m);
 }
 
@@ -209,25 +198,26 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     if (!o)
         o = &dflt;
     if (!m) {
-        set_error("error: disc_compile: no model");
+        set_error(DISC_ERR_ARG, "error: disc_compile: no model");
         return NULL;
     }
     const char *backend = o->backend ? o->backend : "cpu";
     if (strcmp(backend, "cpu") != 0 && strcmp(backend, "interp") != 0) {
-        set_error("error: unknown backend '%s' (backends: cpu, interp)", backend);
+        set_error(DISC_ERR_ARG, "error: unknown backend '%s' (backends: cpu, interp)", backend);
         return NULL;
     }
     disc_compiled *c = calloc(1, sizeof *c);
     if (!c) {
-        set_error("error: out of memory");
-        return NULL;
-    }
-    c->g = parse_model(m);
-    if (!c->g) {
-        free(c);
+        set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
     Diag d = {0};
+    c->g = graph_clone(m->g, &d);
+    if (!c->g) {
+        report(&d);
+        free(c);
+        return NULL;
+    }
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
         CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads};
@@ -236,7 +226,7 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
         c->si = shape_analyze(c->g, &so, &d);
     }
     if (!c->exec && !c->si) {
-        set_error("%s", d.msg);
+        report(&d);
         disc_compiled_free(c);
         return NULL;
     }
@@ -267,28 +257,21 @@ static void to_tensor(Tensor *t, const disc_tensor *x)
 
 disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
 {
-    if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs)) {
-        set_error("error: disc_run: bad arguments");
-        return DISC_ERR_ARG;
-    }
-    if (ninputs != c->g->ninputs || noutputs != c->g->noutputs) {
-        set_error("error: the model takes %d inputs and %d outputs, %d and %d given", c->g->ninputs,
-                  c->g->noutputs, ninputs, noutputs);
-        return DISC_ERR_ARG;
-    }
+    if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs))
+        return set_error(DISC_ERR_ARG, "error: disc_run: bad arguments");
+    if (ninputs != c->g->ninputs || noutputs != c->g->noutputs)
+        return set_error(DISC_ERR_ARG, "error: the model takes %d inputs and %d outputs, %d and %d given",
+                         c->g->ninputs, c->g->noutputs, ninputs, noutputs);
     Tensor in[ninputs > 0 ? ninputs : 1], out[noutputs > 0 ? noutputs : 1];
     for (int i = 0; i < ninputs; i++) {
         if (inputs[i].rank < 0 || inputs[i].rank > MAX_RANK || (int)inputs[i].dtype < 0 ||
-            (int)inputs[i].dtype >= DT_COUNT) {
-            set_error("error: input %d: bad rank or dtype", i);
-            return DISC_ERR_ARG;
-        }
+            (int)inputs[i].dtype >= DT_COUNT)
+            return set_error(DISC_ERR_ARG, "error: input %d: bad rank or dtype", i);
         to_tensor(&in[i], &inputs[i]);
         size_t need = tensor_numel(&in[i]) * dtype_size(in[i].dtype);
-        if (inputs[i].nbytes < need || (need && !inputs[i].data)) {
-            set_error("error: input %d: %zu bytes given, its shape needs %zu", i, inputs[i].nbytes, need);
-            return DISC_ERR_ARG;
-        }
+        if (inputs[i].nbytes < need || (need && !inputs[i].data))
+            return set_error(DISC_ERR_ARG, "error: input %d: %zu bytes given, its shape needs %zu", i,
+                             inputs[i].nbytes, need);
     }
     Diag d = {0};
     bool ok;
@@ -304,23 +287,17 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
-    if (!ok) {
-        set_error("%s", d.msg);
-        if (strstr(d.msg, "bytes, ") && strstr(d.msg, "given"))
-            return DISC_ERR_ARG;
-        return strstr(d.msg, "input") ? DISC_ERR_SHAPE : DISC_ERR_RUNTIME;
-    }
+    if (!ok)
+        return report(&d);
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
         disc_tensor *o = &outputs[i];
         size_t nbytes = out[i].nbytes;
         if (o->data && out[i].data != o->data) { /* the interpreter's result */
-            if (o->nbytes < nbytes) {
-                set_error("error: output %d needs %zu bytes, %zu given", i, nbytes, o->nbytes);
-                st = DISC_ERR_ARG;
-            } else if (nbytes) {
+            if (o->nbytes < nbytes)
+                st = set_error(DISC_ERR_ARG, "error: output %d needs %zu bytes, %zu given", i, nbytes, o->nbytes);
+            else if (nbytes)
                 memcpy(o->data, out[i].data, nbytes);
-            }
             tensor_free(&out[i]);
             o->owned = 0;
         } else if (!o->data) {

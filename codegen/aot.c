@@ -284,7 +284,7 @@ static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef m
     if (AOT(cg)->need_ir) {
         char *text = graph_text(g);
         if (!text)
-            return diag_set(cg->d, "error: out of memory");
+            return diag_oom(cg->d);
         ir = cstring(cg, text);
         free(text);
     }
@@ -560,7 +560,7 @@ static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path,
     char *err = NULL;
     bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
     if (!ok)
-        diag_set(d, "error: no LLVM target for %s: %s", triple, err ? err : "?");
+        diag_setk(d, DIAG_RESOURCE, "error: no LLVM target for %s: %s", triple, err ? err : "?");
     if (ok) {
         LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->name, t->features,
                                                           LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
@@ -573,7 +573,7 @@ static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path,
         LLVMDisposeMessage(err);
         err = NULL;
         if (LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &err))
-            ok = diag_set(d, "error: cannot write %s: %s", path, err ? err : "?");
+            ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, err ? err : "?");
         LLVMDisposeTargetMachine(tm);
     }
     LLVMDisposeMessage(err);
@@ -606,13 +606,13 @@ static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const C
         define_entries(&cg, o->name);
         char *vmsg = NULL;
         if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg))
-            ok = diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+            ok = diag_setk(d, DIAG_INTERNAL, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
         LLVMDisposeMessage(vmsg);
     }
     cg.mod = NULL;
     cg_free(&cg);
     if (ok && a->failed_io)
-        ok = diag_set(d, "error: cannot write %s", o->weights_path);
+        ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", o->weights_path);
     if (!ok)
         return false;
     double t0 = now();
@@ -631,7 +631,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
 {
     for (const char *c = o->name; *c; c++)
         if (!(isalnum((unsigned char)*c) || *c == '_') || isdigit((unsigned char)o->name[0]))
-            return diag_set(d, "error: --name %s: not a C identifier", o->name);
+            return diag_setk(d, DIAG_ARG, "error: --name %s: not a C identifier", o->name);
     CpuTarget cpu;
     if (!cpu_target_init(&cpu, co->cpu, d))
         return false;
@@ -642,7 +642,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
         wtmp = malloc(n);
         if (!wtmp) {
             cpu_target_free(&cpu);
-            return diag_set(d, "error: out of memory");
+            return diag_oom(d);
         }
         snprintf(wtmp, n, "%s.tmp", o->weights_path);
         a.wf = fopen(wtmp, "wb");
@@ -652,7 +652,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 fclose(a.wf);
             free(wtmp);
             cpu_target_free(&cpu);
-            return diag_set(d, "error: cannot write %s", o->weights_path);
+            return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", o->weights_path);
         }
     }
     CgTarget t = {
@@ -681,7 +681,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 m.nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, (long long)a.woff,
                 a.wf ? o->weights_path : "the object", cpu.name, cpu.isa, cpu.vbits, cpu.nvregs);
     if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL))
-        ok = diag_set(d, "error: cannot write %s", header_path);
+        ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", header_path);
     if (a.wf) { /* the header: magic, size, checksum */
         unsigned char hdr[DISC_AOT_WEIGHTS_HEADER] = {0};
         memcpy(hdr, DISC_AOT_WEIGHTS_MAGIC, 8);
@@ -690,7 +690,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
         bool wok = fseek(a.wf, 0, SEEK_SET) == 0 && fwrite(hdr, 1, sizeof hdr, a.wf) == sizeof hdr;
         wok = fclose(a.wf) == 0 && wok;
         if (ok && (!wok || rename(wtmp, o->weights_path) != 0))
-            ok = diag_set(d, "error: cannot write %s", o->weights_path);
+            ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", o->weights_path);
         if (!ok)
             remove(wtmp);
         free(wtmp);

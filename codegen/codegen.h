@@ -48,8 +48,8 @@ typedef struct CgOpts {
     bool verbose;      /* per-stage times on stderr */
     int threads;       /* 0: every core */
     bool unfused;      /* one kernel per op (the baseline, and for debugging) */
-    const char *dump_after; /* "shape", "canon", "fusion", "memplan" or "llvm":
-                               the IR after that pass on stderr */
+    const char *dump_after; /* the name of a pass (cg_passes): what it made,
+                               on stderr */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -263,11 +263,32 @@ struct CgModule {
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
-    double t[5];       /* seconds: shape, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
+    double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
 };
 bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
                      const CgTarget *t, CgModule *out, Diag *d);
+
+/* The pipeline's passes, in order: the one list the driver runs and dcc
+ * names (--stage, --dump-after). Each pass reads and fills a CgModule;
+ * print shows its result (what dcc emit --stage prints, and --dump-after
+ * on stderr). The last, llvm, is codegen and the target's finish, which
+ * prints the optimised module itself: it has no run or print here. */
+typedef enum CgStage { CG_SHAPE, CG_CANON, CG_FUSION, CG_MEMPLAN, CG_LLVM, CG_NSTAGES } CgStage;
+typedef struct CgPass {
+    const char *name;  /* "shape", "canon", "fusion", "memplan", "llvm" */
+    const char *what;  /* what print shows, for --help */
+    bool (*run)(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d);
+    void (*print)(FILE *f, const CgModule *m, const PrintOpts *po);
+} CgPass;
+extern const CgPass cg_passes[CG_NSTAGES];
+/* The stage of that name, or CG_NSTAGES. */
+CgStage cg_stage_from_name(const char *name);
+/* "shape, canon, fusion, memplan, llvm", for messages. */
+const char *cg_stage_names(void);
+/* Runs the passes up to and including last (at most CG_MEMPLAN) on g
+ * into m (cg_module_free); false with d set. */
+bool cg_run_passes(Graph *g, const ShapeOpts *so, const CgOpts *o, CgStage last, CgModule *m, Diag *d);
 /* cg_build_module, then t->finish; m keeps the plans (cg_module_free). */
 bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
                 const CgTarget *t, CgModule *m, Diag *d);

@@ -135,7 +135,7 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
     cg_llvm_init();
     const char *from = "--cpu";
     if (!name || !*name) {
-        name = getenv("DISC_CPU");
+        name = disc_env()->cpu;
         from = "DISC_CPU=";
     }
     if (name && (!*name || !strcmp(name, "native")))
@@ -147,7 +147,7 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
         LLVMDisposeMessage(hcpu);
         LLVMDisposeMessage(hfeat);
         if (!t->features)
-            return diag_set(d, "error: out of memory");
+            return diag_oom(d);
         bool avx512 = has_feature(t->features, "+avx512f");
         set_shape(t, avx512 ? 512 : has_feature(t->features, "+avx") ? 256 : 128, avx512);
         if (t->vbits == 256 && !has_feature(t->features, "+avx2"))
@@ -157,20 +157,20 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
     }
     const char *sep = from[strlen(from) - 1] == '=' ? "" : " ";
     if (strlen(name) >= sizeof t->name)
-        return diag_set(d, "error: %s%s%.40s...: not a CPU LLVM knows", from, sep, name);
+        return diag_setk(d, DIAG_ARG, "error: %s%s%.40s...: not a CPU LLVM knows", from, sep, name);
     bool avx512 = false;
     int vbits = probe(name, &avx512);
     if (!vbits) {
         char *triple = LLVMGetDefaultTargetTriple();
-        diag_set(d, "error: %s%s%s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
-                    "skylake-avx512 or native)", from, sep, name, triple);
+        diag_setk(d, DIAG_ARG, "error: %s%s%s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
+                               "skylake-avx512 or native)", from, sep, name, triple);
         LLVMDisposeMessage(triple);
         return false;
     }
     snprintf(t->name, sizeof t->name, "%s", name);
     t->features = strdup("");
     if (!t->features)
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     set_shape(t, vbits, avx512);
     return true;
 }
@@ -185,9 +185,10 @@ bool cpu_target_runs_here(const CpuTarget *t, Diag *d)
     LLVMDisposeMessage(hfeat);
     if (t->vbits <= vbits)
         return true;
-    return diag_set(d, "error: CPU %s: code for it (%s) would not run on this machine, whose widest vectors are "
-                       "%d bits; compile it ahead of time (dcc compile --cpu %s) to run elsewhere",
-                    t->name, t->isa, vbits, t->name);
+    return diag_setk(d, DIAG_ARG,
+                     "error: CPU %s: code for it (%s) would not run on this machine, whose widest vectors are "
+                     "%d bits; compile it ahead of time (dcc compile --cpu %s) to run elsewhere",
+                     t->name, t->isa, vbits, t->name);
 }
 
 void cpu_target_free(CpuTarget *t)

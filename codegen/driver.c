@@ -7,8 +7,11 @@
  *   the LLVM verifier → target->finish (optimise for the CPU, then JIT it
  *   or write an object; a GPU target compiles its kernels' source)
  *
- * with --dump-after after each pass. Nothing here knows which target it
- * serves (codegen.h, "targets").
+ * The passes are one list, cg_passes: the driver runs it (cg_run_passes),
+ * and dcc takes its names for --stage and --dump-after and its printers.
+ * After each pass: a check that no allocation failed quietly, the
+ * verifier in debug builds, and --dump-after. Nothing here knows which
+ * target it serves (codegen.h, "targets").
  */
 #include "codegen/codegen.h"
 
@@ -83,32 +86,125 @@ void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *t)
     LLVMDisposeMessage(triple);
 }
 
-bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
-                     const CgTarget *t, CgModule *m, Diag *d)
+/* ---- the passes --------------------------------------------------------- */
+
+static bool run_shape(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    return (m->si = shape_analyze(m->g, so, d)) != NULL;
+}
+
+static bool run_canon(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    canon_run(m->g, &m->canon);
+    return true;
+}
+
+static bool run_fusion(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    m->plan = o->unfused ? fuse_plan_unfused(m->si, d) : fuse_plan(m->si, d);
+    return m->plan != NULL;
+}
+
+static bool run_memplan(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    return (m->mp = memplan_build(m->plan, m->si, d)) != NULL;
+}
+
+static void print_shape(FILE *f, const CgModule *m, const PrintOpts *po) { shape_print(f, m->si); }
+
+static void print_canon(FILE *f, const CgModule *m, const PrintOpts *po)
+{
+    const CanonStats *st = &m->canon;
+    graph_print(f, m->g, po);
+    fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dots fused side by side, "
+               "%d dead, %d rounds\n",
+            st->ops_before, st->ops_after, st->folded, st->cse, st->simplified, st->hfused, st->removed, st->rounds);
+}
+
+static void print_fusion(FILE *f, const CgModule *m, const PrintOpts *po)
+{
+    graph_print(f, m->g, &(PrintOpts){po->inline_max, true});
+    fputs("\n# fusion plan\n", f);
+    fuse_print(f, m->plan);
+}
+
+static void print_memplan(FILE *f, const CgModule *m, const PrintOpts *po)
+{
+    fuse_print(f, m->plan);
+    memplan_print(f, m->mp, NULL);
+}
+
+const CgPass cg_passes[CG_NSTAGES] = {
+    [CG_SHAPE] = {"shape", "after shape analysis: resolved dims, dim and size classes, constraints, the host "
+                           "shape program", run_shape, print_shape},
+    [CG_CANON] = {"canon", "after canonicalisation (constant folding, CSE, algebraic simplification, DCE)",
+                  run_canon, print_canon},
+    [CG_FUSION] = {"fusion", "the fusion plan: groups (loop, input, stitch, library, opaque) with their ops, "
+                             "inputs, outputs", run_fusion, print_fusion},
+    [CG_MEMPLAN] = {"memplan", "the memory plan: slots of one block per run, their symbolic offsets and sizes",
+                    run_memplan, print_memplan},
+    [CG_LLVM] = {"llvm", "the optimised LLVM IR: the kernels and the host flow", NULL, NULL},
+};
+
+CgStage cg_stage_from_name(const char *name)
+{
+    for (int s = 0; s < CG_NSTAGES; s++)
+        if (!strcmp(cg_passes[s].name, name))
+            return (CgStage)s;
+    return CG_NSTAGES;
+}
+
+static char stage_names[128];
+
+static void join_names(void)
+{
+    size_t n = 0;
+    for (int s = 0; s < CG_NSTAGES; s++)
+        n += (size_t)snprintf(stage_names + n, sizeof stage_names - n, "%s%s", s ? ", " : "", cg_passes[s].name);
+}
+
+const char *cg_stage_names(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, join_names);
+    return stage_names;
+}
+
+bool cg_run_passes(Graph *g, const ShapeOpts *so, const CgOpts *o, CgStage last, CgModule *m, Diag *d)
 {
     memset(m, 0, sizeof *m);
     m->g = g;
+    for (int s = 0; s <= (int)last && s < CG_LLVM; s++) {
+        const CgPass *p = &cg_passes[s];
+        double t0 = now();
+        bool ok = p->run(m, so, o, d);
+        m->t[s < CG_FUSION ? 0 : 1] += now() - t0;
+        /* a failed allocation may have read as "unknown" and not failed the pass */
+        const Arena *arenas[] = {&g->arena, m->si ? &m->si->arena : NULL, m->plan ? &m->plan->arena : NULL,
+                                 m->mp ? &m->mp->arena : NULL};
+        for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
+            if (arenas[i] && diag_arena_failed(d, arenas[i]))
+                ok = false;
+#ifndef NDEBUG
+        Diag e = {0}; /* the verifier between the passes, in debug builds */
+        if (ok && !graph_verify(g, &e))
+            ok = diag_setk(d, e.kind == DIAG_RESOURCE ? e.kind : DIAG_INTERNAL,
+                           "error: internal: the graph does not verify after %s: %s", p->name, e.msg);
+#endif
+        if (!ok)
+            return false;
+        if (o->dump_after && !strcmp(o->dump_after, p->name))
+            p->print(stderr, m, &(PrintOpts){16, true});
+    }
+    return true;
+}
+
+bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, LLVMContextRef ctx,
+                     const CgTarget *t, CgModule *m, Diag *d)
+{
     cg_llvm_init();
-    double t0 = now();
-    m->si = shape_analyze(g, so, d);
-    if (!m->si)
+    if (!cg_run_passes(g, so, o, CG_MEMPLAN, m, d))
         return false;
-    if (o->dump_after && !strcmp(o->dump_after, "shape"))
-        shape_print(stderr, m->si);
-    canon_run(g, &m->canon);
-    if (o->dump_after && !strcmp(o->dump_after, "canon"))
-        graph_print(stderr, g, &(PrintOpts){16, true});
-    double t1 = now();
-    m->plan = o->unfused ? fuse_plan_unfused(m->si, d) : fuse_plan(m->si, d);
-    if (!m->plan)
-        return false;
-    if (o->dump_after && !strcmp(o->dump_after, "fusion"))
-        fuse_print(stderr, m->plan);
-    m->mp = memplan_build(m->plan, m->si, d);
-    if (!m->mp)
-        return false;
-    if (o->dump_after && !strcmp(o->dump_after, "memplan"))
-        memplan_print(stderr, m->mp, NULL);
     double t2 = now();
     Cg cg;
     cg_init(&cg, ctx, g, m->si, m->plan, d);
@@ -125,16 +221,17 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     m->kdesc = cg.kdesc;
     m->mod = cg.mod;
     cg_free(&cg);
+    if (ok && d->set) /* a failure the flow went on from (cg_dim) */
+        ok = false;
+    if (diag_arena_failed(d, &g->arena))
+        ok = false;
     char *vmsg = NULL;
     if (ok && LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
-        diag_set(d, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
+        diag_setk(d, DIAG_INTERNAL, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
         ok = false;
     }
     LLVMDisposeMessage(vmsg);
-    double t3 = now();
-    m->t[0] = t1 - t0;
-    m->t[1] = t2 - t1;
-    m->t[2] = t3 - t2;
+    m->t[2] = now() - t2;
     return ok;
 }
 

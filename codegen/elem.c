@@ -151,18 +151,22 @@ static LLVMValueRef fast_tanh(Kern *k, LLVMValueRef x)
     return LLVMBuildSelect(B, small, x, r, "");
 }
 
-static LLVMValueRef unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
+/* One element of unary op u on x (of dtype dt). A switch over UnaryOp with
+ * no default, like the interpreter's: an op without a case does not
+ * compile; NULL (an op not defined on dt) is reported by elem() with the
+ * op's name. */
+static LLVMValueRef unary(Kern *k, UnaryOp u, DType dt, LLVMValueRef x)
 {
     bool f = is_f(dt);
-    switch (op) {
-    case OP_NEG: return f ? LLVMBuildFNeg(B, x, "") : LLVMBuildNeg(B, x, "");
-    case OP_ABS:
+    switch (u) {
+    case UN_NEG: return f ? LLVMBuildFNeg(B, x, "") : LLVMBuildNeg(B, x, "");
+    case UN_ABS:
         if (f)
             return intrin(k, "fabs", dt, x);
         if (is_u(dt))
             return x;
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, iconst(k, dt, 0), ""), LLVMBuildNeg(B, x, ""), x, "");
-    case OP_SIGN:
+    case UN_SIGN:
         if (f) {
             LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGT, x, fconst(k, dt, 0), "");
             LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, x, fconst(k, dt, 0), "");
@@ -177,19 +181,21 @@ static LLVMValueRef unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
                 neg = LLVMConstInt(k->cg->t_i1, 0, false);
             return LLVMBuildSelect(B, pos, iconst(k, dt, 1), LLVMBuildSelect(B, neg, iconst(k, dt, -1), z, ""), "");
         }
-    case OP_EXP: return intrin(k, "exp", dt, x);
-    case OP_LOG: return intrin(k, "log", dt, x);
-    case OP_SQRT: return intrin(k, "sqrt", dt, x);
-    case OP_RSQRT: return LLVMBuildFDiv(B, fconst(k, dt, 1), intrin(k, "sqrt", dt, x), "");
-    case OP_RECIP: return LLVMBuildFDiv(B, fconst(k, dt, 1), x, "");
-    case OP_TANH: return dt == DT_F64 ? libm(k, "tanh", dt, x) : fast_tanh(k, x);
-    case OP_ERF: return dt == DT_F64 ? libm(k, "erf", dt, x) : fast_erf(k, x);
-    case OP_SIN: return intrin(k, "sin", dt, x);
-    case OP_COS: return intrin(k, "cos", dt, x);
-    case OP_FLOOR: return f ? intrin(k, "floor", dt, x) : x;
-    case OP_CEIL: return f ? intrin(k, "ceil", dt, x) : x;
-    case OP_ROUND: return f ? intrin(k, "roundeven", dt, x) : x;
-    case OP_SIGMOID: {
+    case UN_EXP: return intrin(k, "exp", dt, x);
+    case UN_LOG: return intrin(k, "log", dt, x);
+    case UN_SQRT: return intrin(k, "sqrt", dt, x);
+    case UN_RSQRT: return LLVMBuildFDiv(B, fconst(k, dt, 1), intrin(k, "sqrt", dt, x), "");
+    case UN_RECIP: return LLVMBuildFDiv(B, fconst(k, dt, 1), x, "");
+    case UN_TANH: return dt == DT_F64 ? libm(k, "tanh", dt, x) : fast_tanh(k, x);
+    case UN_ERF: return dt == DT_F64 ? libm(k, "erf", dt, x) : fast_erf(k, x);
+    case UN_SIN: return intrin(k, "sin", dt, x);
+    case UN_COS: return intrin(k, "cos", dt, x);
+    case UN_TAN: return libm(k, "tan", dt, x); /* LLVM 14 has no llvm.tan */
+    case UN_ATAN: return libm(k, "atan", dt, x);
+    case UN_FLOOR: return f ? intrin(k, "floor", dt, x) : x;
+    case UN_CEIL: return f ? intrin(k, "ceil", dt, x) : x;
+    case UN_ROUND: return f ? intrin(k, "roundeven", dt, x) : x;
+    case UN_SIGMOID: {
         /* 1 / (1 + exp(-x)), written to avoid overflow for large -x */
         LLVMValueRef e = intrin(k, "exp", dt, LLVMBuildFNeg(B, intrin(k, "fabs", dt, x), ""));
         LLVMValueRef one = fconst(k, dt, 1);
@@ -197,21 +203,23 @@ static LLVMValueRef unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
         LLVMValueRef nonneg = LLVMBuildFCmp(B, LLVMRealOGE, x, fconst(k, dt, 0), "");
         return LLVMBuildSelect(B, nonneg, p, LLVMBuildFSub(B, one, p, ""), "");
     }
-    case OP_NOT: return dt == DT_BOOL ? LLVMBuildXor(B, x, LLVMConstInt(k->cg->t_i1, 1, false), "") : LLVMBuildNot(B, x, "");
-    case OP_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
-    case OP_ISINF:
+    case UN_NOT: return dt == DT_BOOL ? LLVMBuildXor(B, x, LLVMConstInt(k->cg->t_i1, 1, false), "") : LLVMBuildNot(B, x, "");
+    case UN_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+    case UN_ISINF:
         return LLVMBuildFCmp(B, LLVMRealOEQ, intrin(k, "fabs", dt, x), fconst(k, dt, INFINITY), "");
-    default: return NULL;
+    case UN_COUNT: break;
     }
+    return NULL;
+}
+
+LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
+{
+    UnaryOp u = op_unary(op);
+    return u == UN_COUNT ? NULL : unary(k, u, dt, x);
 }
 
 /* Integer division that never traps: a zero divisor divides by 1, and
  * MIN / -1 wraps. */
-LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
-{
-    return unary(k, op, dt, x);
-}
-
 static LLVMValueRef int_div(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMValueRef zero = iconst(k, dt, 0), one = iconst(k, dt, 1);
@@ -241,13 +249,14 @@ static LLVMValueRef int_div(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMVa
 LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
     bool f = is_f(dt);
-    switch (op) {
-    case OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-    case OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-    case OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-    case OP_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : int_div(k, op, dt, a, b);
-    case OP_REM: return f ? LLVMBuildFRem(B, a, b, "") : int_div(k, op, dt, a, b);
-    case OP_MOD:
+    BinaryOp o = op_binary(op);
+    switch (o) {
+    case BIN_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case BIN_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case BIN_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case BIN_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : int_div(k, op, dt, a, b);
+    case BIN_REM: return f ? LLVMBuildFRem(B, a, b, "") : int_div(k, op, dt, a, b);
+    case BIN_MOD:
         if (f) {
             LLVMValueRef r = LLVMBuildFRem(B, a, b, "");
             LLVMValueRef z = fconst(k, dt, 0);
@@ -262,12 +271,12 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
             return LLVMBuildSelect(B, isz, sz, r, "");
         }
         return int_div(k, op, dt, a, b);
-    case OP_POW: {
+    case BIN_POW: {
         LLVMValueRef args[2] = {a, b};
         return cg_call_intrinsic(k->cg, "pow", cg_compute_type(k->cg, dt), args, 2);
     }
-    case OP_MAX:
-    case OP_MIN:
+    case BIN_MAX:
+    case BIN_MIN:
         if (f) {
             LLVMValueRef pick = LLVMBuildFCmp(B, op == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
             LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
@@ -277,11 +286,12 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
             LLVMIntPredicate p = op == OP_MAX ? (is_u(dt) ? LLVMIntUGT : LLVMIntSGT) : (is_u(dt) ? LLVMIntULT : LLVMIntSLT);
             return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
         }
-    case OP_AND: return LLVMBuildAnd(B, a, b, "");
-    case OP_OR: return LLVMBuildOr(B, a, b, "");
-    case OP_XOR: return LLVMBuildXor(B, a, b, "");
-    default: return NULL;
+    case BIN_AND: return LLVMBuildAnd(B, a, b, "");
+    case BIN_OR: return LLVMBuildOr(B, a, b, "");
+    case BIN_XOR: return LLVMBuildXor(B, a, b, "");
+    case BIN_COUNT: break;
     }
+    return NULL;
 }
 
 static LLVMValueRef compare(Kern *k, const char *dir, DType dt, LLVMValueRef a, LLVMValueRef b)
@@ -522,7 +532,7 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
     DType dt = rt->dtype;
     if (info->cat == CAT_UNARY) {
         LLVMValueRef x = operand(k, op->in[0], rt, idx);
-        return unary(k, op->kind, op->in[0]->type.dtype, x);
+        return kern_unary(k, op->kind, op->in[0]->type.dtype, x);
     }
     if (info->cat == CAT_BINARY) {
         LLVMValueRef a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);

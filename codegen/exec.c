@@ -87,7 +87,7 @@ static double now(void)
 static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
 {
     char *msg = LLVMGetErrorMessage(err);
-    diag_set(d, "error: %s: %s", what, msg);
+    diag_setk(d, DIAG_RESOURCE, "error: %s: %s", what, msg);
     LLVMDisposeErrorMessage(msg);
     return false;
 }
@@ -207,7 +207,12 @@ static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const Cp
     double t0 = now();
     cg_optimise(m->mod, o->opt_level, cpu);
     char *txt = LLVMPrintModuleToString(m->mod);
-    e->llvm_text = strdup(txt);
+    if (!(e->llvm_text = strdup(txt))) {
+        LLVMDisposeMessage(txt);
+        LLVMDisposeModule(m->mod);
+        m->mod = NULL;
+        return diag_oom(d);
+    }
     if (o->dump_after && !strcmp(o->dump_after, "llvm"))
         fputs(txt, stderr);
     LLVMDisposeMessage(txt);
@@ -245,7 +250,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         o = &dflt;
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     e->g = g;
@@ -253,7 +258,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     pthread_mutex_init(&e->lock, NULL);
     if (!cpu_target_init(&e->cpu, o->cpu, d) || !cpu_target_runs_here(&e->cpu, d) || !keep_weights(g)) {
         if (!d->set)
-            diag_set(d, "error: out of memory");
+            diag_oom(d);
         exec_free(e);
         return NULL;
     }
@@ -291,7 +296,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
             LLVMErrorRef kerr = LLVMOrcLLJITLookup(e->jit, &ka, name);
             if (kerr)
                 LLVMConsumeError(kerr);
-            else
+            else if (e->kdesc[i])
                 disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
     }
@@ -344,7 +349,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
 {
     Graph *g = e->g;
     if (ninputs != g->ninputs || noutputs != g->noutputs)
-        return diag_set(d, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
+        return diag_setk(d, DIAG_ARG, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
     int nshapes = 0;
     for (int i = 0; i < g->ninputs; i++) {
         if (inputs[i].rank != g->inputs[i]->type.rank || inputs[i].dtype != g->inputs[i]->type.dtype)
@@ -362,7 +367,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         free(syms);
         if (rt)
             rt_release(e, rt);
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     }
     int k = 0;
     for (int i = 0; i < g->ninputs; i++) {
@@ -381,10 +386,10 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
     bool ok = rc == 0;
     if (rc > 0) {
         if (shape_check_inputs(e->si, inputs, ninputs, d))
-            diag_set(d, "error: the input shapes violate step %d of the host shape program", rc - 1);
+            diag_setk(d, DIAG_SHAPE, "error: the input shapes violate step %d of the host shape program", rc - 1);
     } else if (rc < 0) {
         const char *msg = disc_rt_error(rt);
-        diag_set(d, "error: %s", msg ? msg : "run failed");
+        diag_setk(d, DIAG_RESOURCE, "error: %s", msg ? msg : "run failed");
     }
     for (int i = 0; i < g->noutputs; i++) {
         void **s = &io[g->ninputs + 3 * i];
@@ -404,7 +409,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         }
         if (s[2]) { /* allocated for the caller */
             if (given) {
-                ok = diag_set(d, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
+                ok = diag_setk(d, DIAG_ARG, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
                 free(s[0]);
                 continue;
             }
@@ -414,12 +419,12 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
             r.data = t->data;
         } else { /* an input or a constant returned as is: copy it */
             if (given && t->nbytes < r.nbytes) {
-                ok = diag_set(d, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
+                ok = diag_setk(d, DIAG_ARG, "error: output %d needs %zu bytes, %zu given", i, r.nbytes, t->nbytes);
                 continue;
             }
             void *p = given ? t->data : malloc(r.nbytes ? r.nbytes : 1);
             if (!p) {
-                ok = diag_set(d, "error: out of memory for output %d", i);
+                ok = diag_setk(d, DIAG_RESOURCE, "error: out of memory for output %d", i);
                 continue;
             }
             if (r.nbytes)

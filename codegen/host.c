@@ -157,11 +157,34 @@ LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)
     return arr;
 }
 
+/* Room for n kernels in the kernel tables (signatures, infos and
+ * descriptions), made before a kernel is emitted: the tables always have
+ * an entry for each of the cg->nkernels kernels. */
+static bool kernel_room(Cg *cg, int n)
+{
+    char **sv = realloc(cg->ksig, (size_t)n * sizeof *sv);
+    if (sv)
+        cg->ksig = sv;
+    char **dv = sv ? realloc(cg->kdesc, (size_t)n * sizeof *dv) : NULL;
+    if (dv)
+        cg->kdesc = dv;
+    KernelInfo *kv = dv ? realloc(cg->kinfo, (size_t)n * sizeof *kv) : NULL;
+    if (kv)
+        cg->kinfo = kv;
+    if (!kv)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+    for (int i = cg->nkernels; i < n; i++)
+        cg->ksig[i] = cg->kdesc[i] = NULL;
+    return true;
+}
+
 /* The kernel of a group: an earlier one with the same signature, or a new
  * one. */
 static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
 {
     char *sig = cg_kernel_signature(grp);
+    if (!sig)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     for (int i = 0; sig && i < cg->nkernels; i++)
         if (cg->ksig[i] && !strcmp(cg->ksig[i], sig)) {
             *ki = cg->kinfo[i];
@@ -169,21 +192,15 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
             free(sig);
             return true;
         }
+    int k = cg->nkernels;
+    if (!kernel_room(cg, k + 1)) {
+        free(sig);
+        return false;
+    }
     CgFnState st;
     cg_fn_save(cg, &st);
-    int k = cg->nkernels;
     bool ok = cg->target->kernel(cg, grp, ki);
     cg_fn_restore(cg, &st);
-    char **sv = realloc(cg->ksig, (size_t)(k + 1) * sizeof *sv);
-    KernelInfo *kv = realloc(cg->kinfo, (size_t)(k + 1) * sizeof *kv);
-    if (sv)
-        cg->ksig = sv;
-    if (kv)
-        cg->kinfo = kv;
-    if (!sv || !kv) {
-        free(sig);
-        return diag_set(cg->d, "codegen: out of memory");
-    }
     cg->ksig[k] = sig;
     cg->kinfo[k] = *ki;
     return ok;
@@ -224,21 +241,15 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
             fin->fn = cg->split[i][2];
             return true;
         }
+    int k = cg->nkernels;
+    if (!kernel_room(cg, k + 2))
+        return false;
     CgFnState st;
     cg_fn_save(cg, &st);
-    int k = cg->nkernels;
     bool ok = cg->target->kernel_split(cg, grp, part, fin);
     cg_fn_restore(cg, &st);
     if (!ok)
         return false;
-    char **sv = realloc(cg->ksig, (size_t)cg->nkernels * sizeof *sv);
-    KernelInfo *kv = realloc(cg->kinfo, (size_t)cg->nkernels * sizeof *kv);
-    if (sv)
-        cg->ksig = sv;
-    if (kv)
-        cg->kinfo = kv;
-    if (!sv || !kv)
-        return diag_set(cg->d, "codegen: out of memory");
     for (int i = k; i < cg->nkernels; i++) {
         cg->ksig[i] = NULL; /* never matched by a group's signature */
         cg->kinfo[i] = i == k ? *part : *fin;
@@ -256,7 +267,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     Cg *cg = h->cg;
     KernelInfo ki = {0};
     if (!kernel_for(cg, grp, &ki)) {
-        if (!cg->d->set || !strncmp(cg->d->msg, "codegen: out of memory", 22))
+        if (!cg->d->set || cg->d->kind == DIAG_RESOURCE)
             return false;
         /* no template takes this group: drop its kernel, split it up; a
          * single op no template takes runs on the host */
@@ -290,7 +301,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
         ptrs[i] = h->vbuf[v->id];
         if (!ptrs[i])
-            return diag_set(cg->d, "codegen: group %d reads a value with no buffer", grp->id);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: group %d reads a value with no buffer", grp->id);
     }
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
@@ -339,7 +350,8 @@ bool host_emit_host_op(Host *h, Op *op)
     for (int i = 0; i < op->nin; i++) {
         ptrs[i] = h->vbuf[op->in[i]->id];
         if (!ptrs[i])
-            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
+                             op_info(op->kind)->name);
     }
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
@@ -398,7 +410,7 @@ bool cg_host(Cg *cg)
     h.syms = LLVMGetParam(fn, 3);
     h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
     if (!h.vbuf)
-        return diag_set(cg->d, "codegen: out of memory");
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
@@ -441,7 +453,7 @@ bool cg_host(Cg *cg)
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
         if (!h.vbuf[v->id])
-            return diag_set(cg->d, "codegen: output %d has no buffer", i);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: output %d has no buffer", i);
         LLVMBuildStore(B, h.vbuf[v->id], host_gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
         for (int k = 0; k < v->type.rank; k++)
             LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), host_gep(cg, cg->t_i64, h.shapes, off++));

@@ -15,6 +15,7 @@
  * the caller's buffer.
  */
 #include "codegen/host.h"
+#include "runtime/interp.h"
 #include "runtime/rt.h"
 
 #include <math.h>
@@ -232,11 +233,13 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
                        host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
-            return diag_set(cg->d, "codegen: %s reads a value with no buffer", op_info(op->kind)->name);
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
+                             op_info(op->kind)->name);
     LLVMValueRef null = LLVMConstPointerNull(cg->t_p8), rc;
     LLVMValueRef bias = null, residual = null;
     if (fz && ((fz->bias && !(bias = h->vbuf[fz->bias->id])) || (fz->residual && !(residual = h->vbuf[fz->residual->id]))))
-        return diag_set(cg->d, "codegen: %s: an epilogue operand has no buffer", op_info(op->kind)->name);
+        return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s: an epilogue operand has no buffer",
+                         op_info(op->kind)->name);
     LLVMValueRef out;
     if (!fz) {
         out = host_alloc(h, op->out[0]);
@@ -279,13 +282,17 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
 static bool lib_call(DimCtx *cx, const Op *op, LibCall *c)
 {
     memset(c, 0, sizeof *c);
+    bool ok;
     switch (op->kind) {
-    case OP_DOT: return dot_call(cx, op, c);
+    case OP_DOT: ok = dot_call(cx, op, c); break;
     case OP_CONV:
-    case OP_CONV_TRANSPOSE: return conv_call(cx, op, c);
-    case OP_POOL: return pool_call(cx, op, c);
+    case OP_CONV_TRANSPOSE: ok = conv_call(cx, op, c); break;
+    case OP_POOL: ok = pool_call(cx, op, c); break;
     default: return false;
     }
+    for (int i = 0; ok && i < c->nfields; i++)
+        ok = c->f[i] != NULL; /* out of memory: the driver fails the compile */
+    return ok;
 }
 
 static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
@@ -424,12 +431,15 @@ static bool bias_fits(const Type *y, const Value *b, int axis)
 enum { NSAMPLE = 48 };
 
 /* One op of the chain on samples: x's values in vals[x], other operands
- * scalar constants. False for an op this evaluator does not know. */
+ * scalar constants. The maths is the interpreter's (interp_unary_f,
+ * interp_binary_f); false for an op that is not unary or binary. */
 static bool eval_op(const Op *op, double **vals, int nvals, double *out)
 {
     double c[2] = {0, 0};
     const double *in[2] = {NULL, NULL};
-    for (int i = 0; i < op->nin && i < 2; i++) {
+    if (op->nin < 1 || op->nin > 2)
+        return false;
+    for (int i = 0; i < op->nin; i++) {
         int id = op->in[i]->id;
         if (id < nvals && vals[id])
             in[i] = vals[id];
@@ -437,25 +447,9 @@ static bool eval_op(const Op *op, double **vals, int nvals, double *out)
             return false;
     }
     for (int s = 0; s < NSAMPLE; s++) {
-        double a = in[0] ? in[0][s] : c[0], b = in[1] ? in[1][s] : c[1], r;
-        switch (op->kind) {
-        case OP_ADD: r = a + b; break;
-        case OP_SUB: r = a - b; break;
-        case OP_MUL: r = a * b; break;
-        case OP_DIV: r = a / b; break;
-        case OP_POW: r = pow(a, b); break;
-        case OP_MAX: r = a > b ? a : b; break;
-        case OP_MIN: r = a < b ? a : b; break;
-        case OP_NEG: r = -a; break;
-        case OP_TANH: r = tanh(a); break;
-        case OP_ERF: r = erf(a); break;
-        case OP_EXP: r = exp(a); break;
-        case OP_SIGMOID: r = 1 / (1 + exp(-a)); break;
-        case OP_SQRT: r = sqrt(a); break;
-        case OP_RECIP: r = 1 / a; break;
-        default: return false;
-        }
-        out[s] = r;
+        double a = in[0] ? in[0][s] : c[0], b = in[1] ? in[1][s] : c[1];
+        if (op->nin == 1 ? !interp_unary_f(op->kind, a, &out[s]) : !interp_binary_f(op->kind, a, b, &out[s]))
+            return false;
     }
     return true;
 }
@@ -483,8 +477,10 @@ static Value *activation(Host *h, const Group *grp, int first, const int *nuse, 
     Op *chain[16];
     int n = 0;
     Value *result = NULL;
-    if (!vals || !store)
+    if (!vals || !store) {
+        graph_oom(g);
         goto done;
+    }
     vals[x->id] = store;
     for (int s = 0; s < NSAMPLE; s++) /* -6 .. 6, and the ends of the range */
         store[s] = s == 0 ? -30 : s == NSAMPLE - 1 ? 30 : -6 + 12.0 * (s - 1) / (NSAMPLE - 3);
@@ -585,7 +581,7 @@ bool host_emit_library_group(Host *h, const Group *grp)
         first++;
     first++;
     LibCall c;
-    Fused fz = {0};
+    Fused fz = {.result = root->out[0]}; /* nothing fused unless the library takes it */
     bool takes = lib_call(&cg->g->dims, root, &c);
     if (takes)
         match_chain(h, grp, first, root, &c, &fz);

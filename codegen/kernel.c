@@ -1087,15 +1087,13 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
 static LLVMBasicBlockRef kern_open(Cg *cg, const Group *grp, Kern *k, KernelInfo *ki, const char *tag)
 {
     snprintf(ki->name, sizeof ki->name, "disc_k%d", cg->nkernels);
-    char **kd = realloc(cg->kdesc, (size_t)(cg->nkernels + 1) * sizeof *kd);
-    if (kd) {
-        cg->kdesc = kd;
-        char buf[256];
-        int n = snprintf(buf, sizeof buf, "%s %s%s:", ki->name, fuse_kind_name(grp->kind), tag);
-        for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof buf; i++)
-            n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
-        kd[cg->nkernels] = strdup(buf);
-    }
+    /* host.c made its entry in the kernel tables (kernel_room) */
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "%s %s%s:", ki->name, fuse_kind_name(grp->kind), tag);
+    for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof buf; i++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
+    if (!(cg->kdesc[cg->nkernels] = strdup(buf)))
+        graph_oom(cg->g);
     cg->nkernels++;
     LLVMValueRef fn = LLVMAddFunction(cg->mod, ki->name, cg->t_kernel);
     ki->fn = fn;

@@ -167,6 +167,11 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
 
 LLVMValueRef cg_dim(Cg *cg, Dim *d)
 {
+    if (!d) { /* a dim op that failed: out of memory, or an overflow */
+        if (!diag_arena_failed(cg->d, &cg->g->arena))
+            diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a dim that overflows");
+        return cg_i64(cg, 0);
+    }
     if (d->kind == DIM_CONST)
         return cg_i64(cg, d->c);
     if (cg->no_hoist)
@@ -175,7 +180,7 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d)
     if (hit)
         return (LLVMValueRef)hit;
     LLVMValueRef v = dim_rec(cg, d);
-    dimmap_put(&cg->dimcache, d, (Dim *)v);
+    dimmap_put(&cg->dimcache, d, (Dim *)v); /* a cache: out of memory costs a recomputation */
     return v;
 }
 

@@ -202,8 +202,9 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
 {
     Diag d = {0};
     memset(m, 0, sizeof *m);
-    if (!(m->g = dcc_load(path)))
-        return EXIT_INPUT;
+    int rc = 0;
+    if (!(m->g = dcc_load(path, &rc)))
+        return rc;
     char **printed = graph_value_names(m->g);
     m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
     m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);
@@ -218,7 +219,7 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
         if (!m->exec) {
             fprintf(stderr, "%s: %s\n", path, d.msg);
             model_free(m);
-            return EXIT_INPUT;
+            return dcc_exit_code(&d);
         }
     } else if (!no_shape) {
         ShapeOpts so = {NULL, 0};
@@ -226,7 +227,7 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
         if (!m->si) {
             fprintf(stderr, "%s: shape analysis: %s\n", path, d.msg);
             model_free(m);
-            return EXIT_INPUT;
+            return dcc_exit_code(&d);
         }
     }
     return 0;
@@ -392,7 +393,7 @@ static Tensor *read_tensors(const char *dir, const char *prefix, int n, Diag *d)
 {
     Tensor *t = calloc((size_t)n + 1, sizeof *t);
     if (!t) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     for (int k = 0; k < n; k++) {
@@ -401,7 +402,7 @@ static Tensor *read_tensors(const char *dir, const char *prefix, int n, Diag *d)
         char *p = path_join(dir, name);
         bool ok = p && onnx_read_tensor_file(p, &t[k], NULL, d);
         if (!p)
-            diag_set(d, "error: out of memory");
+            diag_oom(d);
         free(p);
         if (!ok) {
             free_tensors(t, k);
@@ -439,7 +440,7 @@ static bool check_set(Model *m, const char *dir, const char *set, const CheckOpt
         retag_bf16(in, nin, g->inputs);
         retag_bf16(exp, nout, g->outputs);
         if (!(got = calloc((size_t)nout + 1, sizeof *got)))
-            diag_set(&d, "error: out of memory");
+            diag_oom(&d);
         else if (model_exec(m, in, nin, got, &d))
             pass = true;
     }
@@ -581,14 +582,12 @@ static int check_or_bench(int argc, char **argv, bool bench)
         } else if (!strcmp(a, "--no-fuse")) {
             co.unfused = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
-            static const char *passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
             co.dump_after = a + 13;
-            bool known = false;
-            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
-                known |= !strcmp(co.dump_after, passes[k]);
-            if (!known)
-                return usage("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", co.dump_after,
-                             usage_check);
+            if (cg_stage_from_name(co.dump_after) == CG_NSTAGES) {
+                fprintf(stderr, "dcc: error: --dump-after=%s: passes are %s\n%s", co.dump_after, cg_stage_names(),
+                        usage_check);
+                return EXIT_USAGE;
+            }
         } else if (a[0] == '-' && a[1]) {
             return usage("unknown option '%s'", a, usage_check);
         } else if (dir) {
@@ -777,7 +776,7 @@ int dcc_run(int argc, char **argv)
             rc = EXIT_INPUT;
         } else if (!onnx_read_tensor_file(eq + 1, &in[idx], NULL, &d)) {
             fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
+            rc = dcc_exit_code(&d);
         } else {
             retag_bf16(&in[idx], 1, &g->inputs[idx]);
             given[idx] = true;
@@ -791,7 +790,7 @@ int dcc_run(int argc, char **argv)
         }
     if (rc == 0 && !model_exec(&m, in, g->ninputs, out, &d)) {
         fprintf(stderr, "%s: %s\n", model, d.msg);
-        rc = EXIT_INPUT;
+        rc = dcc_exit_code(&d);
     }
     if (rc == 0 && !make_dirs(outdir)) {
         fprintf(stderr, "dcc: error: cannot create directory '%s': %s\n", outdir, strerror(errno));

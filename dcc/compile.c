@@ -145,12 +145,11 @@ int dcc_compile(int argc, char **argv)
             verbose = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
             dump = a + 13;
-            static const char *const passes[] = {"shape", "canon", "fusion", "memplan", "llvm"};
-            bool known = false;
-            for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++)
-                known |= !strcmp(dump, passes[k]);
-            if (!known)
-                return usage_error("--dump-after=%s: passes are shape, canon, fusion, memplan, llvm", dump);
+            if (cg_stage_from_name(dump) == CG_NSTAGES) {
+                fprintf(stderr, "dcc compile: error: --dump-after=%s: passes are %s\n%s", dump, cg_stage_names(),
+                        usage_compile);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--emit-header") || !strcmp(a, "--weights") ||
                    !strcmp(a, "--name") || !strcmp(a, "--cpu") || !strcmp(a, "--assume") || !strcmp(a, "-O")) {
             if (i + 1 >= argc)
@@ -203,9 +202,10 @@ int dcc_compile(int argc, char **argv)
 
     double t0 = now();
     Diag d = {0};
-    Graph *g = dcc_load(file);
+    int rc = 0;
+    Graph *g = dcc_load(file, &rc);
     if (!g)
-        return EXIT_INPUT;
+        return rc;
     double t1 = now();
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
@@ -213,10 +213,9 @@ int dcc_compile(int argc, char **argv)
     CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump};
     AotOpts ao = {.name = name, .weights_path = weights, .pic = so};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
-    int rc = 0;
     if (!ok) {
         fprintf(stderr, "%s\n", d.msg);
-        rc = strstr(d.msg, "cannot write") || strstr(d.msg, "out of memory") ? EXIT_SYSTEM : EXIT_INPUT;
+        rc = dcc_exit_code(&d);
     } else if (so) {
         if (!link_shared(obj, out, runtime))
             rc = EXIT_SYSTEM;

@@ -12,7 +12,7 @@
  * internal or system error (out of memory, unwritable output).
  */
 #include "dcc/dcc.h"
-#include "frontends/onnx/onnx.h"
+#include "frontends/model.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
@@ -82,68 +82,87 @@ bool dcc_ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-Graph *dcc_load(const char *path)
+int dcc_exit_code(const Diag *d)
+{
+    switch (d->set ? d->kind : DIAG_INTERNAL) {
+    case DIAG_PARSE:
+    case DIAG_MODEL:
+    case DIAG_UNSUPPORTED:
+    case DIAG_SHAPE: return EXIT_INPUT;
+    case DIAG_ARG: return EXIT_USAGE;
+    case DIAG_NONE:
+    case DIAG_RESOURCE:
+    case DIAG_INTERNAL: return EXIT_SYSTEM;
+    }
+    return EXIT_SYSTEM;
+}
+
+Graph *dcc_load(const char *path, int *rc)
 {
     Diag d = {0};
-    Graph *g = NULL;
-    if (dcc_ends_with(path, ".onnx")) {
-        g = onnx_import_file(path, NULL, &d);
-    } else {
-        g = graph_parse_file(path, &d);
-    }
-    if (g && !graph_verify(g, &d)) {
-        graph_free(g);
-        g = NULL;
-    }
-    if (!g)
+    Graph *g = model_load(path, &d);
+    if (!g) {
         fprintf(stderr, "%s\n", d.msg);
+        *rc = dcc_exit_code(&d);
+    }
     return g;
 }
 
-/* --stage memplan: the fusion plan and its memory plan; with --bind
- * "B=4,S=128" also the block size at those values. */
-static int emit_memplan(FILE *f, Graph *g, const char **assume, int nassume, const char *bind)
+/* --stage memplan --bind B=4,S=128: the plan and the block size at those
+ * values. */
+static int print_memplan_at(FILE *f, const CgModule *m, const char *bind)
 {
-    Diag d = {0};
-    ShapeOpts so = {assume, nassume};
-    ShapeInfo *si = shape_analyze(g, &so, &d);
-    FusionPlan *fp = NULL;
-    MemPlan *mp = NULL;
-    if (si) {
-        canon_simplify(g);
-        fp = fuse_plan(si, &d);
-    }
-    if (fp)
-        mp = memplan_build(fp, si, &d);
-    int rc = 0;
+    Graph *g = m->g;
     int64_t val[256] = {0};
     bool set[256] = {0};
     DimEnv env = {val, set, g->dims.nsyms < 256 ? g->dims.nsyms : 256};
-    if (mp && bind) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", bind);
-        for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            Dim *s = eq ? (*eq = 0, dim_sym_find(&g->dims, tok)) : NULL;
-            if (!s || s->id >= 256) {
-                fprintf(stderr, "dcc: error: --bind: '%s' is not NAME=VALUE for a symbol of the model\n", tok);
-                rc = EXIT_USAGE;
-            } else {
-                val[s->id] = strtoll(eq + 1, NULL, 10);
-                set[s->id] = true;
-            }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", bind);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        Dim *s = eq ? (*eq = 0, dim_sym_find(&g->dims, tok)) : NULL;
+        if (!s || s->id >= 256) {
+            fprintf(stderr, "dcc: error: --bind: '%s' is not NAME=VALUE for a symbol of the model\n", tok);
+            return EXIT_USAGE;
         }
+        val[s->id] = strtoll(eq + 1, NULL, 10);
+        set[s->id] = true;
     }
-    if (!mp) {
+    fuse_print(f, m->plan);
+    memplan_print(f, m->mp, &env);
+    return 0;
+}
+
+/* Prints the stage named stage of the pipeline (codegen.h, cg_passes) for
+ * g: the passes up to it run, then its printer. */
+static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so, const PrintOpts *po,
+                      const char *format, const char *bind)
+{
+    CgStage s = cg_stage_from_name(stage);
+    Diag d = {0};
+    int rc = 0;
+    if (s == CG_LLVM) {
+        Exec *e = exec_compile(g, so, NULL, &d);
+        if (e)
+            exec_print_llvm(e, f);
+        exec_free(e);
+    } else {
+        CgModule m;
+        CgOpts co = {.opt_level = 3};
+        if (cg_run_passes(g, so, &co, s, &m, &d)) {
+            if (s == CG_FUSION && !strcmp(format, "dot"))
+                fuse_print_dot(f, m.plan);
+            else if (s == CG_MEMPLAN && bind)
+                rc = print_memplan_at(f, &m, bind);
+            else
+                cg_passes[s].print(f, &m, po);
+        }
+        cg_module_free(&m);
+    }
+    if (d.set) {
         fprintf(stderr, "%s\n", d.msg);
-        rc = EXIT_INPUT;
-    } else if (!rc) {
-        fuse_print(f, fp);
-        memplan_print(f, mp, bind ? &env : NULL);
+        rc = dcc_exit_code(&d);
     }
-    memplan_free(mp);
-    fuse_plan_free(fp);
-    shape_info_free(si);
     return rc;
 }
 
@@ -197,80 +216,29 @@ static int cmd_emit(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
-    if (strcmp(stage, "ir") != 0 && strcmp(stage, "shape") != 0 && strcmp(stage, "llvm") != 0 &&
-        strcmp(stage, "fusion") != 0 && strcmp(stage, "memplan") != 0 && strcmp(stage, "canon") != 0)
-        return usage_error("unknown stage '%s' (stages: ir, shape, canon, fusion, memplan, llvm)", stage,
-                           usage_emit);
+    if (strcmp(stage, "ir") != 0 && cg_stage_from_name(stage) == CG_NSTAGES) {
+        fprintf(stderr, "dcc: error: unknown stage '%s' (stages: ir, %s)\n%s", stage, cg_stage_names(), usage_emit);
+        return EXIT_USAGE;
+    }
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
         return usage_error("--format %s: only 'dot' with --stage fusion", format, usage_emit);
-    po.elide = elide >= 0 ? elide : dcc_ends_with(file, ".onnx");
+    po.elide = elide >= 0 ? elide : model_is_onnx(file);
 
-    Graph *g = dcc_load(file);
+    int rc = 0;
+    Graph *g = dcc_load(file, &rc);
     if (!g)
-        return EXIT_INPUT;
+        return rc;
     FILE *f = stdout;
     if (out && !(f = fopen(out, "w"))) {
         fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
         graph_free(g);
         return EXIT_SYSTEM;
     }
-    int rc = 0;
-    if (!strcmp(stage, "shape") || !strcmp(stage, "canon")) {
-        Diag d = {0};
-        ShapeOpts so = {assume, nassume};
-        ShapeInfo *si = shape_analyze(g, &so, &d);
-        if (!si) {
-            fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
-        } else if (!strcmp(stage, "shape")) {
-            shape_print(f, si);
-        } else {
-            CanonStats st;
-            canon_run(g, &st);
-            graph_print(f, g, &po);
-            fprintf(f, "# canon: %d -> %d ops: %d folded, %d merged, %d simplified, %d dots fused side by side, "
-                       "%d dead, %d rounds\n",
-                    st.ops_before, st.ops_after, st.folded, st.cse, st.simplified, st.hfused, st.removed, st.rounds);
-        }
-        shape_info_free(si);
-    } else if (!strcmp(stage, "memplan")) {
-        rc = emit_memplan(f, g, assume, nassume, bind);
-    } else if (!strcmp(stage, "fusion")) {
-        Diag d = {0};
-        ShapeOpts so = {assume, nassume};
-        ShapeInfo *si = shape_analyze(g, &so, &d);
-        FusionPlan *fp = NULL;
-        if (si) {
-            canon_run(g, NULL);
-            fp = fuse_plan(si, &d);
-        }
-        if (!fp) {
-            fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
-        } else if (!strcmp(format, "dot")) {
-            fuse_print_dot(f, fp);
-        } else {
-            po.elide = true;
-            graph_print(f, g, &po);
-            fputs("\n# fusion plan\n", f);
-            fuse_print(f, fp);
-        }
-        fuse_plan_free(fp);
-        shape_info_free(si);
-    } else if (!strcmp(stage, "llvm")) {
-        Diag d = {0};
-        ShapeOpts so = {assume, nassume};
-        Exec *e = exec_compile(g, &so, NULL, &d);
-        if (!e) {
-            fprintf(stderr, "%s\n", d.msg);
-            rc = EXIT_INPUT;
-        } else {
-            exec_print_llvm(e, f);
-            exec_free(e);
-        }
-    } else {
+    ShapeOpts so = {assume, nassume};
+    if (strcmp(stage, "ir") != 0)
+        rc = emit_stage(f, g, stage, &so, &po, format, bind);
+    else
         graph_print(f, g, &po);
-    }
     if (f != stdout && fclose(f) != 0) {
         fprintf(stderr, "dcc: error: cannot write '%s'\n", out);
         rc = EXIT_SYSTEM;

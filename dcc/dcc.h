@@ -16,9 +16,13 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
 #include "ir/ir.h"
 
-/* Imports (.onnx) or parses (IR text) and verifies a model; NULL with the
- * error printed (dcc.c). */
-Graph *dcc_load(const char *path);
+/* The exit status for an error, from its kind (never its text): 1 for the
+ * input (parse, model, unsupported, shape), 2 for a bad option value, 3
+ * for the system (resource) or a bug (internal). */
+int dcc_exit_code(const Diag *d);
+/* model_load (frontends/model.h, the loader the C API uses): NULL with the
+ * error printed and *rc its exit status (dcc.c). */
+Graph *dcc_load(const char *path, int *rc);
 bool dcc_ends_with(const char *s, const char *suffix);
 
 int dcc_check(int argc, char **argv);

@@ -24,7 +24,9 @@
  *     disc_model_free(m);
  *
  * Errors: every call that can fail returns NULL or a status other than
- * DISC_OK and leaves a one-line message for disc_last_error() (per thread).
+ * DISC_OK and leaves a one-line message for disc_last_error() and its
+ * status for disc_last_status() (per thread; out of memory is
+ * DISC_ERR_RUNTIME, never an abort).
  * Nothing aborts on bad input: a malformed model, an unsupported op, or an
  * input whose shape violates the model's constraints is a returned error
  * naming the place (the node, the input and the dim).
@@ -49,7 +51,8 @@ typedef enum disc_status {
     DISC_ERR_INPUT = 1,       /* a bad model, bad IR text, an unsupported op */
     DISC_ERR_SHAPE = 2,       /* input shapes or dtypes the model does not accept */
     DISC_ERR_ARG = 3,         /* a bad argument to the API */
-    DISC_ERR_RUNTIME = 4,     /* out of memory, a library failure */
+    DISC_ERR_RUNTIME = 4,     /* out of memory, a file that cannot be read, a library failure */
+    DISC_ERR_INTERNAL = 5,    /* a bug in disc */
 } disc_status;
 
 /* Element types, in the order of the IR's dtypes. */
@@ -84,6 +87,9 @@ typedef struct disc_options {
 
 const char *disc_version(void);
 const char *disc_last_error(void);
+/* The status of that error: what disc_run returned, or, after a call that
+ * returns NULL (disc_load, disc_compile), why it did. */
+disc_status disc_last_status(void);
 disc_options disc_default_options(void);
 
 /* Loads an ONNX model (path ending in .onnx) or disc IR text. */

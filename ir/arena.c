@@ -27,6 +27,7 @@ void arena_init(Arena *a)
 {
     a->head = NULL;
     a->used = 0;
+    a->failed = false;
 }
 
 void arena_free(Arena *a)
@@ -39,13 +40,16 @@ void arena_free(Arena *a)
     }
     a->head = NULL;
     a->used = 0;
+    a->failed = false;
 }
 
 void *arena_alloc(Arena *a, size_t size)
 {
     size_t need;
-    if (!size_add(size, ALIGN - 1, &need))
+    if (!size_add(size, ALIGN - 1, &need)) {
+        a->failed = true;
         return NULL;
+    }
     need &= ~(size_t)(ALIGN - 1);
     if (need == 0)
         need = ALIGN;
@@ -54,11 +58,10 @@ void *arena_alloc(Arena *a, size_t size)
     if (!b || b->size - b->used < need) {
         size_t bsize = need > BLOCK_SIZE ? need : BLOCK_SIZE;
         size_t total;
-        if (!size_add(sizeof(ArenaBlock), bsize, &total))
+        if (!size_add(sizeof(ArenaBlock), bsize, &total) || !(b = malloc(total))) {
+            a->failed = true;
             return NULL;
-        b = malloc(total);
-        if (!b)
-            return NULL;
+        }
         b->size = bsize;
         b->used = 0;
         /* A big private block goes behind the head so the head keeps

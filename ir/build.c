@@ -112,7 +112,7 @@ void attrs_add_dims(Graph *g, AttrList *l, const char *name, Dim *const *v, int 
 static Op *fail(Graph *g, OpKind k, const Diag *e)
 {
     g->err.set = false;
-    diag_set(&g->err, "%s: %s", op_info(k)->name, e->msg);
+    diag_setk(&g->err, g->arena.failed ? DIAG_RESOURCE : e->kind, "%s: %s", op_info(k)->name, e->msg);
     return NULL;
 }
 
@@ -129,7 +129,7 @@ Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, i
     /* Keep attributes in schema order, copied into the arena. */
     Attr *sorted = arena_array(&g->arena, (size_t)(nattrs > 0 ? nattrs : 1), sizeof(Attr));
     if (!sorted) {
-        diag_set(&e, "out of memory");
+        diag_setk(&e, DIAG_RESOURCE, "out of memory");
         return fail(g, k, &e);
     }
     int n = 0;
@@ -175,7 +175,7 @@ Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, i
     }
     Op *op = graph_append_op(g, k, in, nin, out, tmp.nout);
     if (!op) {
-        diag_set(&e, "out of memory");
+        diag_setk(&e, DIAG_RESOURCE, "out of memory");
         return fail(g, k, &e);
     }
     op->attrs = sorted;
@@ -305,22 +305,20 @@ Value *build_const(Graph *g, Type t, const void *data, size_t nbytes, bool copy)
         return NULL;
     }
     Const *c = arena_alloc(&g->arena, sizeof *c);
-    if (!c)
+    void *p = c && copy ? arena_alloc(&g->arena, nbytes) : NULL;
+    Op *op = c && (p || !copy) ? graph_append_op(g, OP_CONST, NULL, 0, &t, 1) : NULL;
+    if (!op) {
+        diag_setk(&g->err, DIAG_RESOURCE, "const: out of memory");
         return NULL;
+    }
     c->src = copy ? CONST_INLINE : CONST_EXTERN;
     c->nbytes = nbytes;
     c->data = data;
     if (copy) {
-        void *p = arena_alloc(&g->arena, nbytes);
-        if (!p)
-            return NULL;
         if (nbytes)
             memcpy(p, data, nbytes);
         c->data = p;
     }
-    Op *op = graph_append_op(g, OP_CONST, NULL, 0, &t, 1);
-    if (!op)
-        return NULL;
     op->cst = c;
     return op->out[0];
 }

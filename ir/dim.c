@@ -246,6 +246,14 @@ static bool same_node(const Dim *d, uint32_t h, DimKind k, int64_t c, Dim *const
     return n == 0 || memcmp(d->args, args, (size_t)n * sizeof *args) == 0;
 }
 
+/* A failed malloc of the context's own: the arena remembers it (the dims
+ * it would have made are missing, Arena.failed). Returns NULL. */
+static void *oom(DimCtx *cx)
+{
+    cx->arena->failed = true;
+    return NULL;
+}
+
 /* The one node (k, c, args); args must be canonical. NULL if out of memory. */
 static Dim *intern(DimCtx *cx, DimKind k, int64_t c, Dim *const *args, int n)
 {
@@ -357,6 +365,34 @@ void dim_sym_set(Dim *sym, int64_t lo, int64_t hi, SymOrigin origin)
     sym->origin = origin;
 }
 
+bool dim_ctx_copy_syms(DimCtx *to, const DimCtx *from)
+{
+    for (int i = 0; i < from->nsyms; i++) {
+        const Dim *s = from->syms[i];
+        Dim *t = sym_new(to, s->name, s->origin);
+        if (!t)
+            return false;
+        dim_sym_set(t, s->lo, s->hi, s->origin);
+    }
+    to->fresh = from->fresh;
+    return true;
+}
+
+Dim *dim_copy(DimCtx *to, const Dim *d, Dim **memo)
+{
+    if (!d)
+        return NULL;
+    if (d->kind == DIM_SYM)
+        return d->id < to->nsyms ? to->syms[d->id] : NULL;
+    if (memo[d->id])
+        return memo[d->id];
+    Dim *args[d->n > 0 ? d->n : 1];
+    for (int i = 0; i < d->n; i++)
+        if (!(args[i] = dim_copy(to, d->args[i], memo)))
+            return NULL;
+    return memo[d->id] = intern(to, d->kind, d->c, args, d->n);
+}
+
 /* ------------------------------------------------------------------ */
 /* Order                                                                */
 
@@ -449,7 +485,7 @@ static Dim *mono_mul(DimCtx *cx, Dim *a, Dim *b)
     int na = atoms_of(a, &xa, &oa), nb = atoms_of(b, &xb, &ob);
     Dim **m = malloc((size_t)(na + nb) * sizeof *m);
     if (!m)
-        return NULL;
+        return oom(cx);
     int i = 0, j = 0, n = 0;
     while (i < na || j < nb) {
         if (j == nb || (i < na && atom_cmp(xa[i], xb[j]) <= 0))
@@ -496,7 +532,7 @@ static void poly_addc(Poly *p, int64_t c)
         p->bad = true;
 }
 
-static void poly_push(Poly *p, int64_t k, Dim *m)
+static void poly_push(DimCtx *cx, Poly *p, int64_t k, Dim *m)
 {
     if (!m) {
         p->bad = true;
@@ -507,6 +543,7 @@ static void poly_push(Poly *p, int64_t k, Dim *m)
         Term *t = realloc(p->t, (size_t)cap * sizeof *t);
         if (!t) {
             p->bad = true;
+            oom(cx);
             return;
         }
         p->t = t;
@@ -538,10 +575,10 @@ static void poly_from(DimCtx *cx, Poly *p, const Dim *d, int64_t scale)
         if (__builtin_mul_overflow(d->c, scale, &k))
             p->bad = true;
         else
-            poly_push(p, k, d->c == 1 ? (Dim *)d : mono_make(cx, d->args, d->n));
+            poly_push(cx, p, k, d->c == 1 ? (Dim *)d : mono_make(cx, d->args, d->n));
         break;
     default:
-        poly_push(p, scale, (Dim *)d);
+        poly_push(cx, p, scale, (Dim *)d);
         break;
     }
 }
@@ -584,7 +621,7 @@ static Dim *poly_to_dim(DimCtx *cx, Poly *p)
         return term_make(cx, p->t[0].k, p->t[0].m);
     Dim **terms = malloc((size_t)p->n * sizeof *terms);
     if (!terms)
-        return NULL;
+        return oom(cx);
     for (int i = 0; i < p->n; i++)
         terms[i] = term_make(cx, p->t[i].k, p->t[i].m);
     Dim *r = intern(cx, DIM_ADD, p->c, terms, p->n);
@@ -600,12 +637,12 @@ static void poly_mul(DimCtx *cx, Poly *out, const Poly *a, const Poly *b)
         out->bad = true;
     for (int i = 0; i < b->n; i++)
         if (a->c && !__builtin_mul_overflow(a->c, b->t[i].k, &k))
-            poly_push(out, k, b->t[i].m);
+            poly_push(cx, out, k, b->t[i].m);
         else if (a->c)
             out->bad = true;
     for (int i = 0; i < a->n; i++)
         if (b->c && !__builtin_mul_overflow(b->c, a->t[i].k, &k))
-            poly_push(out, k, a->t[i].m);
+            poly_push(cx, out, k, a->t[i].m);
         else if (b->c)
             out->bad = true;
     for (int i = 0; i < a->n && !out->bad; i++)
@@ -613,7 +650,7 @@ static void poly_mul(DimCtx *cx, Poly *out, const Poly *a, const Poly *b)
             if (__builtin_mul_overflow(a->t[i].k, b->t[j].k, &k))
                 out->bad = true;
             else
-                poly_push(out, k, mono_mul(cx, a->t[i].m, b->t[j].m));
+                poly_push(cx, out, k, mono_mul(cx, a->t[i].m, b->t[j].m));
         }
 }
 
@@ -914,9 +951,9 @@ static Dim *div_poly(DimCtx *cx, DimKind op, Poly *p, int64_t k)
     Poly q = {0}, r = {0};
     for (int i = 0; i < p->n; i++)
         if (p->t[i].k % k == 0)
-            poly_push(&q, p->t[i].k / k, p->t[i].m);
+            poly_push(cx, &q, p->t[i].k / k, p->t[i].m);
         else
-            poly_push(&r, p->t[i].k, p->t[i].m);
+            poly_push(cx, &r, p->t[i].k, p->t[i].m);
     q.c = floordiv64(p->c, k);
     r.c = p->c - q.c * k;
     Dim *whole = poly_to_dim(cx, &q);
@@ -1003,7 +1040,7 @@ static void atoms_intersect(Dim **m, int *nm, const Dim *mono)
 
 /* The atoms (with multiplicity, sorted) common to every term of a and b
  * and known not to be 0; a malloc'd array, or NULL when there are none. */
-static Dim **common_atoms(const Poly *a, const Poly *b, int *nm)
+static Dim **common_atoms(DimCtx *cx, const Poly *a, const Poly *b, int *nm)
 {
     *nm = 0;
     if (a->c || b->c || !a->n || !b->n)
@@ -1013,7 +1050,7 @@ static Dim **common_atoms(const Poly *a, const Poly *b, int *nm)
     int nx = atoms_of(a->t[0].m, &x, &one);
     Dim **m = malloc((size_t)nx * sizeof *m);
     if (!m)
-        return NULL;
+        return oom(cx);
     for (int i = 0; i < nx; i++)
         if (nonzero(x[i]))
             m[(*nm)++] = x[i];
@@ -1039,6 +1076,7 @@ static Dim *poly_cancel(DimCtx *cx, const Poly *p, int64_t g, Dim *const *m, int
         Dim **keep = malloc((size_t)nx * sizeof *keep);
         if (!keep) {
             out.bad = true;
+            oom(cx);
             break;
         }
         for (int l = 0; l < nx; l++) {
@@ -1050,7 +1088,7 @@ static Dim *poly_cancel(DimCtx *cx, const Poly *p, int64_t g, Dim *const *m, int
         if (n == 0)
             poly_addc(&out, p->t[i].k / g);
         else
-            poly_push(&out, p->t[i].k / g, mono_make(cx, keep, n));
+            poly_push(cx, &out, p->t[i].k / g, mono_make(cx, keep, n));
         free(keep);
     }
     Dim *r = poly_to_dim(cx, &out);
@@ -1071,7 +1109,7 @@ static Dim *div_cancel(DimCtx *cx, DimKind op, Dim *a, Dim *b, bool *done)
         uint64_t ug = poly_gcd(&pb, poly_gcd(&pa, 0));
         int64_t g = ug > 1 && ug <= INT64_MAX ? (int64_t)ug : 1;
         int nm;
-        Dim **m = common_atoms(&pa, &pb, &nm);
+        Dim **m = common_atoms(cx, &pa, &pb, &nm);
         if (g > 1 || nm > 0) {
             *done = true;
             r = divmod(cx, op, poly_cancel(cx, &pa, g, m, nm), poly_cancel(cx, &pb, g, m, nm));

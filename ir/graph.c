@@ -17,15 +17,20 @@ Graph *graph_new(const char *name)
     Graph *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    g->refs = 1;
     arena_init(&g->arena);
     dim_ctx_init(&g->dims, &g->arena);
     g->name = arena_strdup(&g->arena, name ? name : "main");
+    if (!g->name) {
+        graph_free(g);
+        return NULL;
+    }
     return g;
 }
 
 void graph_free(Graph *g)
 {
-    if (!g)
+    if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     for (int i = g->nkeep - 1; i >= 0; i--)
         g->keep_free[i](g->keep[i]);

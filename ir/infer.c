@@ -116,23 +116,9 @@ static bool bcast_types(Graph *g, const Type *const *t, int n, Type *out, Diag *
 bool infer_unary(Graph *g, const Op *op, Type *out, Diag *d)
 {
     const Type *x = IN(0);
-    DType dt = x->dtype;
-    const char *name = op_info(op->kind)->name;
     *out = same(x);
-    switch (op->kind) {
-    case OP_NOT: /* logical on bool, bitwise on integers */
-        return check_dtype(x, dt == DT_BOOL || dtype_is_int(dt), name, d);
-    case OP_ISNAN:
-    case OP_ISINF:
-        out->dtype = DT_BOOL;
-        return check_dtype(x, dtype_is_float(dt), name, d);
-    case OP_NEG:
-    case OP_ABS:
-    case OP_SIGN:
-        return check_dtype(x, dt != DT_BOOL, name, d);
-    default:
-        return check_dtype(x, dtype_is_float(dt), name, d);
-    }
+    out->dtype = op_result_dtype(op->kind, x->dtype);
+    return check_dtype(x, op_takes_dtype(op->kind, x->dtype), op_info(op->kind)->name, d);
 }
 
 static bool same_dtype(const Type *a, const Type *b, Diag *d)
@@ -145,15 +131,8 @@ static bool same_dtype(const Type *a, const Type *b, Diag *d)
 bool infer_binary(Graph *g, const Op *op, Type *out, Diag *d)
 {
     const Type *t[2] = {IN(0), IN(1)};
-    if (!same_dtype(t[0], t[1], d))
+    if (!same_dtype(t[0], t[1], d) || !check_dtype(t[0], op_takes_dtype(op->kind, t[0]->dtype), op_info(op->kind)->name, d))
         return false;
-    bool logical = op->kind == OP_AND || op->kind == OP_OR || op->kind == OP_XOR;
-    /* and/or/xor: logical on bool, bitwise on integers; the rest not on bool */
-    bool ok = logical ? !dtype_is_float(t[0]->dtype) : t[0]->dtype != DT_BOOL;
-    if (!check_dtype(t[0], ok, op_info(op->kind)->name, d))
-        return false;
-    if (op->kind == OP_POW && !dtype_is_float(t[0]->dtype))
-        return check_dtype(t[0], false, "pow", d);
     return bcast_types(g, t, 2, out, d);
 }
 

@@ -35,14 +35,58 @@
 
 enum { DIAG_MAX = 1024 };
 
+struct Arena;
+
+/* What went wrong, for callers that must decide something (a status code,
+ * an exit code): they read the kind, never the message. */
+typedef enum DiagKind {
+    DIAG_NONE,        /* no error */
+    DIAG_PARSE,       /* the input cannot be read as IR text or ONNX */
+    DIAG_MODEL,       /* a model that is invalid: types, attributes, the verifier,
+                         a contradiction in its shapes (diag_set's kind) */
+    DIAG_UNSUPPORTED, /* a valid model that disc cannot compile: an op, a dtype */
+    DIAG_SHAPE,       /* run-time inputs whose shapes or dtypes the model rejects */
+    DIAG_ARG,         /* a caller's bad argument: a count, a too-small buffer */
+    DIAG_RESOURCE,    /* out of memory, a file that cannot be read or written,
+                         a library that failed */
+    DIAG_INTERNAL,    /* a bug in disc: generated code that does not verify */
+} DiagKind;
+
+/* Where the error is, when it is about a place in a model. */
+typedef struct DiagLoc {
+    char file[256];   /* the model or IR file; "" if none */
+    int line, col;    /* IR text, 1-based; 0 if unknown */
+    int node;         /* ONNX: the node's index + 1; 0 if none */
+} DiagLoc;
+
 typedef struct Diag {
     char msg[DIAG_MAX]; /* the first error, already formatted */
+    DiagKind kind;
+    DiagLoc loc;
     bool set;
 } Diag;
 
 /* Records the first error only; later ones are dropped. Returns false so a
- * caller can write `return diag_set(d, ...);`. */
+ * caller can write `return diag_set(d, ...);`. diag_set records kind
+ * DIAG_MODEL; diag_setk the kind given; diag_oom "error: out of memory" as
+ * DIAG_RESOURCE. */
 bool diag_set(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool diag_setk(Diag *d, DiagKind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool diag_oom(Diag *d);
+/* Records from's error (message, kind, location) in d, if d has none yet. */
+bool diag_copy(Diag *d, const Diag *from);
+/* Sets the location of the error just recorded in d (file may be NULL). */
+void diag_locate(Diag *d, const char *file, int line, int col, int node);
+/* For code that knows an allocation failed: the error in d (or, if d has
+ * none, "out of memory") is a resource error, since a NULL from a failed
+ * allocation can surface as any other error first, or as none. Returns
+ * false. diag_arena_failed does so if arena a failed, and returns whether
+ * it did. */
+bool diag_blame_memory(Diag *d);
+bool diag_arena_failed(Diag *d, const struct Arena *a);
+/* The kind's name: "parse", "model", "unsupported", "shape", "argument",
+ * "resource", "internal" ("none"). */
+const char *diag_kind_name(DiagKind k);
 
 /* ------------------------------------------------------------------ */
 /* Arena                                                                */
@@ -52,11 +96,15 @@ typedef struct ArenaBlock ArenaBlock;
 typedef struct Arena {
     ArenaBlock *head; /* newest block first */
     size_t used;      /* bytes handed out, for statistics */
+    bool failed;      /* an allocation failed: an error that follows is a
+                         resource error, whatever it looks like (a NULL dim
+                         reads as an overflow) */
 } Arena;
 
 void arena_init(Arena *a);
 void arena_free(Arena *a);
-/* Zeroed, 16-byte aligned memory; NULL only if malloc fails. */
+/* Zeroed, 16-byte aligned memory; NULL (and a->failed) only if malloc
+ * fails or the size overflows. */
 void *arena_alloc(Arena *a, size_t size);
 /* n*size with overflow check; NULL on overflow or out of memory. */
 void *arena_array(Arena *a, size_t n, size_t size);
@@ -107,7 +155,9 @@ struct Dim {
     Dim *next;        /* hash chain */
 };
 
-/* Owns the intern table of one graph; allocates from that graph's arena. */
+/* Owns the intern table of one graph; allocates from that graph's arena
+ * (whose `failed` also records a failed allocation of the context's own
+ * scratch memory: a NULL dim then means out of memory, not an overflow). */
 typedef struct DimCtx {
     Arena *arena;
     Dim **table;      /* open hash chains */
@@ -128,6 +178,13 @@ Dim *dim_sym_fresh(DimCtx *cx, SymOrigin origin);
 Dim *dim_sym_find(DimCtx *cx, const char *name); /* NULL if none */
 /* Sets a symbol's bounds and origin (before dims that use it are built). */
 void dim_sym_set(Dim *sym, int64_t lo, int64_t hi, SymOrigin origin);
+/* Copying dims into another context (graph_clone): dim_ctx_copy_syms
+ * creates from's symbols in the empty context to, in order, with their
+ * names, bounds and origins (symbol i is symbol i), and takes its counter
+ * of fresh names; dim_copy is then d's expression in to, memo (from->count
+ * zeroed entries) keeping the copies made. false / NULL if out of memory. */
+bool dim_ctx_copy_syms(DimCtx *to, const DimCtx *from);
+Dim *dim_copy(DimCtx *to, const Dim *d, Dim **memo);
 
 /* Arithmetic, always returning the canonical interned form. The caller
  * guarantees divisors are non-zero where they are constants; constant
@@ -144,8 +201,9 @@ Dim *dim_max(DimCtx *cx, Dim *a, Dim *b);
 Dim *dim_addc(DimCtx *cx, Dim *a, int64_t c);
 Dim *dim_mulc(DimCtx *cx, Dim *a, int64_t c);
 
-static inline bool dim_is_const(const Dim *d) { return d->kind == DIM_CONST; }
-static inline bool dim_is(const Dim *d, int64_t c) { return d->kind == DIM_CONST && d->c == c; }
+/* false for NULL (a dim op that failed), as dim_* take NULL operands */
+static inline bool dim_is_const(const Dim *d) { return d && d->kind == DIM_CONST; }
+static inline bool dim_is(const Dim *d, int64_t c) { return d && d->kind == DIM_CONST && d->c == c; }
 
 /* Known bounds of an expression by interval arithmetic over symbol bounds. */
 void dim_bounds(const Dim *d, int64_t *lo, int64_t *hi);
@@ -252,14 +310,37 @@ typedef bool InferFn(Graph *g, const Op *op, Type *out, Diag *d);
 
 #define OP(e, name, nin, nout, cat, attrs, infer) InferFn infer;
 #include "ops.def"
-#undef OP
 
 typedef enum OpKind {
 #define OP(e, name, nin, nout, cat, attrs, infer) OP_##e,
 #include "ops.def"
-#undef OP
     OP_COUNT
 } OpKind;
+
+/* The elementwise ops again, numbered among themselves: a switch over
+ * UnaryOp (BinaryOp) without a default is checked by the compiler to name
+ * every one (-Wswitch). op_unary / op_binary map an OpKind to them. */
+typedef enum UnaryOp {
+#define UNARY(e, name, dtypes) UN_##e,
+#include "ops.def"
+    UN_COUNT
+} UnaryOp;
+
+typedef enum BinaryOp {
+#define BINARY(e, name, dtypes) BIN_##e,
+#include "ops.def"
+    BIN_COUNT
+} BinaryOp;
+
+/* Operand dtypes an elementwise op takes (its row's `dtypes`). */
+enum {
+    DTS_FLOAT = 1,   /* f32 f16 bf16 f64 */
+    DTS_INT = 2,     /* i8 ... u64 */
+    DTS_BOOL = 4,
+    DTS_TO_BOOL = 8, /* the result is bool (isnan), not the operand's dtype */
+    DTS_NUM = DTS_FLOAT | DTS_INT,
+    DTS_LOGIC = DTS_INT | DTS_BOOL,
+};
 
 typedef enum AttrKind {
     ATTR_INT,    /* int64 */
@@ -289,9 +370,18 @@ typedef struct OpInfo {
     InferFn *infer;
     AttrSpec *attrs;  /* parsed schema */
     int nattrs;
+    int sub;          /* UnaryOp or BinaryOp of a UNARY or BINARY row, else -1 */
+    unsigned dtypes;  /* DTS_* of a UNARY or BINARY row, else 0 */
 } OpInfo;
 
 const OpInfo *op_info(OpKind k);
+/* k as a UnaryOp (BinaryOp), or UN_COUNT (BIN_COUNT) if it is not one. */
+UnaryOp op_unary(OpKind k);
+BinaryOp op_binary(OpKind k);
+/* Whether elementwise op k takes operands of dtype dt (its `dtypes`), and
+ * the dtype of its result. */
+bool op_takes_dtype(OpKind k, DType dt);
+DType op_result_dtype(OpKind k, DType dt);
 OpKind op_kind_from_name(const char *s, size_t n); /* OP_COUNT if unknown */
 /* The spec of attribute `name` for op kind k, or NULL. */
 const AttrSpec *op_attr_spec(OpKind k, const char *name);
@@ -366,13 +456,26 @@ struct Graph {
     void **keep;       /* resources freed with the graph (see graph_keep) */
     void (**keep_free)(void *);
     int nkeep, capkeep;
+    int refs;          /* graph_free frees at the last reference (graph_ref) */
 };
 
 Graph *graph_new(const char *name);
 void graph_free(Graph *g);
+/* What code that cannot return an error (canon, a codegen helper) does
+ * when an allocation for g's sake fails: the graph's arena counts it as
+ * its own failure (Arena.failed), and the pipeline, which checks after
+ * each pass, stops with a resource error. */
+static inline void graph_oom(Graph *g) { g->arena.failed = true; }
 const char *graph_error(const Graph *g);
 /* Runs fn(p) when the graph is freed (mmap'd files, external buffers). */
 bool graph_keep(Graph *g, void *p, void (*fn)(void *));
+/* One more reference to g: graph_free drops one, and frees g with the
+ * last. Returns g. */
+Graph *graph_ref(Graph *g);
+/* A deep copy of g to compile (clone.c): the IR in the copy's own arena,
+ * ids, names and symbols as in g; constants' data shared, the copy holding
+ * a reference to g. NULL (out of memory) with d set. */
+Graph *graph_clone(Graph *g, Diag *d);
 
 Value *graph_add_input(Graph *g, const char *name, Type t);
 bool graph_add_output(Graph *g, Value *v);

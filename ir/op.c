@@ -14,9 +14,15 @@
 #include <string.h>
 
 static OpInfo infos[OP_COUNT] = {
-#define OP(e, name, nin, nout, cat, attrs, infer) {name, nin, nout, cat, attrs, infer, NULL, 0},
+#define OP(e, name_, nin_, nout_, cat_, attrs_, infer_) \
+    {.name = name_, .nin = nin_, .nout = nout_, .cat = cat_, .schema = attrs_, .infer = infer_, .sub = -1},
+#define UNARY(e, name_, dtypes_) \
+    {.name = name_, .nin = 1, .nout = 1, .cat = CAT_UNARY, .schema = "", .infer = infer_unary, \
+     .sub = UN_##e, .dtypes = dtypes_},
+#define BINARY(e, name_, dtypes_) \
+    {.name = name_, .nin = 2, .nout = 1, .cat = CAT_BINARY, .schema = "", .infer = infer_binary, \
+     .sub = BIN_##e, .dtypes = dtypes_},
 #include "ops.def"
-#undef OP
 };
 
 enum { MAX_SPECS = 512 };
@@ -81,6 +87,29 @@ const OpInfo *op_info(OpKind k)
     assert(k >= 0 && k < OP_COUNT);
     pthread_once(&once, parse_schemas);
     return &infos[k];
+}
+
+UnaryOp op_unary(OpKind k)
+{
+    const OpInfo *info = op_info(k);
+    return info->cat == CAT_UNARY ? (UnaryOp)info->sub : UN_COUNT;
+}
+
+BinaryOp op_binary(OpKind k)
+{
+    const OpInfo *info = op_info(k);
+    return info->cat == CAT_BINARY ? (BinaryOp)info->sub : BIN_COUNT;
+}
+
+bool op_takes_dtype(OpKind k, DType dt)
+{
+    unsigned c = dtype_is_float(dt) ? DTS_FLOAT : dt == DT_BOOL ? DTS_BOOL : dtype_is_int(dt) ? DTS_INT : 0;
+    return (op_info(k)->dtypes & c) != 0;
+}
+
+DType op_result_dtype(OpKind k, DType dt)
+{
+    return op_info(k)->dtypes & DTS_TO_BOOL ? DT_BOOL : dt;
 }
 
 OpKind op_kind_from_name(const char *s, size_t n)

@@ -104,6 +104,7 @@ typedef struct Parser {
     Arena tmp;        /* scratch, freed when parsing ends */
     Diag diag;
     bool err;
+    bool oom;         /* an allocation outside the arenas failed */
     Graph *g;
     Entry *tab;       /* defined values, open addressing */
     size_t tabcap, tabn;
@@ -139,8 +140,11 @@ static bool verror_at(Parser *P, const char *loc, int line, int col, const char 
         caret[n++] = *p == '\t' ? '\t' : ' ';
     caret[n++] = '^';
     caret[n] = 0;
-    diag_set(&P->diag, "%s:%d:%d: error: %s\n%.*s\n%s", P->file, line, col, msg,
-             (int)(we - ws), ws, caret);
+    /* a failed allocation makes any error that follows a resource error */
+    bool oom = P->oom || P->tmp.failed || (P->g && P->g->arena.failed);
+    diag_setk(&P->diag, oom ? DIAG_RESOURCE : DIAG_PARSE, "%s:%d:%d: error: %s\n%.*s\n%s", P->file, line, col,
+              msg, (int)(we - ws), ws, caret);
+    diag_locate(&P->diag, P->file, line, col, 0);
     return false;
 }
 
@@ -164,7 +168,17 @@ static bool error_here(Parser *P, const char *loc, const char *fmt, ...)
     return false;
 }
 
-static bool oom(Parser *P, const Token *t) { return error_at(P, t, "out of memory"); }
+static bool oom(Parser *P, const Token *t)
+{
+    P->oom = true;
+    return error_at(P, t, "out of memory");
+}
+
+static bool oom_here(Parser *P, const char *loc)
+{
+    P->oom = true;
+    return error_here(P, loc, "out of memory");
+}
 
 /* ---- lexer ----------------------------------------------------------- */
 
@@ -189,7 +203,7 @@ static bool lex_string(Parser *P, Token *t)
         return error_here(P, start, "unterminated string");
     char *buf = arena_alloc(&P->tmp, (size_t)(p - start));
     if (!buf)
-        return error_here(P, start, "out of memory");
+        return oom_here(P, start);
     size_t n = 0;
     for (const char *q = start + 1; q < p;) {
         if (*q != '\\') {
@@ -337,14 +351,14 @@ static Token *peek_at(Parser *P, int k)
                 int cap = P->captoks ? 2 * P->captoks : 64;
                 Token **nt = realloc(P->toks, (size_t)cap * sizeof *nt);
                 if (!nt) {
-                    error_here(P, P->cur, "out of memory");
+                    oom_here(P, P->cur);
                     return &P->eof;
                 }
                 P->toks = nt;
                 P->captoks = cap;
             }
             if (!(P->toks[P->nalloc] = arena_alloc(&P->tmp, sizeof(Token)))) {
-                error_here(P, P->cur, "out of memory");
+                oom_here(P, P->cur);
                 return &P->eof;
             }
             P->nalloc++;
@@ -1060,6 +1074,8 @@ static bool load_file(Parser *P, const Token *t, const char *path, int64_t offse
     close(fd);
     if (addr == MAP_FAILED) {
         free(m);
+        if (!m)
+            return oom(P, t);
         return error_at(P, t, "cannot map '%s': %s", path, strerror(errno));
     }
     m->addr = addr;
@@ -1585,9 +1601,9 @@ Graph *graph_parse(const char *src, size_t len, const char *filename, Diag *d)
     P.g = graph_new(NULL);
     bool ok = P.g && P.dir;
     if (!ok)
-        diag_set(&P.diag, "%s: error: out of memory", P.file);
+        diag_setk(&P.diag, DIAG_RESOURCE, "%s: error: out of memory", P.file);
     if (ok && filename && !(P.g->file = arena_strdup(&P.g->arena, filename)))
-        ok = error_here(&P, P.src, "out of memory");
+        ok = oom_here(&P, P.src);
     if (ok)
         ok = parse_module(&P);
     free(P.toks);
@@ -1595,8 +1611,7 @@ Graph *graph_parse(const char *src, size_t len, const char *filename, Diag *d)
     arena_free(&P.tmp);
     if (!ok) {
         graph_free(P.g);
-        if (d)
-            diag_set(d, "%s", P.diag.msg);
+        diag_copy(d, &P.diag);
         return NULL;
     }
     return P.g;
@@ -1606,7 +1621,7 @@ Graph *graph_parse_file(const char *path, Diag *d)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        diag_set(d, "%s: error: cannot open file: %s", path, strerror(errno));
+        diag_setk(d, DIAG_RESOURCE, "%s: error: cannot open file: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -1627,7 +1642,7 @@ Graph *graph_parse_file(const char *path, Diag *d)
     bool bad = !buf || ferror(f);
     fclose(f);
     if (bad) {
-        diag_set(d, "%s: error: cannot read file%s", path, buf ? "" : ": out of memory");
+        diag_setk(d, DIAG_RESOURCE, "%s: error: cannot read file%s", path, buf ? "" : ": out of memory");
         free(buf);
         return NULL;
     }
@@ -1659,7 +1674,7 @@ Dim *dim_parse(Graph *g, const char *text, Diag *d)
         char *nl = strchr(P.diag.msg, '\n');
         if (nl)
             *nl = 0;
-        diag_set(d, "%s", P.diag.msg);
+        diag_copy(d, &P.diag);
     }
     return r;
 }

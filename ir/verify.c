@@ -137,21 +137,30 @@ static bool check_results(const Op *op, const Type *inf, Diag *d)
     return true;
 }
 
-static bool fail_at(const Graph *g, const Op *op, Diag *d, const char *msg)
+/* The error of op, of kind k (a resource error once the graph's arena
+ * failed), located at its line in the IR text. */
+static bool fail_at(const Graph *g, const Op *op, Diag *d, DiagKind k, const char *msg)
 {
     const char *name = op_info(op->kind)->name;
+    if (!d || d->set)
+        return false;
+    if (g->arena.failed)
+        k = DIAG_RESOURCE;
     if (g->file && op->line)
-        return diag_set(d, "%s:%d: error: %s: %s", g->file, op->line, name, msg);
-    if (op->src)
-        return diag_set(d, "error: op %d (%s \"%s\"): %s", op->id, name, op->src, msg);
-    return diag_set(d, "error: op %d (%s): %s", op->id, name, msg);
+        diag_setk(d, k, "%s:%d: error: %s: %s", g->file, op->line, name, msg);
+    else if (op->src)
+        diag_setk(d, k, "error: op %d (%s \"%s\"): %s", op->id, name, op->src, msg);
+    else
+        diag_setk(d, k, "error: op %d (%s): %s", op->id, name, msg);
+    diag_locate(d, g->file, op->line, 0, 0);
+    return false;
 }
 
 bool graph_verify(Graph *g, Diag *d)
 {
     bool *defined = calloc((size_t)g->nvalues + 1, 1);
     if (!defined)
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     bool ok = true;
     for (int i = 0; i < g->ninputs && ok; i++) {
         if (!type_valid(&g->inputs[i]->type))
@@ -165,24 +174,24 @@ bool graph_verify(Graph *g, Diag *d)
         Diag e = {0};
         Type inf[4];
         if (!op_check_arity(op, &e) || !op_check_attrs(op, &e)) {
-            ok = fail_at(g, op, d, e.msg);
+            ok = fail_at(g, op, d, e.kind, e.msg);
             break;
         }
         for (int i = 0; i < op->nin && ok; i++)
             if (op->in[i]->id >= g->nvalues || !defined[op->in[i]->id])
-                ok = fail_at(g, op, d, "operand used before it is defined");
+                ok = fail_at(g, op, d, DIAG_MODEL, "operand used before it is defined");
         for (int i = 0; i < op->nout && ok; i++)
             if (!type_valid(&op->out[i]->type))
-                ok = fail_at(g, op, d, "result has an invalid type");
+                ok = fail_at(g, op, d, DIAG_MODEL, "result has an invalid type");
         if (!ok)
             break;
         if (op->nout > 4) {
-            ok = fail_at(g, op, d, "too many results");
+            ok = fail_at(g, op, d, DIAG_MODEL, "too many results");
             break;
         }
         memset(inf, 0, sizeof inf);
         if (!op_info(op->kind)->infer(g, op, inf, &e) || !check_results(op, inf, &e)) {
-            ok = fail_at(g, op, d, e.msg);
+            ok = fail_at(g, op, d, e.kind, e.msg);
             break;
         }
         for (int i = 0; i < op->nout; i++)

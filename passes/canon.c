@@ -65,8 +65,10 @@ enum {
 int canon_dce(Graph *g)
 {
     int *uses = calloc((size_t)g->nvalues + 1, sizeof *uses);
-    if (!uses)
+    if (!uses) {
+        graph_oom(g);
         return 0;
+    }
     graph_for_each_op(g, op)
         for (int i = 0; i < op->nin; i++)
             uses[op->in[i]->id]++;
@@ -115,8 +117,10 @@ static bool replace(Canon *c, Value *from, Value *to)
         while (n <= from->id)
             n *= 2;
         Value **r = realloc(c->repl, (size_t)n * sizeof *r);
-        if (!r)
+        if (!r) {
+            graph_oom(c->g);
             return false;
+        }
         memset(r + c->nrepl, 0, (size_t)(n - c->nrepl) * sizeof *r);
         c->repl = r;
         c->nrepl = n;
@@ -417,6 +421,7 @@ static Value *const_before(Canon *c, Op *op, const Value *v, void *data, size_t 
     Graph *g = c->g;
     if (owned && !graph_keep(g, data, free)) {
         free(data);
+        graph_oom(g);
         return NULL;
     }
     Value *k = build_const(g, v->type, data, nbytes, false);
@@ -459,6 +464,8 @@ static bool fold(Canon *c, Op *op)
         memset(out, 0, sizeof out);
         Diag d = {0};
         bool ok = interp_run_op(c->g, op, NULL, 0, inp, out, &d);
+        if (!ok && d.kind == DIAG_RESOURCE)
+            graph_oom(c->g);
         for (int r = 0; ok && r < op->nout; r++) { /* what the interpreter made must be what the type says */
             const Type *t = &op->out[r]->type;
             ok = out[r].dtype == t->dtype && out[r].rank == t->rank && out[r].data;
@@ -473,6 +480,8 @@ static bool fold(Canon *c, Op *op)
                 out[r].data = p;
                 out[r].owned = p != NULL;
                 ok = p != NULL;
+                if (!p)
+                    graph_oom(c->g);
             }
             if (ok && !(k[r] = const_before(c, op, op->out[r], out[r].data, out[r].nbytes, true)))
                 ok = false;
@@ -601,6 +610,7 @@ static bool set_grow(Canon *c)
     if (!set || !hash) {
         free(set);
         free(hash);
+        graph_oom(c->g);
         return false;
     }
     for (int i = 0; i < c->cap; i++) {

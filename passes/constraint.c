@@ -121,6 +121,16 @@ const char *cons_rel_str(Rel r)
 
 /* ---- small helpers ----------------------------------------------------- */
 
+/* A failed allocation: queries answer "not proved" and facts are kept for
+ * printing only, which is sound; the graph's arena records the failure
+ * (Arena.failed) so that the pipeline stops with a resource error. A cache
+ * that cannot grow (the emptiness snapshot, the memo) is not a failure. */
+static bool cons_oom(Constraints *c)
+{
+    c->cx->arena->failed = true;
+    return false;
+}
+
 static char *str_copy(const char *s)
 {
     if (!s)
@@ -390,8 +400,10 @@ static bool atoms_meet(const AtomList *x, const AtomList *y)
 static isl_set *facts_set(Constraints *c, AtomList *atoms)
 {
     bool *used = c->nfacts ? calloc((size_t)c->nfacts, sizeof *used) : NULL;
-    if (c->nfacts && !used)
+    if (c->nfacts && !used) {
+        cons_oom(c);
         return NULL;
+    }
     isl_set *s = universe(c->ctx);
     for (bool changed = true; changed && s;) {
         changed = false;
@@ -407,6 +419,7 @@ static isl_set *facts_set(Constraints *c, AtomList *atoms)
     }
     free(used);
     if (atoms->oom) {
+        cons_oom(c);
         isl_set_free(s);
         return NULL;
     }
@@ -434,7 +447,7 @@ static bool facts_empty(Constraints *c)
     for (int i = 0; i < c->nfacts; i++)
         for (int j = 0; c->facts[i].affine && j < c->facts[i].atoms.n; j++)
             atoms_add(&all, c->facts[i].atoms.v[j]);
-    isl_set *s = all.oom ? NULL : facts_set(c, &all);
+    isl_set *s = all.oom ? (cons_oom(c), NULL) : facts_set(c, &all);
     bool empty = s && isl_set_is_empty(s) == isl_bool_true;
     isl_set_free(s);
     atoms_free(&all);
@@ -534,6 +547,8 @@ static bool prove_set(Constraints *c, isl_set *claim, AtomList *atoms)
 {
     bool ok = false;
     isl_set *f = NULL;
+    if (atoms->oom)
+        cons_oom(c);
     if (!claim || atoms->oom || atom_bounds_empty(atoms) || facts_empty(c))
         goto out;
     f = facts_set(c, atoms);
@@ -609,8 +624,10 @@ static Fact *fact_push(Constraints *c, const char *origin)
 }
 
 /* Gives the fact its set (taken) and atoms (taken) if ISL built it. */
-static bool fact_take(Fact *f, isl_set *s, AtomList *atoms)
+static bool fact_take(Constraints *c, Fact *f, isl_set *s, AtomList *atoms)
 {
+    if (atoms->oom)
+        cons_oom(c);
     if (!s || atoms->oom) {
         isl_set_free(s);
         atoms_free(atoms);
@@ -630,13 +647,13 @@ bool cons_add(Constraints *c, Dim *a, Rel rel, Dim *b, const char *origin)
         return false;
     Fact *f = fact_push(c, origin);
     if (!f)
-        return false;
+        return cons_oom(c);
     f->a = a;
     f->b = b;
     f->rel = rel;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, false};
-    return fact_take(f, claim_set(c, &t, a, rel, b), &atoms);
+    return fact_take(c, f, claim_set(c, &t, a, rel, b), &atoms);
 }
 
 bool cons_add_divisible(Constraints *c, Dim *a, int64_t k, const char *origin)
@@ -645,12 +662,12 @@ bool cons_add_divisible(Constraints *c, Dim *a, int64_t k, const char *origin)
         return false;
     Fact *f = fact_push(c, origin);
     if (!f)
-        return false;
+        return cons_oom(c);
     f->a = a;
     f->k = k;
     AtomList atoms = {0};
     Tr t = {c->ctx, &atoms, false};
-    return fact_take(f, divisible_set(&t, a, k), &atoms);
+    return fact_take(c, f, divisible_set(&t, a, k), &atoms);
 }
 
 bool cons_prove(Constraints *c, Dim *a, Rel rel, Dim *b)

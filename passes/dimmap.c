@@ -29,14 +29,15 @@ static unsigned slot_of(const Dim *k, int cap)
     return (unsigned)(h >> 20) & (unsigned)(cap - 1);
 }
 
-static void grow(DimMap *m)
+static bool grow(DimMap *m)
 {
     int cap = m->cap ? 2 * m->cap : 64;
     Dim **k = calloc((size_t)cap, sizeof *k), **v = calloc((size_t)cap, sizeof *v);
     if (!k || !v) {
         free(k);
         free(v);
-        abort(); /* out of memory inside an analysis: nothing sensible to do */
+        m->failed = true;
+        return false;
     }
     for (int i = 0; i < m->cap; i++)
         if (m->key[i]) {
@@ -51,12 +52,13 @@ static void grow(DimMap *m)
     m->key = k;
     m->val = v;
     m->cap = cap;
+    return true;
 }
 
-void dimmap_put(DimMap *m, Dim *k, Dim *v)
+bool dimmap_put(DimMap *m, Dim *k, Dim *v)
 {
-    if (2 * (m->count + 1) > m->cap)
-        grow(m);
+    if (2 * (m->count + 1) > m->cap && !grow(m))
+        return false;
     unsigned s = slot_of(k, m->cap);
     while (m->key[s] && m->key[s] != k)
         s = (s + 1) & (unsigned)(m->cap - 1);
@@ -64,6 +66,7 @@ void dimmap_put(DimMap *m, Dim *k, Dim *v)
         m->count++;
     m->key[s] = k;
     m->val[s] = v;
+    return true;
 }
 
 Dim *dimmap_get(const DimMap *m, const Dim *k)

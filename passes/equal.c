@@ -29,6 +29,7 @@ typedef struct UF {
     DimMap parent;
     Dim **members;
     int n, cap;
+    bool failed;     /* out of memory: members are missing */
 } UF;
 
 static Dim *uf_find(UF *u, Dim *d)
@@ -43,13 +44,19 @@ static void uf_add(UF *u, Dim *d)
 {
     if (dimmap_get(&u->parent, d))
         return;
-    dimmap_put(&u->parent, d, d);
     if (u->n == u->cap) {
-        u->cap = u->cap ? 2 * u->cap : 32;
-        Dim **m = realloc(u->members, (size_t)u->cap * sizeof *m);
-        if (!m)
-            abort();
+        int cap = u->cap ? 2 * u->cap : 32;
+        Dim **m = realloc(u->members, (size_t)cap * sizeof *m);
+        if (!m) {
+            u->failed = true;
+            return;
+        }
         u->members = m;
+        u->cap = cap;
+    }
+    if (!dimmap_put(&u->parent, d, d)) {
+        u->failed = true;
+        return;
     }
     u->members[u->n++] = d;
 }
@@ -82,6 +89,7 @@ static const char *what(Eq *q, const Op *op)
     return arena_printf(&q->si->arena, "%s (op %d)", name, op->id);
 }
 
+/* NULL when out of memory (the analysis' arena then fails it). */
 static HostStep *step(Eq *q, HostStepKind k, Dim *lhs, Dim *rhs, const Op *op)
 {
     return hostprog_push(q->si, (HostStep){.kind = k, .lhs = lhs, .rhs = rhs, .rel = REL_EQ,
@@ -95,8 +103,9 @@ static void require(Eq *q, Dim *a, Rel rel, Dim *b, const Op *op, bool unify)
         return;
     if (rel == REL_EQ && a == b)
         return;
-    if (!cons_prove(q->si->cons, a, rel, b))
-        step(q, HS_REQUIRE, a, b, op)->rel = rel;
+    HostStep *s = cons_prove(q->si->cons, a, rel, b) ? NULL : step(q, HS_REQUIRE, a, b, op);
+    if (s)
+        s->rel = rel;
     if (unify && rel == REL_EQ)
         uf_union(&q->proven, a, b);
 }
@@ -226,8 +235,11 @@ static bool classes(Eq *q, UF *u, bool speculative, DimMap *subst)
         if (!speculative && dim_is_const(m[0]) && dim_is_const(m[1]))
             return diag_set(q->d, "error: dims that must be equal are %lld and %lld", (long long)m[0]->c,
                             (long long)m[1]->c);
+        Dim **dims = arena_array(&si->arena, (size_t)n, sizeof(Dim *));
+        if (!dims)
+            return diag_oom(q->d);
         DimClass *c = &si->dclass[si->ndclass++];
-        c->dims = arena_array(&si->arena, (size_t)n, sizeof(Dim *));
+        c->dims = dims;
         memcpy(c->dims, m, (size_t)n * sizeof(Dim *));
         c->n = n;
         c->speculative = speculative;
@@ -239,20 +251,25 @@ static bool classes(Eq *q, UF *u, bool speculative, DimMap *subst)
     return true;
 }
 
-static void size_classes(ShapeInfo *si)
+static bool size_classes(ShapeInfo *si)
 {
     Graph *g = si->g;
     int nvals = g->ninputs;
     graph_for_each_op(g, op) nvals += op->nout;
     Value **vals = malloc((size_t)(nvals ? nvals : 1) * sizeof *vals);
     Dim **sizes = malloc((size_t)(nvals ? nvals : 1) * sizeof *sizes);
+    si->sclass = arena_array(&si->arena, (size_t)(nvals ? nvals : 1), sizeof(SizeClass));
+    if (!vals || !sizes || !si->sclass) {
+        free(vals);
+        free(sizes);
+        return false;
+    }
     int n = 0;
     for (int i = 0; i < g->ninputs; i++)
         vals[n++] = g->inputs[i];
     graph_for_each_op(g, op) for (int i = 0; i < op->nout; i++) vals[n++] = op->out[i];
     for (int i = 0; i < n; i++)
         sizes[i] = type_numel(&g->dims, &vals[i]->type);
-    si->sclass = arena_array(&si->arena, (size_t)(n ? n : 1), sizeof(SizeClass));
     for (int i = 0; i < n; i++) {
         if (!sizes[i] || dim_is_const(sizes[i]))
             continue;
@@ -264,15 +281,19 @@ static void size_classes(ShapeInfo *si)
             cnt += sizes[j] == sizes[i];
         if (seen || cnt < 2)
             continue;
+        Value **vs = arena_array(&si->arena, (size_t)cnt, sizeof(Value *));
+        if (!vs)
+            break; /* the arena failed: shape_analyze reports it */
         SizeClass *c = &si->sclass[si->nsclass++];
         c->size = sizes[i];
-        c->values = arena_array(&si->arena, (size_t)cnt, sizeof(Value *));
+        c->values = vs;
         for (int j = i; j < n; j++)
             if (sizes[j] == sizes[i])
                 c->values[c->n++] = vals[j];
     }
     free(vals);
     free(sizes);
+    return true;
 }
 
 static void subst_steps(ShapeInfo *si, const DimMap *m)
@@ -301,7 +322,8 @@ bool shape_equalities(ShapeInfo *si, Diag *d)
     si->dclass = arena_array(&si->arena, (size_t)(q.proven.n + q.spec.n + 1), sizeof(DimClass));
     DimMap subst;
     dimmap_init(&subst);
-    bool ok = classes(&q, &q.proven, false, &subst) && classes(&q, &q.spec, true, NULL);
+    bool ok = si->dclass && !q.proven.failed && !q.spec.failed;
+    ok = ok && classes(&q, &q.proven, false, &subst) && classes(&q, &q.spec, true, NULL) && !subst.failed;
     if (ok && subst.count) {
         graph_subst_dims(si->g, &subst);
         subst_steps(si, &subst);
@@ -310,8 +332,9 @@ bool shape_equalities(ShapeInfo *si, Diag *d)
                 for (int j = 0; j < si->dclass[i].n; j++)
                     si->dclass[i].dims[j] = dim_subst(&si->g->dims, si->dclass[i].dims[j], &subst);
     }
-    if (ok)
-        size_classes(si);
+    ok = ok && size_classes(si);
+    if (!ok && (!d->set || q.proven.failed || q.spec.failed || subst.failed))
+        diag_blame_memory(d);
     dimmap_free(&subst);
     dimmap_free(&q.proven.parent);
     dimmap_free(&q.spec.parent);

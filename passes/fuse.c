@@ -71,6 +71,7 @@ typedef struct Planner {
     int *nusers;
     bool *is_output;    /* value id */
     Diag *d;
+    bool failed;        /* out of memory: the plan is given up */
 } Planner;
 
 static Class class_of(const Op *op)
@@ -96,14 +97,17 @@ static Class class_of(const Op *op)
 
 static Dim *numel(Planner *p, const Value *v) { return type_numel(&p->g->dims, &v->type); }
 
-static void add_op(PGroup *g, int op)
+static void add_op(Planner *p, PGroup *g, int op)
 {
     if (g->nops == g->cap) {
-        g->cap = g->cap ? 2 * g->cap : 4;
-        int *v = realloc(g->ops, (size_t)g->cap * sizeof *v);
-        if (!v)
-            abort();
+        int cap = g->cap ? 2 * g->cap : 4;
+        int *v = realloc(g->ops, (size_t)cap * sizeof *v);
+        if (!v) {
+            p->failed = true;
+            return;
+        }
         g->ops = v;
+        g->cap = cap;
     }
     g->ops[g->nops++] = op;
 }
@@ -181,7 +185,7 @@ static int new_group(Planner *p, FuseKind kind, int op)
     g->kind = kind;
     g->root = op;
     g->axis = -1;
-    add_op(g, op);
+    add_op(p, g, op);
     Op *o = p->ops[op];
     if (kind == FUSE_LOOP)
         g->space = numel(p, o->out[0]);
@@ -226,7 +230,7 @@ static bool is_output(Planner *p, const Op *o)
 
 static void join(Planner *p, int op, int gid)
 {
-    add_op(&p->groups[gid], op);
+    add_op(p, &p->groups[gid], op);
     p->grp[op] = gid;
 }
 
@@ -369,15 +373,18 @@ static void merge_reductions(Planner *p)
 
 /* True if group `to` is reachable from group `from` other than by a direct
  * edge: merging the two would then put a third group both after and before
- * the merged one. */
+ * the merged one. Out of memory: true (and p->failed). */
 static bool path_around(Planner *p, int from, int to)
 {
     int n = p->ngroups;
     int *start = calloc((size_t)n + 2, sizeof *start), *succ = NULL;
     int *stack = malloc(((size_t)n + 1) * sizeof *stack);
     bool *seen = calloc((size_t)n + 1, 1);
-    if (!start || !stack || !seen)
-        abort();
+    bool found = false;
+    if (!start || !stack || !seen) {
+        p->failed = found = true;
+        goto out;
+    }
     /* successor lists, compressed: one edge per operand across groups */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < p->nops; i++) {
@@ -397,12 +404,13 @@ static bool path_around(Planner *p, int from, int to)
             for (int gi = 0; gi < n; gi++)
                 start[gi + 2] += start[gi + 1];
             succ = malloc(((size_t)start[n + 1] + 1) * sizeof *succ);
-            if (!succ)
-                abort();
+            if (!succ) {
+                p->failed = found = true;
+                goto out;
+            }
         }
     }
     int top = 0;
-    bool found = false;
     for (int e = start[from]; e < start[from + 1]; e++)
         if (succ[e] != to && !seen[succ[e]]) {
             seen[succ[e]] = true;
@@ -419,6 +427,7 @@ static bool path_around(Planner *p, int from, int to)
             }
         }
     }
+out:
     free(start);
     free(succ);
     free(stack);
@@ -494,8 +503,14 @@ static bool emit(Planner *p, FusionPlan *plan)
     int *indeg = calloc((size_t)n + 1, sizeof *indeg), *order = malloc(((size_t)n + 1) * sizeof *order);
     int *first = malloc(((size_t)n + 1) * sizeof *first);
     bool *done = calloc((size_t)n + 1, 1);
-    if (!indeg || !order || !first || !done)
-        abort();
+    if (!indeg || !order || !first || !done) {
+        p->failed = true;
+        free(indeg);
+        free(order);
+        free(first);
+        free(done);
+        return false;
+    }
     for (int g = 0; g < n; g++) {
         first[g] = p->nops;
         if (p->groups[g].nops)
@@ -536,16 +551,18 @@ static bool emit(Planner *p, FusionPlan *plan)
     }
     bool ok = norder == live;
     plan->groups = arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
-    for (int i = 0; ok && i < norder; i++) {
+    for (int i = 0; ok && plan->groups && i < norder; i++) {
         const PGroup *pg = &p->groups[order[i]];
         Group *g = &plan->groups[plan->n];
+        g->ops = arena_array(&plan->arena, (size_t)pg->nops, sizeof(Op *));
+        g->ins = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        g->outs = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        if (!g->ops || !g->ins || !g->outs)
+            break; /* the arena failed: fuse_plan reports it */
         g->id = plan->n++;
         g->kind = pg->kind;
         g->root = p->ops[pg->root];
         g->nops = pg->nops;
-        g->ops = arena_array(&plan->arena, (size_t)pg->nops, sizeof(Op *));
-        g->ins = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
-        g->outs = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
         /* a library group: the call, then its epilogue in program order */
         int nk = 0;
         if (pg->kind == FUSE_LIBRARY)
@@ -594,19 +611,24 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     p.nusers = calloc((size_t)g->nvalues + 1, sizeof *p.nusers);
     p.is_output = calloc((size_t)g->nvalues + 1, 1);
     FusionPlan *plan = calloc(1, sizeof *plan);
-    if (!p.ops || !p.grp || !p.groups || !p.users || !p.nusers || !p.is_output || !plan)
-        abort();
-    plan->g = g;
-    arena_init(&plan->arena);
+    if (plan) {
+        plan->g = g;
+        arena_init(&plan->arena);
+    }
+    p.failed = !p.ops || !p.grp || !p.groups || !p.users || !p.nusers || !p.is_output || !plan;
     int n = 0;
-    graph_for_each_op(g, op) p.ops[n++] = op;
+    if (!p.failed)
+        graph_for_each_op(g, op) p.ops[n++] = op;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < p.ops[i]->nin; k++)
             p.nusers[p.ops[i]->in[k]->id]++;
-    for (int v = 0; v < g->nvalues; v++)
-        if (p.nusers[v])
-            p.users[v] = arena_array(&plan->arena, (size_t)p.nusers[v], sizeof(int));
-    memset(p.nusers, 0, (size_t)(g->nvalues + 1) * sizeof *p.nusers);
+    for (int v = 0; n && v < g->nvalues && !p.failed; v++)
+        if (p.nusers[v] && !(p.users[v] = arena_array(&plan->arena, (size_t)p.nusers[v], sizeof(int))))
+            p.failed = true;
+    if (p.failed)
+        n = 0; /* nothing below runs */
+    else
+        memset(p.nusers, 0, (size_t)(g->nvalues + 1) * sizeof *p.nusers);
     for (int i = 0; i < n; i++)
         for (int k = 0; k < p.ops[i]->nin; k++) {
             int id = p.ops[i]->in[k]->id;
@@ -616,13 +638,16 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
             if (!dup)
                 p.users[id][p.nusers[id]++] = i;
         }
-    for (int i = 0; i < g->noutputs; i++)
+    for (int i = 0; !p.failed && i < g->noutputs; i++)
         p.is_output[g->outputs[i]->id] = true;
-    for (int i = n - 1; i >= 0; i--)
+    for (int i = n - 1; i >= 0 && !p.failed; i--)
         place(&p, i);
-    merge_reductions(&p);
-    merge_outputs(&p);
-    bool ok = emit(&p, plan);
+    bool ok = false;
+    if (!p.failed) {
+        merge_reductions(&p);
+        merge_outputs(&p);
+        ok = emit(&p, plan);
+    }
     for (int i = 0; i < p.ngroups; i++)
         free(p.groups[i].ops);
     free(p.ops);
@@ -631,10 +656,15 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     free(p.users);
     free(p.nusers);
     free(p.is_output);
+    if (p.failed || !plan || plan->arena.failed) {
+        fuse_plan_free(plan);
+        diag_blame_memory(d);
+        return NULL;
+    }
     if (!ok) { /* the planner's invariant broke */
         fuse_plan_free(plan);
-        diag_set(d, "%s: internal error: the fusion plan has a cycle between its groups",
-                 g->name ? g->name : "graph");
+        diag_setk(d, DIAG_INTERNAL, "%s: internal error: the fusion plan has a cycle between its groups",
+                  g->name ? g->name : "graph");
         return NULL;
     }
     return plan;

@@ -57,6 +57,7 @@ static bool fuse(Graph *g, Op **dots, int n)
     float *w = malloc(bytes ? bytes : 4);
     if (!w || !graph_keep(g, w, free)) {
         free(w);
+        graph_oom(g);
         return false;
     }
     for (int i = 0; i < n; i++) {

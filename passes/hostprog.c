@@ -23,7 +23,7 @@ HostStep *hostprog_push(ShapeInfo *si, HostStep s)
         int cap = p->cap ? 2 * p->cap : 32;
         HostStep *v = arena_array(&si->arena, (size_t)cap, sizeof *v);
         if (!v)
-            abort();
+            return NULL;
         if (p->n)
             memcpy(v, p->steps, (size_t)p->n * sizeof *v);
         p->steps = v;
@@ -44,7 +44,7 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
     int nsyms = g->dims.nsyms;
     bool *bound = calloc((size_t)nsyms + 1, 1);
     if (!bound)
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     /* the op requirements found so far go after the input steps */
     HostProg ops = si->prog;
     memset(&si->prog, 0, sizeof si->prog);
@@ -213,9 +213,9 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
         int64_t v = shapes[s->input][s->axis];
         const Dim *y = s->sym;
         if (v < y->lo || (y->hi != DIM_INF && v > y->hi))
-            return diag_set(d, "error: input \"%s\": dim %d is %lld, expected %s %s %lld", input_name(g, s->input),
-                            s->axis, (long long)v, y->name, v < y->lo ? ">=" : "<=",
-                            (long long)(v < y->lo ? y->lo : y->hi));
+            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s %s %lld",
+                             input_name(g, s->input), s->axis, (long long)v, y->name, v < y->lo ? ">=" : "<=",
+                             (long long)(v < y->lo ? y->lo : y->hi));
         e->val[y->id] = v;
         e->bound[y->id] = true;
         return true;
@@ -226,14 +226,14 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
             return true;
         dim_snprint(ex, sizeof ex, s->lhs);
         if (dim_is_const(s->lhs))
-            return diag_set(d, "error: input \"%s\": dim %d is %lld, expected %s", input_name(g, s->input),
-                            s->axis, (long long)got, ex);
+            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s",
+                             input_name(g, s->input), s->axis, (long long)got, ex);
         if (s->lhs->kind == DIM_SYM)
             bound_from(g, p, s->lhs, buf, sizeof buf);
         else
             sym_values(e, s->lhs, NULL, g, buf, sizeof buf);
-        return diag_set(d, "error: input \"%s\": dim %d is %lld, expected %s = %lld%s", input_name(g, s->input),
-                        s->axis, (long long)got, ex, (long long)a, buf);
+        return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s = %lld%s",
+                         input_name(g, s->input), s->axis, (long long)got, ex, (long long)a, buf);
     }
     case HS_REQUIRE:
     case HS_BCAST:
@@ -253,8 +253,8 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
         n = (int)strlen(ex);
         dim_snprint(ex + n, sizeof ex - (size_t)n, s->rhs);
         sym_values(e, s->lhs, s->rhs, g, buf, sizeof buf);
-        return diag_set(d, "error: %sinput shapes violate %s%s (%lld vs %lld)%s", ctx, ex,
-                        s->kind == HS_BCAST ? " or one of them is 1" : "", (long long)a, (long long)b, buf);
+        return diag_setk(d, DIAG_SHAPE, "error: %sinput shapes violate %s%s (%lld vs %lld)%s", ctx, ex,
+                         s->kind == HS_BCAST ? " or one of them is 1" : "", (long long)a, (long long)b, buf);
     }
     case HS_DATA:
         return true;
@@ -294,23 +294,23 @@ bool shape_check_inputs(const ShapeInfo *si, const Tensor *inputs, int ninputs, 
 {
     const Graph *g = si->g;
     if (ninputs != g->ninputs)
-        return diag_set(d, "error: the model has %d inputs, %d given", g->ninputs, ninputs);
+        return diag_setk(d, DIAG_ARG, "error: the model has %d inputs, %d given", g->ninputs, ninputs);
     const int64_t *shapes[256];
     if (ninputs > 256)
-        return diag_set(d, "error: too many inputs");
+        return diag_setk(d, DIAG_ARG, "error: too many inputs");
     for (int i = 0; i < ninputs; i++) {
         if (inputs[i].rank != g->inputs[i]->type.rank)
-            return diag_set(d, "error: input \"%s\": rank %d, expected %d", input_name(g, i), inputs[i].rank,
-                            g->inputs[i]->type.rank);
+            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": rank %d, expected %d", input_name(g, i),
+                             inputs[i].rank, g->inputs[i]->type.rank);
         if (inputs[i].dtype != g->inputs[i]->type.dtype)
-            return diag_set(d, "error: input \"%s\": dtype %s, expected %s", input_name(g, i),
-                            dtype_name(inputs[i].dtype), dtype_name(g->inputs[i]->type.dtype));
+            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dtype %s, expected %s", input_name(g, i),
+                             dtype_name(inputs[i].dtype), dtype_name(g->inputs[i]->type.dtype));
         shapes[i] = inputs[i].shape;
     }
     HostEnv e;
     if (!hostenv_init(&e, g, si->prog.n)) {
         hostenv_free(&e);
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     }
     bool ok = hostprog_run(g, &si->prog, shapes, &e, d);
     hostenv_free(&e);

@@ -78,7 +78,7 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
     Graph *g = fp->g;
     MemPlan *mp = calloc(1, sizeof *mp);
     if (!mp) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     mp->g = g;
@@ -91,7 +91,7 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
     mp->offset = arena_array(&mp->arena, (size_t)nv, sizeof *mp->offset);
     if (!mp->slot_of || !def || !last || !mp->slots || !mp->offset) {
         memplan_free(mp);
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     for (int i = 0; i < nv; i++) {

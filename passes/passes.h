@@ -26,11 +26,13 @@
 typedef struct DimMap {
     Dim **key, **val; /* open addressing by pointer */
     int cap, count;
+    bool failed;      /* a put ran out of memory: entries are missing */
 } DimMap;
 
 void dimmap_init(DimMap *m);
 void dimmap_free(DimMap *m);
-void dimmap_put(DimMap *m, Dim *k, Dim *v);
+/* false (and m->failed) if out of memory: the entry is not added */
+bool dimmap_put(DimMap *m, Dim *k, Dim *v);
 Dim *dimmap_get(const DimMap *m, const Dim *k); /* NULL if absent */
 /* Rebuilds d with every mapped sub-expression replaced, canonically.
  * NULL only if constant folding overflows. */
@@ -150,7 +152,8 @@ bool shape_propagate(Graph *g, Diag *d);
 bool shape_equalities(ShapeInfo *si, Diag *d);
 
 /* Host program (hostprog.c). */
-/* Appends a step (out of memory aborts, as the analysis' arena does). */
+/* Appends a step; NULL if out of memory (si->arena.failed: shape_analyze
+ * fails). */
 HostStep *hostprog_push(ShapeInfo *si, HostStep s);
 bool hostprog_build(ShapeInfo *si, Diag *d);
 void hostprog_print(FILE *f, const Graph *g, const HostProg *p);

@@ -49,7 +49,7 @@ bool shape_parse_assume(ShapeInfo *si, const char *text, Diag *d)
     char *lhs = strndup(text, (size_t)(at - text));
     const char *rhs = at + oplen;
     if (!lhs)
-        return diag_set(d, "error: out of memory");
+        return diag_oom(d);
     Diag e = {0};
     bool ok;
     char *pct = strchr(lhs, '%');
@@ -84,13 +84,13 @@ ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d)
 {
     ShapeInfo *si = calloc(1, sizeof *si);
     if (!si) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     si->g = g;
     arena_init(&si->arena);
     si->cons = cons_new(&g->dims);
-    bool ok = si->cons != NULL || diag_set(d, "error: out of memory");
+    bool ok = si->cons != NULL || diag_oom(d);
     for (int i = 0; ok && o && i < o->nassume; i++)
         ok = shape_parse_assume(si, o->assume[i], d);
     if (ok && !cons_consistent(si->cons))
@@ -98,6 +98,9 @@ ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d)
     ok = ok && shape_propagate(g, d) && shape_equalities(si, d) && hostprog_build(si, d);
     if (ok)
         ok = graph_verify(g, d);
+    /* a failed allocation may have left a NULL that read as "unknown" */
+    if (diag_arena_failed(d, &g->arena) || diag_arena_failed(d, &si->arena))
+        ok = false;
     if (!ok) {
         shape_info_free(si);
         return NULL;

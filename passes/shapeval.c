@@ -45,8 +45,12 @@ typedef struct Prop {
     DimMap map;  /* placeholder symbol -> what it stands for */
     Arena scratch;
     Diag *d;
+    bool oom;    /* an allocation failed: the pass fails at its end */
+    SV junk;     /* what sv_of and sv_new hand out when out of memory */
+    Dim *junke[SV_MAX];
 } Prop;
 
+/* The shape value of v; when out of memory a junk one, never tracked. */
 static SV *sv_of(Prop *p, const Value *v)
 {
     if (v->id >= p->cap) {
@@ -55,14 +59,18 @@ static SV *sv_of(Prop *p, const Value *v)
             cap *= 2;
         SV **n = realloc(p->sv, (size_t)cap * sizeof *n);
         if (!n)
-            abort();
+            goto oom;
         memset(n + p->cap, 0, (size_t)(cap - p->cap) * sizeof *n);
         p->sv = n;
         p->cap = cap;
     }
     if (!p->sv[v->id] && !(p->sv[v->id] = arena_alloc(&p->scratch, sizeof(SV))))
-        abort();
+        goto oom;
     return p->sv[v->id];
+oom:
+    p->oom = true;
+    p->junk = (SV){0};
+    return &p->junk;
 }
 
 static bool trackable(const Type *t)
@@ -77,6 +85,11 @@ static Dim **sv_new(Prop *p, const Value *v, int n)
     SV *s = sv_of(p, v);
     s->n = n;
     s->e = arena_array(&p->scratch, (size_t)(n ? n : 1), sizeof(Dim *));
+    if (!s->e) { /* n <= SV_MAX: v is trackable */
+        p->oom = true;
+        *s = (SV){0};
+        return p->junke;
+    }
     return s->e;
 }
 
@@ -535,9 +548,10 @@ static bool refine(Prop *p, Op *op)
     memset(inf, 0, sizeof inf);
     if (op->nout > 4 || !op_info(op->kind)->infer(p->g, op, inf, &e)) {
         if (op->line && p->g->file)
-            return diag_set(p->d, "%s:%d: error: %s: %s", p->g->file, op->line, op_info(op->kind)->name, e.msg);
-        return diag_set(p->d, "error: op %d (%s%s%s): %s", op->id, op_info(op->kind)->name, op->src ? " " : "",
-                        op->src ? op->src : "", e.msg);
+            return diag_setk(p->d, e.kind, "%s:%d: error: %s: %s", p->g->file, op->line, op_info(op->kind)->name,
+                             e.msg);
+        return diag_setk(p->d, e.kind, "error: op %d (%s%s%s): %s", op->id, op_info(op->kind)->name,
+                         op->src ? " " : "", op->src ? op->src : "", e.msg);
     }
     for (int i = 0; i < op->nout; i++) {
         Type *t = &op->out[i]->type;
@@ -600,6 +614,8 @@ static void materialise(Prop *p)
         if (allc) {
             size_t es = dtype_size(v->type.dtype);
             unsigned char *buf = arena_alloc(&g->arena, (size_t)s->n * es + 1);
+            if (!buf)
+                continue; /* the arena failed: the driver reports it */
             for (int i = 0; i < s->n; i++) {
                 if (es == 8)
                     memcpy(buf + 8 * i, &s->e[i]->c, 8);
@@ -651,11 +667,13 @@ bool shape_propagate(Graph *g, Diag *d)
             refine_partial(&p, op);
         eval_op(&p, op);
     }
-    if (ok) {
+    if (ok && !p.oom && !p.map.failed) {
         graph_subst_dims(g, &p.map);
         materialise(&p);
         canon_dce(g);
     }
+    if (p.oom || p.map.failed || p.scratch.failed)
+        ok = diag_blame_memory(d);
     dimmap_free(&p.map);
     arena_free(&p.scratch);
     free(p.sv);

@@ -50,7 +50,7 @@ FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d)
     Graph *g = si->g;
     FusionPlan *p = calloc(1, sizeof *p);
     if (!p) {
-        diag_set(d, "error: out of memory");
+        diag_oom(d);
         return NULL;
     }
     p->g = g;

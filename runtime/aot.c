@@ -31,8 +31,7 @@ static DiscRt *rt_acquire(void)
         rt = idle[--nidle];
     pthread_mutex_unlock(&mu);
     if (!rt) {
-        const char *t = getenv("DISC_THREADS");
-        DiscRtOpts o = {.threads = t ? atoi(t) : 0};
+        DiscRtOpts o = {.threads = disc_env()->threads};
         rt = disc_rt_new(&o);
     }
     return rt;
@@ -208,6 +207,15 @@ int32_t disc_aot_load_weights(const DiscAotModel *m, const char *path, char *err
         fclose(f);
         return fail(err, errlen, DISC_AOT_EWEIGHTS, "%s: %s is not this model's weights file (%s)", m->name, path,
                     !ok ? "no disc weights header" : "its size or checksum differs from the object's");
+    }
+    /* the file must hold what its header says before anything is allocated */
+    long here = ftell(f), held = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        held = ftell(f) - here;
+    if (size < 0 || held != size || fseek(f, here, SEEK_SET) != 0) {
+        fclose(f);
+        return fail(err, errlen, DISC_AOT_EWEIGHTS, "%s: %s is %s than its header says (%lld bytes of data, %ld held)",
+                    m->name, path, held < size ? "shorter" : "longer", (long long)size, held);
     }
     void *data = NULL;
     if (posix_memalign(&data, 64, size > 0 ? (size_t)size : 64)) {

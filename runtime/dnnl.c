@@ -114,6 +114,7 @@
 #include "runtime/rt.h"
 
 #include "ir/ir.h"
+#include "runtime/interp.h" /* f16 conversions */
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -204,13 +205,11 @@ static int bf16_probe(void)
 static void engine_init(void)
 {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
-    const char *wp = getenv("OMP_WAIT_POLICY");
-    omp_passive = wp && !strcasecmp(wp, "passive") && !getenv("GOMP_SPINCOUNT");
-    const char *fm = getenv("DISC_FPMATH");
+    const DiscEnv *env = disc_env();
+    omp_passive = env->omp_passive;
     bf16_ok = engine_status == dnnl_success && bf16_probe();
-    const char *cl = getenv("DISC_CONV_LAYOUT");
-    conv_plain = cl && !strcmp(cl, "plain");
-    if (fm && !strcmp(fm, "bf16"))
+    conv_plain = env->conv_plain;
+    if (env->fpmath_bf16)
         atomic_store(&fpmath_bf16, bf16_ok);
     void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (gomp) {
@@ -1115,7 +1114,7 @@ out:
 static float load(int dtype, const void *p, int64_t i)
 {
     switch (dtype) {
-    case DT_F16: return (float)((const _Float16 *)p)[i];
+    case DT_F16: return (float)interp_f16_to_double(((const uint16_t *)p)[i]);
     case DT_BF16: {
         uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
         float f;
@@ -1129,7 +1128,7 @@ static float load(int dtype, const void *p, int64_t i)
 static void store(int dtype, void *p, int64_t i, float v)
 {
     switch (dtype) {
-    case DT_F16: ((_Float16 *)p)[i] = (_Float16)v; break;
+    case DT_F16: ((uint16_t *)p)[i] = interp_f16_from_double(v); break;
     case DT_BF16: {
         uint32_t u;
         memcpy(&u, &v, sizeof u);
@@ -1336,11 +1335,7 @@ static void split_part(int64_t lo, int64_t hi, void *args)
  * "Threads" at the top for why and what was measured. */
 static int split_matmul(DiscRt *rt, const DiscMatmul *d, const Mm *p, const void *a, const void *b, void *c)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("DISC_SPLIT");
-        off = e && !strcmp(e, "0");
-    }
+    int off = !disc_env()->split;
     int nthr = disc_rt_threads(rt);
     if (off || nthr < 2 || disc_rt_pool_busy())
         return 0;
@@ -1523,11 +1518,7 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
                      DISC_PANEL, DISC_PANEL_NARROW);
         return -1;
     }
-    static int64_t max_m = -1;
-    if (max_m < 0) {
-        const char *e = getenv("DISC_SKINNY");
-        max_m = e ? strtoll(e, NULL, 10) : DISC_SKINNY_M;
-    }
+    int64_t max_m = disc_env()->skinny_m;
     bool fits = fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
                 d->m <= max_m && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
                 d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&

@@ -9,7 +9,7 @@
  *      expressions are evaluated and compared. Symbol bounds are enforced.
  *   2. Every value gets a slot (a pointer hash map, so Value ids need not
  *      be dense) and a use count: operand uses plus graph-output uses.
- *   3. Each op runs its kernel (interp_kernels[kind]), which computes the
+ *   3. Each op runs its kernel (interp_kernel(kind)), which computes the
  *      result shapes from the concrete operands. The results are then
  *      checked against the declared types: a result dim that is an unbound
  *      symbol binds it; any other dim that evaluates must match. A
@@ -26,37 +26,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-static InterpFn *const interp_kernels[OP_COUNT] = {
-    [OP_NEG] = interp_unary, [OP_ABS] = interp_unary, [OP_SIGN] = interp_unary,
-    [OP_EXP] = interp_unary, [OP_LOG] = interp_unary, [OP_SQRT] = interp_unary,
-    [OP_RSQRT] = interp_unary, [OP_RECIP] = interp_unary, [OP_TANH] = interp_unary,
-    [OP_SIGMOID] = interp_unary, [OP_ERF] = interp_unary, [OP_SIN] = interp_unary,
-    [OP_COS] = interp_unary, [OP_FLOOR] = interp_unary, [OP_CEIL] = interp_unary,
-    [OP_ROUND] = interp_unary, [OP_NOT] = interp_unary, [OP_ISNAN] = interp_unary,
-    [OP_ISINF] = interp_unary,
-    [OP_ADD] = interp_binary, [OP_SUB] = interp_binary, [OP_MUL] = interp_binary,
-    [OP_DIV] = interp_binary, [OP_REM] = interp_binary, [OP_MOD] = interp_binary,
-    [OP_POW] = interp_binary, [OP_MAX] = interp_binary, [OP_MIN] = interp_binary,
-    [OP_AND] = interp_binary, [OP_OR] = interp_binary, [OP_XOR] = interp_binary,
-    [OP_CMP] = interp_cmp, [OP_SELECT] = interp_select, [OP_CONVERT] = interp_convert,
-    [OP_BROADCAST] = interp_broadcast, [OP_DYN_BROADCAST] = interp_dyn_broadcast,
-    [OP_RESHAPE] = interp_reshape, [OP_DYN_RESHAPE] = interp_dyn_reshape,
-    [OP_TRANSPOSE] = interp_transpose, [OP_SLICE] = interp_slice,
-    [OP_DYN_SLICE] = interp_dyn_slice, [OP_REVERSE] = interp_reverse,
-    [OP_CONCAT] = interp_concat, [OP_PAD] = interp_pad, [OP_DYN_PAD] = interp_dyn_pad,
-    [OP_IOTA] = interp_iota, [OP_DYN_IOTA] = interp_dyn_iota,
-    [OP_GATHER] = interp_gather, [OP_GATHER_ELEMENTS] = interp_gather_elements,
-    [OP_GATHER_ND] = interp_gather_nd, [OP_SCATTER_ELEMENTS] = interp_scatter_elements,
-    [OP_SCATTER_ND] = interp_scatter_nd, [OP_RESIZE] = interp_resize,
-    [OP_DYN_RESIZE] = interp_dyn_resize, [OP_NONZERO] = interp_nonzero,
-    [OP_DYN_RESIZE_SCALES] = interp_dyn_resize_scales,
-    [OP_REDUCE] = interp_reduce, [OP_ARGMAX] = interp_arg, [OP_ARGMIN] = interp_arg,
-    [OP_CUMSUM] = interp_cumsum, [OP_TOPK] = interp_topk, [OP_DYN_REDUCE] = interp_dyn_reduce,
-    [OP_DOT] = interp_dot, [OP_CONV] = interp_conv,
-    [OP_CONV_TRANSPOSE] = interp_conv_transpose, [OP_POOL] = interp_pool,
-    [OP_DIM] = interp_dim, [OP_SHAPE_OF] = interp_shape_of,
-    [OP_SHAPE_CONST] = interp_shape_const, [OP_CONST] = interp_const,
-};
+/* The kernel of each op kind: a switch with no default, so the compiler
+ * names an op of ops.def that has none (-Wswitch). */
+static InterpFn *interp_kernel(OpKind k)
+{
+    switch (k) {
+#define UNARY(e, name, dtypes) case OP_##e:
+#include "ir/ops.def"
+        return interp_unary;
+#define BINARY(e, name, dtypes) case OP_##e:
+#include "ir/ops.def"
+        return interp_binary;
+    case OP_CMP: return interp_cmp;
+    case OP_SELECT: return interp_select;
+    case OP_CONVERT: return interp_convert;
+    case OP_BROADCAST: return interp_broadcast;
+    case OP_DYN_BROADCAST: return interp_dyn_broadcast;
+    case OP_RESHAPE: return interp_reshape;
+    case OP_DYN_RESHAPE: return interp_dyn_reshape;
+    case OP_TRANSPOSE: return interp_transpose;
+    case OP_SLICE: return interp_slice;
+    case OP_DYN_SLICE: return interp_dyn_slice;
+    case OP_REVERSE: return interp_reverse;
+    case OP_CONCAT: return interp_concat;
+    case OP_PAD: return interp_pad;
+    case OP_DYN_PAD: return interp_dyn_pad;
+    case OP_IOTA: return interp_iota;
+    case OP_DYN_IOTA: return interp_dyn_iota;
+    case OP_GATHER: return interp_gather;
+    case OP_GATHER_ELEMENTS: return interp_gather_elements;
+    case OP_GATHER_ND: return interp_gather_nd;
+    case OP_SCATTER_ELEMENTS: return interp_scatter_elements;
+    case OP_SCATTER_ND: return interp_scatter_nd;
+    case OP_RESIZE: return interp_resize;
+    case OP_DYN_RESIZE: return interp_dyn_resize;
+    case OP_DYN_RESIZE_SCALES: return interp_dyn_resize_scales;
+    case OP_NONZERO: return interp_nonzero;
+    case OP_REDUCE: return interp_reduce;
+    case OP_ARGMAX:
+    case OP_ARGMIN: return interp_arg;
+    case OP_CUMSUM: return interp_cumsum;
+    case OP_TOPK: return interp_topk;
+    case OP_DYN_REDUCE: return interp_dyn_reduce;
+    case OP_DOT: return interp_dot;
+    case OP_CONV: return interp_conv;
+    case OP_CONV_TRANSPOSE: return interp_conv_transpose;
+    case OP_POOL: return interp_pool;
+    case OP_DIM: return interp_dim;
+    case OP_SHAPE_OF: return interp_shape_of;
+    case OP_SHAPE_CONST: return interp_shape_const;
+    case OP_CONST: return interp_const;
+    case OP_COUNT: break;
+    }
+    return NULL;
+}
 
 /* ---- names and messages ------------------------------------------------ */
 
@@ -99,7 +122,7 @@ void interp_op_label(Interp *ip, const Op *op, char *buf, size_t size)
     }
 }
 
-bool interp_fail(Interp *ip, const char *fmt, ...)
+static bool interp_vfail(Interp *ip, DiagKind k, const char *fmt, va_list ap)
 {
     if (!ip->d || ip->d->set)
         return false;
@@ -107,14 +130,31 @@ bool interp_fail(Interp *ip, const char *fmt, ...)
     label[0] = 0;
     if (ip->op)
         interp_op_label(ip, ip->op, label, sizeof label);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (ip->op)
+        return diag_setk(ip->d, k, "%s: %s", label, msg);
+    return diag_setk(ip->d, k, "%s", msg);
+}
+
+bool interp_fail(Interp *ip, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    interp_vfail(ip, DIAG_MODEL, fmt, ap);
     va_end(ap);
-    if (ip->op)
-        return diag_set(ip->d, "%s: %s", label, msg);
-    return diag_set(ip->d, "%s", msg);
+    return false;
 }
+
+bool interp_failk(Interp *ip, DiagKind k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    interp_vfail(ip, k, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool interp_oom(Interp *ip) { return interp_failk(ip, DIAG_RESOURCE, "out of memory"); }
 
 /* ---- attributes -------------------------------------------------------- */
 
@@ -207,7 +247,7 @@ bool interp_alloc(Interp *ip, Tensor *t, DType dt, int rank, const int64_t *shap
         if (shape[i] < 0)
             return interp_fail(ip, "result dim %d is negative (%lld)", i, (long long)shape[i]);
     if (!tensor_alloc(t, dt, rank, shape))
-        return interp_fail(ip, "cannot allocate the result (too large or out of memory)");
+        return interp_failk(ip, DIAG_RESOURCE, "cannot allocate the result (too large or out of memory)");
     return true;
 }
 
@@ -272,11 +312,11 @@ static bool check_bounds(Interp *ip, const Dim *s, int64_t v, const char *who, i
     char name[256];
     dim_snprint(name, sizeof name, s);
     if (v < s->lo)
-        return diag_set(ip->d, "%s: dim %d is %lld, expected %s >= %lld", who, axis, (long long)v,
-                        name, (long long)s->lo);
+        return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is %lld, expected %s >= %lld", who, axis, (long long)v,
+                         name, (long long)s->lo);
     if (s->hi != DIM_INF && v > s->hi)
-        return diag_set(ip->d, "%s: dim %d is %lld, expected %s <= %lld", who, axis, (long long)v,
-                        name, (long long)s->hi);
+        return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is %lld, expected %s <= %lld", who, axis, (long long)v,
+                         name, (long long)s->hi);
     return true;
 }
 
@@ -290,8 +330,8 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
         const Tensor *t = &in[i];
         input_label(ip, v, who, sizeof who);
         if (t->dtype != v->type.dtype)
-            return diag_set(ip->d, "%s: dtype %s, expected %s", who, dtype_name(t->dtype),
-                            dtype_name(v->type.dtype));
+            return diag_setk(ip->d, DIAG_SHAPE, "%s: dtype %s, expected %s", who, dtype_name(t->dtype),
+                             dtype_name(v->type.dtype));
         if (t->rank != v->type.rank) {
             char ty[512];
             FILE *f = fmemopen(ty, sizeof ty, "w");
@@ -300,17 +340,17 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
                 type_print(f, &v->type);
                 fclose(f);
             }
-            return diag_set(ip->d, "%s: rank %d, expected %d (%s)", who, t->rank, v->type.rank, ty);
+            return diag_setk(ip->d, DIAG_SHAPE, "%s: rank %d, expected %d (%s)", who, t->rank, v->type.rank, ty);
         }
         size_t n = 1, bytes;
         for (int a = 0; a < t->rank; a++) {
             if (t->shape[a] < 0)
-                return diag_set(ip->d, "%s: dim %d is negative (%lld)", who, a, (long long)t->shape[a]);
+                return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is negative (%lld)", who, a, (long long)t->shape[a]);
             if (!size_mul(n, (size_t)t->shape[a], &n))
-                return diag_set(ip->d, "%s: shape overflows", who);
+                return diag_setk(ip->d, DIAG_SHAPE, "%s: shape overflows", who);
         }
         if (!size_mul(n, dtype_size(t->dtype), &bytes) || t->nbytes < bytes || (bytes && !t->data))
-            return diag_set(ip->d, "%s: data holds %zu bytes, expected %zu", who, t->nbytes, bytes);
+            return diag_setk(ip->d, DIAG_ARG, "%s: data holds %zu bytes, expected %zu", who, t->nbytes, bytes);
     }
     /* Plain symbols first, so expressions below see every binding. */
     for (int i = 0; i < g->ninputs; i++) {
@@ -331,8 +371,8 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
                 continue;
             input_label(ip, g->inputs[ip->symfrom[dm->id]], src, sizeof src);
             dim_snprint(ex, sizeof ex, dm);
-            return diag_set(ip->d, "%s: dim %d is %lld, expected %s = %lld (from %s)", who, a,
-                            (long long)x, ex, (long long)ip->symval[dm->id], src);
+            return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is %lld, expected %s = %lld (from %s)", who, a,
+                             (long long)x, ex, (long long)ip->symval[dm->id], src);
         }
     }
     for (int i = 0; i < g->ninputs; i++) {
@@ -350,15 +390,15 @@ static bool bind_inputs(Interp *ip, const Tensor *in)
                 continue; /* nothing to check it against yet */
             dim_snprint(ex, sizeof ex, dm);
             if (st != DIM_OK)
-                return diag_set(ip->d, "%s: dim %d (%s) cannot be evaluated: %s", who, a, ex,
-                                dim_eval_status_str(st));
+                return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d (%s) cannot be evaluated: %s", who, a, ex,
+                                 dim_eval_status_str(st));
             if (want == x)
                 continue;
             if (dim_is_const(dm))
-                return diag_set(ip->d, "%s: dim %d is %lld, expected %lld", who, a, (long long)x,
-                                (long long)want);
-            return diag_set(ip->d, "%s: dim %d is %lld, expected %s = %lld", who, a, (long long)x, ex,
-                            (long long)want);
+                return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is %lld, expected %lld", who, a, (long long)x,
+                                 (long long)want);
+            return diag_setk(ip->d, DIAG_SHAPE, "%s: dim %d is %lld, expected %s = %lld", who, a, (long long)x, ex,
+                             (long long)want);
         }
     }
     return true;
@@ -473,16 +513,16 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
     graph_for_each_op(g, op) {
         ip->op = op;
         const OpInfo *info = op_info(op->kind);
-        InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernels[op->kind] : NULL;
+        InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
         if (!fn)
-            return interp_fail(ip, "not supported by the interpreter");
+            return interp_failk(ip, DIAG_UNSUPPORTED, "not supported by the interpreter");
         if ((info->nin != VARIADIC && op->nin != info->nin) || (info->nin == VARIADIC && op->nin < 1))
             return interp_fail(ip, "has %d operands", op->nin);
         if (op->nout != info->nout || op->nout > 2)
             return interp_fail(ip, "has %d results", op->nout);
         const Tensor *stack[8], **in = stack;
         if (op->nin > 8 && !(in = malloc((size_t)op->nin * sizeof *in)))
-            return interp_fail(ip, "out of memory");
+            return interp_oom(ip);
         bool ok = true;
         for (int i = 0; i < op->nin && ok; i++) {
             Slot *s = slot_find(m, op->in[i]);
@@ -529,7 +569,7 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
             outputs[j] = s->t;
             memset(&s->t, 0, sizeof s->t);
         } else if (!copy_tensor(&outputs[j], &s->t)) {
-            return diag_set(ip->d, "output %d: out of memory", j);
+            return diag_setk(ip->d, DIAG_RESOURCE, "output %d: out of memory", j);
         }
     }
     return true;
@@ -542,10 +582,10 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
     if (!g)
         return diag_set(d, "interp: no graph");
     if (ninputs != g->ninputs || (ninputs > 0 && !inputs))
-        return diag_set(d, "graph \"%s\" takes %d inputs, got %d", g->name, g->ninputs, ninputs);
+        return diag_setk(d, DIAG_ARG, "graph \"%s\" takes %d inputs, got %d", g->name, g->ninputs, ninputs);
     if (noutputs != g->noutputs || (noutputs > 0 && !outputs))
-        return diag_set(d, "graph \"%s\" has %d outputs, got room for %d", g->name, g->noutputs,
-                        noutputs);
+        return diag_setk(d, DIAG_ARG, "graph \"%s\" has %d outputs, got room for %d", g->name, g->noutputs,
+                         noutputs);
 
     Interp ip = {.g = g, .d = d, .nsyms = g->dims.nsyms};
     SlotMap m = {0};
@@ -563,7 +603,7 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
     m.mask = cap - 1;
     bool ok = ip.symval && ip.symset && ip.symfrom && m.slots && m.table;
     if (!ok)
-        diag_set(d, "interp: out of memory");
+        diag_setk(d, DIAG_RESOURCE, "interp: out of memory");
     ip.env = (DimEnv){ip.symval, ip.symset, ip.nsyms};
 
     for (int i = 0; i < g->ninputs && ok; i++)
@@ -622,9 +662,9 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
 bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
                    Tensor *out, Diag *d)
 {
-    InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernels[op->kind] : NULL;
+    InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
     if (!fn)
-        return diag_set(d, "%s: not supported by the interpreter", op_info(op->kind)->name);
+        return diag_setk(d, DIAG_UNSUPPORTED, "%s: not supported by the interpreter", op_info(op->kind)->name);
     bool *set = malloc((size_t)nsyms + 1);
     int *from = malloc(((size_t)nsyms + 1) * sizeof *from);
     bool ok = set && from;
@@ -639,7 +679,7 @@ bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, con
         ok = fn(&ip, op, in, out);
         graph_value_names_free(g, ip.names);
     } else {
-        diag_set(d, "out of memory");
+        diag_oom(d);
     }
     free(set);
     free(from);

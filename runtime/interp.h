@@ -47,6 +47,14 @@ bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, con
 int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
                        int64_t (*out_shapes)[MAX_RANK]);
 
+/* The maths of a unary or binary elementwise op on float operands, as the
+ * interpreter computes each element in double (before rounding to the
+ * result's dtype). False if k is not such an op or not defined on floats.
+ * Other code that needs an op's value (the activation matcher in
+ * codegen/hostlib.c) calls these rather than keeping its own copy. */
+bool interp_unary_f(OpKind k, double x, double *r);
+bool interp_binary_f(OpKind k, double a, double b, double *r);
+
 /* Half-precision conversions, round-to-nearest-even (NaN stays NaN, overflow
  * gives infinity). Exact widening to double. */
 uint16_t interp_f16_from_double(double v);

@@ -11,13 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-enum { CLS_FLOAT, CLS_INT, CLS_BOOL };
-
-static int dtype_class(DType t)
-{
-    return dtype_is_float(t) ? CLS_FLOAT : t == DT_BOOL ? CLS_BOOL : CLS_INT;
-}
-
 /* ---- unary ------------------------------------------------------------ */
 
 /* Half-to-even rounding that ignores the current rounding mode. */
@@ -29,96 +22,116 @@ static double round_even(double x)
     return r;
 }
 
-static double unary_f(OpKind k, double x)
+/* The maths of the elementwise ops, one switch per operand class over
+ * UnaryOp / BinaryOp with no default: an op of ops.def without a case here
+ * does not compile (-Wswitch), and a case that has no meaning for the class
+ * returns false, which the kernels report with the op's name. Which dtypes
+ * reach these is decided by the op's `dtypes` in ops.def, before the loop. */
+
+static bool unary_f(UnaryOp u, double x, double *r)
 {
-    switch (k) {
-    case OP_NEG: return -x;
-    case OP_ABS: return fabs(x);
-    case OP_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0;
-    case OP_EXP: return exp(x);
-    case OP_LOG: return log(x);
-    case OP_SQRT: return sqrt(x);
-    case OP_RSQRT: return 1 / sqrt(x);
-    case OP_RECIP: return 1 / x;
-    case OP_TANH: return tanh(x);
-    case OP_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-    case OP_ERF: return erf(x);
-    case OP_SIN: return sin(x);
-    case OP_COS: return cos(x);
-    case OP_FLOOR: return floor(x);
-    case OP_CEIL: return ceil(x);
-    case OP_ROUND: return isfinite(x) ? round_even(x) : x;
-    case OP_ISNAN: return isnan(x);
-    case OP_ISINF: return isinf(x);
-    default: return 0;
+    switch (u) {
+    case UN_NEG: *r = -x; return true;
+    case UN_ABS: *r = fabs(x); return true;
+    case UN_SIGN: *r = isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0; return true;
+    case UN_EXP: *r = exp(x); return true;
+    case UN_LOG: *r = log(x); return true;
+    case UN_SQRT: *r = sqrt(x); return true;
+    case UN_RSQRT: *r = 1 / sqrt(x); return true;
+    case UN_RECIP: *r = 1 / x; return true;
+    case UN_TANH: *r = tanh(x); return true;
+    case UN_SIGMOID: *r = x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); return true;
+    case UN_ERF: *r = erf(x); return true;
+    case UN_SIN: *r = sin(x); return true;
+    case UN_COS: *r = cos(x); return true;
+    case UN_TAN: *r = tan(x); return true;
+    case UN_ATAN: *r = atan(x); return true;
+    case UN_FLOOR: *r = floor(x); return true;
+    case UN_CEIL: *r = ceil(x); return true;
+    case UN_ROUND: *r = isfinite(x) ? round_even(x) : x; return true;
+    case UN_ISNAN: *r = isnan(x); return true;
+    case UN_ISINF: *r = isinf(x); return true;
+    case UN_NOT:
+    case UN_COUNT: return false;
     }
+    return false;
 }
 
-static int64_t unary_i(OpKind k, int64_t x, bool u)
+/* Integers and bool (dt); u64 is unsigned. */
+static bool unary_i(UnaryOp u, DType dt, int64_t x, int64_t *r)
 {
-    switch (k) {
-    case OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case OP_ABS: return x < 0 && !u ? (int64_t)(0 - (uint64_t)x) : x;
-    case OP_SIGN: return u ? x != 0 : x > 0 ? 1 : x < 0 ? -1 : 0;
-    case OP_NOT: return ~x;
-    case OP_ISNAN:
-    case OP_ISINF: return 0;
-    default: return x; /* floor, ceil, round */
+    bool uns = dt == DT_U64;
+    switch (u) {
+    case UN_NEG: *r = (int64_t)(0 - (uint64_t)x); return true;
+    case UN_ABS: *r = x < 0 && !uns ? (int64_t)(0 - (uint64_t)x) : x; return true;
+    case UN_SIGN: *r = uns ? x != 0 : x > 0 ? 1 : x < 0 ? -1 : 0; return true;
+    case UN_NOT: *r = dt == DT_BOOL ? !x : ~x; return true;
+    case UN_EXP: case UN_LOG: case UN_SQRT: case UN_RSQRT: case UN_RECIP: case UN_TANH:
+    case UN_SIGMOID: case UN_ERF: case UN_SIN: case UN_COS: case UN_TAN: case UN_ATAN:
+    case UN_FLOOR: case UN_CEIL: case UN_ROUND: case UN_ISNAN: case UN_ISINF:
+    case UN_COUNT: return false; /* floats only */
     }
+    return false;
+}
+
+bool interp_unary_f(OpKind k, double x, double *r)
+{
+    UnaryOp u = op_unary(k);
+    return u != UN_COUNT && unary_f(u, x, r);
 }
 
 bool interp_unary(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *x = in[0];
-    OpKind k = op->kind;
-    int cls = dtype_class(x->dtype);
-    bool pred = k == OP_ISNAN || k == OP_ISINF;
-    bool ok;
-    if (cls == CLS_FLOAT)
-        ok = k != OP_NOT;
-    else if (cls == CLS_INT)
-        ok = k == OP_NEG || k == OP_ABS || k == OP_SIGN || k == OP_FLOOR || k == OP_CEIL ||
-             k == OP_ROUND || k == OP_NOT || pred;
-    else
-        ok = k == OP_NOT || pred;
-    if (!ok)
+    UnaryOp u = op_unary(op->kind);
+    if (u == UN_COUNT || !op_takes_dtype(op->kind, x->dtype))
         return interp_fail(ip, "not defined for %s", dtype_name(x->dtype));
-    DType odt = pred ? DT_BOOL : x->dtype;
-    if (!interp_alloc(ip, out, odt, x->rank, x->shape))
+    if (!interp_alloc(ip, out, op_result_dtype(op->kind, x->dtype), x->rank, x->shape))
         return false;
+    bool fl = dtype_is_float(x->dtype);
     size_t n = tensor_numel(x);
     for (size_t i = 0; i < n; i++) {
-        if (cls == CLS_FLOAT)
-            interp_store_f(out, i, unary_f(k, interp_load_f(x, i)));
-        else if (cls == CLS_BOOL && k == OP_NOT)
-            interp_store_i(out, i, !interp_load_i(x, i));
+        double f;
+        int64_t v;
+        if (fl ? !unary_f(u, interp_load_f(x, i), &f) : !unary_i(u, x->dtype, interp_load_i(x, i), &v)) {
+            tensor_free(out);
+            return interp_fail(ip, "the interpreter has no %s case for %s (runtime/interp_elem.c)",
+                               fl ? "unary_f" : "unary_i", dtype_name(x->dtype));
+        }
+        if (fl)
+            interp_store_f(out, i, f);
         else
-            interp_store_i(out, i, unary_i(k, interp_load_i(x, i), x->dtype == DT_U64));
+            interp_store_i(out, i, v);
     }
     return true;
 }
 
 /* ---- binary ----------------------------------------------------------- */
 
-static double binary_f(OpKind k, double a, double b)
+static bool binary_f(BinaryOp o, double a, double b, double *r)
 {
-    switch (k) {
-    case OP_ADD: return a + b;
-    case OP_SUB: return a - b;
-    case OP_MUL: return a * b;
-    case OP_DIV: return a / b;
-    case OP_REM: return fmod(a, b);
-    case OP_MOD: {
-        double r = fmod(a, b);
-        if (r != 0 && (r < 0) != (b < 0))
-            r += b;
-        return r == 0 ? copysign(0.0, b) : r;
+    switch (o) {
+    case BIN_ADD: *r = a + b; return true;
+    case BIN_SUB: *r = a - b; return true;
+    case BIN_MUL: *r = a * b; return true;
+    case BIN_DIV: *r = a / b; return true;
+    case BIN_REM: *r = fmod(a, b); return true;
+    case BIN_MOD: {
+        double m = fmod(a, b);
+        if (m != 0 && (m < 0) != (b < 0))
+            m += b;
+        *r = m == 0 ? copysign(0.0, b) : m;
+        return true;
     }
-    case OP_POW: return pow(a, b);
-    case OP_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-    case OP_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    default: return 0;
+    case BIN_POW: *r = pow(a, b); return true;
+    case BIN_MAX: *r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; return true;
+    case BIN_MIN: *r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; return true;
+    case BIN_AND:
+    case BIN_OR:
+    case BIN_XOR:
+    case BIN_COUNT: return false;
     }
+    return false;
 }
 
 static int64_t ipow(int64_t a, int64_t b)
@@ -132,67 +145,74 @@ static int64_t ipow(int64_t a, int64_t b)
     return (int64_t)r;
 }
 
-/* Integer binary op; false on division by zero. u: the operands are the
- * bits of u64 values (division and order are unsigned). */
-static bool binary_i(OpKind k, int64_t a, int64_t b, bool u, int64_t *out)
+/* Integer (and bool) binary op: NULL, or what went wrong. uns: the operands
+ * are the bits of u64 values (division and order are unsigned). */
+static const char *binary_i(BinaryOp o, int64_t a, int64_t b, bool uns, int64_t *r)
 {
+    static const char *const div0 = "integer division by zero";
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    if (u && (k == OP_DIV || k == OP_REM || k == OP_MOD || k == OP_MAX || k == OP_MIN)) {
-        if (ub == 0 && k != OP_MAX && k != OP_MIN)
-            return false;
-        *out = (int64_t)(k == OP_DIV ? ua / ub : k == OP_MAX ? (ua > ub ? ua : ub)
-                       : k == OP_MIN ? (ua < ub ? ua : ub) : ua % ub);
-        return true;
+    if (uns && (o == BIN_DIV || o == BIN_REM || o == BIN_MOD || o == BIN_MAX || o == BIN_MIN)) {
+        if (ub == 0 && o != BIN_MAX && o != BIN_MIN)
+            return div0;
+        *r = (int64_t)(o == BIN_DIV ? ua / ub : o == BIN_MAX ? (ua > ub ? ua : ub)
+                     : o == BIN_MIN ? (ua < ub ? ua : ub) : ua % ub);
+        return NULL;
     }
-    switch (k) {
-    case OP_ADD: *out = (int64_t)(ua + ub); return true;
-    case OP_SUB: *out = (int64_t)(ua - ub); return true;
-    case OP_MUL: *out = (int64_t)(ua * ub); return true;
-    case OP_DIV:
-    case OP_REM:
-    case OP_MOD:
+    switch (o) {
+    case BIN_ADD: *r = (int64_t)(ua + ub); return NULL;
+    case BIN_SUB: *r = (int64_t)(ua - ub); return NULL;
+    case BIN_MUL: *r = (int64_t)(ua * ub); return NULL;
+    case BIN_DIV:
+    case BIN_REM:
+    case BIN_MOD:
         if (b == 0)
-            return false;
+            return div0;
         if (b == -1) { /* INT64_MIN / -1 wraps */
-            *out = k == OP_DIV ? (int64_t)(0 - ua) : 0;
-            return true;
+            *r = o == BIN_DIV ? (int64_t)(0 - ua) : 0;
+            return NULL;
         }
-        if (k == OP_DIV) {
-            *out = a / b;
+        if (o == BIN_DIV) {
+            *r = a / b;
         } else {
-            int64_t r = a % b;
-            if (k == OP_MOD && r != 0 && (r < 0) != (b < 0))
-                r += b;
-            *out = r;
+            int64_t m = a % b;
+            if (o == BIN_MOD && m != 0 && (m < 0) != (b < 0))
+                m += b;
+            *r = m;
         }
-        return true;
-    case OP_POW:
+        return NULL;
+    case BIN_POW:
         if (a == 0 && b < 0)
-            return false;
-        *out = ipow(a, b);
-        return true;
-    case OP_MAX: *out = a > b ? a : b; return true;
-    case OP_MIN: *out = a < b ? a : b; return true;
-    case OP_AND: *out = a & b; return true;
-    case OP_OR: *out = a | b; return true;
-    case OP_XOR: *out = a ^ b; return true;
-    default: *out = 0; return true;
+            return "integer zero raised to a negative power";
+        *r = ipow(a, b);
+        return NULL;
+    case BIN_MAX: *r = a > b ? a : b; return NULL;
+    case BIN_MIN: *r = a < b ? a : b; return NULL;
+    case BIN_AND: *r = a & b; return NULL;
+    case BIN_OR: *r = a | b; return NULL;
+    case BIN_XOR: *r = a ^ b; return NULL;
+    case BIN_COUNT: break;
     }
+    return "the interpreter has no binary_i case (runtime/interp_elem.c)";
+}
+
+bool interp_binary_f(OpKind k, double a, double b, double *r)
+{
+    BinaryOp o = op_binary(k);
+    return o != BIN_COUNT && binary_f(o, a, b, r);
 }
 
 bool interp_binary(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *a = in[0], *b = in[1];
-    OpKind k = op->kind;
+    BinaryOp o = op_binary(op->kind);
     if (a->dtype != b->dtype)
         return interp_fail(ip, "operand dtypes differ (%s, %s)", dtype_name(a->dtype), dtype_name(b->dtype));
-    int cls = dtype_class(a->dtype);
-    bool logic = k == OP_AND || k == OP_OR || k == OP_XOR;
-    if ((cls == CLS_FLOAT && logic) || (cls == CLS_BOOL && !logic && k != OP_MAX && k != OP_MIN))
+    if (o == BIN_COUNT || !op_takes_dtype(op->kind, a->dtype))
         return interp_fail(ip, "not defined for %s", dtype_name(a->dtype));
     int rank;
     int64_t shape[MAX_RANK], sa[MAX_RANK], sb[MAX_RANK];
-    if (!interp_bcast_shape(ip, in, 2, &rank, shape) || !interp_alloc(ip, out, a->dtype, rank, shape))
+    if (!interp_bcast_shape(ip, in, 2, &rank, shape) ||
+        !interp_alloc(ip, out, op_result_dtype(op->kind, a->dtype), rank, shape))
         return false;
     interp_bcast_strides(a, rank, shape, sa);
     interp_bcast_strides(b, rank, shape, sb);
@@ -200,18 +220,25 @@ bool interp_binary(Interp *ip, const Op *op, const Tensor *const *in, Tensor *ou
     nditer_init(&it, rank, shape);
     nditer_add(&it, sa);
     nditer_add(&it, sb);
+    bool fl = dtype_is_float(a->dtype);
     size_t n = tensor_numel(out);
     for (size_t i = 0; i < n; i++, nditer_next(&it)) {
         size_t ia = (size_t)it.off[0], ib = (size_t)it.off[1];
-        if (cls == CLS_FLOAT) {
-            interp_store_f(out, i, binary_f(k, interp_load_f(a, ia), interp_load_f(b, ib)));
+        if (fl) {
+            double r;
+            if (!binary_f(o, interp_load_f(a, ia), interp_load_f(b, ib), &r)) {
+                tensor_free(out);
+                return interp_fail(ip, "the interpreter has no binary_f case for %s (runtime/interp_elem.c)",
+                                   dtype_name(a->dtype));
+            }
+            interp_store_f(out, i, r);
             continue;
         }
         int64_t r;
-        if (!binary_i(k, interp_load_i(a, ia), interp_load_i(b, ib), a->dtype == DT_U64, &r)) {
+        const char *err = binary_i(o, interp_load_i(a, ia), interp_load_i(b, ib), a->dtype == DT_U64, &r);
+        if (err) {
             tensor_free(out);
-            return interp_fail(ip, k == OP_POW ? "integer zero raised to a negative power"
-                                               : "integer division by zero");
+            return interp_fail(ip, "%s", err);
         }
         interp_store_i(out, i, r);
     }

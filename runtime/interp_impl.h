@@ -40,6 +40,9 @@ typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor 
 
 /* Formats "<op>: <message>" into the Diag; returns false. */
 bool interp_fail(Interp *ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a kind (interp_fail's is DIAG_MODEL); interp_oom: out of memory. */
+bool interp_failk(Interp *ip, DiagKind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool interp_oom(Interp *ip);
 /* `%y = reshape`, or `op "node" (reshape)` when the op has a source name. */
 void interp_op_label(Interp *ip, const Op *op, char *buf, size_t size);
 /* `%y` as the printer names it. */

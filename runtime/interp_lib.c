@@ -146,7 +146,7 @@ bool interp_dot(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     free(bi);
     if (!ok) {
         tensor_free(out);
-        return interp_fail(ip, "out of memory");
+        return interp_oom(ip);
     }
     return true;
 }
@@ -258,7 +258,7 @@ bool interp_conv(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
         free(X);
         free(W);
         tensor_free(out);
-        return interp_fail(ip, "out of memory");
+        return interp_oom(ip);
     }
     int64_t Og = O / g;
     int64_t os[MAX_RANK], ks[MAX_RANK];
@@ -336,7 +336,7 @@ bool interp_conv_transpose(Interp *ip, const Op *op, const Tensor *const *in, Te
         free(W);
         free(acc);
         tensor_free(out);
-        return interp_fail(ip, "out of memory");
+        return interp_oom(ip);
     }
     int64_t is[MAX_RANK], ks[MAX_RANK];
     for (int64_t n = 0; n < N; n++) {

@@ -131,7 +131,7 @@ static bool reduce_run(Interp *ip, const Tensor *x, int kind, const bool *red, b
     int64_t *ai = fl ? NULL : malloc((no ? no : 1) * sizeof *ai);
     if (!af && !ai) {
         tensor_free(out);
-        return interp_fail(ip, "out of memory");
+        return interp_oom(ip);
     }
     for (size_t i = 0; i < no; i++) {
         if (fl)
@@ -344,7 +344,7 @@ bool interp_topk(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     if (!keys) {
         tensor_free(&out[0]);
         tensor_free(&out[1]);
-        return interp_fail(ip, "out of memory");
+        return interp_oom(ip);
     }
     bool fl = dtype_is_float(x->dtype);
     int (*cmp)(const void *, const void *) =

@@ -128,11 +128,13 @@ static void *worker(void *arg)
             }
         }
         j->room--;
-        j->active++;
+        /* atomic as well as under the lock: the caller spins reading it
+         * without the lock before it waits (ThreadSanitizer's finding) */
+        __atomic_add_fetch(&j->active, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&p->mu);
         run_chunks(j);
         pthread_mutex_lock(&p->mu);
-        if (--j->active == 0)
+        if (__atomic_sub_fetch(&j->active, 1, __ATOMIC_RELEASE) == 0)
             pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->mu);

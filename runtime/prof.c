@@ -49,8 +49,7 @@ static void prof_report(void);
 
 static void prof_init(void)
 {
-    const char *e = getenv("DISC_PROFILE");
-    prof_on = e && *e && strcmp(e, "0") != 0;
+    prof_on = disc_env()->profile;
     if (prof_on)
         atexit(prof_report);
 }
@@ -146,8 +145,7 @@ static void prof_report(void)
     if (*prof.target)
         fprintf(stderr, " (kernels compiled for CPU %s)", prof.target);
     fputc('\n', stderr);
-    const char *top = getenv("DISC_PROFILE_TOP");
-    int ntop = top ? atoi(top) : 25;
+    int ntop = disc_env()->profile_top;
     for (int i = 0; i < prof.n && i < ntop; i++)
         if (prof.e[i].calls)
             fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof.e[i].seconds,

@@ -86,6 +86,20 @@ const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
 const char *disc_rt_call_how(const DiscRt *rt);
 void disc_rt_set_call_how(DiscRt *rt, const char *how);
 
+/* The environment, read once (env.c, which lists every variable). */
+typedef struct DiscEnv {
+    const char *cpu;      /* DISC_CPU, or NULL */
+    int threads;          /* DISC_THREADS (0: every core) */
+    int profile;          /* DISC_PROFILE set (and not 0) */
+    int profile_top;      /* DISC_PROFILE_TOP (25) */
+    int64_t skinny_m;     /* DISC_SKINNY (DISC_SKINNY_M) */
+    int split;            /* not DISC_SPLIT=0 */
+    int conv_plain;       /* DISC_CONV_LAYOUT=plain */
+    int fpmath_bf16;      /* DISC_FPMATH=bf16 */
+    int omp_passive;      /* OMP_WAIT_POLICY=passive without GOMP_SPINCOUNT */
+} DiscEnv;
+const DiscEnv *disc_env(void);
+
 /* DISC_PROFILE (prof.c): whether the environment asks for the profile
  * (read once); kernel launches and library calls made by a host flow
  * then time themselves into a process-wide table printed at exit. */

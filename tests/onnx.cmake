@@ -35,26 +35,26 @@ disc_onnx_test(typed_ext typed_ext --expect "%y")
 disc_onnx_test(out_of_order out_of_order --expect "neg")
 disc_onnx_test(dim_names dim_names --golden ${G}/dim_names.ir)
 
-disc_onnx_test(err_truncated err_truncated --fail
+disc_onnx_test(err_truncated err_truncated --fail --kind parse
   --expect "err_truncated.onnx: error: cannot parse ONNX model (")
-disc_onnx_test(err_random err_random --fail --expect "err_random.onnx: error: cannot parse ONNX model (")
-disc_onnx_test(err_empty err_empty --fail --expect "err_empty.onnx: error: cannot parse ONNX model (empty file)")
-disc_onnx_test(err_bad_attr err_bad_attr --fail
+disc_onnx_test(err_random err_random --fail --kind parse --expect "err_random.onnx: error: cannot parse ONNX model (")
+disc_onnx_test(err_empty err_empty --fail --kind parse --expect "err_empty.onnx: error: cannot parse ONNX model (empty file)")
+disc_onnx_test(err_bad_attr err_bad_attr --fail --kind model
   --expect "err_bad_attr.onnx: node 0 (Transpose \"tr\"): error: attribute 'perm' must be INTS, not FLOATS")
-disc_onnx_test(err_unsupported err_unsupported --fail
+disc_onnx_test(err_unsupported err_unsupported --fail --kind unsupported
   --expect "node 1 (LSTM \"lstm1\"): error: unsupported op LSTM (opset 17)"
   --expect "node 2 (Unique \"uniq\"): error: unsupported op Unique (opset 17)"
   --expect "node 3 (com.microsoft.FusedMatMul \"fmm\"): error: unsupported op com.microsoft.FusedMatMul")
-disc_onnx_test(err_unsupported_many err_unsupported_many --fail
+disc_onnx_test(err_unsupported_many err_unsupported_many --fail --kind unsupported
   --expect "node 1 (Unique \"uniq0\"): error: unsupported op Unique (opset 17)"
   --expect "more unsupported ops (Unique, com.microsoft.FusedMatMul)")
-disc_onnx_test(err_missing_init err_missing_init --fail
+disc_onnx_test(err_missing_init err_missing_init --fail --kind model
   --expect "node 0 (MatMul \"fc1\"): error: input 'w_missing' is not defined")
-disc_onnx_test(err_cycle err_cycle --fail --expect "error: the graph has a cycle")
-disc_onnx_test(err_types err_types --fail --expect "node 0 (MatMul \"fc1\"): error: dot: operand dtypes differ")
-disc_onnx_test(err_shape err_shape --fail --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
-disc_onnx_test(err_opset err_opset --fail --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
-disc_onnx_test(err_no_file does_not_exist --fail --expect "does_not_exist.onnx: error: cannot open")
+disc_onnx_test(err_cycle err_cycle --fail --kind model --expect "error: the graph has a cycle")
+disc_onnx_test(err_types err_types --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: operand dtypes differ")
+disc_onnx_test(err_shape err_shape --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
+disc_onnx_test(err_opset err_opset --fail --kind unsupported --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
+disc_onnx_test(err_no_file does_not_exist --fail --kind resource --expect "does_not_exist.onnx: error: cannot open")
 
 # Numerics: the interpreter against onnx.reference on the same inputs.
 foreach(m mlp reshape_shape attention cnn opset11 softmax_default typed_ext ops_misc)

@@ -69,6 +69,12 @@ foreach(src ${DISC_UNIT_TESTS})
   add_test(NAME unit/${name} COMMAND ${name})
   set_tests_properties(unit/${name} PROPERTIES LABELS unit)
 endforeach()
+# test_oom fails the N-th allocation of disc's own code: every call of these
+# from the objects linked into it goes through its __wrap_* functions.
+target_link_options(test_oom PRIVATE
+                    "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup")
+# the tests of threads (label threads: what make tsan runs under ThreadSanitizer)
+set_tests_properties(unit/test_threads unit/test_api unit/test_rt PROPERTIES LABELS "unit;threads")
 
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 file(GLOB_RECURSE DISC_GOLDEN_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/*.disc)

@@ -51,6 +51,8 @@ static const Lowering lowerings[] = {
     {"Erf", 9, L(unary), OP_ERF},
     {"Sin", 7, L(unary), OP_SIN},
     {"Cos", 7, L(unary), OP_COS},
+    {"Tan", 7, L(unary), OP_TAN},
+    {"Atan", 7, L(unary), OP_ATAN},
     {"Floor", 6, L(unary), OP_FLOOR},
     {"Ceil", 6, L(unary), OP_CEIL},
     {"Round", 11, L(unary), OP_ROUND},
@@ -295,26 +297,49 @@ static int node_where(char *buf, size_t n, const Node *node, int i)
     return snprintf(buf, n, "node %d (%s%s%s)", i, dom, *dom ? "." : "", op);
 }
 
-bool imp_err(Imp *im, const char *fmt, ...)
+static bool imp_verr(Imp *im, DiagKind k, const char *fmt, va_list ap)
 {
     if (im->d->set)
         return false;
     char msg[DIAG_MAX / 2], where[DIAG_MAX / 4] = "";
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    if (im->g->arena.failed)
+        k = DIAG_RESOURCE;
     if (im->node) {
         node_where(where, sizeof where, im->node, im->node_idx);
-        return diag_set(im->d, "%s: %s: error: %s", im->file, where, msg);
+        diag_setk(im->d, k, "%s: %s: error: %s", im->file, where, msg);
+    } else {
+        diag_setk(im->d, k, "%s: error: %s", im->file, msg);
     }
-    return diag_set(im->d, "%s: error: %s", im->file, msg);
+    diag_locate(im->d, im->file, 0, 0, im->node ? im->node_idx + 1 : 0);
+    return false;
 }
+
+bool imp_err(Imp *im, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    imp_verr(im, DIAG_MODEL, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool imp_errk(Imp *im, DiagKind k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    imp_verr(im, k, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool imp_oom(Imp *im) { return imp_errk(im, DIAG_RESOURCE, "out of memory"); }
 
 bool imp_fail(Imp *im)
 {
     const char *e = graph_error(im->g);
-    return imp_err(im, "%s", *e ? e : "cannot build the lowering");
+    return imp_errk(im, im->g->err.set ? im->g->err.kind : DIAG_INTERNAL, "%s",
+                    *e ? e : "cannot build the lowering");
 }
 
 /* ------------------------------------------------------------------ */
@@ -395,7 +420,7 @@ bool attr_str(Imp *im, const char *name, const char *dflt, const char **out)
     if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
         return attr_wrong(im, a, "STRING");
     *out = arena_strndup(&im->g->arena, (const char *)a->s.data, a->s.len);
-    return *out != NULL || imp_err(im, "out of memory");
+    return *out != NULL || imp_oom(im);
 }
 
 bool attr_ints(Imp *im, const char *name, int64_t **v, int *n)
@@ -412,7 +437,7 @@ bool attr_ints(Imp *im, const char *name, int64_t **v, int *n)
     *n = (int)a->n_ints;
     *v = arena_array(&im->g->arena, a->n_ints + 1, sizeof **v);
     if (!*v)
-        return imp_err(im, "out of memory");
+        return imp_oom(im);
     if (a->n_ints)
         memcpy(*v, a->ints, a->n_ints * sizeof **v);
     return true;
@@ -432,7 +457,7 @@ bool attr_floats(Imp *im, const char *name, double **v, int *n)
     *n = (int)a->n_floats;
     *v = arena_array(&im->g->arena, a->n_floats + 1, sizeof **v);
     if (!*v)
-        return imp_err(im, "out of memory");
+        return imp_oom(im);
     for (size_t i = 0; i < a->n_floats; i++)
         (*v)[i] = a->floats[i];
     return true;
@@ -443,15 +468,15 @@ bool attr_floats(Imp *im, const char *name, double **v, int *n)
 
 Value *imp_tensor_const(Imp *im, const OTensor *t, const char *what)
 {
-    char err[512];
+    Diag e = {0};
     TensorData td;
-    if (!onnx_tensor_decode(t, im->dir, &im->g->arena, &td, err, sizeof err)) {
-        imp_err(im, "%s: %s", what, err);
+    if (!onnx_tensor_decode(t, im->dir, &im->g->arena, &td, &e)) {
+        imp_errk(im, e.kind, "%s: %s", what, e.msg);
         return NULL;
     }
     if (td.map && !graph_keep(im->g, td.map, onnx_map_free)) {
         onnx_map_free(td.map);
-        imp_err(im, "out of memory");
+        imp_oom(im);
         return NULL;
     }
     Dim *dims[MAX_RANK];
@@ -687,11 +712,11 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
     const char *name = vi->name;
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return imp_err(im, "graph input '%s': only tensor inputs are supported", name);
+        return imp_errk(im, DIAG_UNSUPPORTED, "graph input '%s': only tensor inputs are supported", name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     DType dt = onnx_dtype(tt->elem_type);
     if (dt == DT_INVALID)
-        return imp_err(im, "graph input '%s': element type %s is not supported", name,
+        return imp_errk(im, DIAG_UNSUPPORTED, "graph input '%s': element type %s is not supported", name,
                        onnx_type_name(tt->elem_type));
     if (!tt->shape)
         return imp_err(im, "graph input '%s' has no shape (its rank is unknown)", name);
@@ -709,12 +734,12 @@ static bool add_input(Imp *im, const Onnx__ValueInfoProto *vi)
         else
             dims[i] = dim_sym_fresh(&im->g->dims, SYM_INPUT);
         if (!dims[i])
-            return imp_err(im, "out of memory");
+            return imp_oom(im);
     }
     Type t = type_make(&im->g->arena, dt, (int)tt->shape->n_dim, dims);
     Value *v = graph_add_input(im->g, name, t);
     if (!v || !imp_bind(im, name, v))
-        return imp_err(im, "out of memory");
+        return imp_oom(im);
     return true;
 }
 
@@ -798,7 +823,7 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
     if (shown < bad)
         snprintf(msg + len, sizeof msg - len, "\n%s: error: ... and %d more unsupported ops (%s)",
                  im->file, bad - shown, rest);
-    return diag_set(im->d, "%s", msg);
+    return diag_setk(im->d, DIAG_UNSUPPORTED, "%s", msg);
 }
 
 /* Orders the nodes so every value is defined before use, keeping the
@@ -814,7 +839,7 @@ static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
     int norder = 0;
     bool ok = order && state && cursor && stack;
     if (!ok)
-        imp_err(im, "out of memory");
+        imp_oom(im);
     for (size_t i = 0; ok && i < n; i++) {
         const Node *nd = gp->node[i];
         for (size_t k = 0; k < nd->n_output; k++) {
@@ -828,7 +853,7 @@ static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
                 break;
             }
             if (!map_put(&prod, o, (void *)(intptr_t)(i + 1)))
-                ok = imp_err(im, "out of memory");
+                ok = imp_oom(im);
         }
     }
     for (size_t root = 0; ok && root < n; root++) {
@@ -913,11 +938,11 @@ static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
         if (!name || !*name)
             continue;
         if (!out[i])
-            return imp_err(im, "output %zu ('%s') is not supported", i, name);
+            return imp_errk(im, DIAG_UNSUPPORTED, "output %zu ('%s') is not supported", i, name);
         if (!out[i]->name)
             out[i]->name = arena_strdup(&im->g->arena, name);
         if (!imp_bind(im, name, out[i]))
-            return imp_err(im, "out of memory");
+            return imp_oom(im);
     }
     return true;
 }
@@ -954,10 +979,10 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
             return false;
         v->name = arena_strdup(&im->g->arena, t->name);
         if (!imp_bind(im, t->name, v))
-            return imp_err(im, "out of memory");
+            return imp_oom(im);
     }
     if (gp->n_sparse_initializer)
-        return imp_err(im, "sparse initializers are not supported");
+        return imp_errk(im, DIAG_UNSUPPORTED, "sparse initializers are not supported");
     for (size_t i = 0; i < gp->n_input; i++) {
         const char *name = gp->input[i]->name;
         if (!name || !*name)
@@ -988,7 +1013,7 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
         if (!v)
             return imp_err(im, "graph output '%s' is not defined", name ? name : "");
         if (!graph_add_output(im->g, v))
-            return imp_err(im, "out of memory");
+            return imp_oom(im);
     }
     return true;
 }
@@ -1005,23 +1030,23 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
     if (!name)
         name = "<buffer>";
     if (!len) {
-        diag_set(d, "%s: error: cannot parse ONNX model (empty file)", name);
+        diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (empty file)", name);
         return NULL;
     }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
-        diag_set(d, "%s: error: cannot parse ONNX model (not a valid ModelProto: truncated "
+        diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (not a valid ModelProto: truncated "
                     "or not an ONNX file)", name);
         return NULL;
     }
     if (!m->graph) {
-        diag_set(d, "%s: error: cannot parse ONNX model (it has no graph)", name);
+        diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (it has no graph)", name);
         free_model(m);
         return NULL;
     }
     Graph *g = graph_new(m->graph->name && *m->graph->name ? m->graph->name : "main");
     if (!g || !graph_keep(g, m, free_model)) {
-        diag_set(d, "%s: error: out of memory", name);
+        diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory", name);
         free_model(m);
         graph_free(g);
         return NULL;
@@ -1031,9 +1056,11 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
     free(im.names);
     if (ok) {
         Diag vd = {0};
-        if (!graph_verify(g, &vd))
-            ok = diag_set(d, "%s: error: internal error: the imported graph does not verify: %s",
-                          name, vd.msg);
+        if (!graph_verify(g, &vd) && vd.kind == DIAG_RESOURCE)
+            ok = diag_copy(d, &vd);
+        else if (vd.set)
+            ok = diag_setk(d, DIAG_INTERNAL, "%s: error: internal error: the imported graph does not verify: %s",
+                           name, vd.msg);
     }
     if (!ok) {
         graph_free(g);
@@ -1048,11 +1075,16 @@ Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
     size_t len;
     void *buf = onnx_read_all(path, &len, err, sizeof err);
     if (!buf) {
-        diag_set(d, "%s: error: %s", path, err);
+        diag_setk(d, DIAG_RESOURCE, "%s: error: %s", path, err);
         return NULL;
     }
     char *dir = strdup(path);
-    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (!dir) {
+        free(buf);
+        diag_oom(d);
+        return NULL;
+    }
+    char *slash = strrchr(dir, '/');
     if (slash)
         *slash = 0;
     Graph *g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);

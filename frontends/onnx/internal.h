@@ -66,8 +66,8 @@ typedef struct OnnxMap {
     const void *data;  /* the requested bytes inside base */
 } OnnxMap;
 
-bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m,
-                   char *err, size_t errlen);
+/* false with the message and its kind in d */
+bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m, Diag *d);
 void onnx_map_free(void *m); /* frees an OnnxMap from malloc, for graph_keep */
 /* Reads a whole file into a malloc'd buffer (NULL with err on failure). */
 void *onnx_read_all(const char *path, size_t *len, char *err, size_t errlen);
@@ -90,8 +90,8 @@ typedef struct TensorData {
     OnnxMap *map;      /* non-NULL if data lives in a mapping (malloc'd) */
 } TensorData;
 
-bool onnx_tensor_decode(const OTensor *t, const char *dir, Arena *a, TensorData *td,
-                        char *err, size_t errlen);
+/* false with the message (without a location) and its kind in d */
+bool onnx_tensor_decode(const OTensor *t, const char *dir, Arena *a, TensorData *td, Diag *d);
 
 /* Half-precision conversions, round to nearest even. */
 uint16_t onnx_f32_to_f16(float f);
@@ -103,6 +103,9 @@ float onnx_bf16_to_f32(uint16_t h);
 
 /* "file: node N (Op "name"): error: ..." for the current node; returns false. */
 bool imp_err(Imp *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a kind (imp_err's is DIAG_MODEL); imp_oom: out of memory. */
+bool imp_errk(Imp *im, DiagKind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool imp_oom(Imp *im);
 /* Reports the builder error left in the graph for the current node. */
 bool imp_fail(Imp *im);
 /* Value of a name already defined, or NULL. */

@@ -56,26 +56,22 @@ void *onnx_read_all(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
-bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m,
-                   char *err, size_t errlen)
+bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m, Diag *d)
 {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open external data '%s': %s", path, strerror(errno));
-        return false;
-    }
+    if (fd < 0)
+        return diag_setk(d, DIAG_RESOURCE, "cannot open external data '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "cannot stat external data '%s': %s", path, strerror(errno));
+        diag_setk(d, DIAG_RESOURCE, "cannot stat external data '%s': %s", path, strerror(errno));
         close(fd);
         return false;
     }
     int64_t size = (int64_t)st.st_size;
     if (offset < 0 || offset > size || length < -1 || (length >= 0 && length > size - offset)) {
-        snprintf(err, errlen,
-                 "external data '%s': offset %lld length %lld outside the file (%lld bytes)",
-                 path, (long long)offset, (long long)length, (long long)size);
+        diag_set(d, "external data '%s': offset %lld length %lld outside the file (%lld bytes)", path,
+                 (long long)offset, (long long)length, (long long)size);
         close(fd);
         return false;
     }
@@ -92,8 +88,7 @@ bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m,
     void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
     close(fd);
     if (p == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map external data '%s': %s", path, strerror(errno));
-        return false;
+        return diag_setk(d, DIAG_RESOURCE, "cannot map external data '%s': %s", path, strerror(errno));
     }
     m->base = p;
     m->len = len;

@@ -182,7 +182,7 @@ bool onnx_lower_cast(Imp *im)
         return false;
     DType dt = onnx_dtype((int32_t)to);
     if (dt == DT_INVALID)
-        return imp_err(im, "cast to %s is not supported", onnx_type_name((int32_t)to));
+        return imp_errk(im, DIAG_UNSUPPORTED, "cast to %s is not supported", onnx_type_name((int32_t)to));
     return done(im, imp_cvt(im, X0, dt));
 }
 

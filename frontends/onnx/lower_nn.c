@@ -139,8 +139,8 @@ static bool einsum_term(Imp *im, const char *p, size_t len, char *out, int rank,
         return imp_err(im, "equation term '%.*s' does not match an operand of rank %d", (int)len, p, rank);
     for (size_t i = 0; i < len; i++) {
         if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')))
-            return imp_err(im, "equation term '%.*s': only letters and one ellipsis are supported",
-                           (int)len, p);
+            return imp_errk(im, DIAG_UNSUPPORTED,
+                            "equation term '%.*s': only letters and one ellipsis are supported", (int)len, p);
         if (!rep && memchr(p, p[i], i))
             return imp_err(im, "equation output '%.*s' repeats a letter", (int)len, p);
         out[i] = p[i];
@@ -262,7 +262,7 @@ bool onnx_lower_einsum(Imp *im)
     buf[k] = 0;
     int n = im->nin;
     if (n < 1 || n > 2)
-        return imp_err(im, "only one or two operands are supported");
+        return imp_errk(im, DIAG_UNSUPPORTED, "only one or two operands are supported");
     if (!einsum_expand(im, buf, full, sizeof full))
         return false;
     char *arrow = strstr(full, "->");
@@ -312,7 +312,7 @@ bool onnx_lower_einsum(Imp *im)
         y = a && b ? build_dot(im->g, a, b, lb, rb, nb, lc, rc, nc) : NULL;
     }
     if ((int)strlen(out) != nr)
-        return imp_err(im, "equation output '%s' is not supported", out);
+        return imp_errk(im, DIAG_UNSUPPORTED, "equation output '%s' is not supported", out);
     int64_t perm[MAX_RANK];
     for (int i = 0; i < nr; i++) {
         const char *j = strchr(res, out[i]);
@@ -386,7 +386,7 @@ static bool window(Imp *im, Window *w, Dim *const *in, Dim *const *k, int nsp)
                 return imp_err(im, "padding overflows");
         }
     } else if (strcmp(autopad, "VALID")) {
-        return imp_err(im, "auto_pad \"%s\" is not supported", autopad);
+        return imp_errk(im, DIAG_UNSUPPORTED, "auto_pad \"%s\" is not supported", autopad);
     }
     return true;
 }

@@ -54,7 +54,7 @@ static bool reduce_axes(Imp *im, Value *x, int64_t **axes, int *n, Value **dyn)
         }
         *axes = arena_array(&im->g->arena, (size_t)vrank(x) + 1, sizeof **axes);
         if (!*axes)
-            return imp_err(im, "out of memory");
+            return imp_oom(im);
         for (int i = 0; i < vrank(x); i++)
             (*axes)[i] = i;
         *n = vrank(x);
@@ -74,7 +74,7 @@ static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
     if (n == 0)
         return done(im, x);
     if (!strcmp(kind, "mean") && !dtype_is_float(vdt(x)))
-        return imp_err(im, "ReduceMean of %s is not supported", dtype_name(vdt(x)));
+        return imp_errk(im, DIAG_UNSUPPORTED, "ReduceMean of %s is not supported", dtype_name(vdt(x)));
     Value *v = x;
     if (pre == OP_MUL)
         v = imp_bin(im, OP_MUL, x, x);

@@ -286,7 +286,8 @@ bool onnx_lower_reshape(Imp *im)
         } else {
             dims[i] = dc(im, v[i]);
         }
-        known = dim_mul(CX, known, dims[i]);
+        if (!dims[i] || !(known = dim_mul(CX, known, dims[i])))
+            return imp_err(im, "shape dims overflow");
     }
     if (infer >= 0) {
         if (dim_is(known, 0))
@@ -708,7 +709,7 @@ static bool scatter(Imp *im, OpKind k, const char *axis_name)
         return false;
     if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
         strcmp(red, "min"))
-        return imp_err(im, "reduction \"%s\" is not supported", red);
+        return imp_errk(im, DIAG_UNSUPPORTED, "reduction \"%s\" is not supported", red);
     return axis_op(im, k, axis_name, in, 3, red);
 }
 
@@ -832,7 +833,7 @@ bool onnx_lower_pad(Imp *im)
         return false;
     r = vrank(x);
     if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
-        return imp_err(im, "mode \"%s\" is not supported", mode);
+        return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
     Value *val = NULL, *vp = NULL;
     if (im->opset < 11) {
         double f;
@@ -885,7 +886,7 @@ bool onnx_lower_pad(Imp *im)
     attrs_add_str(im->g, &l, "mode", mode);
     if (n < 0) { /* computed pads */
         if (na != r)
-            return imp_err(im, "computed pads with axes are not supported");
+            return imp_errk(im, DIAG_UNSUPPORTED, "computed pads with axes are not supported");
         Value *in[3] = {x, vp, val};
         Op *op = build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n);
         return done(im, op ? op->out[0] : NULL);
@@ -975,7 +976,7 @@ bool onnx_lower_constant(Imp *im)
         return done(im, build_const(im->g, t, a->n_floats ? (const void *)a->floats : "",
                                     a->n_floats * 4, true));
     }
-    return imp_err(im, "attribute '%s' is not supported", a->name);
+    return imp_errk(im, DIAG_UNSUPPORTED, "attribute '%s' is not supported", a->name);
 }
 
 bool onnx_lower_range(Imp *im)
@@ -1175,13 +1176,19 @@ bool onnx_lower_space_to_depth(Imp *im)
 /* floor(d * scale) as a dim, when scale is p/q with small q. */
 static Dim *scaled_dim(Imp *im, Dim *d, double scale)
 {
+    if (!(scale >= 0 && scale < 0x1p40)) /* NaN, negative or absurd: the caller's error */
+        return NULL;
     for (int64_t q = 1; q <= 64; q++) {
         double p = scale * (double)q;
-        if (fabs(p - round(p)) < 1e-6 && p >= 0)
-            return dim_floordiv(CX, dim_mulc(CX, d, (int64_t)round(p)), dc(im, q));
+        if (fabs(p - round(p)) < 1e-6 && p >= 0) {
+            Dim *m = dim_mulc(CX, d, (int64_t)round(p));
+            return m ? dim_floordiv(CX, m, dc(im, q)) : NULL;
+        }
     }
-    if (dim_is_const(d))
-        return dc(im, (int64_t)floor((double)d->c * scale));
+    if (dim_is_const(d)) {
+        double v = floor((double)d->c * scale);
+        return v < 0x1p62 ? dc(im, (int64_t)v) : NULL;
+    }
     return NULL;
 }
 
@@ -1240,7 +1247,7 @@ static bool resize_general(Imp *im, Value *x, AttrList *l, const char *coord, co
             scales = imp_bin(im, OP_DIV, imp_cvt(im, sizes, DT_F64), L);
         } else {
             if (strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
-                return imp_err(im, "keep_aspect_ratio_policy \"%s\" is not supported", policy);
+                return imp_errk(im, DIAG_UNSUPPORTED, "keep_aspect_ratio_policy \"%s\" is not supported", policy);
             Value *ratio = imp_bin(im, OP_DIV, imp_cvt(im, vsizes, DT_F64), gather0(im, L, imp_i64s(im, axes, k)));
             int64_t a0 = 0;
             Value *sc = imp_reduce(im, ratio, strcmp(policy, "not_larger") ? "max" : "min", &a0, 1, false);
@@ -1306,11 +1313,11 @@ bool onnx_lower_resize(Imp *im)
         !attr_str(im, "keep_aspect_ratio_policy", "stretch", &policy) || !attr_ints(im, "axes", &axes, &k))
         return false;
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
-        return imp_err(im, "mode \"%s\" is not supported", mode);
+        return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
     if (strcmp(coord, "half_pixel") && strcmp(coord, "asymmetric") && strcmp(coord, "align_corners") &&
         strcmp(coord, "pytorch_half_pixel") && strcmp(coord, "half_pixel_symmetric") &&
         strcmp(coord, "tf_crop_and_resize"))
-        return imp_err(im, "coordinate_transformation_mode \"%s\" is not supported", coord);
+        return imp_errk(im, DIAG_UNSUPPORTED, "coordinate_transformation_mode \"%s\" is not supported", coord);
     r = vrank(x);
     int64_t all[MAX_RANK];
     if (!axes) {
@@ -1371,7 +1378,7 @@ bool onnx_lower_resize(Imp *im)
         scales[i] = sc[i];
         dims[i] = scaled_dim(im, vdims(x)[i], sc[i]);
         if (!dims[i] || sc[i] <= 0)
-            return imp_err(im, "scale %g on axis %d is not supported", sc[i], i);
+            return imp_errk(im, DIAG_UNSUPPORTED, "scale %g on axis %d is not supported", sc[i], i);
     }
     attrs_add_dims(im->g, &l, "shape", dims, r);
     attrs_add_floats(im->g, &l, "scales", scales, r);

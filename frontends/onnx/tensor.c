@@ -146,38 +146,27 @@ static bool parse_i64(const char *s, int64_t *v)
     return true;
 }
 
-static bool decode_external(const OTensor *t, const char *dir, TensorData *td, char *err,
-                            size_t errlen)
+static bool decode_external(const OTensor *t, const char *dir, TensorData *td, Diag *d)
 {
     const char *loc = ext_key(t, "location");
-    if (!loc || !*loc) {
-        snprintf(err, errlen, "external data without a 'location'");
-        return false;
-    }
+    if (!loc || !*loc)
+        return diag_set(d, "external data without a 'location'");
     int64_t off = 0, len = -1;
     const char *so = ext_key(t, "offset"), *sl = ext_key(t, "length");
-    if ((so && !parse_i64(so, &off)) || (sl && !parse_i64(sl, &len))) {
-        snprintf(err, errlen, "external data '%s': bad offset or length", loc);
-        return false;
-    }
-    if (len >= 0 && (uint64_t)len != td->nbytes) {
-        snprintf(err, errlen, "external data '%s': length %lld, but the tensor needs %zu bytes",
-                 loc, (long long)len, td->nbytes);
-        return false;
-    }
+    if ((so && !parse_i64(so, &off)) || (sl && !parse_i64(sl, &len)))
+        return diag_set(d, "external data '%s': bad offset or length", loc);
+    if (len >= 0 && (uint64_t)len != td->nbytes)
+        return diag_set(d, "external data '%s': length %lld, but the tensor needs %zu bytes", loc,
+                        (long long)len, td->nbytes);
     char path[4096];
     int n = loc[0] == '/' ? snprintf(path, sizeof path, "%s", loc)
                           : snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", loc);
-    if (n < 0 || (size_t)n >= sizeof path) {
-        snprintf(err, errlen, "external data path too long");
-        return false;
-    }
+    if (n < 0 || (size_t)n >= sizeof path)
+        return diag_set(d, "external data path too long");
     OnnxMap *m = malloc(sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
-    if (!onnx_map_file(path, off, (int64_t)td->nbytes, m, err, errlen)) {
+    if (!m)
+        return diag_setk(d, DIAG_RESOURCE, "out of memory");
+    if (!onnx_map_file(path, off, (int64_t)td->nbytes, m, d)) {
         free(m);
         return false;
     }
@@ -187,7 +176,7 @@ static bool decode_external(const OTensor *t, const char *dir, TensorData *td, c
 }
 
 /* Converts a typed field (float_data, int32_data, ...) into arena memory. */
-static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, char *err, size_t errlen)
+static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, Diag *d)
 {
     size_t have;
     switch (td->dtype) {
@@ -198,20 +187,15 @@ static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, char *err, 
     case DT_U64: have = t->n_uint64_data; break;
     default: have = t->n_int32_data; break;
     }
-    if (have != td->numel) {
-        snprintf(err, errlen, "has %zu elements of data, but its shape needs %zu", have,
-                 td->numel);
-        return false;
-    }
+    if (have != td->numel)
+        return diag_set(d, "has %zu elements of data, but its shape needs %zu", have, td->numel);
     if (td->numel == 0) {
         td->data = "";
         return true;
     }
     void *p = arena_alloc(a, td->nbytes);
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
+    if (!p)
+        return diag_setk(d, DIAG_RESOURCE, "out of memory");
     switch (td->dtype) {
     case DT_F32: memcpy(p, t->float_data, td->nbytes); break;
     case DT_F64: memcpy(p, t->double_data, td->nbytes); break;
@@ -242,56 +226,43 @@ static bool decode_typed(const OTensor *t, Arena *a, TensorData *td, char *err, 
         break;
     case DT_U64: memcpy(p, t->uint64_data, td->nbytes); break;
     default:
-        snprintf(err, errlen, "unsupported element type");
-        return false;
+        return diag_setk(d, DIAG_UNSUPPORTED, "unsupported element type");
     }
     td->data = p;
     return true;
 }
 
-bool onnx_tensor_decode(const OTensor *t, const char *dir, Arena *a, TensorData *td,
-                        char *err, size_t errlen)
+bool onnx_tensor_decode(const OTensor *t, const char *dir, Arena *a, TensorData *td, Diag *d)
 {
     memset(td, 0, sizeof *td);
     td->dtype = onnx_dtype(t->data_type);
-    if (td->dtype == DT_INVALID) {
-        snprintf(err, errlen, "element type %s is not supported", onnx_type_name(t->data_type));
-        return false;
-    }
-    if (t->n_dims > MAX_RANK) {
-        snprintf(err, errlen, "rank %zu exceeds %d", t->n_dims, MAX_RANK);
-        return false;
-    }
-    if (t->segment) {
-        snprintf(err, errlen, "segmented tensors are not supported");
-        return false;
-    }
+    if (td->dtype == DT_INVALID)
+        return diag_setk(d, DIAG_UNSUPPORTED, "element type %s is not supported",
+                         onnx_type_name(t->data_type));
+    if (t->n_dims > MAX_RANK)
+        return diag_set(d, "rank %zu exceeds %d", t->n_dims, MAX_RANK);
+    if (t->segment)
+        return diag_setk(d, DIAG_UNSUPPORTED, "segmented tensors are not supported");
     td->rank = (int)t->n_dims;
     size_t numel = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
-        if (t->dims[i] < 0 || !size_mul(numel, (size_t)t->dims[i], &numel)) {
-            snprintf(err, errlen, "bad dimension %lld", (long long)t->dims[i]);
-            return false;
-        }
+        if (t->dims[i] < 0 || !size_mul(numel, (size_t)t->dims[i], &numel))
+            return diag_set(d, "bad dimension %lld", (long long)t->dims[i]);
         td->shape[i] = t->dims[i];
     }
     td->numel = numel;
-    if (!size_mul(numel, dtype_size(td->dtype), &td->nbytes)) {
-        snprintf(err, errlen, "too large");
-        return false;
-    }
+    if (!size_mul(numel, dtype_size(td->dtype), &td->nbytes))
+        return diag_set(d, "too large");
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return decode_external(t, dir, td, err, errlen);
+        return decode_external(t, dir, td, d);
     if (t->has_raw_data) {
-        if (t->raw_data.len != td->nbytes) {
-            snprintf(err, errlen, "raw_data has %zu bytes, but its shape needs %zu",
-                     t->raw_data.len, td->nbytes);
-            return false;
-        }
+        if (t->raw_data.len != td->nbytes)
+            return diag_set(d, "raw_data has %zu bytes, but its shape needs %zu", t->raw_data.len,
+                            td->nbytes);
         td->data = t->raw_data.len ? (const void *)t->raw_data.data : "";
         return true;
     }
-    return decode_typed(t, a, td, err, errlen);
+    return decode_typed(t, a, td, d);
 }
 
 bool onnx_read_tensor_file(const char *path, Tensor *t, char **name, Diag *d)
@@ -303,27 +274,31 @@ bool onnx_read_tensor_file(const char *path, Tensor *t, char **name, Diag *d)
     memset(t, 0, sizeof *t);
     void *buf = onnx_read_all(path, &len, err, sizeof err);
     if (!buf)
-        return diag_set(d, "%s: error: %s", path, err);
+        return diag_setk(d, DIAG_RESOURCE, "%s: error: %s", path, err);
     OTensor *tp = onnx__tensor_proto__unpack(NULL, len, buf);
     free(buf);
     if (!tp)
-        return diag_set(d, "%s: error: cannot parse ONNX tensor", path);
+        return diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX tensor", path);
     char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash)
         *slash = 0;
     Arena a;
     arena_init(&a);
     TensorData td;
-    bool ok = onnx_tensor_decode(tp, slash ? dir : ".", &a, &td, err, sizeof err);
-    if (!ok) {
-        diag_set(d, "%s: error: tensor: %s", path, err);
+    Diag e = {0};
+    bool ok = dir && onnx_tensor_decode(tp, slash ? dir : ".", &a, &td, &e);
+    if (!dir) {
+        diag_oom(d);
+        memset(&td, 0, sizeof td);
+    } else if (!ok) {
+        diag_setk(d, e.kind, "%s: error: tensor: %s", path, e.msg);
     } else if (!tensor_alloc(t, td.dtype, td.rank, td.shape)) {
-        ok = diag_set(d, "%s: error: tensor too large", path);
-    } else {
-        if (td.nbytes)
-            memcpy(t->data, td.data, td.nbytes);
-        if (name && tp->name && *tp->name)
-            *name = strdup(tp->name);
+        ok = diag_setk(d, DIAG_RESOURCE, "%s: error: tensor too large", path);
+    } else if (name && tp->name && *tp->name && !(*name = strdup(tp->name))) {
+        tensor_free(t);
+        ok = diag_oom(d);
+    } else if (td.nbytes) {
+        memcpy(t->data, td.data, td.nbytes);
     }
     onnx_map_free(td.map);
     arena_free(&a);
@@ -352,7 +327,7 @@ bool onnx_write_tensor_file(const char *path, const Tensor *t, const char *name,
     size_t n = onnx__tensor_proto__get_packed_size(&tp);
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf)
-        return diag_set(d, "%s: error: out of memory", path);
+        return diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory", path);
     onnx__tensor_proto__pack(&tp, buf);
     FILE *f = fopen(path, "wb");
     bool ok = f && fwrite(buf, 1, n, f) == n;
@@ -360,6 +335,6 @@ bool onnx_write_tensor_file(const char *path, const Tensor *t, const char *name,
         ok = false;
     free(buf);
     if (!ok)
-        return diag_set(d, "%s: error: cannot write", path);
+        return diag_setk(d, DIAG_RESOURCE, "%s: error: cannot write", path);
     return true;
 }

@@ -1,12 +1,13 @@
 /*
  * onnx_check.c — imports one ONNX model and checks the result, for ctest.
  *
- *   onnx_check MODEL [--fail] [--expect TEXT]... [--golden FILE] [--update]
+ *   onnx_check MODEL [--fail [--kind KIND]] [--expect TEXT]... [--golden FILE] [--update]
  *
  * Prints the imported graph (large constants elided) or the error. Passes
- * if the import succeeded (or failed, with --fail), every TEXT occurs in
- * the output, and the output equals FILE if --golden is given (--update
- * rewrites FILE instead, for review in the diff).
+ * if the import succeeded (or failed, with --fail, with an error of that
+ * kind if --kind is given: parse, model, unsupported, resource, ...),
+ * every TEXT occurs in the output, and the output equals FILE if --golden
+ * is given (--update rewrites FILE instead, for review in the diff).
  */
 #include "frontends/onnx/onnx.h"
 
@@ -34,7 +35,7 @@ static char *slurp(const char *path)
 
 int main(int argc, char **argv)
 {
-    const char *model = NULL, *golden = NULL, *expect[32];
+    const char *model = NULL, *golden = NULL, *expect[32], *kind = NULL;
     bool want_fail = false, update = false;
     int nexpect = 0;
     for (int i = 1; i < argc; i++) {
@@ -44,13 +45,15 @@ int main(int argc, char **argv)
             update = true;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc && nexpect < 32)
             expect[nexpect++] = argv[++i];
+        else if (!strcmp(argv[i], "--kind") && i + 1 < argc)
+            kind = argv[++i];
         else if (!strcmp(argv[i], "--golden") && i + 1 < argc)
             golden = argv[++i];
         else
             model = argv[i];
     }
     if (!model) {
-        fprintf(stderr, "usage: onnx_check MODEL [--fail] [--expect TEXT]... [--golden FILE]\n");
+        fprintf(stderr, "usage: onnx_check MODEL [--fail [--kind KIND]] [--expect TEXT]... [--golden FILE]\n");
         return 2;
     }
     Diag d = {0};
@@ -71,6 +74,10 @@ int main(int argc, char **argv)
     int bad = 0;
     if (!g != want_fail) {
         fprintf(stderr, "onnx_check: the import %s\n", g ? "succeeded, expected a failure" : "failed");
+        bad++;
+    }
+    if (kind && !g && strcmp(diag_kind_name(d.kind), kind) != 0) {
+        fprintf(stderr, "onnx_check: a %s error, expected a %s error\n", diag_kind_name(d.kind), kind);
         bad++;
     }
     for (int i = 0; i < nexpect; i++)

@@ -54,6 +54,10 @@ int main(void)
     CHECK(!strcmp(disc_version(), DISC_VERSION));
     CHECK(disc_load("/nonexistent/model.onnx") == NULL);
     CHECK(strstr(disc_last_error(), "/nonexistent/model.onnx") != NULL);
+    CHECK(disc_last_status() == DISC_ERR_RUNTIME); /* a file that cannot be read: a resource error */
+    static const char bad_ir[] = "graph @g(%x: f32[B]) {\n  %y = neg(%z) : f32[B]\n  return %y\n}\n";
+    CHECK(disc_load_ir(bad_ir, sizeof bad_ir - 1, "bad.disc") == NULL && disc_last_status() == DISC_ERR_INPUT);
+    CHECK_MSG(strstr(disc_last_error(), "bad.disc:2:") != NULL, "%s", disc_last_error());
     disc_model *m = disc_load(MODEL);
     CHECK_MSG(m != NULL, "%s", disc_last_error());
     if (!m)
@@ -149,7 +153,11 @@ int main(void)
         disc_compiled_free(h);
     }
     disc_compiled_free(ref);
-    disc_compiled_free(compiled);
+    /* the compiled model is a clone: it runs after its model is freed */
     disc_model_free(m);
+    disc_status st;
+    double s = run_batch(5, &st);
+    CHECK_MSG(st == DISC_OK && fabs(s - expected[5]) <= 1e-5 * (1 + expected[5]), "%s", disc_last_error());
+    disc_compiled_free(compiled);
     return check_done();
 }

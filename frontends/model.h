@@ -1,0 +1,26 @@
+/*
+ * model.h — the one loader: a model file of any format as a verified
+ * graph, for the C API (api/disc.c) and dcc alike.
+ *
+ *   Diag d = {0};
+ *   Graph *g = model_load("bert.onnx", &d);     // or "block.disc"
+ *   if (!g) { fprintf(stderr, "%s\n", d.msg); return 1; }
+ *
+ * The format follows the name: ".onnx" is an ONNX model (frontends/onnx),
+ * anything else disc IR text (ir/parse.c). The graph is verified; an error
+ * is located (file:line:col for IR text, the node for ONNX) and has its
+ * kind (Diag.kind).
+ */
+#ifndef DISC_MODEL_H
+#define DISC_MODEL_H
+
+#include "ir/ir.h"
+
+/* Whether path names an ONNX model (ends in ".onnx"). */
+bool model_is_onnx(const char *path);
+/* Imports or parses path and verifies it; NULL with d set on error. */
+Graph *model_load(const char *path, Diag *d);
+/* IR text from memory (len bytes; name is used in messages), verified. */
+Graph *model_load_text(const char *text, size_t len, const char *name, Diag *d);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * env.c — the environment, read in one place and once per process. The
+ * variables are overrides for measuring and for deployments that cannot
+ * pass options; the defaults are the fast paths. Every one disc reads:
+ *
+ *   DISC_CPU=NAME          the CPU the compiler targets when the options
+ *                          name none (codegen/cpu.c; dcc --cpu wins)
+ *   DISC_THREADS=N         threads per run of an AOT-compiled model
+ *   DISC_PROFILE=1         time kernels and library calls, report at exit
+ *   DISC_PROFILE_TOP=N     entries in that report (25)
+ *   DISC_SKINNY=N          the largest m the skinny matmul takes (16; 0: none)
+ *   DISC_SPLIT=0           oneDNN calls on oneDNN's threads, not in parts
+ *   DISC_CONV_LAYOUT=plain convolutions on NCHW, not oneDNN's layouts
+ *   DISC_FPMATH=bf16       f32 matmuls on constant weights multiply in bf16
+ *   OMP_WAIT_POLICY, GOMP_SPINCOUNT  libgomp's, read to know whether
+ *                          oneDNN's team sleeps between calls (dnnl.c)
+ *
+ * (dcc compile also reads CC and DISC_RT_LIB, to link a shared object.)
+ */
+#include "runtime/rt.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static DiscEnv env;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void read_env(void)
+{
+    const char *e;
+    env.cpu = getenv("DISC_CPU");
+    env.threads = (e = getenv("DISC_THREADS")) ? atoi(e) : 0;
+    e = getenv("DISC_PROFILE");
+    env.profile = e && *e && strcmp(e, "0") != 0;
+    env.profile_top = (e = getenv("DISC_PROFILE_TOP")) ? atoi(e) : 25;
+    env.skinny_m = (e = getenv("DISC_SKINNY")) ? strtoll(e, NULL, 10) : DISC_SKINNY_M;
+    env.split = !((e = getenv("DISC_SPLIT")) && !strcmp(e, "0"));
+    env.conv_plain = (e = getenv("DISC_CONV_LAYOUT")) && !strcmp(e, "plain");
+    env.fpmath_bf16 = (e = getenv("DISC_FPMATH")) && !strcmp(e, "bf16");
+    e = getenv("OMP_WAIT_POLICY");
+    env.omp_passive = e && !strcasecmp(e, "passive") && !getenv("GOMP_SPINCOUNT");
+}
+
+const DiscEnv *disc_env(void)
+{
+    pthread_once(&once, read_env);
+    return &env;
+}
