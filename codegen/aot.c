@@ -655,17 +655,12 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
             return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", o->weights_path);
         }
     }
-    CgTarget t = {
-        .name = "cpu-aot",
-        .kernel = cg_kernel,
-        .kernel_split = cg_kernel_split,
-        .skinny = cpu_skinny,
-        .launch = cpu_launch,
-        .const_ptr = aot_const_ptr,
-        .host_op = aot_host_op,
-        .finish = aot_finish,
-        .state = &a,
-    };
+    CgTarget t;
+    cpu_target_hooks(&t, "cpu-aot");
+    t.const_ptr = aot_const_ptr;
+    t.host_op = aot_host_op;
+    t.finish = aot_finish;
+    t.state = &a;
     a.obj_path = obj_path;
     LLVMContextRef ctx = LLVMContextCreate();
     CgModule m;

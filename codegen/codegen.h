@@ -234,6 +234,10 @@ typedef struct CgTarget {
     void *state;       /* the target's own: the JIT's Exec, AOT's CgAot */
 } CgTarget;
 
+/* The hooks both CPU targets share (cpu.c): the kernel templates, the
+ * skinny kernels and the launch on the runtime's pool; the caller sets
+ * const_ptr, host_op, finish and state. */
+void cpu_target_hooks(CgTarget *t, const char *name);
 /* The CPU's kernel launch (cpu.c): disc_rt_parallel_for. */
 void cpu_launch(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);
 /* The CPU's skinny kernels: cg_skinny_kernel with cg_skinny_panel. */

@@ -213,3 +213,14 @@ LLVMValueRef cpu_skinny(Cg *cg, int post, bool bias, bool residual, int *panel)
     *panel = cg_skinny_panel(cg);
     return cg_skinny_kernel(cg, post, bias, residual);
 }
+
+void cpu_target_hooks(CgTarget *t, const char *name)
+{
+    *t = (CgTarget){
+        .name = name,
+        .kernel = cg_kernel,
+        .kernel_split = cg_kernel_split,
+        .skinny = cpu_skinny,
+        .launch = cpu_launch,
+    };
+}

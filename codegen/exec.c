@@ -262,17 +262,12 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         exec_free(e);
         return NULL;
     }
-    CgTarget jit = {
-        .name = "cpu-jit",
-        .kernel = cg_kernel,
-        .kernel_split = cg_kernel_split,
-        .skinny = cpu_skinny,
-        .launch = cpu_launch,
-        .const_ptr = jit_const_ptr,
-        .host_op = jit_host_op,
-        .finish = jit_finish,
-        .state = e,
-    };
+    CgTarget jit;
+    cpu_target_hooks(&jit, "cpu-jit");
+    jit.const_ptr = jit_const_ptr;
+    jit.host_op = jit_host_op;
+    jit.finish = jit_finish;
+    jit.state = e;
     e->tsc = LLVMOrcCreateNewThreadSafeContext();
     CgModule m;
     bool ok = cg_compile(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(e->tsc), &jit, &m, d);

@@ -108,6 +108,15 @@ bool imp_errk(Imp *im, DiagKind k, const char *fmt, ...) __attribute__((format(p
 bool imp_oom(Imp *im);
 /* Reports the builder error left in the graph for the current node. */
 bool imp_fail(Imp *im);
+/* The lowering's result: v becomes the node's output; a NULL v (a builder
+ * failed) is imp_fail. */
+static inline bool imp_done(Imp *im, Value *v)
+{
+    if (!v)
+        return imp_fail(im);
+    im->out[0] = v;
+    return true;
+}
 /* Value of a name already defined, or NULL. */
 Value *imp_lookup(Imp *im, const char *name);
 /* Makes a const op from a TensorProto (an initializer or an attribute). */

@@ -10,14 +10,6 @@
 
 #define X0 IN(0)
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 static bool need1(Imp *im) { return imp_need(im, 0) != NULL; }
 
 static Value *fold_shape_arith(Imp *im, OpKind k, Value *a, Value *b);
@@ -41,7 +33,7 @@ bool onnx_lower_unary(Imp *im)
             y = neg || pos ? imp_bin(im, OP_AND, y, sign) : imp_bin(im, OP_AND, y, imp_un(im, OP_NOT, y));
         }
     }
-    return done(im, y);
+    return imp_done(im, y);
 }
 
 static Value *pow_(Imp *im, Value *a, Value *b)
@@ -116,12 +108,12 @@ bool onnx_lower_binary(Imp *im)
     if (!a || !b)
         return false;
     if (im->arg == OP_POW)
-        return done(im, pow_(im, a, b));
+        return imp_done(im, pow_(im, a, b));
     if (vdt(a) != vdt(b))
         return imp_err(im, "operand types differ: %s and %s", dtype_name(vdt(a)),
                        dtype_name(vdt(b)));
     Value *f = fold_shape_arith(im, (OpKind)im->arg, a, b);
-    return done(im, f ? f : imp_bin(im, (OpKind)im->arg, a, b));
+    return imp_done(im, f ? f : imp_bin(im, (OpKind)im->arg, a, b));
 }
 
 bool onnx_lower_mod(Imp *im)
@@ -132,7 +124,7 @@ bool onnx_lower_mod(Imp *im)
         return false;
     if (!fmod && dtype_is_float(vdt(a)))
         return imp_err(im, "Mod of floating-point operands needs fmod=1");
-    return done(im, imp_bin(im, fmod ? OP_REM : OP_MOD, a, b));
+    return imp_done(im, imp_bin(im, fmod ? OP_REM : OP_MOD, a, b));
 }
 
 bool onnx_lower_cmp(Imp *im)
@@ -141,7 +133,7 @@ bool onnx_lower_cmp(Imp *im)
     Value *a = imp_need(im, 0), *b = imp_need(im, 1);
     if (!a || !b)
         return false;
-    return done(im, imp_cmp(im, dirs[im->arg], a, b));
+    return imp_done(im, imp_cmp(im, dirs[im->arg], a, b));
 }
 
 bool onnx_lower_variadic(Imp *im)
@@ -154,7 +146,7 @@ bool onnx_lower_variadic(Imp *im)
             return imp_err(im, "input %d is empty", i);
         acc = imp_bin(im, (OpKind)im->arg, acc, IN(i));
     }
-    return done(im, acc);
+    return imp_done(im, acc);
 }
 
 bool onnx_lower_mean(Imp *im)
@@ -164,7 +156,7 @@ bool onnx_lower_mean(Imp *im)
         return false;
     if (im->nin > 1)
         im->out[0] = imp_binc(im, OP_DIV, im->out[0], im->nin);
-    return done(im, im->out[0]);
+    return imp_done(im, im->out[0]);
 }
 
 bool onnx_lower_where(Imp *im)
@@ -172,7 +164,7 @@ bool onnx_lower_where(Imp *im)
     Value *c = imp_need(im, 0), *a = imp_need(im, 1), *b = imp_need(im, 2);
     if (!c || !a || !b)
         return false;
-    return done(im, imp_sel(im, c, a, b));
+    return imp_done(im, imp_sel(im, c, a, b));
 }
 
 bool onnx_lower_cast(Imp *im)
@@ -183,7 +175,7 @@ bool onnx_lower_cast(Imp *im)
     DType dt = onnx_dtype((int32_t)to);
     if (dt == DT_INVALID)
         return imp_errk(im, DIAG_UNSUPPORTED, "cast to %s is not supported", onnx_type_name((int32_t)to));
-    return done(im, imp_cvt(im, X0, dt));
+    return imp_done(im, imp_cvt(im, X0, dt));
 }
 
 bool onnx_lower_cast_like(Imp *im)
@@ -191,14 +183,14 @@ bool onnx_lower_cast_like(Imp *im)
     Value *x = imp_need(im, 0), *like = imp_need(im, 1);
     if (!x || !like)
         return false;
-    return done(im, imp_cvt(im, x, vdt(like)));
+    return imp_done(im, imp_cvt(im, x, vdt(like)));
 }
 
 bool onnx_lower_identity(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, X0);
+    return imp_done(im, X0);
 }
 
 /* One mixing round of the dropout hash on i64 (wrapping mul, xor with the
@@ -238,7 +230,7 @@ bool onnx_lower_dropout(Imp *im)
             if (!im->out[1])
                 return imp_fail(im);
         }
-        return done(im, X0);
+        return imp_done(im, X0);
     }
     int r = vrank(X0);
     Dim *none[1] = {NULL};
@@ -274,7 +266,7 @@ bool onnx_lower_dropout(Imp *im)
         if (!keep)
             return imp_fail(im);
     }
-    return done(im, y);
+    return imp_done(im, y);
 }
 
 /* ---- activations ---- */
@@ -283,7 +275,7 @@ bool onnx_lower_relu(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, imp_binc(im, OP_MAX, X0, 0));
+    return imp_done(im, imp_binc(im, OP_MAX, X0, 0));
 }
 
 /* select(x < 0, neg, x) */
@@ -297,7 +289,7 @@ bool onnx_lower_leaky_relu(Imp *im)
     double alpha;
     if (!need1(im) || !attr_float(im, "alpha", 0.01, &alpha))
         return false;
-    return done(im, where_neg(im, X0, imp_binc(im, OP_MUL, X0, alpha)));
+    return imp_done(im, where_neg(im, X0, imp_binc(im, OP_MUL, X0, alpha)));
 }
 
 bool onnx_lower_prelu(Imp *im)
@@ -305,7 +297,7 @@ bool onnx_lower_prelu(Imp *im)
     Value *x = imp_need(im, 0), *slope = imp_need(im, 1);
     if (!x || !slope)
         return false;
-    return done(im, where_neg(im, x, imp_bin(im, OP_MUL, x, slope)));
+    return imp_done(im, where_neg(im, x, imp_bin(im, OP_MUL, x, slope)));
 }
 
 /* alpha * (exp(x) - 1) */
@@ -319,7 +311,7 @@ bool onnx_lower_elu(Imp *im)
     double alpha;
     if (!need1(im) || !attr_float(im, "alpha", 1.0, &alpha))
         return false;
-    return done(im, where_neg(im, X0, expm1_scaled(im, X0, alpha)));
+    return imp_done(im, where_neg(im, X0, expm1_scaled(im, X0, alpha)));
 }
 
 bool onnx_lower_celu(Imp *im)
@@ -331,7 +323,7 @@ bool onnx_lower_celu(Imp *im)
         return imp_err(im, "alpha must not be 0");
     Value *x = X0;
     Value *neg = expm1_scaled(im, imp_binc(im, OP_DIV, x, alpha), alpha);
-    return done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MAX, x, 0), imp_binc(im, OP_MIN, neg, 0)));
+    return imp_done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MAX, x, 0), imp_binc(im, OP_MIN, neg, 0)));
 }
 
 bool onnx_lower_selu(Imp *im)
@@ -343,7 +335,7 @@ bool onnx_lower_selu(Imp *im)
     Value *x = X0;
     Value *neg = expm1_scaled(im, x, alpha);
     Value *le = imp_cmp(im, "le", x, imp_scalar(im, vdt(x), 0));
-    return done(im, imp_binc(im, OP_MUL, imp_sel(im, le, neg, x), gamma));
+    return imp_done(im, imp_binc(im, OP_MUL, imp_sel(im, le, neg, x), gamma));
 }
 
 bool onnx_lower_thrtanh(Imp *im) /* ThresholdedRelu */
@@ -353,7 +345,7 @@ bool onnx_lower_thrtanh(Imp *im) /* ThresholdedRelu */
         return false;
     Value *x = X0;
     Value *gt = imp_cmp(im, "gt", x, imp_scalar(im, vdt(x), alpha));
-    return done(im, imp_sel(im, gt, x, imp_scalar(im, vdt(x), 0)));
+    return imp_done(im, imp_sel(im, gt, x, imp_scalar(im, vdt(x), 0)));
 }
 
 bool onnx_lower_gelu(Imp *im)
@@ -373,7 +365,7 @@ bool onnx_lower_gelu(Imp *im)
         return imp_err(im, "approximate must be \"none\" or \"tanh\", not \"%s\"", approx);
     }
     Value *half = imp_binc(im, OP_MUL, x, 0.5);
-    return done(im, imp_bin(im, OP_MUL, half, imp_binc(im, OP_ADD, inner, 1)));
+    return imp_done(im, imp_bin(im, OP_MUL, half, imp_binc(im, OP_ADD, inner, 1)));
 }
 
 /* max(0, min(1, alpha x + beta)) */
@@ -388,14 +380,14 @@ bool onnx_lower_hard_sigmoid(Imp *im)
     double alpha, beta;
     if (!need1(im) || !attr_float(im, "alpha", 0.2, &alpha) || !attr_float(im, "beta", 0.5, &beta))
         return false;
-    return done(im, hard_sigmoid(im, X0, alpha, beta));
+    return imp_done(im, hard_sigmoid(im, X0, alpha, beta));
 }
 
 bool onnx_lower_hard_swish(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, imp_bin(im, OP_MUL, X0, hard_sigmoid(im, X0, 1.0 / 6, 0.5)));
+    return imp_done(im, imp_bin(im, OP_MUL, X0, hard_sigmoid(im, X0, 1.0 / 6, 0.5)));
 }
 
 static Value *softplus(Imp *im, Value *x)
@@ -407,21 +399,21 @@ bool onnx_lower_softplus(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, softplus(im, X0));
+    return imp_done(im, softplus(im, X0));
 }
 
 bool onnx_lower_softsign(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, imp_bin(im, OP_DIV, X0, imp_binc(im, OP_ADD, imp_un(im, OP_ABS, X0), 1)));
+    return imp_done(im, imp_bin(im, OP_DIV, X0, imp_binc(im, OP_ADD, imp_un(im, OP_ABS, X0), 1)));
 }
 
 bool onnx_lower_mish(Imp *im)
 {
     if (!need1(im))
         return false;
-    return done(im, imp_bin(im, OP_MUL, X0, imp_un(im, OP_TANH, softplus(im, X0))));
+    return imp_done(im, imp_bin(im, OP_MUL, X0, imp_un(im, OP_TANH, softplus(im, X0))));
 }
 
 /* A Clip bound: an optional input (opset 11+) or an attribute before. */
@@ -459,5 +451,5 @@ bool onnx_lower_clip(Imp *im)
         x = imp_bin(im, OP_MAX, x, lo);
     if (hi)
         x = imp_bin(im, OP_MIN, x, hi);
-    return done(im, x);
+    return imp_done(im, x);
 }

@@ -17,14 +17,6 @@
 
 #define CX (&im->g->dims)
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 /* An f32 constant of the attribute's values, [n] (n = 1 or the last dim). */
 static Value *floats_attr(Imp *im, const char *name, double dflt, Dim *last)
 {
@@ -62,7 +54,7 @@ bool onnx_lower_ml_scaler(Imp *im)
     Value *off = floats_attr(im, "offset", 0, last), *sc = off ? floats_attr(im, "scale", 1, last) : NULL;
     if (!off || !sc)
         return false;
-    return done(im, imp_bin(im, OP_MUL, imp_bin(im, OP_SUB, imp_cvt(im, x, DT_F32), off), sc));
+    return imp_done(im, imp_bin(im, OP_MUL, imp_bin(im, OP_SUB, imp_cvt(im, x, DT_F32), off), sc));
 }
 
 bool onnx_lower_ml_array_feature_extractor(Imp *im)
@@ -89,7 +81,7 @@ bool onnx_lower_ml_array_feature_extractor(Imp *im)
         Dim *two[2] = {dim_const(CX, 1), n};
         g = imp_reshape(im, g, two, 2);
     }
-    return done(im, g);
+    return imp_done(im, g);
 }
 
 bool onnx_lower_ml_binarizer(Imp *im)
@@ -99,5 +91,5 @@ bool onnx_lower_ml_binarizer(Imp *im)
     if (!x || !attr_float(im, "threshold", 0, &t))
         return false;
     Value *gt = imp_cmp(im, "gt", x, imp_scalar(im, vdt(x), t));
-    return done(im, imp_sel(im, gt, imp_scalar(im, vdt(x), 1), imp_scalar(im, vdt(x), 0)));
+    return imp_done(im, imp_sel(im, gt, imp_scalar(im, vdt(x), 1), imp_scalar(im, vdt(x), 0)));
 }

@@ -11,14 +11,6 @@
 
 #define CX (&im->g->dims)
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
 
 static Value *dot(Imp *im, Value *a, Value *b, const int64_t *lb, const int64_t *rb, int nb,
@@ -91,7 +83,7 @@ bool onnx_lower_matmul(Imp *im)
     Value *a = imp_need(im, 0), *b = imp_need(im, 1);
     if (!a || !b)
         return false;
-    return done(im, imp_matmul(im, a, b));
+    return imp_done(im, imp_matmul(im, a, b));
 }
 
 bool onnx_lower_gemm(Imp *im)
@@ -113,7 +105,7 @@ bool onnx_lower_gemm(Imp *im)
         if (beta != 0)
             y = imp_bin(im, OP_ADD, y, c);
     }
-    return done(im, y);
+    return imp_done(im, y);
 }
 
 /* ---- Einsum ---- */
@@ -320,7 +312,7 @@ bool onnx_lower_einsum(Imp *im)
             return imp_err(im, "output letter '%c' is not in any input", out[i]);
         perm[i] = j - res;
     }
-    return done(im, imp_transpose(im, y, perm));
+    return imp_done(im, imp_transpose(im, y, perm));
 }
 
 /* ---- Convolution and pooling ---- */
@@ -481,7 +473,7 @@ static bool conv_common(Imp *im, bool transpose)
     if (!x || !w)
         return false;
     Value *y = conv_build(im, x, w, transpose);
-    return y ? done(im, add_bias(im, y, IN(2))) : imp_fail(im); /* the first message stays */
+    return y ? imp_done(im, add_bias(im, y, IN(2))) : imp_fail(im); /* the first message stays */
 }
 
 bool onnx_lower_conv(Imp *im) { return conv_common(im, false); }
@@ -594,7 +586,7 @@ bool onnx_lower_pool(Imp *im)
         if (!im->out[1])
             return imp_fail(im);
     }
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 bool onnx_lower_global_pool(Imp *im)
@@ -608,5 +600,5 @@ bool onnx_lower_global_pool(Imp *im)
         axes[n++] = i;
     if (!n)
         return imp_err(im, "needs data [N, C, spatial...]");
-    return done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
+    return imp_done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
 }

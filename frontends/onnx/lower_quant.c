@@ -36,14 +36,6 @@
 
 #define CX (&im->g->dims)
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
 
 static bool is_q8(DType t) { return t == DT_U8 || t == DT_I8; }
@@ -128,7 +120,7 @@ bool onnx_lower_dequantize(Imp *im)
     if (!ok)
         return false;
     /* (x - zp) in i32, then in the scale's type, as ONNX Runtime does */
-    return done(im, imp_bin(im, OP_MUL, imp_cvt(im, minus_zp(im, x, zp), vdt(s)), s));
+    return imp_done(im, imp_bin(im, OP_MUL, imp_cvt(im, minus_zp(im, x, zp), vdt(s)), s));
 }
 
 bool onnx_lower_quantize(Imp *im)
@@ -146,7 +138,7 @@ bool onnx_lower_quantize(Imp *im)
     if (!ok)
         return false;
     Value *v = imp_bin(im, OP_DIV, imp_cvt(im, x, DT_F32), s);
-    return done(im, q_round(im, v, zp, t));
+    return imp_done(im, q_round(im, v, zp, t));
 }
 
 bool onnx_lower_dynamic_quantize(Imp *im)
@@ -208,7 +200,7 @@ bool onnx_lower_matmul_integer(Imp *im)
     Value *a = imp_need(im, 0), *b = imp_need(im, 1);
     if (!a || !b)
         return false;
-    return done(im, matmul_int(im, a, IN(2), b, IN(3)));
+    return imp_done(im, matmul_int(im, a, IN(2), b, IN(3)));
 }
 
 /* conv(x - x_zp, w - w_zp) in i32; w_zp per output channel. */
@@ -246,7 +238,7 @@ bool onnx_lower_conv_integer(Imp *im)
     Value *x = imp_need(im, 0), *w = imp_need(im, 1);
     if (!x || !w)
         return false;
-    return done(im, conv_int(im, x, IN(2), w, IN(3)));
+    return imp_done(im, conv_int(im, x, IN(2), w, IN(3)));
 }
 
 /* saturate(round(f32(acc) * (xs * ws / ys)) + yzp), ws and yzp along axis
@@ -283,7 +275,7 @@ bool onnx_lower_qlinear_matmul(Imp *im)
         as = along(im, as, r, r - 2, &ok);
     if (!ok)
         return false;
-    return done(im, requantize(im, acc, as, bs, ys, yzp, r - 1));
+    return imp_done(im, requantize(im, acc, as, bs, ys, yzp, r - 1));
 }
 
 bool onnx_lower_qlinear_conv(Imp *im)
@@ -300,5 +292,5 @@ bool onnx_lower_qlinear_conv(Imp *im)
         if (!ok)
             return false;
     }
-    return done(im, acc ? requantize(im, acc, xs, ws, ys, yzp, 1) : NULL);
+    return imp_done(im, acc ? requantize(im, acc, xs, ws, ys, yzp, 1) : NULL);
 }

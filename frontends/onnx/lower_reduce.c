@@ -12,14 +12,6 @@
 
 #include <string.h>
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 /* The axes of a Reduce* node: all dims if none are given, unless
  * noop_with_empty_axes (then *n = 0 and the op is the identity). Axes
  * computed at run time leave *dyn set (and *n = -2); the node becomes a
@@ -72,7 +64,7 @@ static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
     if (!x || !attr_int(im, "keepdims", 1, &keep) || !reduce_axes(im, x, &axes, &n, &dyn))
         return false;
     if (n == 0)
-        return done(im, x);
+        return imp_done(im, x);
     if (!strcmp(kind, "mean") && !dtype_is_float(vdt(x)))
         return imp_errk(im, DIAG_UNSUPPORTED, "ReduceMean of %s is not supported", dtype_name(vdt(x)));
     Value *v = x;
@@ -91,7 +83,7 @@ static bool reduce_with(Imp *im, const char *kind, OpKind pre, OpKind post)
     }
     if (post != OP_COUNT)
         v = imp_un(im, post, v);
-    return done(im, v);
+    return imp_done(im, v);
 }
 
 bool onnx_lower_reduce(Imp *im)
@@ -117,7 +109,7 @@ bool onnx_lower_argminmax(Imp *im)
     attrs_add_int(im->g, &l, "keepdims", keep != 0);
     attrs_add_int(im->g, &l, "last", last != 0);
     Op *op = build_op(im->g, (OpKind)im->arg, &x, 1, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 bool onnx_lower_softmax(Imp *im)
@@ -134,14 +126,14 @@ bool onnx_lower_softmax(Imp *im)
     else
         axes[n++] = axis;
     if (!n) /* rank 0 */
-        return done(im, im->arg ? imp_binc(im, OP_MUL, x, 0) : imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, x, 0), 1));
+        return imp_done(im, im->arg ? imp_binc(im, OP_MUL, x, 0) : imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, x, 0), 1));
     Value *m = imp_reduce(im, x, "max", axes, n, true);
     Value *d = imp_bin(im, OP_SUB, x, m);
     Value *e = imp_un(im, OP_EXP, d);
     Value *s = imp_reduce(im, e, "sum", axes, n, true);
     if (im->arg) /* LogSoftmax */
-        return done(im, imp_bin(im, OP_SUB, d, imp_un(im, OP_LOG, s)));
-    return done(im, imp_bin(im, OP_DIV, e, s));
+        return imp_done(im, imp_bin(im, OP_SUB, d, imp_un(im, OP_LOG, s)));
+    return imp_done(im, imp_bin(im, OP_DIV, e, s));
 }
 
 /* (x - mean) / sqrt(var + eps) over axes, with the mean and 1/std. */
@@ -186,7 +178,7 @@ bool onnx_lower_layer_norm(Imp *im)
         im->out[1] = mean;
     if (want_out(im, 2))
         im->out[2] = inv;
-    return done(im, y);
+    return imp_done(im, y);
 }
 
 /* A per-channel vector [C] reshaped to [C, 1, ..., 1] for data of rank r. */
@@ -238,13 +230,13 @@ bool onnx_lower_batch_norm(Imp *im)
             im->out[2] = imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, var, mom), imp_binc(im, OP_MUL, bv1, 1 - mom));
         if ((want_out(im, 1) && !im->out[1]) || (want_out(im, 2) && !im->out[2]))
             return imp_fail(im);
-        return done(im, y);
+        return imp_done(im, y);
     }
     /* y = (x - mean) * (scale / sqrt(var + eps)) + bias */
     Value *k = imp_bin(im, OP_MUL, scale, imp_un(im, OP_RSQRT, imp_binc(im, OP_ADD, var, eps)));
     Value *y = imp_bin(im, OP_SUB, x, per_channel(im, mean, r));
     y = imp_bin(im, OP_MUL, y, per_channel(im, k, r));
-    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+    return imp_done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
 }
 
 bool onnx_lower_instance_norm(Imp *im)
@@ -261,7 +253,7 @@ bool onnx_lower_instance_norm(Imp *im)
         axes[n++] = i;
     Value *y = normalize(im, x, axes, n, eps, NULL, NULL);
     y = imp_bin(im, OP_MUL, y, per_channel(im, scale, r));
-    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+    return imp_done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
 }
 
 bool onnx_lower_group_norm(Imp *im)
@@ -295,11 +287,11 @@ bool onnx_lower_group_norm(Imp *im)
         Dim *sd[2] = {dim_const(cx, groups), dim_const(cx, 1)};
         y = imp_bin(im, OP_MUL, y, imp_reshape(im, scale, sd, 2));
         y = imp_bin(im, OP_ADD, y, imp_reshape(im, bias, sd, 2));
-        return done(im, imp_reshape(im, y, vdims(x), r));
+        return imp_done(im, imp_reshape(im, y, vdims(x), r));
     }
     y = imp_reshape(im, y, vdims(x), r);
     y = imp_bin(im, OP_MUL, y, per_channel(im, scale, r));
-    return done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
+    return imp_done(im, imp_bin(im, OP_ADD, y, per_channel(im, bias, r)));
 }
 
 bool onnx_lower_lp_norm(Imp *im)
@@ -316,7 +308,7 @@ bool onnx_lower_lp_norm(Imp *im)
         norm = imp_un(im, OP_SQRT, imp_reduce(im, imp_bin(im, OP_MUL, x, x), "sum", &axis, 1, true));
     else
         return imp_err(im, "p must be 1 or 2");
-    return done(im, imp_bin(im, OP_DIV, x, norm));
+    return imp_done(im, imp_bin(im, OP_DIV, x, norm));
 }
 
 bool onnx_lower_cumsum(Imp *im)
@@ -348,7 +340,7 @@ bool onnx_lower_cumsum(Imp *im)
             y = y ? imp_sel(im, imp_cmp(im, "eq", a, imp_scalar(im, DT_I64, i)), op->out[0], y)
                   : op->out[0];
         }
-        return done(im, y);
+        return imp_done(im, y);
     }
     if (n != 1)
         return imp_err(im, "axis must be a scalar");
@@ -359,7 +351,7 @@ bool onnx_lower_cumsum(Imp *im)
     attrs_add_int(im->g, &l, "exclusive", excl != 0);
     attrs_add_int(im->g, &l, "reverse", rev != 0);
     Op *op = build_op(im->g, OP_CUMSUM, &x, 1, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 bool onnx_lower_topk(Imp *im)

@@ -19,14 +19,6 @@
 
 #define CX (&im->g->dims)
 
-static bool done(Imp *im, Value *v)
-{
-    if (!v)
-        return imp_fail(im);
-    im->out[0] = v;
-    return true;
-}
-
 static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
 
 Value *imp_unsqueeze(Imp *im, Value *x, const int64_t *axes, int n)
@@ -201,8 +193,8 @@ bool onnx_lower_shape(Imp *im)
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < start ? start : end > r ? r : end;
     if (start == 0 && end == r)
-        return done(im, s);
-    return done(im, imp_slice1(im, s, 0, dc(im, start), dc(im, end), 1));
+        return imp_done(im, s);
+    return imp_done(im, imp_slice1(im, s, 0, dc(im, start), dc(im, end), 1));
 }
 
 bool onnx_lower_size(Imp *im)
@@ -213,12 +205,12 @@ bool onnx_lower_size(Imp *im)
     /* numel as a dim: constant when the shape is, and foldable further */
     Dim *n = type_numel(CX, &x->type);
     if (!n)
-        return done(im, prod(im, build_shape_of(im->g, x)));
+        return imp_done(im, prod(im, build_shape_of(im->g, x)));
     AttrList l = {0};
     attrs_add_dims(im->g, &l, "dims", &n, 1);
     attrs_add_int(im->g, &l, "scalar", 1);
     Op *op = build_op(im->g, OP_SHAPE_CONST, NULL, 0, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze ---- */
@@ -265,7 +257,7 @@ bool onnx_lower_reshape(Imp *im)
     if (vdt(s) != DT_I64 || vrank(s) != 1 || !dim_is_const(vdims(s)[0]))
         return imp_err(im, "shape must be i64[n] with a known n");
     if (!imp_const_ints(im, s, &v, &n))
-        return done(im, dyn_reshape(im, x, resolve_shape(im, x, s, allowzero != 0)));
+        return imp_done(im, dyn_reshape(im, x, resolve_shape(im, x, s, allowzero != 0)));
     if (n > MAX_RANK)
         return imp_err(im, "rank %d exceeds %d", n, MAX_RANK);
     Dim *dims[MAX_RANK], *known = dc(im, 1);
@@ -297,7 +289,7 @@ bool onnx_lower_reshape(Imp *im)
     for (int i = 0; i < n; i++)
         if (!dims[i])
             return imp_err(im, "shape dims overflow");
-    return done(im, imp_reshape(im, x, dims, n));
+    return imp_done(im, imp_reshape(im, x, dims, n));
 }
 
 bool onnx_lower_flatten(Imp *im)
@@ -314,7 +306,7 @@ bool onnx_lower_flatten(Imp *im)
     Dim *d[2] = {dc(im, 1), dc(im, 1)};
     for (int i = 0; i < r; i++)
         d[i >= axis] = dim_mul(CX, d[i >= axis], vdims(x)[i]);
-    return done(im, imp_reshape(im, x, d, 2));
+    return imp_done(im, imp_reshape(im, x, d, 2));
 }
 
 /* Squeeze/Unsqueeze axes: an attribute before opset 13, an input after.
@@ -341,7 +333,7 @@ bool onnx_lower_squeeze(Imp *im)
     if (!x || !axes_arg(im, &axes, &n))
         return false;
     if (n == -2)
-        return done(im, squeeze_dyn(im, x, IN(1), static_len(IN(1))));
+        return imp_done(im, squeeze_dyn(im, x, IN(1), static_len(IN(1))));
     int r = vrank(x);
     bool drop[MAX_RANK] = {0};
     if (n < 0) {
@@ -369,7 +361,7 @@ bool onnx_lower_squeeze(Imp *im)
     for (int i = 0; i < r; i++)
         if (!drop[i])
             dims[k++] = vdims(x)[i];
-    return done(im, imp_reshape(im, x, dims, k));
+    return imp_done(im, imp_reshape(im, x, dims, k));
 }
 
 bool onnx_lower_unsqueeze(Imp *im)
@@ -380,12 +372,12 @@ bool onnx_lower_unsqueeze(Imp *im)
     if (!x || !axes_arg(im, &axes, &n))
         return false;
     if (n == -2)
-        return done(im, unsqueeze_dyn(im, x, IN(1), static_len(IN(1))));
+        return imp_done(im, unsqueeze_dyn(im, x, IN(1), static_len(IN(1))));
     if (n < 0)
         return imp_err(im, "axes are required");
     if (!imp_axes(im, axes, n, vrank(x) + n))
         return false;
-    return done(im, imp_unsqueeze(im, x, axes, n));
+    return imp_done(im, imp_unsqueeze(im, x, axes, n));
 }
 
 /* ---- Transpose, Concat, Split, Slice ---- */
@@ -408,7 +400,7 @@ bool onnx_lower_transpose(Imp *im)
     for (int i = 0; i < r; i++)
         if (perm[i] < 0 || perm[i] >= r)
             return imp_err(im, "perm entry %lld is out of range", (long long)perm[i]);
-    return done(im, imp_transpose(im, x, perm));
+    return imp_done(im, imp_transpose(im, x, perm));
 }
 
 bool onnx_lower_concat(Imp *im)
@@ -421,8 +413,8 @@ bool onnx_lower_concat(Imp *im)
         if (!IN(i))
             return imp_err(im, "input %d is empty", i);
     if (im->nin == 1)
-        return done(im, IN(0));
-    return done(im, build_concat(im->g, im->in, im->nin, axis));
+        return imp_done(im, IN(0));
+    return imp_done(im, build_concat(im->g, im->in, im->nin, axis));
 }
 
 static Value *full_vector(Imp *im, Value *v, const int64_t *axes, int n, int r, int64_t dflt);
@@ -582,7 +574,7 @@ bool onnx_lower_slice(Imp *im)
         if (!in[1] || !in[2] || !in[3])
             return imp_fail(im);
         Op *op = build_op(im->g, OP_DYN_SLICE, in, 4, NULL, 0);
-        return done(im, op ? op->out[0] : NULL);
+        return imp_done(im, op ? op->out[0] : NULL);
     }
     if (!IN(3)) {
         for (int i = 0; i < n && i < MAX_RANK; i++)
@@ -607,7 +599,7 @@ bool onnx_lower_slice(Imp *im)
     if (cs && ce) {
         for (int i = 0; i < n && x; i++)
             x = slice_axis(im, x, (int)axes[i], s[i], e[i], steps[i]);
-        return done(im, x);
+        return imp_done(im, x);
     }
     /* computed bounds: dyn_slice over every axis (ONNX clamping rules) */
     Value *in[4] = {x, full_vector(im, vs, axes, n, r, 0),
@@ -616,7 +608,7 @@ bool onnx_lower_slice(Imp *im)
     if (!in[1] || !in[2] || !in[3])
         return imp_fail(im);
     Op *op = build_op(im->g, OP_DYN_SLICE, in, 4, NULL, 0);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 /* ---- Gather and scatter ---- */
@@ -665,7 +657,7 @@ static bool axis_op(Imp *im, OpKind k, const char *axis_name, Value **in, int ni
     if (red)
         attrs_add_str(im->g, &l, "reduction", red);
     Op *op = build_op(im->g, k, in, nin, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 bool onnx_lower_gather(Imp *im)
@@ -698,7 +690,7 @@ bool onnx_lower_gather_nd(Imp *im)
     AttrList l = {0};
     attrs_add_int(im->g, &l, "batch_dims", b);
     Op *op = build_op(im->g, OP_GATHER_ND, in, 2, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 static bool scatter(Imp *im, OpKind k, const char *axis_name)
@@ -760,7 +752,7 @@ bool onnx_lower_expand(Imp *im)
                 return imp_err(im, "cannot expand dim %lld to %lld", (long long)xd->c,
                                (long long)v[j]);
         }
-        return done(im, imp_broadcast_to(im, x, dims, r));
+        return imp_done(im, imp_broadcast_to(im, x, dims, r));
     }
     /* bidirectional: the result dim is max(shape, x's dim) */
     Value *xs = build_shape_of(im->g, x);
@@ -768,7 +760,7 @@ bool onnx_lower_expand(Imp *im)
         xs = build_concat(im->g, (Value *[]){ones(im, r - xr), xs}, 2, 0);
     if (sr < r)
         s = build_concat(im->g, (Value *[]){ones(im, r - sr), s}, 2, 0);
-    return done(im, dyn_broadcast(im, x, imp_bin(im, OP_MAX, s, xs)));
+    return imp_done(im, dyn_broadcast(im, x, imp_bin(im, OP_MAX, s, xs)));
 }
 
 bool onnx_lower_tile(Imp *im)
@@ -793,7 +785,7 @@ bool onnx_lower_tile(Imp *im)
                 return imp_fail(im);
         }
         if (r == 0)
-            return done(im, x);
+            return imp_done(im, x);
         AttrList l = {0};
         attrs_add_ints(im->g, &l, "axes", axes, r);
         Value *in[2] = {x, build_concat(im->g, parts, 2 * r, 0)};
@@ -802,7 +794,7 @@ bool onnx_lower_tile(Imp *im)
         Op *b = build_op(im->g, OP_DYN_BROADCAST, in, 2, l.v, l.n);
         if (!b)
             return imp_fail(im);
-        return done(im, dyn_reshape(im, b->out[0], imp_bin(im, OP_MUL, reps, xs)));
+        return imp_done(im, dyn_reshape(im, b->out[0], imp_bin(im, OP_MUL, reps, xs)));
     }
     if (n != r)
         return imp_err(im, "repeats has %d entries for rank %d", n, r);
@@ -820,7 +812,7 @@ bool onnx_lower_tile(Imp *im)
         out[i] = dim_mulc(CX, vdims(x)[i], v[i]);
     }
     Value *b = build_broadcast(im->g, x, wide, 2 * r, axes);
-    return done(im, imp_reshape(im, b, out, r));
+    return imp_done(im, imp_reshape(im, b, out, r));
 }
 
 bool onnx_lower_pad(Imp *im)
@@ -873,7 +865,7 @@ bool onnx_lower_pad(Imp *im)
         attrs_add_str(im->g, &l, "mode", mode);
         Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
         Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
-        return done(im, op ? op->out[0] : NULL);
+        return imp_done(im, op ? op->out[0] : NULL);
     }
     if (IN(3)) {
         for (int i = 0; i < na; i++)
@@ -889,7 +881,7 @@ bool onnx_lower_pad(Imp *im)
             return imp_errk(im, DIAG_UNSUPPORTED, "computed pads with axes are not supported");
         Value *in[3] = {x, vp, val};
         Op *op = build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n);
-        return done(im, op ? op->out[0] : NULL);
+        return imp_done(im, op ? op->out[0] : NULL);
     }
     if (n != 2 * na)
         return imp_err(im, "pads has %d entries, expected %d", n, 2 * na);
@@ -904,7 +896,7 @@ bool onnx_lower_pad(Imp *im)
     attrs_add_dims(im->g, &l, "high", hi, r);
     Value *in[2] = {x, val};
     Op *op = build_op(im->g, OP_PAD, in, 2, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 /* ---- Constants and generators ---- */
@@ -949,9 +941,9 @@ bool onnx_lower_constant_of_shape(Imp *im)
                 return imp_err(im, "negative dim %lld", (long long)v[i]);
             dims[i] = dc(im, v[i]);
         }
-        return done(im, imp_broadcast_to(im, val, dims, n));
+        return imp_done(im, imp_broadcast_to(im, val, dims, n));
     }
-    return done(im, dyn_broadcast(im, val, s));
+    return imp_done(im, dyn_broadcast(im, val, s));
 }
 
 bool onnx_lower_constant(Imp *im)
@@ -962,18 +954,18 @@ bool onnx_lower_constant(Imp *im)
     if (!strcmp(a->name, "value")) {
         if (!a->t)
             return imp_err(im, "attribute 'value' must be a TENSOR");
-        return done(im, imp_tensor_const(im, a->t, "value"));
+        return imp_done(im, imp_tensor_const(im, a->t, "value"));
     }
     if (!strcmp(a->name, "value_float"))
-        return done(im, imp_scalar(im, DT_F32, a->f));
+        return imp_done(im, imp_scalar(im, DT_F32, a->f));
     if (!strcmp(a->name, "value_int"))
-        return done(im, imp_scalar(im, DT_I64, (double)a->i));
+        return imp_done(im, imp_scalar(im, DT_I64, (double)a->i));
     if (!strcmp(a->name, "value_ints"))
-        return done(im, imp_i64s(im, a->ints, (int)a->n_ints));
+        return imp_done(im, imp_i64s(im, a->ints, (int)a->n_ints));
     if (!strcmp(a->name, "value_floats")) {
         Dim *d = dc(im, (int64_t)a->n_floats);
         Type t = type_make(&im->g->arena, DT_F32, 1, &d);
-        return done(im, build_const(im->g, t, a->n_floats ? (const void *)a->floats : "",
+        return imp_done(im, build_const(im->g, t, a->n_floats ? (const void *)a->floats : "",
                                     a->n_floats * 4, true));
     }
     return imp_errk(im, DIAG_UNSUPPORTED, "attribute '%s' is not supported", a->name);
@@ -1009,7 +1001,7 @@ bool onnx_lower_range(Imp *im)
         if (!op)
             return imp_fail(im);
         Value *step = imp_reshape(im, vd, none, 0), *start = imp_reshape(im, vs, none, 0);
-        return done(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, op->out[0], step), start));
+        return imp_done(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, op->out[0], step), start));
     }
     if (cs && cl) {
         double cnt = ceil((l - s) / d);
@@ -1018,7 +1010,7 @@ bool onnx_lower_range(Imp *im)
         Value *io = build_iota(im->g, dt, &dim, 1, 0);
         if (d != 1)
             io = imp_binc(im, OP_MUL, io, d);
-        return done(im, s != 0 ? imp_binc(im, OP_ADD, io, s) : io);
+        return imp_done(im, s != 0 ? imp_binc(im, OP_ADD, io, s) : io);
     }
     /* n = max(0, ceil((limit - start) / delta)) in i64 */
     Dim *none[1] = {NULL};
@@ -1041,7 +1033,7 @@ bool onnx_lower_range(Imp *im)
     if (!op)
         return imp_fail(im);
     Value *start = imp_reshape(im, vs, none, 0);
-    return done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, op->out[0], d), start));
+    return imp_done(im, imp_bin(im, OP_ADD, imp_binc(im, OP_MUL, op->out[0], d), start));
 }
 
 bool onnx_lower_trilu(Imp *im)
@@ -1059,7 +1051,7 @@ bool onnx_lower_trilu(Imp *im)
     Value *kv = k ? imp_reshape(im, imp_cvt(im, k, DT_I64), none, 0) : imp_scalar(im, DT_I64, 0);
     Value *diff = imp_bin(im, OP_SUB, col, row);
     Value *keep = imp_cmp(im, upper ? "ge" : "le", diff, kv);
-    return done(im, imp_sel(im, keep, x, imp_scalar(im, vdt(x), 0)));
+    return imp_done(im, imp_sel(im, keep, x, imp_scalar(im, vdt(x), 0)));
 }
 
 bool onnx_lower_one_hot(Imp *im)
@@ -1100,7 +1092,7 @@ bool onnx_lower_one_hot(Imp *im)
         Value *hot = imp_cmp(im, "eq", i64, io->out[0]);
         Value *off = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 0), dc(im, 1), 1), none, 0);
         Value *on = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 1), dc(im, 2), 1), none, 0);
-        return done(im, imp_sel(im, hot, on, off));
+        return imp_done(im, imp_sel(im, hot, on, off));
     }
     if (depth < 1)
         return imp_err(im, "depth must be positive");
@@ -1116,7 +1108,7 @@ bool onnx_lower_one_hot(Imp *im)
     Dim *none[1] = {NULL};
     Value *off = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 0), dc(im, 1), 1), none, 0);
     Value *on = imp_reshape(im, imp_slice1(im, vals, 0, dc(im, 1), dc(im, 2), 1), none, 0);
-    return done(im, imp_sel(im, hot, on, off));
+    return imp_done(im, imp_sel(im, hot, on, off));
 }
 
 bool onnx_lower_nonzero(Imp *im)
@@ -1125,7 +1117,7 @@ bool onnx_lower_nonzero(Imp *im)
     if (!x)
         return false;
     Op *op = build_op(im->g, OP_NONZERO, &x, 1, NULL, 0);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 /* ---- DepthToSpace, SpaceToDepth ---- */
@@ -1151,7 +1143,7 @@ bool onnx_lower_depth_to_space(Imp *im)
     static const int64_t pdcr[6] = {0, 3, 4, 1, 5, 2}, pcrd[6] = {0, 1, 4, 2, 5, 3};
     Value *y = imp_transpose(im, imp_reshape(im, x, s6, 6), dcr ? pdcr : pcrd);
     Dim *s4[4] = {d[0], c, dim_mulc(CX, d[2], b), dim_mulc(CX, d[3], b)};
-    return done(im, imp_reshape(im, y, s4, 4));
+    return imp_done(im, imp_reshape(im, y, s4, 4));
 }
 
 bool onnx_lower_space_to_depth(Imp *im)
@@ -1168,7 +1160,7 @@ bool onnx_lower_space_to_depth(Imp *im)
     static const int64_t perm[6] = {0, 3, 5, 1, 2, 4};
     Value *y = imp_transpose(im, imp_reshape(im, x, s6, 6), perm);
     Dim *s4[4] = {d[0], dim_mulc(CX, d[1], b * b), h, w};
-    return done(im, imp_reshape(im, y, s4, 4));
+    return imp_done(im, imp_reshape(im, y, s4, 4));
 }
 
 /* ---- Resize ---- */
@@ -1295,7 +1287,7 @@ static bool resize_general(Imp *im, Value *x, AttrList *l, const char *coord, co
         return imp_fail(im);
     Value *in[4] = {x, sizes, scales, roi};
     Op *op = build_op(im->g, OP_DYN_RESIZE_SCALES, in, 4, l->v, l->n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
 
 bool onnx_lower_resize(Imp *im)
@@ -1354,7 +1346,7 @@ bool onnx_lower_resize(Imp *im)
     if (vsizes && !imp_const_ints(im, vsizes, &sizes, &ns)) {
         Value *in[2] = {x, vsizes};
         Op *op = build_op(im->g, OP_DYN_RESIZE, in, 2, l.v, l.n);
-        return done(im, op ? op->out[0] : NULL);
+        return imp_done(im, op ? op->out[0] : NULL);
     }
     Dim *dims[MAX_RANK];
     if (vsizes) {
@@ -1364,7 +1356,7 @@ bool onnx_lower_resize(Imp *im)
             dims[i] = dc(im, sizes[i]);
         attrs_add_dims(im->g, &l, "shape", dims, r);
         Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
-        return done(im, op ? op->out[0] : NULL);
+        return imp_done(im, op ? op->out[0] : NULL);
     }
     if (!vscales)
         return imp_err(im, "needs scales or sizes");
@@ -1383,5 +1375,5 @@ bool onnx_lower_resize(Imp *im)
     attrs_add_dims(im->g, &l, "shape", dims, r);
     attrs_add_floats(im->g, &l, "scales", scales, r);
     Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
-    return done(im, op ? op->out[0] : NULL);
+    return imp_done(im, op ? op->out[0] : NULL);
 }
