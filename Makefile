@@ -50,7 +50,8 @@ asan: setup
 tsan: setup
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISC_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS) --target test_threads test_api test_rt
-	cd build-tsan && OMP_WAIT_POLICY=PASSIVE TSAN_OPTIONS=second_deadlock_stack=1 \
+	cd build-tsan && OMP_WAIT_POLICY=PASSIVE \
+		TSAN_OPTIONS="second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 		ctest --output-on-failure -L threads
 
 # The fuzz targets of tests/fuzz/ built with clang, libFuzzer, ASan and
