@@ -74,10 +74,15 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
     for (int i = 0; i < ops.n; i++)
         hostprog_push(si, ops.steps[i]);
     /* symbols first seen in results are bound when their op has run */
+    const Op *nodim = NULL; /* a result with a dim shape inference left unknown */
     graph_for_each_op(g, op) for (int r = 0; r < op->nout; r++) {
         const Type *t = &op->out[r]->type;
         for (int k = 0; k < t->rank; k++) {
             Dim *x = t->dims[k];
+            if (!x) { /* found by make fuzz on a malformed model */
+                nodim = nodim ? nodim : op;
+                continue;
+            }
             if (x->kind == DIM_SYM && !bound[x->id]) {
                 bound[x->id] = true;
                 if (x->origin == SYM_DERIVED)
@@ -88,11 +93,14 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
     }
     /* every symbol a dim uses must be computable */
     bool ok = true;
+    if (nodim)
+        ok = diag_setk(d, DIAG_INTERNAL, "error: internal: a result of %s has a dim shape inference left unknown",
+                       op_info(nodim->kind)->name);
     graph_for_each_op(g, op) for (int r = 0; r < op->nout && ok; r++) {
         const Type *t = &op->out[r]->type;
         for (int k = 0; k < t->rank && ok; k++)
             for (int s = 0; s < nsyms && ok; s++)
-                if (!bound[s] && dim_mentions(t->dims[k], g->dims.syms[s]))
+                if (!bound[s] && t->dims[k] && dim_mentions(t->dims[k], g->dims.syms[s]))
                     ok = diag_set(d, "error: symbol %s cannot be computed from the input shapes",
                                   g->dims.syms[s]->name);
     }
