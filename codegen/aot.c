@@ -546,13 +546,6 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
 
 /* ---- the compile --------------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path, Diag *d)
 {
     char *triple = LLVMGetDefaultTargetTriple();
@@ -615,9 +608,9 @@ static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const C
         ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", o->weights_path);
     if (!ok)
         return false;
-    double t0 = now();
+    double t0 = disc_rt_now();
     cg_optimise(m->mod, co->opt_level, cpu);
-    a->t_opt = now() - t0;
+    a->t_opt = disc_rt_now() - t0;
     if (co->dump_after && !strcmp(co->dump_after, "llvm")) {
         char *txt = LLVMPrintModuleToString(m->mod);
         fputs(txt, stderr);

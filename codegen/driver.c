@@ -14,6 +14,7 @@
  * target it serves (codegen.h, "targets").
  */
 #include "codegen/codegen.h"
+#include "runtime/rt.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -26,13 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 
@@ -176,9 +170,9 @@ bool cg_run_passes(Graph *g, const ShapeOpts *so, const CgOpts *o, CgStage last,
     m->g = g;
     for (int s = 0; s <= (int)last && s < CG_LLVM; s++) {
         const CgPass *p = &cg_passes[s];
-        double t0 = now();
+        double t0 = disc_rt_now();
         bool ok = p->run(m, so, o, d);
-        m->t[s < CG_FUSION ? 0 : 1] += now() - t0;
+        m->t[s < CG_FUSION ? 0 : 1] += disc_rt_now() - t0;
         /* a failed allocation may have read as "unknown" and not failed the pass */
         const Arena *arenas[] = {&g->arena, m->si ? &m->si->arena : NULL, m->plan ? &m->plan->arena : NULL,
                                  m->mp ? &m->mp->arena : NULL};
@@ -205,7 +199,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     cg_llvm_init();
     if (!cg_run_passes(g, so, o, CG_MEMPLAN, m, d))
         return false;
-    double t2 = now();
+    double t2 = disc_rt_now();
     Cg cg;
     cg_init(&cg, ctx, g, m->si, m->plan, d);
     cg.mp = m->mp;
@@ -231,7 +225,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
         ok = false;
     }
     LLVMDisposeMessage(vmsg);
-    m->t[2] = now() - t2;
+    m->t[2] = disc_rt_now() - t2;
     return ok;
 }
 
@@ -246,9 +240,9 @@ bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget 
         m->mod = NULL;
         return false;
     }
-    double t0 = now();
+    double t0 = disc_rt_now();
     ok = t->finish(t, m, o, cpu, d);
-    m->t[3] = now() - t0;
+    m->t[3] = disc_rt_now() - t0;
     return ok;
 }
 

@@ -77,13 +77,6 @@ static void rt_release(Exec *e, DiscRt *rt)
     disc_rt_free(rt);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
 {
     char *msg = LLVMGetErrorMessage(err);
@@ -204,7 +197,7 @@ static LLVMValueRef jit_host_op(Host *h, Op *op, LLVMValueRef bufs)
 static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
 {
     Exec *e = t->state;
-    double t0 = now();
+    double t0 = disc_rt_now();
     cg_optimise(m->mod, o->opt_level, cpu);
     char *txt = LLVMPrintModuleToString(m->mod);
     if (!(e->llvm_text = strdup(txt))) {
@@ -216,7 +209,7 @@ static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const Cp
     if (o->dump_after && !strcmp(o->dump_after, "llvm"))
         fputs(txt, stderr);
     LLVMDisposeMessage(txt);
-    e->t_opt = now() - t0;
+    e->t_opt = disc_rt_now() - t0;
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
     bool ok = !err || llvm_error(d, err, "cannot create the JIT");
     if (ok) {

@@ -1163,6 +1163,18 @@ typedef struct Mm {
     int bias, post, residual;
 } Mm;
 
+/* The matmul primitive over the descriptors in b->e. */
+static int matmul_primitive(Build *b, const Mm *p)
+{
+    Entry *e = b->e;
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t s = dnnl_matmul_desc_init(&desc, &e->md[MD_SRC], &e->md[MD_WEI],
+                                            p->bias ? &e->md[MD_BIAS] : NULL, &e->md[MD_DST]);
+    if (s != dnnl_success)
+        return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
+    return make_primitive(b, &desc);
+}
+
 static int make_matmul(Build *b, const void *ctx)
 {
     const Mm *p = ctx;
@@ -1192,12 +1204,7 @@ static int make_matmul(Build *b, const void *ctx)
         if (s != dnnl_success)
             return dnnl_failed(b->rt, b->what, "bf16 source descriptor", s);
     }
-    dnnl_matmul_desc_t desc;
-    s = dnnl_matmul_desc_init(&desc, &e->md[MD_SRC], &e->md[MD_WEI], p->bias ? &e->md[MD_BIAS] : NULL,
-                              &e->md[MD_DST]);
-    if (s != dnnl_success)
-        return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
-    if (make_primitive(b, &desc) != 0)
+    if (matmul_primitive(b, p) != 0)
         return -1;
     if (b->whole && e->pack && !b->bf16 && !e->md[MD_WEI].format_desc.blocking.inner_nblks) {
         /* a column part for which oneDNN wants a dense, unblocked layout
@@ -1210,11 +1217,7 @@ static int make_matmul(Build *b, const void *ctx)
         e->pack = 0;
         e->has[MD_SCRATCH] = 0;
         b->wconst = 0;
-        s = dnnl_matmul_desc_init(&desc, &e->md[MD_SRC], &e->md[MD_WEI], p->bias ? &e->md[MD_BIAS] : NULL,
-                                  &e->md[MD_DST]);
-        if (s != dnnl_success)
-            return dnnl_failed(b->rt, b->what, "matmul descriptor", s);
-        if (make_primitive(b, &desc) != 0)
+        if (matmul_primitive(b, p) != 0)
             return -1;
     }
     if (b->bf16) {
