@@ -198,7 +198,8 @@ typedef struct Fused {
 
 /* Whether a dot gets the skinny kernel (skinny.c) as a variant for when
  * few rows come: constant f32 weights, A's rows contiguous, and m not
- * proved (ISL, with the facts and --assume hints) to exceed DISC_SKINNY_M
+ * proved (ISL, with the facts and --assume hints) to exceed the kernel's
+ * row limit (disc_rt_skinny_max_m)
  * or to be 0. The runtime picks the variant per call from m. */
 static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
 {
@@ -208,9 +209,10 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
         return false;
     DimCtx *cx = &cg->g->dims;
     Constraints *cons = cg->si ? cg->si->cons : NULL;
+    int64_t max_m = disc_rt_skinny_max_m(cg_skinny_panel(cg));
     if (dim_is_const(m))
-        return m->c >= 1 && m->c <= DISC_SKINNY_M;
-    return !cons || !(cons_prove(cons, m, REL_GT, dim_const(cx, DISC_SKINNY_M)) ||
+        return m->c >= 1 && m->c <= max_m;
+    return !cons || !(cons_prove(cons, m, REL_GT, dim_const(cx, max_m)) ||
                       cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 

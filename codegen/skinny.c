@@ -53,6 +53,9 @@
 #define B (cg->b)
 
 enum { RMAX = 6, GMAX = 4, VMAX = DISC_PANEL / 4 };
+#ifndef UNROLL
+#define UNROLL 2
+#endif
 
 typedef struct Sk {
     Cg *cg;
@@ -65,11 +68,13 @@ typedef struct Sk {
     LLVMTypeRef vt;            /* <lanes x float> */
     LLVMTypeRef pf, pv;        /* float*, <lanes x float>* */
     LLVMValueRef fma;          /* llvm.fmuladd.v<lanes>f32 */
+    LLVMValueRef prefetch;     /* llvm.prefetch.p0i8 */
     LLVMValueRef mstore;       /* llvm.masked.store.v<lanes>f32 */
     LLVMValueRef acc[RMAX][GMAX]; /* allocas */
     LLVMValueRef mask[VMAX];   /* lanes of the panel's columns that exist */
     LLVMValueRef a, bp, bias_p, res_p, c, m, n, k, lda, kp, ldc;
     LLVMValueRef panel, c0, w; /* the panel's weights, first column, columns that exist */
+    LLVMValueRef next;         /* the next panel's weights (this one's for the last) */
     LLVMValueRef cpanel;       /* &C[0][c0] */
 } Sk;
 
@@ -119,28 +124,26 @@ static void no_unroll(Cg *cg, LLVMValueRef br)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
 }
 
-/* Rows [i0, i0 + r) of A against column group g0 (its first vector) of
- * the panel, accumulated and stored to C (masked to the panel's columns
- * that exist). */
-static void block(Sk *s, LLVMValueRef i0, int r, int g0)
+/* Loads the vectors of group g0 of the panel's row k and adds row k of
+ * rows [i0, i0 + r) of A times them into accumulator set `set`; prefetches
+ * the same row of the next panel (see block). */
+static void kstep(Sk *s, LLVMValueRef *arow, int r, int g0, LLVMValueRef k, int set)
 {
     Cg *cg = s->cg;
     int G = s->group, L = s->lanes;
-    LLVMValueRef zero = LLVMConstNull(s->vt);
-    for (int i = 0; i < r; i++)
-        for (int q = 0; q < G; q++)
-            LLVMBuildStore(B, zero, s->acc[i][q]);
-    LLVMValueRef arow[RMAX];
-    for (int i = 0; i < r; i++)
-        arow[i] = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
-    CgLoop kl;
-    LLVMValueRef k = cg_loop_begin(cg, &kl, cg_i64(cg, 0), s->k, "k");
-    LLVMValueRef brow = gep(cg, cg->t_f32, s->panel, LLVMBuildMul(B, k, cg_i64(cg, s->width), ""));
+    LLVMValueRef row = LLVMBuildMul(B, k, cg_i64(cg, s->width), "");
+    LLVMValueRef brow = gep(cg, cg->t_f32, s->panel, row);
     LLVMValueRef bv[GMAX];
     for (int q = 0; q < G; q++) {
         LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, brow, cg_i64(cg, (g0 + q) * L)), s->pv, "");
         bv[q] = LLVMBuildLoad2(B, s->vt, p, "");
         LLVMSetAlignment(bv[q], (unsigned)(L * 4 < 64 ? L * 4 : 64));
+    }
+    LLVMValueRef nrow = gep(cg, cg->t_f32, s->next, row);
+    for (int off = g0 * L; off < (g0 + G) * L; off += 16) { /* a 64-byte line */
+        LLVMValueRef args[4] = {LLVMBuildBitCast(B, gep(cg, cg->t_f32, nrow, cg_i64(cg, off)), cg->t_p8, ""),
+                                cg_i32(cg, 0), cg_i32(cg, 2), cg_i32(cg, 1)};
+        LLVMBuildCall2(B, LLVMGlobalGetValueType(s->prefetch), s->prefetch, args, 4, "");
     }
     LLVMTypeRef fty = LLVMGlobalGetValueType(s->fma);
     for (int i = 0; i < r; i++) {
@@ -149,18 +152,81 @@ static void block(Sk *s, LLVMValueRef i0, int r, int g0)
         LLVMValueRef splat = LLVMBuildShuffleVector(B, one, LLVMGetUndef(s->vt),
                                                     LLVMConstNull(LLVMVectorType(cg->t_i32, (unsigned)L)), "");
         for (int q = 0; q < G; q++) {
-            LLVMValueRef args[3] = {splat, bv[q], LLVMBuildLoad2(B, s->vt, s->acc[i][q], "")};
-            LLVMBuildStore(B, LLVMBuildCall2(B, fty, s->fma, args, 3, ""), s->acc[i][q]);
+            LLVMValueRef acc = s->acc[set * r + i][q];
+            LLVMValueRef args[3] = {splat, bv[q], LLVMBuildLoad2(B, s->vt, acc, "")};
+            LLVMBuildStore(B, LLVMBuildCall2(B, fty, s->fma, args, 3, ""), acc);
         }
     }
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    cg_loop_end(cg, &kl);
-    no_unroll(cg, LLVMGetBasicBlockTerminator(latch));
+}
+
+/* A loop over k in [lo, hi) stepping by u, kstep for k..k+u-1 into
+ * accumulator sets 0..sets-1 in turn. */
+static void kloop(Sk *s, LLVMValueRef *arow, int r, int g0, LLVMValueRef lo, LLVMValueRef hi, int u, int sets)
+{
+    Cg *cg = s->cg;
+    LLVMValueRef kvar = LLVMBuildAlloca(cg->eb, cg->t_i64, "k");
+    LLVMBuildStore(B, lo, kvar);
+    LLVMBasicBlockRef test = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "k");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "k_body");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "k_done");
+    LLVMBuildBr(B, test);
+    LLVMPositionBuilderAtEnd(B, test);
+    LLVMValueRef k = LLVMBuildLoad2(B, cg->t_i64, kvar, "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, k, hi, ""), body, done);
+    LLVMPositionBuilderAtEnd(B, body);
+    for (int j = 0; j < u; j++)
+        kstep(s, arow, r, g0, j ? LLVMBuildAdd(B, k, cg_i64(cg, j), "") : k, j % sets);
+    LLVMBuildStore(B, LLVMBuildAdd(B, k, cg_i64(cg, u), ""), kvar);
+    LLVMValueRef br = LLVMBuildBr(B, test);
+    no_unroll(cg, br);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* Rows [i0, i0 + r) of A against column group g0 (its first vector) of
+ * the panel, accumulated and stored to C (masked to the panel's columns
+ * that exist).
+ *
+ * An FMA's result is ready 4 cycles after it starts, and two start per
+ * cycle, so fewer than 8 independent accumulators leave the FMA units
+ * waiting: the tail blocks of 1 and 2 rows (2 and 4 accumulators on AVX2)
+ * keep u sets of accumulators, set j taking the k that are j mod u, and
+ * add them up at the end (at 1 x 768 x 3072 the single chain took ...).
+ *
+ * Each step also prefetches the same row of the next panel into L2
+ * (s->next): the first block of a panel reads its weights from memory,
+ * the later blocks from L2 while memory would idle; fetched a panel
+ * ahead, the weights stream from memory during every block, which a
+ * hardware prefetcher, stopping at every 4 KiB page, does not do. */
+static void block(Sk *s, LLVMValueRef i0, int r, int g0)
+{
+    Cg *cg = s->cg;
+    int G = s->group;
+    int u = 1;
+    while (u < 4 && (u + 1) * r <= RMAX && u * r * G < 8)
+        u++;
+    LLVMValueRef zero = LLVMConstNull(s->vt);
+    for (int i = 0; i < u * r; i++)
+        for (int q = 0; q < G; q++)
+            LLVMBuildStore(B, zero, s->acc[i][q]);
+    LLVMValueRef arow[RMAX];
+    for (int i = 0; i < r; i++)
+        arow[i] = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
+    int steps = u > 1 ? u : UNROLL;
+    LLVMValueRef ku = LLVMBuildSub(B, s->k, LLVMBuildSRem(B, s->k, cg_i64(cg, steps), ""), "");
+    kloop(s, arow, r, g0, cg_i64(cg, 0), ku, steps, u);
+    kloop(s, arow, r, g0, ku, s->k, 1, 1);
+    for (int set = 1; set < u; set++)
+        for (int i = 0; i < r; i++)
+            for (int q = 0; q < G; q++) {
+                LLVMValueRef x = LLVMBuildLoad2(B, s->vt, s->acc[i][q], "");
+                LLVMValueRef y = LLVMBuildLoad2(B, s->vt, s->acc[set * r + i][q], "");
+                LLVMBuildStore(B, LLVMBuildFAdd(B, x, y, ""), s->acc[i][q]);
+            }
     LLVMTypeRef sty = LLVMGlobalGetValueType(s->mstore);
     for (int i = 0; i < r; i++) {
         LLVMValueRef ci = gep(cg, cg->t_f32, s->cpanel, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, ""));
         for (int q = 0; q < G; q++) {
-            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, (g0 + q) * L)), s->pv, "");
+            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, (g0 + q) * s->lanes)), s->pv, "");
             LLVMValueRef args[4] = {LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p, cg_i32(cg, 4),
                                     s->mask[g0 + q]};
             LLVMBuildCall2(B, sty, s->mstore, args, 4, "");
@@ -257,6 +323,11 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
         LLVMTypeRef p[3] = {s.vt, s.vt, s.vt};
         s.fma = LLVMAddFunction(cg->mod, fname, LLVMFunctionType(s.vt, p, 3, false));
     }
+    s.prefetch = LLVMGetNamedFunction(cg->mod, "llvm.prefetch.p0i8");
+    if (!s.prefetch) {
+        LLVMTypeRef p[4] = {cg->t_p8, cg->t_i32, cg->t_i32, cg->t_i32};
+        s.prefetch = LLVMAddFunction(cg->mod, "llvm.prefetch.p0i8", LLVMFunctionType(cg->t_void, p, 4, false));
+    }
     snprintf(sname, sizeof sname, "llvm.masked.store.v%df32.p0v%df32", L, L);
     s.mstore = LLVMGetNamedFunction(cg->mod, sname);
     if (!s.mstore) {
@@ -284,6 +355,9 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     CgLoop pl;
     LLVMValueRef p = cg_loop_begin(cg, &pl, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), "panel");
     s.panel = gep(cg, cg->t_f32, s.bp, LLVMBuildMul(B, p, LLVMBuildMul(B, s.kp, cg_i64(cg, s.width), ""), ""));
+    LLVMValueRef more = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildAdd(B, p, cg_i64(cg, 1), ""), LLVMGetParam(fn, 1), "");
+    s.next = LLVMBuildSelect(B, more, gep(cg, cg->t_f32, s.panel, LLVMBuildMul(B, s.kp, cg_i64(cg, s.width), "")),
+                             s.panel, "");
     s.c0 = LLVMBuildMul(B, p, cg_i64(cg, s.width), "");
     LLVMValueRef left = LLVMBuildSub(B, s.n, s.c0, "");
     LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, s.width), "");

@@ -42,7 +42,7 @@ static const char usage_main[] =
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
 static const char usage_emit[] =
-    "usage: dcc emit FILE [--stage STAGE] [--assume HINT]... [-o OUT] [--elide | --no-elide]\n"
+    "usage: dcc emit FILE [--stage STAGE] [--assume HINT]... [--cpu CPU] [-o OUT] [--elide | --no-elide]\n"
     "\n"
     "Reads FILE (IR text, or an ONNX model if it ends in .onnx), verifies it and\n"
     "prints the requested stage as IR text.\n"
@@ -63,6 +63,8 @@ static const char usage_emit[] =
     "  --bind B=4,S=128  with --stage memplan: the block size at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
+    "  --cpu CPU       with --stage llvm: the CPU the kernels are for (an LLVM\n"
+    "                  name such as x86-64-v3 or skylake-avx512; default: this one)\n"
     "  -o OUT          write to OUT instead of standard output\n"
     "  --elide         print large constants as 'elided' (default for ONNX input)\n"
     "  --no-elide      print large constants in full, as hex (default for IR text)\n"
@@ -136,13 +138,14 @@ static int print_memplan_at(FILE *f, const CgModule *m, const char *bind)
 /* Prints the stage named stage of the pipeline (codegen.h, cg_passes) for
  * g: the passes up to it run, then its printer. */
 static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so, const PrintOpts *po,
-                      const char *format, const char *bind)
+                      const char *format, const char *bind, const char *cpu)
 {
     CgStage s = cg_stage_from_name(stage);
     Diag d = {0};
     int rc = 0;
     if (s == CG_LLVM) {
-        Exec *e = exec_compile(g, so, NULL, &d);
+        CgOpts co = {.opt_level = 3, .cpu = cpu};
+        Exec *e = exec_compile(g, so, &co, &d);
         if (e)
             exec_print_llvm(e, f);
         exec_free(e);
@@ -168,7 +171,7 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
 
 static int cmd_emit(int argc, char **argv)
 {
-    const char *file = NULL, *stage = "ir", *out = NULL, *format = "text", *bind = NULL;
+    const char *file = NULL, *stage = "ir", *out = NULL, *format = "text", *bind = NULL, *cpu = NULL;
     const char *assume[64];
     int nassume = 0;
     PrintOpts po = {16, false};
@@ -179,7 +182,8 @@ static int cmd_emit(int argc, char **argv)
             fputs(usage_emit, stdout);
             return 0;
         } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max") ||
-                   !strcmp(a, "--assume") || !strcmp(a, "--format") || !strcmp(a, "--bind")) {
+                   !strcmp(a, "--assume") || !strcmp(a, "--format") || !strcmp(a, "--bind") ||
+                   !strcmp(a, "--cpu")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a, usage_emit);
             const char *v = argv[++i];
@@ -191,6 +195,8 @@ static int cmd_emit(int argc, char **argv)
                 format = v;
             } else if (!strcmp(a, "--bind")) {
                 bind = v;
+            } else if (!strcmp(a, "--cpu")) {
+                cpu = v;
             } else if (!strcmp(a, "--stage"))
                 stage = v;
             else if (!strcmp(a, "-o"))
@@ -236,7 +242,7 @@ static int cmd_emit(int argc, char **argv)
     }
     ShapeOpts so = {assume, nassume};
     if (strcmp(stage, "ir") != 0)
-        rc = emit_stage(f, g, stage, &so, &po, format, bind);
+        rc = emit_stage(f, g, stage, &so, &po, format, bind, cpu);
     else
         graph_print(f, g, &po);
     if (f != stdout && fclose(f) != 0) {

@@ -1513,6 +1513,12 @@ static Packed *panels_get(DiscRt *rt, const DiscMatmul *d, const void *b, int pa
     return packed_get(rt, "matmul", &plain, &md, b, disc_rt_threads(rt));
 }
 
+int64_t disc_rt_skinny_max_m(int panel)
+{
+    int64_t env = disc_env()->skinny_m;
+    return env >= 0 ? env : panel == DISC_PANEL_NARROW ? DISC_SKINNY_M_NARROW : DISC_SKINNY_M;
+}
+
 int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
                           DiscKernelFn *fn, int panel)
 {
@@ -1521,12 +1527,14 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
                      DISC_PANEL, DISC_PANEL_NARROW);
         return -1;
     }
-    int64_t max_m = disc_env()->skinny_m;
+    int64_t max_m = disc_rt_skinny_max_m(panel);
     bool fits = fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
                 d->m <= max_m && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
                 d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&
                 d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT &&
-                d->residual != c; /* C is written before the epilogue reads the residual */
+                d->residual != c && /* C is written before the epilogue reads the residual */
+                /* the parts are panels: past a few rows, enough of them for every thread */
+                (d->m <= DISC_SKINNY_M || (d->n + panel - 1) / panel >= 4 * (int64_t)disc_rt_threads(rt));
     if (fits) {
         pthread_mutex_lock(&cache.mu);
         fits = cache.capacity > 0; /* no cache: no packed copies either */

@@ -8,7 +8,8 @@
  *   DISC_THREADS=N         threads per run of an AOT-compiled model
  *   DISC_PROFILE=1         time kernels and library calls, report at exit
  *   DISC_PROFILE_TOP=N     entries in that report (25)
- *   DISC_SKINNY=N          the largest m the skinny matmul takes (16; 0: none)
+ *   DISC_SKINNY=N          the largest m the skinny matmul takes (16 for
+ *                          AVX-512 kernels, 256 for AVX2 and SSE; 0: none)
  *   DISC_SPLIT=0           oneDNN calls on oneDNN's threads, not in parts
  *   DISC_CONV_LAYOUT=plain convolutions on NCHW, not oneDNN's layouts
  *   DISC_FPMATH=bf16       f32 matmuls on constant weights multiply in bf16
@@ -35,7 +36,7 @@ static void read_env(void)
     e = getenv("DISC_PROFILE");
     env.profile = e && *e && strcmp(e, "0") != 0;
     env.profile_top = (e = getenv("DISC_PROFILE_TOP")) ? atoi(e) : 25;
-    env.skinny_m = (e = getenv("DISC_SKINNY")) ? strtoll(e, NULL, 10) : DISC_SKINNY_M;
+    env.skinny_m = (e = getenv("DISC_SKINNY")) ? strtoll(e, NULL, 10) : -1;
     env.split = !((e = getenv("DISC_SPLIT")) && !strcmp(e, "0"));
     env.conv_plain = (e = getenv("DISC_CONV_LAYOUT")) && !strcmp(e, "plain");
     env.fpmath_bf16 = (e = getenv("DISC_FPMATH")) && !strcmp(e, "bf16");

@@ -92,7 +92,7 @@ typedef struct DiscEnv {
     int threads;          /* DISC_THREADS (0: every core) */
     int profile;          /* DISC_PROFILE set (and not 0) */
     int profile_top;      /* DISC_PROFILE_TOP (25) */
-    int64_t skinny_m;     /* DISC_SKINNY (DISC_SKINNY_M) */
+    int64_t skinny_m;     /* DISC_SKINNY; -1: unset (disc_rt_skinny_max_m) */
     int split;            /* not DISC_SPLIT=0 */
     int conv_plain;       /* DISC_CONV_LAYOUT=plain */
     int fpmath_bf16;      /* DISC_FPMATH=bf16 */
@@ -190,6 +190,15 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
  * layout on those ISAs). fn computes C = post(A B + bias) + residual for
  * panels [begin, end). */
 enum { DISC_SKINNY_M = 16, DISC_PANEL = 64, DISC_PANEL_NARROW = 16 };
+/* The most rows the 16-column (AVX2, SSE) kernel takes: with its 6 x 16
+ * blocks and the next panel prefetched it measured as fast as oneDNN 2.6's
+ * AVX2 matmul or faster up to 256 rows (bench/bench_skinny.py: 0.72x
+ * oneDNN's time at 13 rows, 0.94x at 128, 0.99x at 256, 1.01x at 512). On
+ * AVX-512 oneDNN's brgemm is faster from 17 rows. */
+enum { DISC_SKINNY_M_NARROW = 256 };
+/* The most rows the skinny kernel takes for panels of `panel` columns:
+ * DISC_SKINNY in the environment, else the measured limit above. */
+int64_t disc_rt_skinny_max_m(int panel);
 enum { /* the kernel's args: an int64 array (pointers as integers) */
     DISC_SK_A, DISC_SK_B, DISC_SK_BIAS, DISC_SK_RES, DISC_SK_C,
     DISC_SK_M, DISC_SK_N, DISC_SK_K, DISC_SK_LDA, DISC_SK_KP, DISC_SK_LDC, DISC_SK_NFIELDS
