@@ -4,10 +4,14 @@
 Every case is a few lines of PyTorch that make the exporter write one shape
 idiom over dynamic axes (`cls_token.expand(B, -1, -1)`, `x.view(B, -1)`,
 `F.pad` to a multiple, `arange(x.size(1))`, a top-k with a computed k...).
-Each is exported with the TorchScript exporter (torch.onnx.export(...,
-dynamo=False), the exporter tests/models/gen_torch.py uses) twice: at opset
-17 and at that exporter's newest opset, 20 (from 18 on, ReduceMean, Split,
-Pad's axes and Resize's sizes arrive as inputs instead of attributes).
+Each is exported three times: with the TorchScript exporter
+(torch.onnx.export(..., dynamo=False), the exporter tests/models/gen_torch.py
+uses) at opset 17 and at that exporter's newest opset, 20 (from 18 on,
+ReduceMean's axes, Split's sizes and Resize's sizes arrive as inputs or
+change form), and with torch.export's exporter (dynamo=True, the default
+of torch.onnx since torch 2.9) at its opset, 18, every input axis
+Dim.AUTO. A variant the exporter cannot write, or writes wrongly (ONNX
+Runtime disagrees with PyTorch at some shape), is left out and said so.
 ONNX Runtime (CPU, every graph optimisation) computes the references at
 three input shapes, batch 1 and a length 13 among them, and the script
 checks them against PyTorch's own outputs. The results are backend-test
@@ -15,6 +19,7 @@ directories:
 
     tests/zoo/<case>/op17/model.onnx, test_data_set_{0,1,2}/{input,output}_N.pb
     tests/zoo/<case>/op20/...
+    tests/zoo/<case>/dynamo/...
 
 tests/zoo.cmake runs each through `dcc check` on the interpreter and the
 cpu backend (label `zoo`), held by tests/zoo/run.py to its line in
@@ -25,7 +30,9 @@ a case:
     python3 tests/zoo/gen_zoo.py [CASE...]        # all cases if none named
     python3 tests/zoo/gen_zoo.py --list
 """
+import contextlib
 import io
+import logging
 import math
 import os
 import shutil
@@ -42,7 +49,10 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OPSETS = (17, 20)  # 20: the newest opset of the TorchScript exporter
+# (directory, opset, exporter): the TorchScript exporter at 17 and at its
+# newest opset, 20; torch.export's (dynamo=True, torch.onnx's default since
+# torch 2.9) at its default opset, 18, with every input axis Dim.AUTO
+VARIANTS = (("op17", 17, "torchscript"), ("op20", 20, "torchscript"), ("dynamo", 18, "dynamo"))
 
 # The three shapes of the symbols: an ordinary one (also the export
 # example), batch 1 with an odd length 13, and a short one.
@@ -579,6 +589,137 @@ class WindowPartition(nn.Module):
         return x.reshape(-1, 16, c).mean(1)
 
 
+# ------------------------------------------------ more from real models
+@case("repeat_kv", F32("B", 2, "S", 4))
+class RepeatKv(nn.Module):
+    """Hugging Face's repeat_kv for grouped-query attention:
+    x[:, :, None].expand(B, H, 2, S, D).reshape(B, 2 * H, S, D)."""
+    def forward(self, x):
+        b, h, s, d = x.shape
+        return x[:, :, None, :, :].expand(b, h, 2, s, d).reshape(b, h * 2, s, d)
+
+
+@case("mask_expand", [("x", "f32", ("B", "S", 4)), ("mask", "mask", ("B", "S"))])
+class MaskExpand(nn.Module):
+    """mask[:, None, None, :].expand(B, 1, S, S): the 4-D attention mask."""
+    def forward(self, x, mask):
+        b, s = mask.shape
+        m = mask[:, None, None, :].expand(b, 1, s, s).to(torch.bool)
+        scores = (x @ x.transpose(1, 2)).unsqueeze(1)
+        return torch.softmax(scores.masked_fill(~m, -1e4), dim=-1)
+
+
+@case("gather_expand_index", F32("B", "S", 4))
+class GatherExpandIndex(nn.Module):
+    """Token selection: the k = S // 2 + 1 highest-scoring rows gathered by
+    idx.unsqueeze(-1).expand(-1, -1, D)."""
+    def forward(self, x):
+        k = x.size(1) // 2 + 1
+        idx = x.sum(-1).topk(k, dim=1).indices
+        return x.gather(1, idx.unsqueeze(-1).expand(-1, -1, x.size(-1)))
+
+
+@case("argsort", F32("B", "S"))
+class Argsort(nn.Module):
+    def forward(self, x):
+        return torch.argsort(x, dim=-1)
+
+
+@case("meshgrid", F32("B", 2, "H", "W"))
+class Meshgrid(nn.Module):
+    """A detector's grid: meshgrid(arange(H), arange(W)) stacked."""
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        grid = torch.stack([xs, ys], dim=0).float()
+        return x + grid.unsqueeze(0)
+
+
+@case("sdpa_causal", F32("B", 2, "S", 4))
+class SdpaCausal(nn.Module):
+    def forward(self, x):
+        return F.scaled_dot_product_attention(x, x * 0.5, x, is_causal=True)
+
+
+@case("multihead_attention", F32("B", "S", 8))
+class MultiheadAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, need_weights=False)[0]
+
+
+@case("reverse_arange", F32("B", "S", 4))
+class ReverseArange(nn.Module):
+    """index_select with arange(S - 1, -1, -1): a reversal by indices."""
+    def forward(self, x):
+        return x.index_select(1, torch.arange(x.size(1) - 1, -1, -1))
+
+
+@case("nonzero", F32("B", "S"))
+class Nonzero(nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0.5)
+
+
+@case("full_like", F32("B", "S"))
+class FullLike(nn.Module):
+    def forward(self, x):
+        return torch.full_like(x, 2.0) * x + x.new_ones(x.shape) + x.new_full((x.size(0), 1), 0.5)
+
+
+@case("linspace", F32("B", "S"))
+class Linspace(nn.Module):
+    def forward(self, x):
+        return x * torch.linspace(0.0, 1.0, x.size(1))
+
+
+@case("unfold_windows", F32("B", "S", 2))
+class UnfoldWindows(nn.Module):
+    """Sliding windows along the length: x.unfold(1, 2, 2)."""
+    def forward(self, x):
+        return x.unfold(1, 2, 2).sum(-1)
+
+
+@case("maxpool_ceil", F32("B", 2, "H", "W"))
+class MaxpoolCeil(nn.Module):
+    def forward(self, x):
+        return F.max_pool2d(x, 3, 2, ceil_mode=True)
+
+
+@case("interp_bicubic", F32("B", 2, "H", "W"))
+class InterpBicubic(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=0.5, mode="bicubic", align_corners=False)
+
+
+@case("conv_same_pad", F32("B", 3, "H", "W"))
+class ConvSamePad(nn.Module):
+    """timm's Conv2dSame (TensorFlow's SAME for a strided conv): pads
+    max((ceil(H / s) - 1) * s + k - H, 0), split before and after, computed
+    from x.size()."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2)
+
+    def forward(self, x):
+        # with tensor ops: Python's max and math.ceil would be baked in by the tracer
+        h, w = torch.tensor(x.size(2)), torch.tensor(x.size(3))
+        ph = torch.clamp((torch.div(h + 1, 2, rounding_mode="floor") - 1) * 2 + 3 - h, min=0)
+        pw = torch.clamp((torch.div(w + 1, 2, rounding_mode="floor") - 1) * 2 + 3 - w, min=0)
+        x = F.pad(x, [pw // 2, pw - pw // 2, ph // 2, ph - ph // 2])
+        return self.conv(x)
+
+
+@case("scatter_add", [("x", "f32", ("B", "S")), ("ids", "ids:5", ("B", "S"))])
+class ScatterAdd(nn.Module):
+    """Per-row histograms: zeros(B, 5).scatter_add(1, ids, x)."""
+    def forward(self, x, ids):
+        return torch.zeros(x.size(0), 5).scatter_add(1, ids, x)
+
+
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
     arrays = []
@@ -609,25 +750,65 @@ def dynamic_axes(spec, outputs):
     return dyn
 
 
-def export(spec, model, example, opset):
+def export(spec, model, example, opset, exporter):
     with torch.no_grad():
         out = model(*(torch.from_numpy(a) for a in example))
     outs = [out] if isinstance(out, torch.Tensor) else list(out)
     names = [i[0] for i in spec["inputs"]]
+    args = tuple(torch.from_numpy(a) for a in example)
+    out_names = ["y%d" % k for k in range(len(outs))]
     buf = io.BytesIO()
-    with warnings.catch_warnings():
+    logging.disable(logging.WARNING)  # torch.export's notes on torchvision and the like
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, tuple(torch.from_numpy(a) for a in example), buf, dynamo=False,
-                          opset_version=opset, input_names=names,
-                          output_names=["y%d" % k for k in range(len(outs))],
-                          dynamic_axes=dynamic_axes(spec, outs), do_constant_folding=True)
+        if exporter == "dynamo":
+            auto = torch.export.Dim.AUTO
+            dyn = {n: {i: auto for i, d in enumerate(dims) if isinstance(d, str)}
+                   for n, _, dims in spec["inputs"]}
+            prog = torch.onnx.export(model, args, dynamo=True, opset_version=opset, input_names=names,
+                                     output_names=out_names, dynamic_shapes=dyn, verbose=False)
+            prog.save(buf)
+        else:
+            torch.onnx.export(model, args, buf, dynamo=False, opset_version=opset, input_names=names,
+                              output_names=out_names, dynamic_axes=dynamic_axes(spec, outs),
+                              do_constant_folding=True)
     m = onnx.load_from_string(buf.getvalue())
-    m.producer_name = "disc gen_zoo.py (torch %s)" % torch.__version__.split("+")[0]
+    m.producer_name = "disc gen_zoo.py (torch %s, %s)" % (torch.__version__.split("+")[0], exporter)
     m.doc_string = ""
     for n in m.graph.node:
         n.doc_string = ""
     onnx.checker.check_model(m, full_check=True)
     return m
+
+
+def write_variant(spec, model, sets, sub, m, d):
+    """model.onnx and a data set per shape in d; raises if ONNX Runtime
+    fails or disagrees with PyTorch."""
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    in_names = [i.name for i in sess.get_inputs()]
+    out_names = [o.name for o in sess.get_outputs()]
+    for k, inputs in enumerate(sets):
+        outputs = sess.run(None, dict(zip(in_names, inputs)))
+        with torch.no_grad():
+            want = model(*(torch.from_numpy(a) for a in inputs))
+        want = [want] if isinstance(want, torch.Tensor) else list(want)
+        for o, w in zip(outputs, want):  # ONNX Runtime against PyTorch itself
+            np.testing.assert_allclose(o, w.numpy(), rtol=1e-4, atol=1e-5,
+                                       err_msg="%s %s set %d" % (spec["name"], sub, k))
+        sd = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(sd)
+        for i, (n, a) in enumerate(zip(in_names, inputs)):
+            onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(sd, "input_%d.pb" % i))
+        for i, (n, a) in enumerate(zip(out_names, outputs)):
+            onnx.save_tensor(numpy_helper.from_array(np.asarray(a), n),
+                             os.path.join(sd, "output_%d.pb" % i))
 
 
 def write(spec):
@@ -638,36 +819,22 @@ def write(spec):
     for k, sizes in enumerate(spec["sizes"]):
         rng = np.random.default_rng(seed + k)
         sets.append(make_inputs(spec, sizes, rng))
-    for opset in OPSETS:
-        m = export(spec, model, sets[0], opset)
-        d = os.path.join(HERE, spec["name"], "op%d" % opset)
+    for sub, opset, exporter in VARIANTS:
+        d = os.path.join(HERE, spec["name"], sub)
         shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        path = os.path.join(d, "model.onnx")
-        onnx.save(m, path)
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.log_severity_level = 3
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        in_names = [i.name for i in sess.get_inputs()]
-        out_names = [o.name for o in sess.get_outputs()]
-        for k, inputs in enumerate(sets):
-            outputs = sess.run(None, dict(zip(in_names, inputs)))
-            with torch.no_grad():
-                want = model(*(torch.from_numpy(a) for a in inputs))
-            want = [want] if isinstance(want, torch.Tensor) else list(want)
-            for o, w in zip(outputs, want):  # ONNX Runtime against PyTorch itself
-                np.testing.assert_allclose(o, w.numpy(), rtol=1e-4, atol=1e-5,
-                                           err_msg="%s op%d set %d" % (spec["name"], opset, k))
-            sd = os.path.join(d, "test_data_set_%d" % k)
-            os.makedirs(sd)
-            for i, (n, a) in enumerate(zip(in_names, inputs)):
-                onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(sd, "input_%d.pb" % i))
-            for i, (n, a) in enumerate(zip(out_names, outputs)):
-                onnx.save_tensor(numpy_helper.from_array(np.asarray(a), n),
-                                 os.path.join(sd, "output_%d.pb" % i))
+        try:
+            m = export(spec, model, sets[0], opset, exporter)
+        except Exception as e:  # the exporter cannot: no directory, said here
+            print("%-22s %-6s the exporter fails: %s" % (spec["name"], sub, str(e).splitlines()[0][:100]))
+            continue
+        try:
+            write_variant(spec, model, sets, sub, m, d)
+        except Exception as e:  # the export is wrong at another shape: no directory, said here
+            shutil.rmtree(d, ignore_errors=True)
+            print("%-22s %-6s the export is wrong: %s" % (spec["name"], sub, str(e).strip().splitlines()[0][:100]))
+            continue
         ops = sorted({n.op_type for n in m.graph.node})
-        print("%-22s op%d %3d nodes  %s" % (spec["name"], opset, len(m.graph.node), " ".join(ops)))
+        print("%-22s %-6s %3d nodes  %s" % (spec["name"], sub, len(m.graph.node), " ".join(ops)))
 
 
 def main(argv):

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """run.py — one case of the shape-idiom zoo on one backend, against expect.txt.
 
-    run.py --dcc DCC --backend interp|cpu CASE/OPSET
+    run.py --dcc DCC --backend interp|cpu CASE/VARIANT
 
-Runs `dcc check tests/zoo/CASE/opOPSET --backend B [options]` and holds the
-result to the line of CASE/OPSET in tests/zoo/expect.txt:
+Runs `dcc check tests/zoo/CASE/VARIANT --backend B [options]` (VARIANT:
+op17, op20 or dynamo, see gen_zoo.py) and holds the result to the line of
+CASE/VARIANT in tests/zoo/expect.txt:
 
   pass [OPTIONS]   every data set passes (exit 0), at atol 1e-5 unless
                    OPTIONS give another
@@ -41,8 +42,8 @@ def expectations(path):
         except ValueError as e:
             sys.exit("%s:%d: error: %s" % (path, lineno, e))
         if len(f) < 2 or f[1] not in ("pass", "error") or (f[1] == "error" and len(f) != 3):
-            sys.exit("%s:%d: error: want 'CASE/OPSET pass [OPTIONS]' or "
-                     "'CASE/OPSET error \\'MESSAGE\\''" % (path, lineno))
+            sys.exit("%s:%d: error: want 'CASE/VARIANT pass [OPTIONS]' or "
+                     "'CASE/VARIANT error \\'MESSAGE\\''" % (path, lineno))
         if f[0] in table:
             sys.exit("%s:%d: error: %s has two lines" % (path, lineno, f[0]))
         table[f[0]] = (f[1], f[2:] if f[1] == "pass" else f[2])
@@ -55,15 +56,15 @@ def main():
     ap.add_argument("--backend", required=True)
     ap.add_argument("--expect", default=os.path.join(HERE, "expect.txt"))
     ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("key", help="CASE/OPSET")
+    ap.add_argument("key", help="CASE/VARIANT")
     a = ap.parse_args()
     table = expectations(a.expect)
     if a.key not in table:
         print("FAIL: %s has no line in %s" % (a.key, a.expect))
         return 1
     kind, arg = table[a.key]
-    name, opset = a.key.rsplit("/", 1)
-    d = os.path.join(HERE, name, "op" + opset)
+    name, variant = a.key.rsplit("/", 1)
+    d = os.path.join(HERE, name, variant)
     model = os.path.join(d, "model.onnx")
     if not os.path.isfile(model):
         print("FAIL: no %s: run python3 tests/zoo/gen_zoo.py %s" % (model, name))
