@@ -720,6 +720,112 @@ class ScatterAdd(nn.Module):
         return torch.zeros(x.size(0), 5).scatter_add(1, ids, x)
 
 
+@case("any_all", F32("B", "S", 4))
+class AnyAll(nn.Module):
+    """Boolean reductions: rows with any positive and with all positive."""
+    def forward(self, x):
+        p = x > 0
+        return p.any(dim=-1).float() + p.all(dim=-1).float()
+
+
+@case("narrow_computed", F32("B", "S", 4))
+class NarrowComputed(nn.Module):
+    """narrow(1, 1, S - 1) and the difference of neighbours."""
+    def forward(self, x):
+        return x.narrow(1, 1, x.size(1) - 1) * (x[:, 1:] - x[:, :-1])
+
+
+@case("normalize_norm", F32("B", "S", 4))
+class NormalizeNorm(nn.Module):
+    def forward(self, x):
+        return F.normalize(x, dim=-1) + x.norm(p=2, dim=1, keepdim=True) + x.logsumexp(dim=-1, keepdim=True)
+
+
+@case("bmm_baddbmm", F32("B", "S", 4))
+class BmmBaddbmm(nn.Module):
+    def forward(self, x):
+        a = torch.bmm(x, x.transpose(1, 2))
+        return torch.baddbmm(a, x, x.transpose(1, 2), beta=0.5, alpha=2.0)
+
+
+@case("conv1d_same", F32("B", 3, "S"))
+class Conv1dSame(nn.Module):
+    """conv1d with padding='same' over the dynamic length, then avg_pool1d."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 4, 4, padding="same")
+
+    def forward(self, x):
+        return F.avg_pool1d(self.conv(x), 2, ceil_mode=True)
+
+
+@case("upsample_1d", F32("B", 2, "S"))
+class Upsample1d(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2.0, mode="linear", align_corners=False) + \
+            F.interpolate(x, scale_factor=2.0, mode="nearest")
+
+
+@case("grid_sample", [("x", "f32", ("B", 2, "H", "W")), ("grid", "f32", ("B", 3, 5, 2))])
+class GridSample(nn.Module):
+    """Spatial-transformer sampling at computed points."""
+    def forward(self, x, grid):
+        return F.grid_sample(x, torch.tanh(grid), mode="bilinear", align_corners=False)
+
+
+@case("unique", [("ids", "ids:5", ("B", "S"))])
+class Unique(nn.Module):
+    def forward(self, ids):
+        return torch.unique(ids, sorted=True)
+
+
+@case("index_fill", F32("B", "S", 4))
+class IndexFill(nn.Module):
+    def forward(self, x):
+        return x.index_fill(2, torch.tensor([0, 2]), -1.0)
+
+
+@case("masked_scatter", F32("B", "S"))
+class MaskedScatter(nn.Module):
+    def forward(self, x):
+        return x.masked_scatter(x > 0, torch.zeros_like(x) + 5.0)
+
+
+@case("floor_divide_shapes", F32("B", "S", 4))
+class FloorDivideShapes(nn.Module):
+    """Sizes through floor_divide and remainder as tensors."""
+    def forward(self, x):
+        s = torch.tensor(x.size(1))
+        q = torch.floor_divide(s, 4)
+        r = torch.remainder(s, 4)
+        return x * q.float() + r.float()
+
+
+@case("layer_norm_2d", F32("B", "S", 2, 4))
+class LayerNorm2d(nn.Module):
+    """layer_norm over the last two axes."""
+    def forward(self, x):
+        return F.layer_norm(x, (2, 4))
+
+
+@case("clamp_tensor", F32("B", "S"))
+class ClampTensor(nn.Module):
+    def forward(self, x):
+        lo = x.mean(dim=1, keepdim=True)
+        return torch.clamp(x, min=lo, max=lo + 0.5)
+
+
+@case("tril_positions", F32("B", "S", "S"))
+class TrilPositions(nn.Module):
+    """Relative positions i - j from two aranges, masked below the diagonal."""
+    def forward(self, x):
+        s = x.size(1)
+        i = torch.arange(s)
+        rel = (i[:, None] - i[None, :]).float()
+        return torch.tril(x) + rel.clamp(min=0)
+
+
+
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
     arrays = []
