@@ -30,6 +30,7 @@ disc_onnx_test(opset11 opset11 --golden ${G}/opset11.ir)
 disc_onnx_test(typed_ext typed_ext --expect "%y")
 disc_onnx_test(out_of_order out_of_order --expect "neg")
 disc_onnx_test(dim_names dim_names --golden ${G}/dim_names.ir)
+disc_onnx_test(fold_idioms fold_idioms --golden ${G}/fold_idioms.ir)
 
 disc_onnx_test(err_truncated err_truncated --fail --kind parse
   --expect "err_truncated.onnx: error: cannot parse ONNX model (")
