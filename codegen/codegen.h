@@ -50,6 +50,8 @@ typedef struct CgOpts {
     bool unfused;      /* one kernel per op (the baseline, and for debugging) */
     const char *dump_after; /* the name of a pass (cg_passes): what it made,
                                on stderr */
+    const char *gpu;   /* "cuda-emu": the kernels as GPU source, run by the
+                          emulator (gpu.h, a test instrument); NULL: the CPU's */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -232,6 +234,7 @@ typedef struct CgTarget {
      * or write the object. Owns m->mod from here on. */
     bool (*finish)(const struct CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d);
     void *state;       /* the target's own: the JIT's Exec, AOT's CgAot */
+    void *kstate;      /* the kernel hooks' own: the emulator's GpuEmu */
 } CgTarget;
 
 /* The hooks both CPU targets share (cpu.c): the kernel templates, the
