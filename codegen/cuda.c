@@ -182,6 +182,10 @@ typedef struct Gk {
     bool flat;         /* every value is read at the flat index fi */
     V fi;
     bool speculate;    /* the variant where no dim broadcasts implicitly */
+    GpuStr shared;     /* __shared__ arrays of a reduction kernel */
+    Value **rv;        /* values computed once per row (reductions) */
+    V *rval;
+    int nr;
 } Gk;
 
 static V lit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -804,6 +808,9 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
 static V gelem(Gk *k, Value *v, V *idx)
 {
     Cg *cg = k->cg;
+    for (int i = 0; i < k->nr; i++)
+        if (k->rv[i] == v)
+            return k->rval[i];
     if (in_group(k, v)) {
         V r;
         if (op_elem(k, v->def, v, idx, &r))
@@ -885,6 +892,287 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
     line(k, "}");
 }
 
+/* ---- the row-reduction template ------------------------------------------------ *
+ *
+ * INPUT and STITCH groups (kernel.c's row plan): one block per row (the
+ * kept dims), striding over the rows when the grid is smaller. Each
+ * reduction of the group, in order, is a strided pass of the block's
+ * threads over the row's reduced index space, each thread accumulating
+ * its own elements in order, then a tree over the threads in shared
+ * memory; its result is a row value the later work reads. Row-shaped
+ * outputs are stored by thread 0, full-shaped ones in a last strided
+ * pass. Argmax and argmin carry the index (and whether a thread saw any
+ * element) and combine as the interpreter's scan would: the first (or
+ * with `last` the last) of equal values, and a NaN wins. */
+
+static bool is_reduction(const Op *op)
+{
+    return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
+}
+
+static void reduced_axes(const Op *op, bool *red)
+{
+    memset(red, 0, MAX_RANK * sizeof *red);
+    if (op->kind == OP_REDUCE) {
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < axes->n; i++)
+            red[axes->ints[i]] = true;
+    } else {
+        red[op_attr_int(op, "axis", 0)] = true;
+    }
+}
+
+/* The combining op of a reduce: bool sums are ors, products ands. */
+static BinaryOp reduce_bin(const Op *op, DType dt)
+{
+    const char *kind = op_attr_str(op, "kind", "sum");
+    BinaryOp b = !strcmp(kind, "max") ? BIN_MAX : !strcmp(kind, "min") ? BIN_MIN : !strcmp(kind, "prod") ? BIN_MUL
+               : BIN_ADD;
+    if (dt == DT_BOOL)
+        b = b == BIN_ADD || b == BIN_MAX ? BIN_OR : BIN_AND;
+    return b;
+}
+
+/* The accumulator's start: the identity of the combining op. */
+static V acc_init(const Op *op, DType dt)
+{
+    const char *kind = op->kind == OP_REDUCE ? op_attr_str(op, "kind", "sum") : "arg";
+    if (!strcmp(kind, "sum") || !strcmp(kind, "mean"))
+        return lit(dt == DT_BOOL ? "false" : "0");
+    if (!strcmp(kind, "prod"))
+        return lit(dt == DT_BOOL ? "true" : "1");
+    bool is_max = !strcmp(kind, "max") || op->kind == OP_ARGMAX;
+    if (is_f(dt))
+        return lit(is_max ? "(-DISC_INF)" : "DISC_INF");
+    if (dt == DT_BOOL)
+        return lit(is_max ? "false" : "true");
+    int bits = 8 * (int)dtype_size(dt);
+    if (is_u(dt))
+        return is_max ? lit("0") : lit("(%s)%lluull", ctype(dt), bits == 64 ? ~0ull : (1ull << bits) - 1);
+    long long mn = bits == 64 ? INT64_MIN : -(1ll << (bits - 1));
+    return is_max ? lit("(%s)(%lldll - 1)", ctype(dt), mn + 1) : lit("(%s)%lldll", ctype(dt), -(mn + 1));
+}
+
+/* Whether b (at index ib) replaces a (at ia) in an argmax or argmin:
+ * the scan's rule over two partial results. */
+static V arg_take(Gk *k, const Op *op, DType dt, V a, V ia, V b, V ib)
+{
+    bool last = op_attr_int(op, "last", 0);
+    const char *cmp = op->kind == OP_ARGMAX ? ">" : "<";
+    V tie = let(k, "bool", "%s %s %s", ib.s, last ? ">" : "<", ia.s);
+    if (is_f(dt))
+        return let(k, "bool", "(%s != %s) ? (%s != %s && %s) : (%s != %s || %s %s %s || (%s == %s && %s))", a.s, a.s,
+                   b.s, b.s, tie.s, b.s, b.s, b.s, cmp, a.s, b.s, a.s, tie.s);
+    return let(k, "bool", "%s %s %s || (%s == %s && %s)", b.s, cmp, a.s, b.s, a.s, tie.s);
+}
+
+/* Splits flat over the listed axes of t into idx (at those axes). */
+static void split_axes(Gk *k, const Type *t, const int *axes, int n, V flat, V *idx)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        Dim *d = t->dims[axes[i]];
+        if (i == 0) {
+            idx[axes[0]] = flat;
+        } else if (dim_is(d, 1)) {
+            idx[axes[i]] = lit("0");
+        } else {
+            V dv = kdim(k, d);
+            idx[axes[i]] = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+    }
+}
+
+static Dim *prod_axes(DimCtx *cx, const Type *t, const int *axes, int n)
+{
+    Dim *p = dim_const(cx, 1);
+    for (int i = 0; i < n; i++)
+        p = dim_mul(cx, p, t->dims[axes[i]]);
+    return p;
+}
+
+/* One reduction of the row at idx: its value, the same in every thread. */
+static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr, V m)
+{
+    Value *x = op->in[0];
+    DType dt = x->type.dtype;
+    const char *t = ctype(dt);
+    bool arg = op->kind != OP_REDUCE;
+    bool last = arg && op_attr_int(op, "last", 0);
+    gpu_str_printf(&k->shared, "    __shared__ %s r%d[%d];\n", t, id, GPU_BLOCK);
+    if (arg)
+        gpu_str_printf(&k->shared, "    __shared__ int64_t i%d[%d];\n    __shared__ bool h%d[%d];\n", id, GPU_BLOCK,
+                       id, GPU_BLOCK);
+    V acc = let(k, t, "%s", acc_init(op, dt).s);
+    V best = arg ? let(k, "int64_t", "0") : lit("0"), has = arg ? let(k, "bool", "false") : lit("0");
+    int j = k->nv++;
+    line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, m.s, j);
+    k->ind++;
+    V full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    split_axes(k, &x->type, rax, nr, lit("v%d", j), full);
+    V v = gelem(k, x, full);
+    if (!arg) {
+        V r;
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
+        line(k, "%s = %s;", acc.s, r.s);
+    } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
+        const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
+        V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
+                                  last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
+                            : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
+        line(k, "if (%s || !%s) {", better.s, has.s);
+        line(k, "    %s = %s;", acc.s, v.s);
+        line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
+        line(k, "}");
+        line(k, "%s = true;", has.s);
+    }
+    k->ind--;
+    line(k, "}");
+    /* the tree over the block's threads */
+    line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, acc.s);
+    if (arg)
+        line(k, "DISC_SH(i%d, threadIdx.x) = %s;\n%*sDISC_SH(h%d, threadIdx.x) = %s;", id, best.s, 4 * k->ind, "", id,
+             has.s);
+    line(k, "__syncthreads();");
+    int st = k->nv++;
+    line(k, "for (int v%d = blockDim.x / 2; v%d > 0; v%d >>= 1) {", st, st, st);
+    k->ind++;
+    if (!arg) {
+        line(k, "if (threadIdx.x < v%d) {", st);
+        k->ind++;
+        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), r;
+        V b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, a, b, &r);
+        line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, r.s);
+    } else {
+        line(k, "if (threadIdx.x < v%d && DISC_SH(h%d, threadIdx.x + v%d)) {", st, id, st);
+        k->ind++;
+        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
+        V ia = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x)", id);
+        V ib = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x + v%d)", id, st);
+        V take = arg_take(k, op, dt, a, ia, b, ib);
+        line(k, "if (!DISC_SH(h%d, threadIdx.x) || %s) {", id, take.s);
+        line(k, "    DISC_SH(r%d, threadIdx.x) = %s;", id, b.s);
+        line(k, "    DISC_SH(i%d, threadIdx.x) = %s;", id, ib.s);
+        line(k, "    DISC_SH(h%d, threadIdx.x) = true;", id);
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    line(k, "__syncthreads();");
+    k->ind--;
+    line(k, "}");
+    V r = arg ? let(k, "int64_t", "DISC_SH(i%d, 0)", id) : let(k, t, "DISC_SH(r%d, 0)", id);
+    if (!arg && !strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+        r = let(k, t, is_f(dt) ? "%s / (%s)%s" : "%s / (%s)%s", r.s, t, m.s);
+    line(k, "__syncthreads(); /* every thread has read it: r%d is free for the next row */", id);
+    return r;
+}
+
+static bool reduce_body(Gk *k, Dim **grid, int grid_max)
+{
+    Cg *cg = k->cg;
+    const Group *grp = k->grp;
+    DimCtx *cx = &cg->g->dims;
+    const Op *first = NULL;
+    for (int i = 0; i < grp->nops && !first; i++)
+        if (is_reduction(grp->ops[i]))
+            first = grp->ops[i];
+    if (!first)
+        return unsupported(cg, grp->root, "a reduction group without a reduction");
+    if (grp->kind == FUSE_STITCH && fuse_columns(grp))
+        return unsupported(cg, grp->root, "reduce (a stitch group over columns)");
+    const Type *xt = &first->in[0]->type;
+    bool red[MAX_RANK];
+    reduced_axes(first, red);
+    int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
+    for (int i = 0; i < xt->rank; i++) {
+        if (red[i])
+            rax[nr++] = i;
+        else
+            kax[nk++] = i;
+    }
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        bool r2[MAX_RANK];
+        if (!is_reduction(op))
+            continue;
+        reduced_axes(op, r2);
+        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
+            return unsupported(cg, op, "reductions over different rows in one group");
+    }
+    Dim *p = prod_axes(cx, xt, kax, nk), *m = prod_axes(cx, xt, rax, nr), *full = type_numel(cx, xt);
+    for (int o = 0; o < grp->nouts; o++) {
+        Dim *n = type_numel(cx, &grp->outs[o]->type);
+        if (n != p && n != full)
+            return unsupported(cg, grp->outs[o]->def, "an output neither row- nor input-shaped");
+    }
+    *grid = dim_max(cx, dim_min(cx, p, dim_const(cx, grid_max)), dim_const(cx, 1));
+    V pv = kdim(k, p), mv = kdim(k, m);
+    int q = k->nv++;
+    line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a row per block */", q, q, pv.s, q);
+    k->ind++;
+    V idx[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        idx[i] = lit("0");
+    split_axes(k, xt, kax, nk, lit("v%d", q), idx);
+    k->nr = 0;
+    for (int i = 0; i < grp->nops; i++)
+        if (is_reduction(grp->ops[i])) {
+            k->rv[k->nr] = grp->ops[i]->out[0];
+            k->rval[k->nr] = reduce_row(k, grp->ops[i], k->nr, idx, rax, nr, mv);
+            k->nr++;
+        }
+    bool any_row = false, any_full = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        bool row = type_numel(cx, &grp->outs[o]->type) == p;
+        any_row |= row;
+        any_full |= !row;
+    }
+    if (any_row) {
+        line(k, "if (threadIdx.x == 0) {");
+        k->ind++;
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) != p)
+                continue;
+            V oidx[MAX_RANK];
+            unflatten(k, &ov->type, lit("v%d", q), oidx);
+            store(k, buf_of(k, ov), lit("v%d", q), gelem(k, ov, oidx));
+        }
+        k->ind--;
+        line(k, "}");
+    }
+    if (any_full) {
+        int j = k->nv++;
+        line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, mv.s, j);
+        k->ind++;
+        V fi[MAX_RANK], oidx[MAX_RANK];
+        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
+        split_axes(k, xt, rax, nr, lit("v%d", j), fi);
+        V off = offset(k, xt, fi);
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) == p)
+                continue;
+            V x;
+            if (same_dims(&ov->type, xt)) {
+                x = gelem(k, ov, fi);
+            } else { /* a reshape of the same element count */
+                unflatten(k, &ov->type, off, oidx);
+                x = gelem(k, ov, oidx);
+            }
+            store(k, buf_of(k, ov), off, x);
+        }
+        k->ind--;
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    return true;
+}
+
 static void desc(GpuStr *s, const Group *grp)
 {
     for (int i = 0; i < grp->nops; i++)
@@ -894,27 +1182,31 @@ static void desc(GpuStr *s, const Group *grp)
 /* The emulator's entry for kernel gk: the CPU kernel ABI over blocks. */
 static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
 {
-    gpu_str_printf(s, "void %s_emu(int64_t begin, int64_t end, void *args)\n{\n", gk->name);
-    gpu_str_printf(s, "    void **a = (void **)args;\n    const int64_t *s = (const int64_t *)a[%d];\n", k->nb);
-    gpu_str_printf(s, "    (void)s;\n    DISC_EMU_RUN(begin, end, ");
-    dim_text(s, gk->grid, "s[%d]");
-    gpu_str_printf(s, ", %d, %s(", gk->block, gk->name);
+    /* one thread: the kernel on the launch's arguments */
+    gpu_str_printf(s, "static void %s_thread(void **a)\n{\n", gk->name);
+    gpu_str_printf(s, "    const int64_t *s = (const int64_t *)a[%d];\n    (void)s;\n    %s(", k->nb, gk->name);
     for (int i = 0; i < k->nb; i++)
         gpu_str_printf(s, "%s(%s%s *)a[%d]", i ? ", " : "", i < k->grp->nins ? "const " : "",
                        stype(k->bv[i]->type.dtype), i);
     for (int i = 0; i < gk->nsyms; i++)
         gpu_str_printf(s, ", s[%d]", gk->syms[i]);
-    gpu_str_printf(s, "));\n}\n\n");
+    gpu_str_printf(s, ");\n}\n\n");
+    /* the launch: blocks [begin, end) of the grid */
+    gpu_str_printf(s, "void %s_emu(int64_t begin, int64_t end, void *args)\n{\n", gk->name);
+    gpu_str_printf(s, "    const int64_t *s = (const int64_t *)((void **)args)[%d];\n    (void)s;\n", k->nb);
+    gpu_str_printf(s, "    disc_emu_run(begin, end, ");
+    dim_text(s, gk->grid, "s[%d]");
+    gpu_str_printf(s, ", %d, %s_thread, (void **)args, \"%s\");\n}\n\n", gk->block, gk->name, gk->name);
 }
 
 bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, GpuStr *src, GpuKernel *gk)
 {
     memset(gk, 0, sizeof *gk);
     snprintf(gk->name, sizeof gk->name, "%s", name);
-    if (grp->kind != FUSE_LOOP && grp->kind != FUSE_LIBRARY) {
+    bool reduce = grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH;
+    if (!reduce && grp->kind != FUSE_LOOP && grp->kind != FUSE_LIBRARY) {
         char what[160];
-        snprintf(what, sizeof what, "%s (a%s %s group: reductions on the GPU come next)",
-                 op_info(grp->root->kind)->name, grp->kind == FUSE_INPUT ? "n" : "", fuse_kind_name(grp->kind));
+        snprintf(what, sizeof what, "%s (a %s group)", op_info(grp->root->kind)->name, fuse_kind_name(grp->kind));
         return unsupported(cg, grp->root, what);
     }
     DimCtx *cx = &cg->g->dims;
@@ -923,6 +1215,10 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     for (int i = 0; i < k.nb; i++)
         bv[i] = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
     k.bv = bv;
+    Value *rv[grp->nops + 1];
+    V rval[grp->nops + 1];
+    k.rv = rv;
+    k.rval = rval;
     k.usesym = calloc((size_t)cx->nsyms + 1, sizeof *k.usesym);
     if (!k.usesym)
         return diag_oom(cg->d);
@@ -930,11 +1226,15 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
     const Type *rt = &root->type;
     Dim *numel = type_numel(cx, rt);
-    bool flat = cg_loop_flat(cg, grp, numel);
+    bool flat = !reduce && cg_loop_flat(cg, grp, numel);
     Dim *x[64], *r[64];
-    int np = cg_broadcast_pairs(cg, grp, x, r, 64);
+    int np = reduce ? 0 : cg_broadcast_pairs(cg, grp, x, r, 64);
     k.ind = 1;
-    if (np == 0) {
+    Dim *one = dim_const(cx, 1);
+    gk->grid = NULL;
+    if (reduce) {
+        reduce_body(&k, &gk->grid, grid_max);
+    } else if (np == 0) {
         loop_body(&k, rt, numel, flat);
     } else { /* speculation: the variant without broadcasting where every pair is equal */
         char same[1024] = "true";
@@ -957,8 +1257,8 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         line(&k, "}");
     }
     /* the launch: enough blocks for one element per thread, at most grid_max */
-    Dim *one = dim_const(cx, 1);
-    gk->grid = rt->rank == 0 ? one
+    if (!gk->grid)
+        gk->grid = rt->rank == 0 ? one
              : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK)), dim_const(cx, grid_max)), one);
     gk->block = GPU_BLOCK;
     gk->nbufs = k.nb;
@@ -976,13 +1276,15 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         gpu_str_printf(src, "%s%s%s *b%d", i ? ", " : "", i < grp->nins ? "const " : "", stype(bv[i]->type.dtype), i);
     for (int i = 0; i < gk->nsyms; i++)
         gpu_str_printf(src, ", int64_t s%d", gk->syms[i]);
-    gpu_str_printf(src, ")\n{\n%s%s}\n\n", k.pro.p ? k.pro.p : "", k.body.p ? k.body.p : "");
+    gpu_str_printf(src, ")\n{\n%s%s%s}\n\n", k.shared.p ? k.shared.p : "", k.pro.p ? k.pro.p : "",
+                   k.body.p ? k.body.p : "");
     if (lang == GPU_EMU)
         emu_entry(src, &k, gk);
 done:;
-    bool oom = k.pro.failed || k.body.failed || src->failed || !gk->syms;
+    bool oom = k.pro.failed || k.body.failed || k.shared.failed || src->failed || !gk->syms;
     gpu_str_free(&k.pro);
     gpu_str_free(&k.body);
+    gpu_str_free(&k.shared);
     dimmap_free(&k.dims);
     free(k.usesym);
     if (oom && !cg->d->set)
@@ -1077,7 +1379,8 @@ bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkerne
  * What a kernel's text assumes: the fixed-width integer types, DISC_KERNEL
  * (an entry point), DISC_FN (a device helper), DISC_TID and DISC_NTHREADS
  * (this thread's index in the grid and the grid's size), DISC_AT(p, i, n)
- * (element i of buffer p of n elements), DISC_INF and DISC_NAN, the
+ * (element i of buffer p of n elements), DISC_SH(p, i) (of a __shared__
+ * array), DISC_INF and DISC_NAN, the
  * f16/bf16 conversions (disc_h2f, disc_f2h, disc_bf2f, disc_f2bf), and the
  * maths helpers of the op tables. The head is the target's own; the
  * helpers are one text for every target. */
@@ -1092,6 +1395,7 @@ static const char prelude_cuda[] =
     "#define DISC_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
     "#define DISC_NTHREADS ((int64_t)gridDim.x * blockDim.x)\n"
     "#define DISC_AT(p, i, n) (p)[i]\n"
+    "#define DISC_SH(p, i) (p)[i]\n"
     "#define DISC_INF __int_as_float(0x7f800000)\n"
     "#define DISC_NAN __int_as_float(0x7fc00000)\n"
     "#define disc_f2u __float_as_uint\n"
@@ -1111,6 +1415,7 @@ static const char prelude_hip[] =
     "#define DISC_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
     "#define DISC_NTHREADS ((int64_t)gridDim.x * blockDim.x)\n"
     "#define DISC_AT(p, i, n) (p)[i]\n"
+    "#define DISC_SH(p, i) (p)[i]\n"
     "#define DISC_INF __builtin_huge_valf()\n"
     "#define DISC_NAN __builtin_nanf(\"\")\n"
     "DISC_FN uint32_t disc_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }\n"
@@ -1118,10 +1423,11 @@ static const char prelude_hip[] =
     "DISC_FN float disc_h2f(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }\n"
     "DISC_FN uint16_t disc_f2h(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }\n";
 
-/* The emulator's: C for the host compiler (emu.c). A block's threads run
- * one after another in a shuffled order (a loop kernel has no barriers);
- * every buffer access is bounds-checked and an access out of bounds stops
- * the process with the kernel, buffer, index, block and thread. */
+/* The emulator's: C for the host compiler (emu.c). A block's threads are
+ * fibers that take turns in a shuffled order and meet at __syncthreads;
+ * __shared__ memory is per OS thread (a block runs on one); every buffer
+ * access is bounds-checked. A fault stops the process with the kernel,
+ * what went wrong, the block and the thread. */
 static const char prelude_emu[] =
     "/* disc_emu.h: the prelude of disc's GPU kernels on the emulator (cuda-emu) */\n"
     "#include <stdint.h>\n#include <stdbool.h>\n#include <math.h>\n#include <stdio.h>\n"
@@ -1151,22 +1457,122 @@ static const char prelude_emu[] =
     "    }\n"
     "    return i;\n"
     "}\n"
-    "#define DISC_AT(p, i, n) (p)[disc_emu_at((i), (n), #p, __func__, __LINE__)]\n"
+    "#define DISC_AT(p, i, n) (p)[disc_emu_at((i), (n), #p, __func__, __LINE__)]\n"    "/* a __shared__ array, checked against its declared size */\n"
+    "#define DISC_SH(p, i) DISC_AT(p, i, (int64_t)(sizeof(p) / sizeof((p)[0])))\n"
+    "/* ---- threads as fibers: a block's threads take turns on one OS thread,\n"
+    "   each on its own stack, switching at __syncthreads (and when done) ---- */\n"
+    "#if !defined(__x86_64__)\n"
+    "#error \"cuda-emu: the fibers' context switch is written for x86-64\"\n"
+    "#endif\n"
+    "void disc_emu_switch(void **from, void *to);\n"
+    "/* saves the callee-saved registers and the stack pointer in *from, resumes to */\n"
+    "__asm__(\".text\\n.globl disc_emu_switch\\n.hidden disc_emu_switch\\n.type disc_emu_switch,@function\\n\"\n"
+    "        \"disc_emu_switch:\\n\"\n"
+    "        \"  pushq %rbp\\n  pushq %rbx\\n  pushq %r12\\n  pushq %r13\\n  pushq %r14\\n  pushq %r15\\n\"\n"
+    "        \"  movq %rsp, (%rdi)\\n  movq %rsi, %rsp\\n\"\n"
+    "        \"  popq %r15\\n  popq %r14\\n  popq %r13\\n  popq %r12\\n  popq %rbx\\n  popq %rbp\\n  ret\\n\");\n"
+    "enum { DISC_EMU_STACK = 64 << 10, DISC_EMU_MAXT = 1024 };\n"
+    "enum { DISC_EMU_READY, DISC_EMU_BARRIER, DISC_EMU_DONE };\n"
+    "typedef struct { void *sp; int state, line; unsigned tid; } disc_fiber;\n"
+    "static _Thread_local struct {\n"
+    "    void *sched;                 /* the scheduler's stack pointer */\n"
+    "    char *stacks;                /* DISC_EMU_MAXT stacks, made once per OS thread */\n"
+    "    disc_fiber f[DISC_EMU_MAXT];\n"
+    "    int cur;\n"
+    "    void (*fn)(void **);\n"
+    "    void **args;\n"
+    "    const char *name;\n"
+    "} disc_emu;\n"
     "static unsigned disc_emu_seed;\n"
-    "/* blocks [begin, end) of a grid of `grid`, threads in a shuffled order */\n"
-    "#define DISC_EMU_RUN(begin, end, grid, block, call) do { \\\n"
-    "    unsigned seed_ = __atomic_fetch_add(&disc_emu_seed, 1u, __ATOMIC_RELAXED) * 61u; \\\n"
-    "    gridDim.x = (unsigned)(grid); gridDim.y = gridDim.z = 1; \\\n"
-    "    blockDim.x = (block); blockDim.y = blockDim.z = 1; \\\n"
-    "    if ((end) > (int64_t)gridDim.x) disc_emu_fail(\"launched past its grid\", __func__, __LINE__); \\\n"
-    "    for (int64_t b_ = (begin); b_ < (end); b_++) { \\\n"
-    "        blockIdx.x = (unsigned)b_; \\\n"
-    "        for (unsigned t_ = 0; t_ < (unsigned)(block); t_++) { \\\n"
-    "            threadIdx.x = (t_ * 61u + seed_) % (unsigned)(block); /* block: a power of 2 */ \\\n"
-    "            call; \\\n"
-    "        } \\\n"
-    "    } \\\n"
-    "} while (0)\n";
+    "static void disc_emu_fiber(void)\n"
+    "{\n"
+    "    disc_fiber *f = &disc_emu.f[disc_emu.cur];\n"
+    "    disc_emu.fn(disc_emu.args);\n"
+    "    f->state = DISC_EMU_DONE;\n"
+    "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
+    "}\n"
+    "static void disc_emu_barrier(int line)\n"
+    "{\n"
+    "    disc_fiber *f = &disc_emu.f[disc_emu.cur];\n"
+    "    f->state = DISC_EMU_BARRIER;\n"
+    "    f->line = line;\n"
+    "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
+    "}\n"
+    "#define __syncthreads() disc_emu_barrier(__LINE__)\n"
+    "#define __shared__ static _Thread_local\n"
+    "/* Runs blocks [begin, end) of a grid of `grid` blocks of `block` threads,\n"
+    "   fn being one thread. Threads run in an order shuffled per launch, each\n"
+    "   until it waits at a barrier or ends; when every thread waits at the\n"
+    "   same barrier they all go on. A thread that ends while others wait, or\n"
+    "   threads waiting at different barriers, is reported (a deadlock or\n"
+    "   undefined behaviour on a GPU), not a hang. */\n"
+    "static void disc_emu_run(int64_t begin, int64_t end, int64_t grid, int block, void (*fn)(void **), void **args,\n"
+    "                         const char *name)\n"
+    "{\n"
+    "    gridDim.x = (unsigned)grid; gridDim.y = gridDim.z = 1;\n"
+    "    blockDim.x = (unsigned)block; blockDim.y = blockDim.z = 1;\n"
+    "    if (end > grid || block > DISC_EMU_MAXT || (block & (block - 1)))\n"
+    "        disc_emu_fail(\"launched past its grid, or a block size that is not a power of 2\", name, 0);\n"
+    "    if (!disc_emu.stacks && !(disc_emu.stacks = (char *)malloc((size_t)DISC_EMU_MAXT * DISC_EMU_STACK)))\n"
+    "        disc_emu_fail(\"out of memory for the threads' stacks\", name, 0);\n"
+    "    disc_emu.fn = fn;\n"
+    "    disc_emu.args = args;\n"
+    "    disc_emu.name = name;\n"
+    "    unsigned seed = __atomic_fetch_add(&disc_emu_seed, 1u, __ATOMIC_RELAXED) * 61u;\n"
+    "    for (int64_t b = begin; b < end; b++) {\n"
+    "        blockIdx.x = (unsigned)b; blockIdx.y = blockIdx.z = 0;\n"
+    "        for (int i = 0; i < block; i++) {\n"
+    "            disc_fiber *f = &disc_emu.f[i];\n"
+    "            /* a frame that returns into disc_emu_fiber with the stack as after a call */\n"
+    "            void **sp = (void **)(disc_emu.stacks + (size_t)(i + 1) * DISC_EMU_STACK);\n"
+    "            *--sp = 0;\n"
+    "            *--sp = (void *)disc_emu_fiber;\n"
+    "            for (int r = 0; r < 6; r++)\n"
+    "                *--sp = 0;\n"
+    "            f->sp = sp;\n"
+    "            f->state = DISC_EMU_READY;\n"
+    "            f->tid = ((unsigned)i * 61u + seed) % (unsigned)block; /* block: a power of 2 */\n"
+    "        }\n"
+    "        for (;;) {\n"
+    "            for (int i = 0; i < block; i++) {\n"
+    "                disc_fiber *f = &disc_emu.f[i];\n"
+    "                if (f->state != DISC_EMU_READY)\n"
+    "                    continue;\n"
+    "                disc_emu.cur = i;\n"
+    "                threadIdx.x = f->tid; threadIdx.y = threadIdx.z = 0;\n"
+    "                disc_emu_switch(&disc_emu.sched, f->sp);\n"
+    "            }\n"
+    "            int done = 0, wait = -1;\n"
+    "            for (int i = 0; i < block; i++) {\n"
+    "                disc_fiber *f = &disc_emu.f[i];\n"
+    "                if (f->state == DISC_EMU_DONE) {\n"
+    "                    done++;\n"
+    "                    continue;\n"
+    "                }\n"
+    "                if (wait < 0)\n"
+    "                    wait = i;\n"
+    "                char what[200];\n"
+    "                threadIdx.x = f->tid;\n"
+    "                if (f->line != disc_emu.f[wait].line) {\n"
+    "                    snprintf(what, sizeof what, \"threads %u and %u of one block wait at different barriers \"\n"
+    "                             \"(generated lines %d and %d)\", disc_emu.f[wait].tid, f->tid, disc_emu.f[wait].line, f->line);\n"
+    "                    disc_emu_fail(what, name, f->line);\n"
+    "                }\n"
+    "            }\n"
+    "            if (done == block)\n"
+    "                break;\n"
+    "            if (done > 0) {\n"
+    "                char what[160];\n"
+    "                threadIdx.x = disc_emu.f[wait].tid;\n"
+    "                snprintf(what, sizeof what, \"%d threads of the block ended while this one waits at a barrier \"\n"
+    "                         \"(a deadlock on a GPU)\", done);\n"
+    "                disc_emu_fail(what, name, disc_emu.f[wait].line);\n"
+    "            }\n"
+    "            for (int i = 0; i < block; i++)\n"
+    "                disc_emu.f[i].state = DISC_EMU_READY;\n"
+    "        }\n"
+    "    }\n"
+    "}\n";
 
 static const char prelude_common[] =
     "/* ---- every target: dims, integer division, float helpers, f16/bf16 bits ---- */\n"
@@ -1291,7 +1697,7 @@ static const char tail_hip[] =
     "DISC_FN float disc_bf2f(uint16_t h) { return disc_u2f((uint32_t)h << 16); }\n"
     "DISC_FN uint16_t disc_f2bf(float f) { return disc_f2half(f, 7, 8); }\n";
 
-static char prelude_text[3][16384];
+static char prelude_text[3][32768];
 
 static void prelude_init(void)
 {

@@ -132,6 +132,35 @@ static bool cc_compile(const char *dir, const char *src, Diag *d)
     return true;
 }
 
+void *gpu_emu_load(const char *src, Diag *d)
+{
+    char dir[] = "/tmp/disc-emu-XXXXXX";
+    if (!mkdtemp(dir)) {
+        diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot make a directory in /tmp");
+        return NULL;
+    }
+    GpuStr all = {0};
+    gpu_str_printf(&all, "%s\n%s", gpu_prelude(GPU_EMU), src);
+    bool ok = !all.failed ? cc_compile(dir, all.p, d) : diag_oom(d);
+    gpu_str_free(&all);
+    char path[256];
+    void *lib = NULL;
+    if (ok) {
+        snprintf(path, sizeof path, "%s/k.so", dir);
+        if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+            const char *err = dlerror();
+            diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot load %s: %s", path, err ? err : "");
+        }
+    }
+    static const char *files[] = {"k.c", "k.so", "log"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return lib;
+}
+
 bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***addrs, int *n, Diag *d)
 {
     *n = 0;
@@ -152,28 +181,7 @@ bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***add
         return diag_oom(d);
     if (e->n == 0)
         return true;
-    char dir[] = "/tmp/disc-emu-XXXXXX";
-    if (!mkdtemp(dir))
-        return diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot make a directory in /tmp");
-    GpuStr all = {0};
-    gpu_str_printf(&all, "%s\n%s", gpu_prelude(GPU_EMU), e->src.p);
-    bool ok = !all.failed ? cc_compile(dir, all.p, d) : diag_oom(d);
-    gpu_str_free(&all);
-    char path[256];
-    if (ok) {
-        snprintf(path, sizeof path, "%s/k.so", dir);
-        if (!(e->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-            const char *err = dlerror();
-            ok = diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot load %s: %s", path, err ? err : "");
-        }
-    }
-    static const char *files[] = {"k.c", "k.so", "log"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
-    if (!ok)
+    if (!(e->lib = gpu_emu_load(e->src.p, d)))
         return false;
     void **a = calloc((size_t)e->n, sizeof *a);
     if (!a)

@@ -3,8 +3,11 @@
  *
  * Without arguments: unit tests of the source (a loop group becomes one
  * kernel whose parameters are its buffers and the symbols it reads; a
- * reduction is named as not supported yet) and, where NVRTC loads, that
- * it compiles.
+ * reduction is a block per row; a library call is named as not supported
+ * yet) and, where NVRTC loads, that it compiles; the emulator's barriers
+ * (a reversal through shared memory is right with its barrier and wrong
+ * without; a barrier some threads skip, or threads at different barriers,
+ * are reported).
  *
  *   test_gpu --compile sm_80,sm_90 FILE...
  *
@@ -18,8 +21,12 @@
 #include "runtime/rt.h"
 #include "tests/unit/check.h"
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* The CUDA module of the model at path (or of IR text src). */
 static bool module_source(const char *path, const char *src, GpuStr *out, int *nk, int *nu, Diag *why, Diag *d)
@@ -41,7 +48,9 @@ static void test_source(void)
                       "  %0 = convert(%y) {to = f32} : f32[S]\n"
                       "  %1 = add(%x, %0) : f32[B, S]\n"
                       "  %2 = reduce(%1) {kind = sum, axes = [1], keepdims = 0} : f32[B]\n"
-                      "  return %1, %2\n"
+                      "  %3 = dot(%x, %x) {lhs_batch = [], rhs_batch = [], lhs_contract = [1], rhs_contract = [1]}"
+                      " : f32[B, B]\n"
+                      "  return %1, %2, %3\n"
                       "}\n";
     GpuStr s = {0};
     int nk = -1, nu = -1;
@@ -54,9 +63,11 @@ static void test_source(void)
      * buffers, then the one symbol it reads */
     CHECK_MSG(strstr(s.p, "DISC_KERNEL void disc_k0(const uint16_t *b0, float *b1, int64_t s1)"), "%s", s.p);
     CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
-    CHECK(nk >= 1);
-    CHECK_MSG(nu == 1 && why.kind == DIAG_UNSUPPORTED && strstr(why.msg, "t.disc:4: error: not supported on cuda yet: "
-                                                                      "reduce"), "%d %s", nu, why.msg);
+    /* the reduction: a block per row, a tree in shared memory */
+    CHECK_MSG(strstr(s.p, "__shared__ float r0[256];") && strstr(s.p, "__syncthreads();"), "%s", s.p);
+    CHECK(nk == 2);
+    CHECK_MSG(nu == 1 && why.kind == DIAG_UNSUPPORTED && strstr(why.msg, "t.disc:5: error: not supported on cuda yet: "
+                                                                      "dot"), "%d %s", nu, why.msg);
     Diag nd = {0};
     if (gpu_nvrtc_version(&nd)) {
         char *bin = NULL;
@@ -68,6 +79,93 @@ static void test_source(void)
         printf("NVRTC not here, not compiled: %s\n", nd.msg);
     }
     gpu_str_free(&s);
+}
+
+/* The emulator's threads: a reversal through shared memory needs its
+ * barrier (without it the threads that run first read what the others
+ * have not written); a barrier that only some threads reach, or threads
+ * at different barriers, stop the process with a report. */
+static const char emu_src[] =
+    "DISC_KERNEL void rev(const float *x, float *y, int sync, int split)\n"
+    "{\n"
+    "    __shared__ float t[256];\n"
+    "    DISC_SH(t, threadIdx.x) = DISC_AT(x, threadIdx.x, 256);\n"
+    "    if (split == 1) {\n"
+    "        if (threadIdx.x < 128)\n"
+    "            __syncthreads();\n"
+    "    } else if (split == 2) {\n"
+    "        if (threadIdx.x < 128)\n"
+    "            __syncthreads();\n"
+    "        else\n"
+    "            __syncthreads();\n"
+    "    } else if (sync) {\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    DISC_AT(y, threadIdx.x, 256) = DISC_SH(t, 255 - threadIdx.x);\n"
+    "}\n"
+    "static void rev_thread(void **a) { rev((const float *)a[0], (float *)a[1], *(int *)a[2], *(int *)a[3]); }\n"
+    "void rev_emu(int64_t begin, int64_t end, void *args) { disc_emu_run(begin, end, 1, 256, rev_thread, (void **)args, \"rev\"); }\n";
+
+typedef void EmuFn(int64_t, int64_t, void *);
+
+static int rev_run(EmuFn *fn, int sync, int split, float *y)
+{
+    static int run; /* other values each run: shared memory keeps the last */
+    float x[256];
+    run++;
+    for (int i = 0; i < 256; i++)
+        x[i] = (float)(i + 1000 * run);
+    void *args[4] = {x, y, &sync, &split};
+    fn(0, 1, args);
+    int wrong = 0;
+    for (int i = 0; i < 256; i++)
+        wrong += y[i] != x[255 - i];
+    return wrong;
+}
+
+/* split's run in a child: whether it was stopped by abort() with msg. */
+static bool rev_aborts(EmuFn *fn, int split, const char *msg)
+{
+    int fd[2];
+    if (pipe(fd))
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        float y[256];
+        rev_run(fn, 1, split, y);
+        _exit(0);
+    }
+    close(fd[1]);
+    char buf[512] = "";
+    ssize_t n = read(fd[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    bool ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(buf, msg);
+    if (!ok)
+        fprintf(stderr, "split %d: status %d, stderr: %s\n", split, st, buf);
+    return ok;
+}
+
+static void test_emu_barriers(void)
+{
+    Diag d = {0};
+    void *lib = gpu_emu_load(emu_src, &d);
+    CHECK_MSG(lib, "%s", d.msg);
+    if (!lib)
+        return;
+    EmuFn *fn = (EmuFn *)(uintptr_t)dlsym(lib, "rev_emu");
+    CHECK(fn);
+    if (fn) {
+        float y[256];
+        CHECK(rev_run(fn, 1, 0, y) == 0);
+        CHECK(rev_run(fn, 0, 0, y) > 0); /* the barrier removed: wrong */
+        CHECK(rev_aborts(fn, 1, "ended while this one waits at a barrier"));
+        CHECK(rev_aborts(fn, 2, "wait at different barriers"));
+    }
+    dlclose(lib);
 }
 
 static int compile_files(const char *archs, char **files, int nfiles)
@@ -121,5 +219,6 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "--compile"))
         return compile_files(argv[2], argv + 3, argc - 3);
     test_source();
+    test_emu_barriers();
     return check_done();
 }
