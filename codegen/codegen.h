@@ -219,6 +219,10 @@ typedef struct CgTarget {
     bool (*kernel)(Cg *cg, const Group *grp, KernelInfo *ki);
     /* The split variant's two kernels of a row group (cg_split_fits). */
     bool (*kernel_split)(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
+    /* A library group (a matmul, conv or pool with its epilogue) when the
+     * target runs it itself, as a kernel (the GPU emulator); NULL: the
+     * runtime's library calls (hostlib.c). */
+    bool (*library)(struct Host *h, const Group *grp);
     /* The skinny matmul kernel for an epilogue and its panel width; NULL
      * when the target has none (the library runs every matmul). */
     LLVMValueRef (*skinny)(Cg *cg, int post, bool bias, bool residual, int *panel);

@@ -609,6 +609,70 @@ static void reshape_index(Gk *k, const Type *xt, const Type *rt, V *idx, V *xi)
     }
 }
 
+/* One element of a dot (disc's GEMM in its simplest form: a thread per
+ * result element, a loop over the contracted index space). The result is
+ * [batch dims, lhs free dims, rhs free dims] (infer.c); floats accumulate
+ * in f32 (f64 for f64), integers in uint64 and wrap, as the interpreter. */
+static V dot_elem(Gk *k, const Op *op, V *idx)
+{
+    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
+    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+    Value *a = op->in[0], *b = op->in[1];
+    const Type *at = &a->type, *bt = &b->type;
+    DType dt = at->dtype;
+    const char *acc_t = is_f(dt) ? ctype(dt) : "uint64_t";
+    V ai[MAX_RANK], bi[MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < lb->n; i++, n++) {
+        ai[lb->ints[i]] = idx[n];
+        bi[rb->ints[i]] = idx[n];
+    }
+    bool role[MAX_RANK];
+    for (int s = 0; s < 2; s++) {
+        const Type *t = s ? bt : at;
+        const Attr *bl = s ? rb : lb, *cl = s ? rc : lc;
+        memset(role, 0, sizeof role);
+        for (int i = 0; i < bl->n; i++)
+            role[bl->ints[i]] = true;
+        for (int i = 0; i < cl->n; i++)
+            role[cl->ints[i]] = true;
+        for (int i = 0; i < t->rank; i++)
+            if (!role[i])
+                (s ? bi : ai)[i] = idx[n++];
+    }
+    Dim *kd = dim_const(&k->cg->g->dims, 1);
+    for (int i = 0; i < lc->n; i++)
+        kd = dim_mul(&k->cg->g->dims, kd, at->dims[lc->ints[i]]);
+    V acc = let(k, acc_t, "0");
+    int j = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", j, j, kdim(k, kd).s, j);
+    k->ind++;
+    V flat = lit("v%d", j);
+    for (int i = lc->n - 1; i >= 0; i--) { /* the contracted index, split over both operands' dims */
+        Dim *d = at->dims[lc->ints[i]];
+        V c;
+        if (i == 0) {
+            c = flat;
+        } else if (dim_is(d, 1)) {
+            c = lit("0");
+        } else {
+            V dv = kdim(k, d);
+            c = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+        ai[lc->ints[i]] = c;
+        bi[rc->ints[i]] = c;
+    }
+    V x = gelem(k, a, ai), y = gelem(k, b, bi);
+    if (is_f(dt))
+        line(k, "%s += %s * %s;", acc.s, x.s, y.s);
+    else
+        line(k, "%s += (uint64_t)(int64_t)%s * (uint64_t)(int64_t)%s;", acc.s, x.s, y.s);
+    k->ind--;
+    line(k, "}");
+    return is_f(dt) ? acc : let(k, ctype(dt), "(%s)%s", ctype(dt), acc.s);
+}
+
 /* One element of v = op(...) at idx; false where the GPU path has no
  * code for op (or not for its dtype). */
 static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
@@ -753,6 +817,9 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
     }
     case OP_IOTA:
         *out = convert(k, idx[op_attr_int(op, "axis", 0)], DT_I64, dt);
+        return true;
+    case OP_DOT:
+        *out = dot_elem(k, op, idx);
         return true;
     case OP_GATHER: {
         int axis = (int)op_attr_int(op, "axis", 0);
@@ -1209,6 +1276,17 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         snprintf(what, sizeof what, "%s (a %s group)", op_info(grp->root->kind)->name, fuse_kind_name(grp->kind));
         return unsupported(cg, grp->root, what);
     }
+    if (grp->kind == FUSE_LIBRARY && grp->root->kind != OP_DOT) {
+        char what[160];
+        snprintf(what, sizeof what, "%s (a library call: cuDNN or disc's own template come next)",
+                 op_info(grp->root->kind)->name);
+        return unsupported(cg, grp->root, what);
+    }
+    if (!reduce)
+        for (int o = 0; o < grp->nouts; o++)
+            if (type_numel(&cg->g->dims, &grp->outs[o]->type) !=
+                type_numel(&cg->g->dims, &(grp->root ? grp->root->out[0] : grp->outs[0])->type))
+                return unsupported(cg, grp->outs[o]->def, "a loop kernel's outputs of other element counts");
     DimCtx *cx = &cg->g->dims;
     Gk k = {.cg = cg, .grp = grp, .nb = grp->nins + grp->nouts};
     Value *bv[k.nb + 1];
@@ -1327,12 +1405,7 @@ bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkerne
         }
         Diag e = {0};
         cg.d = &e;
-        if (grp->kind == FUSE_LIBRARY) {
-            char what[96];
-            snprintf(what, sizeof what, "%s (a library call: cuBLASLt and disc's GEMM come next)",
-                     op_info(grp->root->kind)->name);
-            unsupported(&cg, grp->root, what);
-        } else {
+        {
             char *sig = cg_kernel_signature(grp);
             if (!sig) {
                 ok = diag_oom(d);

@@ -10,14 +10,18 @@
  * order), through the host C compiler into a shared object, whose entries
  * the JIT links to.
  *
- * It refuses what the GPU path does not take yet (reductions, library
- * calls): the first such group is the compile's error, located at its op,
- * so a test counts it as not supported rather than passing through some
- * fallback. Ops with no kernel on any target run on the host as on the
+ * A matmul (a library group: the dot and its epilogue) is a kernel too,
+ * through the target's library hook. What the GPU path does not take yet
+ * (conv, pool, column stitch groups) is refused: the first such group is
+ * the compile's error, located at its op, so a test counts it as not
+ * supported rather than passing through the flow's fallback to the CPU
+ * (the flow splits a group no kernel takes and runs its ops on the host;
+ * the emulator lets it, then fails the compile at link). Ops with no kernel on any target run on the host as on the
  * CPU (topk, nonzero, resize, ...): that part of the flow is every
  * target's.
  */
 #include "codegen/gpu.h"
+#include "codegen/host.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -90,7 +94,8 @@ GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d)
     t->name = name;
     t->kernel = emu_kernel;
     t->kernel_split = NULL; /* no split variant: one grid per group */
-    t->skinny = NULL;       /* (library calls are refused anyway) */
+    t->skinny = NULL;
+    t->library = host_emit_kernel_group; /* a matmul is a kernel, conv and pool refused */
     t->kstate = e;
     return e;
 }
@@ -166,15 +171,6 @@ bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***add
     *n = 0;
     *names = NULL;
     *addrs = NULL;
-    for (int i = 0; i < m->plan->n; i++) {
-        const Group *grp = &m->plan->groups[i];
-        if (grp->kind == FUSE_LIBRARY) {
-            char what[96];
-            snprintf(what, sizeof what, "%s (a library call: cuBLASLt and disc's GEMM come next)",
-                     op_info(grp->root->kind)->name);
-            return gpu_unsupported(m->g, grp->root, what, d);
-        }
-    }
     if (e->first.set)
         return diag_copy(d, &e->first);
     if (e->src.failed)

@@ -3,8 +3,8 @@
  *
  * Without arguments: unit tests of the source (a loop group becomes one
  * kernel whose parameters are its buffers and the symbols it reads; a
- * reduction is a block per row; a library call is named as not supported
- * yet) and, where NVRTC loads, that it compiles; the emulator's barriers
+ * reduction is a block per row; a dot a thread per element; a pool is
+ * named as not supported yet) and, where NVRTC loads, that it compiles; the emulator's barriers
  * (a reversal through shared memory is right with its barrier and wrong
  * without; a barrier some threads skip, or threads at different barriers,
  * are reported).
@@ -44,13 +44,15 @@ static bool module_source(const char *path, const char *src, GpuStr *out, int *n
 
 static void test_source(void)
 {
-    const char *src = "graph @t(%x: f32[B, S], %y: f16[S]) {\n"
+    const char *src = "graph @t(%x: f32[B, S], %y: f16[S], %i: f32[1, 1, 4, 4]) {\n"
                       "  %0 = convert(%y) {to = f32} : f32[S]\n"
                       "  %1 = add(%x, %0) : f32[B, S]\n"
                       "  %2 = reduce(%1) {kind = sum, axes = [1], keepdims = 0} : f32[B]\n"
                       "  %3 = dot(%x, %x) {lhs_batch = [], rhs_batch = [], lhs_contract = [1], rhs_contract = [1]}"
                       " : f32[B, B]\n"
-                      "  return %1, %2, %3\n"
+                      "  %4 = pool(%i) {kind = max, window = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], "
+                      "dilations = [1, 1], ceil = 0, count_pad = 0} : f32[1, 1, 3, 3]\n"
+                      "  return %1, %2, %3, %4\n"
                       "}\n";
     GpuStr s = {0};
     int nk = -1, nu = -1;
@@ -65,9 +67,11 @@ static void test_source(void)
     CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
     /* the reduction: a block per row, a tree in shared memory */
     CHECK_MSG(strstr(s.p, "__shared__ float r0[256];") && strstr(s.p, "__syncthreads();"), "%s", s.p);
-    CHECK(nk == 2);
-    CHECK_MSG(nu == 1 && why.kind == DIAG_UNSUPPORTED && strstr(why.msg, "t.disc:5: error: not supported on cuda yet: "
-                                                                      "dot"), "%d %s", nu, why.msg);
+    /* the dot: a thread per element, a loop over the contracted dim */
+    CHECK_MSG(strstr(s.p, "/* disc_k2: library group"), "%s", s.p);
+    CHECK(nk == 3);
+    CHECK_MSG(nu == 1 && why.kind == DIAG_UNSUPPORTED && strstr(why.msg, "t.disc:6: error: not supported on cuda yet: "
+                                                                      "pool"), "%d %s", nu, why.msg);
     Diag nd = {0};
     if (gpu_nvrtc_version(&nd)) {
         char *bin = NULL;
