@@ -673,6 +673,124 @@ static V dot_elem(Gk *k, const Op *op, V *idx)
     return is_f(dt) ? acc : let(k, ctype(dt), "(%s)%s", ctype(dt), acc.s);
 }
 
+/* Splits flat over the constant-or-symbolic dims d[0..n) into out. */
+static void split_dims(Gk *k, Dim **d, int n, V flat, V *out)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (i == 0) {
+            out[0] = flat;
+        } else if (dim_is(d[i], 1)) {
+            out[i] = lit("0");
+        } else {
+            V dv = kdim(k, d[i]);
+            out[i] = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+    }
+}
+
+/* One element of a conv, conv_transpose or pool: a thread per result
+ * element, loops over the window's taps (and the group's channels), as
+ * the interpreter computes it (runtime/interp_lib.c): a tap outside the
+ * input reads nothing. */
+static V window_elem(Gk *k, const Op *op, V *idx)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    Value *x = op->in[0];
+    const Type *xt = &x->type;
+    DType dt = xt->dtype;
+    const char *t = ctype(dt);
+    int nsp = xt->rank - 2;
+    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pads = op_attr(op, "pads");
+    bool pool = op->kind == OP_POOL, tr = op->kind == OP_CONV_TRANSPOSE;
+    Dim *kd[MAX_RANK], *taps = dim_const(cx, 1);
+    for (int i = 0; i < nsp; i++) {
+        kd[i] = pool ? dim_const(cx, op_attr(op, "window")->ints[i]) : op->in[1]->type.dims[2 + i];
+        taps = dim_mul(cx, taps, kd[i]);
+    }
+    bool is_max = pool && !strcmp(op_attr_str(op, "kind", "max"), "max");
+    bool count_pad = pool && op_attr_int(op, "count_pad", 0);
+    V acc = let(k, is_f(dt) || !is_max ? t : "int64_t", "%s", is_max && is_f(dt) ? "(-DISC_INF)" : "0");
+    V any = let(k, "bool", "false"), count = let(k, "int64_t", "0");
+    int kf = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", kf, kf, kdim(k, taps).s, kf);
+    k->ind++;
+    V ks[MAX_RANK], pos[MAX_RANK];
+    split_dims(k, kd, nsp, lit("v%d", kf), ks);
+    V inside = lit("true");
+    for (int i = 0; i < nsp; i++) {
+        V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[2 + i]);
+        long long s = (long long)st->ints[i], dil = (long long)dl->ints[i];
+        if (!tr) {
+            pos[i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
+            inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, pos[i].s, pos[i].s, n.s);
+        } else { /* the input position whose tap lands here, if one does */
+            V num = let(k, "int64_t", "%s + %s - %s * %lld", idx[2 + i].s, pb.s, ks[i].s, dil);
+            pos[i] = let(k, "int64_t", "%s / %lld", num.s, s);
+            inside = let(k, "bool", "%s && %s >= 0 && %s %% %lld == 0 && %s < %s", inside.s, num.s, num.s, s,
+                         pos[i].s, n.s);
+        }
+    }
+    if (count_pad) /* every tap counts, inside or not (interp_pool) */
+        line(k, "%s++;", count.s);
+    line(k, "if (%s) {", inside.s);
+    k->ind++;
+    V xi[MAX_RANK], wi[MAX_RANK];
+    for (int i = 0; i < nsp; i++)
+        xi[2 + i] = wi[2 + i] = pos[i];
+    xi[0] = idx[0];
+    if (pool) {
+        xi[1] = idx[1];
+        V v = gelem(k, x, xi);
+        if (!is_max)
+            line(k, "%s += %s;", acc.s, v.s);
+        else if (is_f(dt))
+            line(k, "%s = %s != %s || %s != %s ? DISC_NAN : %s > %s ? %s : %s;", acc.s, acc.s, acc.s, v.s, v.s, v.s,
+                 acc.s, v.s, acc.s);
+        else
+            line(k, "%s = !%s || (int64_t)%s > %s ? (int64_t)%s : %s;", acc.s, any.s, v.s, acc.s, v.s, acc.s);
+        line(k, "%s = true;", any.s);
+        if (!count_pad)
+            line(k, "%s++;", count.s);
+    } else {
+        const Type *wt = &op->in[1]->type;
+        int64_t g = op_attr_int(op, "groups", 1);
+        /* conv: w [O, C/g, k...]; conv_transpose: w [C, O/g, k...] */
+        Dim *cg = tr ? dim_floordiv(cx, xt->dims[1], dim_const(cx, g)) : wt->dims[1];
+        Dim *og = tr ? wt->dims[1] : dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
+        V grp = let(k, "int64_t", "%s / %s", idx[1].s, kdim(k, og).s);
+        int c = k->nv++;
+        line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", c, c, kdim(k, cg).s, c);
+        k->ind++;
+        xi[1] = let(k, "int64_t", "%s * %s + v%d", grp.s, kdim(k, cg).s, c);
+        if (tr) {
+            wi[0] = xi[1];
+            wi[1] = let(k, "int64_t", "%s - %s * %s", idx[1].s, grp.s, kdim(k, og).s);
+        } else {
+            wi[0] = idx[1];
+            wi[1] = lit("v%d", c);
+        }
+        for (int i = 0; i < nsp; i++)
+            wi[2 + i] = ks[i];
+        V a = gelem(k, x, xi), b = gelem(k, op->in[1], wi);
+        line(k, "%s += %s * %s;", acc.s, a.s, b.s);
+        k->ind--;
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+    if (pool && !is_max)
+        return let(k, t, "%s / (%s)%s", acc.s, t, count.s);
+    if (pool && is_max && !is_f(dt)) { /* a window with no tap inside: the interpreter's value */
+        const char *none = dt == DT_U8 || dt == DT_BOOL ? "0" : dt == DT_I8 ? "(-128)" : dt == DT_I32
+                         ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)";
+        return let(k, t, "(%s)(%s ? %s : %s)", t, any.s, acc.s, none);
+    }
+    return acc;
+}
+
 /* One element of v = op(...) at idx; false where the GPU path has no
  * code for op (or not for its dtype). */
 static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
@@ -820,6 +938,11 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
         return true;
     case OP_DOT:
         *out = dot_elem(k, op, idx);
+        return true;
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE:
+    case OP_POOL:
+        *out = window_elem(k, op, idx);
         return true;
     case OP_GATHER: {
         int axis = (int)op_attr_int(op, "axis", 0);
@@ -1274,12 +1397,6 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     if (!reduce && grp->kind != FUSE_LOOP && grp->kind != FUSE_LIBRARY) {
         char what[160];
         snprintf(what, sizeof what, "%s (a %s group)", op_info(grp->root->kind)->name, fuse_kind_name(grp->kind));
-        return unsupported(cg, grp->root, what);
-    }
-    if (grp->kind == FUSE_LIBRARY && grp->root->kind != OP_DOT) {
-        char what[160];
-        snprintf(what, sizeof what, "%s (a library call: cuDNN or disc's own template come next)",
-                 op_info(grp->root->kind)->name);
         return unsupported(cg, grp->root, what);
     }
     if (!reduce)

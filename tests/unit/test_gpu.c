@@ -3,8 +3,8 @@
  *
  * Without arguments: unit tests of the source (a loop group becomes one
  * kernel whose parameters are its buffers and the symbols it reads; a
- * reduction is a block per row; a dot a thread per element; a pool is
- * named as not supported yet) and, where NVRTC loads, that it compiles; the emulator's barriers
+ * reduction is a block per row; a dot and a pool a thread per element;
+ * what is not supported is a located error) and, where NVRTC loads, that it compiles; the emulator's barriers
  * (a reversal through shared memory is right with its barrier and wrong
  * without; a barrier some threads skip, or threads at different barriers,
  * are reported).
@@ -67,11 +67,20 @@ static void test_source(void)
     CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
     /* the reduction: a block per row, a tree in shared memory */
     CHECK_MSG(strstr(s.p, "__shared__ float r0[256];") && strstr(s.p, "__syncthreads();"), "%s", s.p);
-    /* the dot: a thread per element, a loop over the contracted dim */
+    /* the dot: a thread per element, a loop over the contracted dim; the
+     * pool a loop over its taps */
     CHECK_MSG(strstr(s.p, "/* disc_k2: library group"), "%s", s.p);
-    CHECK(nk == 3);
-    CHECK_MSG(nu == 1 && why.kind == DIAG_UNSUPPORTED && strstr(why.msg, "t.disc:6: error: not supported on cuda yet: "
-                                                                      "pool"), "%d %s", nu, why.msg);
+    CHECK_MSG(nk == 4 && nu == 0, "%d kernels, %d not supported: %s", nk, nu, why.msg);
+    /* what the GPU path does not take is a located error */
+    Graph *g = model_load_text(src, strlen(src), "t.disc", &d);
+    CHECK(g);
+    if (g) {
+        Diag e = {0};
+        CHECK(!gpu_unsupported(g, g->last->prev, "what", &e));
+        CHECK_MSG(e.kind == DIAG_UNSUPPORTED && !strcmp(e.msg, "t.disc:5: error: not supported on cuda yet: what"),
+                  "%s", e.msg);
+        graph_free(g);
+    }
     Diag nd = {0};
     if (gpu_nvrtc_version(&nd)) {
         char *bin = NULL;
