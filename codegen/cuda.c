@@ -1260,6 +1260,114 @@ static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr,
     return r;
 }
 
+/* Column stitch groups (fuse_columns): in the row plan a block takes one
+ * column, and a row value stands for the reduction's result at that
+ * column only. As kernel.c's column template does (col_reads), the group
+ * is taken only if every read of a reduction's result is at the result's
+ * own kept axes; a read off its column (static dims that happen to be
+ * equal) is refused, and the flow splits the group up. */
+typedef struct ColCheck {
+    const Gk *k;
+    const int *kax;
+    int nk;
+    const Type *xt;
+    int budget;
+} ColCheck;
+
+static bool reads_red(ColCheck *c, const Value *v)
+{
+    if (!in_group(c->k, v))
+        return false;
+    if (--c->budget < 0 || is_reduction(v->def))
+        return true;
+    for (int i = 0; i < v->def->nin; i++)
+        if (reads_red(c, v->def->in[i]))
+            return true;
+    return false;
+}
+
+/* map[i]: the axis of the reduced operand whose index v's index i is; -1
+ * where v's dim is 1. */
+static bool col_reads(ColCheck *c, const Value *v, const int *map)
+{
+    if (!in_group(c->k, v))
+        return true;
+    const Op *op = v->def;
+    OpCat cat = op_info(op->kind)->cat;
+    int m[MAX_RANK];
+    if (--c->budget < 0)
+        return false;
+    if (op->kind == OP_REDUCE) {
+        bool keep = op_attr_int(op, "keepdims", 1);
+        for (int i = 0; i < v->type.rank; i++)
+            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : c->kax[i]))
+                return false;
+        return true;
+    }
+    if (cat == CAT_UNARY || cat == CAT_BINARY || cat == CAT_ELEM) {
+        for (int j = 0; j < op->nin; j++) {
+            const Type *t = &op->in[j]->type;
+            int off = v->type.rank - t->rank;
+            for (int a = 0; a < t->rank; a++)
+                m[a] = dim_is(t->dims[a], 1) ? -1 : map[a + off];
+            if (!col_reads(c, op->in[j], m))
+                return false;
+        }
+        return true;
+    }
+    if (op->kind == OP_BROADCAST) {
+        const Attr *axes = op_attr(op, "axes");
+        const Type *t = &op->in[0]->type;
+        for (int a = 0; a < t->rank; a++)
+            m[a] = dim_is(t->dims[a], 1) ? -1 : map[axes->ints[a]];
+        return col_reads(c, op->in[0], m);
+    }
+    return !reads_red(c, v);
+}
+
+/* The map of a row-shaped type whose dims are the kept dims in order
+ * (dims 1 anywhere); false if it is not one. */
+static bool row_map(const ColCheck *c, const Type *t, int *map)
+{
+    int a = 0;
+    for (int i = 0; i < t->rank; i++) {
+        Dim *d = t->dims[i];
+        if (dim_is(d, 1)) {
+            map[i] = -1;
+            continue;
+        }
+        while (a < c->nk && c->xt->dims[c->kax[a]] != d && dim_is(c->xt->dims[c->kax[a]], 1))
+            a++;
+        if (a == c->nk || c->xt->dims[c->kax[a]] != d)
+            return false;
+        map[i] = c->kax[a++];
+    }
+    for (; a < c->nk; a++)
+        if (!dim_is(c->xt->dims[c->kax[a]], 1))
+            return false;
+    return true;
+}
+
+static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
+{
+    const Group *grp = k->grp;
+    ColCheck c = {k, kax, nk, xt, 1 << 16};
+    int id[MAX_RANK], map[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        id[i] = i;
+    for (int i = 0; i < grp->nops; i++)
+        if (is_reduction(grp->ops[i]) && !col_reads(&c, grp->ops[i]->in[0], id))
+            return false;
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        bool row = type_numel(&k->cg->g->dims, &ov->type) == p;
+        if (row ? !row_map(&c, &ov->type, map) || !col_reads(&c, ov, map)
+                : same_dims(&ov->type, xt) ? !col_reads(&c, ov, id) : reads_red(&c, ov))
+            return false;
+    }
+    return true;
+}
+
 static bool reduce_body(Gk *k, Dim **grid, int grid_max)
 {
     Cg *cg = k->cg;
@@ -1271,8 +1379,6 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
             first = grp->ops[i];
     if (!first)
         return unsupported(cg, grp->root, "a reduction group without a reduction");
-    if (grp->kind == FUSE_STITCH && fuse_columns(grp))
-        return unsupported(cg, grp->root, "reduce (a stitch group over columns)");
     const Type *xt = &first->in[0]->type;
     bool red[MAX_RANK];
     reduced_axes(first, red);
@@ -1293,6 +1399,8 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
             return unsupported(cg, op, "reductions over different rows in one group");
     }
     Dim *p = prod_axes(cx, xt, kax, nk), *m = prod_axes(cx, xt, rax, nr), *full = type_numel(cx, xt);
+    if (grp->kind == FUSE_STITCH && fuse_columns(grp) && !columns_ok(k, xt, kax, nk, p))
+        return diag_set(cg->d, "codegen: group %d reads a column reduction's result off its column", grp->id);
     for (int o = 0; o < grp->nouts; o++) {
         Dim *n = type_numel(cx, &grp->outs[o]->type);
         if (n != p && n != full)
@@ -1500,65 +1608,97 @@ void gpu_kernel_free(GpuKernel *k)
 
 /* ---- the module -------------------------------------------------------------------- */
 
+typedef struct ModSrc {
+    Cg cg;
+    GpuLang lang;
+    GpuStr *out;
+    char **sigs;       /* of the kernels so far: equal groups share one */
+    int nsig;
+    int *nkernels, *nunsup;
+    Diag *why, *d;
+} ModSrc;
+
+/* grp's kernel into the module (or a comment saying why not); false on
+ * an error that is not "not supported yet". A group no template takes
+ * (codegen's DIAG_MODEL refusal: a column read off its column) is split
+ * into its ops, as the host flow does (host.c, emit_single). */
+static bool module_group(ModSrc *ms, const Group *grp)
+{
+    Diag e = {0};
+    ms->cg.d = &e;
+    char *sig = cg_kernel_signature(grp);
+    if (!sig)
+        return diag_oom(ms->d);
+    for (int j = 0; j < ms->nsig; j++)
+        if (!strcmp(ms->sigs[j], sig)) {
+            free(sig);
+            return true;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "disc_k%d", *ms->nkernels);
+    GpuKernel gk;
+    if (gpu_kernel(&ms->cg, grp, name, ms->lang, GPU_GRID_MAX, ms->out, &gk)) {
+        ms->sigs[ms->nsig++] = sig;
+        ++*ms->nkernels;
+        gpu_kernel_free(&gk);
+        return true;
+    }
+    free(sig);
+    if (e.kind == DIAG_MODEL && grp->nops > 1 && grp->kind != FUSE_LIBRARY) {
+        gpu_str_printf(ms->out, "/* group %d (%s", grp->id, fuse_kind_name(grp->kind));
+        desc(ms->out, grp);
+        gpu_str_printf(ms->out, "): split up: %s */\n\n", e.msg);
+        for (int i = 0; i < grp->nops; i++) {
+            Op *op = grp->ops[i];
+            Value *ins[op->nin + 1];
+            int nins = 0;
+            for (int j = 0; j < op->nin; j++) {
+                bool dup = false;
+                for (int l = 0; l < nins; l++)
+                    dup |= ins[l] == op->in[j];
+                if (!dup)
+                    ins[nins++] = op->in[j];
+            }
+            Group g1 = {.kind = fuse_kind_of(op), .id = grp->id, .ops = &op, .nops = 1, .ins = ins, .nins = nins,
+                        .outs = op->out, .nouts = op->nout, .root = op};
+            if (g1.kind != FUSE_SHAPE && !module_group(ms, &g1))
+                return false;
+        }
+        return true;
+    }
+    if (e.kind != DIAG_UNSUPPORTED)
+        return diag_copy(ms->d, &e);
+    ++*ms->nunsup;
+    if (ms->why)
+        diag_copy(ms->why, &e);
+    gpu_str_printf(ms->out, "/* group %d (%s", grp->id, fuse_kind_name(grp->kind));
+    desc(ms->out, grp);
+    gpu_str_printf(ms->out, "):\n   %s */\n\n", e.msg);
+    return true;
+}
+
 bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkernels, int *nunsup, Diag *why,
                        Diag *d)
 {
-    Cg cg = {.g = m->g, .si = m->si, .plan = m->plan, .mp = m->mp};
-    char **sigs = calloc((size_t)m->plan->n + 1, sizeof *sigs);
-    if (!sigs)
+    ModSrc ms = {.cg = {.g = m->g, .si = m->si, .plan = m->plan, .mp = m->mp}, .lang = lang, .out = out,
+                 .nkernels = nkernels, .nunsup = nunsup, .why = why, .d = d};
+    /* a kernel per group, or per op of a group split up, at most */
+    if (!(ms.sigs = calloc((size_t)m->plan->n + (size_t)m->g->nops + 1, sizeof *ms.sigs)))
         return diag_oom(d);
     *nkernels = *nunsup = 0;
     gpu_str_printf(out, "/* disc: %s kernels of %s */\n#include \"disc_%s.h\"\n\n", lang == GPU_HIP ? "HIP" : "CUDA",
                    m->g->name ? m->g->name : "a model", lang == GPU_HIP ? "hip" : "cuda");
     bool ok = true;
-    int nsig = 0;
     for (int i = 0; i < m->plan->n && ok; i++) {
         const Group *grp = &m->plan->groups[i];
-        if (grp->kind == FUSE_SHAPE)
-            continue;
-        if (grp->kind == FUSE_OPAQUE) {
+        if (grp->kind == FUSE_OPAQUE)
             gpu_str_printf(out, "/* group %d (%s): on the host */\n\n", grp->id, op_info(grp->root->kind)->name);
-            continue;
-        }
-        Diag e = {0};
-        cg.d = &e;
-        {
-            char *sig = cg_kernel_signature(grp);
-            if (!sig) {
-                ok = diag_oom(d);
-                break;
-            }
-            bool dup = false;
-            for (int j = 0; j < nsig && !dup; j++)
-                dup = !strcmp(sigs[j], sig);
-            if (dup) {
-                free(sig);
-                continue;
-            }
-            sigs[nsig++] = sig;
-            char name[32];
-            snprintf(name, sizeof name, "disc_k%d", *nkernels);
-            GpuKernel gk;
-            if (gpu_kernel(&cg, grp, name, lang, GPU_GRID_MAX, out, &gk)) {
-                ++*nkernels;
-                gpu_kernel_free(&gk);
-                continue;
-            }
-        }
-        if (e.kind != DIAG_UNSUPPORTED) {
-            ok = diag_copy(d, &e);
-            break;
-        }
-        ++*nunsup;
-        if (why)
-            diag_copy(why, &e);
-        gpu_str_printf(out, "/* group %d (%s", grp->id, fuse_kind_name(grp->kind));
-        desc(out, grp);
-        gpu_str_printf(out, "):\n   %s */\n\n", e.msg);
+        else if (grp->kind != FUSE_SHAPE)
+            ok = module_group(&ms, grp);
     }
-    for (int i = 0; i < nsig; i++)
-        free(sigs[i]);
-    free(sigs);
+    for (int i = 0; i < ms.nsig; i++)
+        free(ms.sigs[i]);
+    free(ms.sigs);
     if (ok && out->failed)
         ok = diag_oom(d);
     return ok;

@@ -45,8 +45,13 @@ static bool emu_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     snprintf(name, sizeof name, "disc_k%d", cg->nkernels);
     GpuKernel gk;
     if (!gpu_kernel(cg, grp, name, GPU_EMU, GPU_EMU_GRID_MAX, &e->src, &gk)) {
-        /* the flow splits the group up and goes on; link reports this */
-        if (!e->first.set && cg->d->kind != DIAG_RESOURCE)
+        /* The flow goes on and splits the group up: fine where no template
+         * takes a group of several ops (codegen's DIAG_MODEL refusal), as
+         * each op comes back here; but a single op or a library group
+         * would run on the CPU, so link fails the compile with this. */
+        DiagKind dk = cg->d->kind;
+        bool split = dk == DIAG_MODEL && grp->nops > 1 && grp->kind != FUSE_LIBRARY;
+        if (!e->first.set && dk != DIAG_RESOURCE && !split)
             diag_copy(&e->first, cg->d);
         return false;
     }
