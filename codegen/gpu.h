@@ -77,10 +77,12 @@ bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkerne
 /* ---- NVRTC (nvrtc.c) ------------------------------------------------------ */
 
 /* Compiles src for arch ("sm_80") to CUBIN (cubin) or PTX; *out is
- * malloc'd. Where NVRTC cannot be loaded: false, a DIAG_RESOURCE error
+ * malloc'd. With info (and cubin), *info is ptxas's report (malloc'd):
+ * per kernel its registers, stack frame, spill stores and loads, shared
+ * memory. Where NVRTC cannot be loaded: false, a DIAG_RESOURCE error
  * naming the library. A compile error is DIAG_INTERNAL with NVRTC's log. */
 bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
-                       Diag *d);
+                       char **info, Diag *d);
 /* NVRTC's version ("13.0"), or NULL with the reason in d. */
 const char *gpu_nvrtc_version(Diag *d);
 /* The CUDA driver, for a real cuda backend: false with an error naming

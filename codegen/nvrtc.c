@@ -85,10 +85,12 @@ const char *gpu_nvrtc_version(Diag *d)
 }
 
 bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
-                       Diag *d)
+                       char **info, Diag *d)
 {
     *out = NULL;
     *n = 0;
+    if (info)
+        *info = NULL;
     if (!nv_ready(d))
         return false;
     if (strncmp(arch, "sm_", 3) != 0)
@@ -101,9 +103,17 @@ bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool
     /* CUBIN for the real architecture, PTX for its virtual one */
     char opt[48];
     snprintf(opt, sizeof opt, "--gpu-architecture=%s%s", cubin ? "sm_" : "compute_", arch + 3);
-    const char *opts[] = {opt};
-    r = nv.CompileProgram(prog, 1, opts);
+    const char *opts[] = {opt, "--ptxas-options=-v"};
+    r = nv.CompileProgram(prog, cubin && info ? 2 : 1, opts);
     bool ok = true;
+    if (!r && info) { /* ptxas's report: registers, spills, shared memory per kernel */
+        size_t ln = 0;
+        nv.GetProgramLogSize(prog, &ln);
+        if ((*info = malloc(ln + 1))) {
+            (*info)[0] = 0;
+            nv.GetProgramLog(prog, *info);
+        }
+    }
     if (r) {
         size_t ln = 0;
         nv.GetProgramLogSize(prog, &ln);

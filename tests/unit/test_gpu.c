@@ -13,8 +13,9 @@
  *
  * compiles every kernel of each model (IR text or ONNX) with NVRTC, as one
  * module per model and architecture, to CUBIN and to PTX (label
- * gpu-compile); exits 77 (ctest: skipped) with the reason where NVRTC
- * cannot be loaded.
+ * gpu-compile), and holds ptxas's report of every kernel to no register
+ * spills and at most 48 KiB of shared memory; exits 77 (ctest: skipped)
+ * with the reason where NVRTC cannot be loaded.
  */
 #include "codegen/gpu.h"
 #include "frontends/model.h"
@@ -86,7 +87,7 @@ static void test_source(void)
         char *bin = NULL;
         size_t n = 0;
         Diag cd = {0};
-        CHECK_MSG(gpu_nvrtc_compile(s.p, "t.cu", "sm_80", true, &bin, &n, &cd) && n > 0, "%s", cd.msg);
+        CHECK_MSG(gpu_nvrtc_compile(s.p, "t.cu", "sm_80", true, &bin, &n, NULL, &cd) && n > 0, "%s", cd.msg);
         free(bin);
     } else {
         printf("NVRTC not here, not compiled: %s\n", nd.msg);
@@ -181,6 +182,45 @@ static void test_emu_barriers(void)
     dlclose(lib);
 }
 
+/* ptxas's report on one module: false (with the kernel named) if a kernel
+ * spills registers or takes more static shared memory than a block may
+ * (48 KiB); the most registers and shared bytes of any kernel. */
+static bool ptxas_ok(const char *file, const char *arch, const char *info, int *maxreg, int *maxsmem)
+{
+    char fn[64] = "?";
+    bool ok = true;
+    for (const char *l = info; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+        const char *p;
+        int a, b;
+        if ((p = strstr(line, "Compiling entry function '")))
+            sscanf(p + 26, "%63[^']", fn);
+        if ((p = strstr(line, "bytes stack frame,")) && sscanf(line, " %d bytes stack frame, %d bytes spill stores", &a,
+                                                                &b) == 2 && b > 0) {
+            fprintf(stderr, "%s: %s: kernel %s spills (%s)\n", file, arch, fn, line);
+            ok = false;
+        }
+        if ((p = strstr(line, "Used ")) && sscanf(p, "Used %d registers", &a) == 1 && a > *maxreg)
+            *maxreg = a;
+        if ((p = strstr(line, " bytes smem"))) {
+            while (p > line && p[-1] >= '0' && p[-1] <= '9')
+                p--;
+            a = atoi(p);
+            if (a > *maxsmem)
+                *maxsmem = a;
+            if (a > 48 << 10) {
+                fprintf(stderr, "%s: %s: kernel %s takes %d bytes of shared memory\n", file, arch, fn, a);
+                ok = false;
+            }
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return ok;
+}
+
 static int compile_files(const char *archs, char **files, int nfiles)
 {
     Diag nd = {0};
@@ -206,17 +246,23 @@ static int compile_files(const char *archs, char **files, int nfiles)
         snprintf(list, sizeof list, "%s", archs);
         for (char *arch = strtok(list, ","); arch; arch = strtok(NULL, ",")) {
             for (int cubin = 1; cubin >= 0; cubin--) {
-                char *bin = NULL;
+                char *bin = NULL, *info = NULL;
                 size_t n = 0;
                 Diag cd = {0};
+                int maxreg = 0, maxsmem = 0;
                 double t0 = disc_rt_now();
-                if (!gpu_nvrtc_compile(s.p, files[i], arch, cubin, &bin, &n, &cd)) {
+                if (!gpu_nvrtc_compile(s.p, files[i], arch, cubin, &bin, &n, cubin ? &info : NULL, &cd)) {
                     fprintf(stderr, "\n%s: %s: %s\n", files[i], arch, cd.msg);
                     failed = true;
                 } else {
                     printf("; %s %s %zu bytes in %.0f ms", arch, cubin ? "cubin" : "ptx", n, 1e3 * (disc_rt_now() - t0));
+                    bool good = !cubin || ptxas_ok(files[i], arch, info, &maxreg, &maxsmem);
+                    failed |= !good;
+                    if (cubin)
+                        printf(" (at most %d registers, %d bytes shared%s)", maxreg, maxsmem, good ? ", no spills" : "");
                 }
                 free(bin);
+                free(info);
             }
         }
         printf("\n");
