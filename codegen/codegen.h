@@ -50,6 +50,8 @@ typedef struct CgOpts {
     bool unfused;      /* one kernel per op (the baseline, and for debugging) */
     const char *dump_after; /* the name of a pass (cg_passes): what it made,
                                on stderr */
+    const char *gpu;   /* "cuda-emu": the kernels as GPU source, run by the
+                          emulator (gpu.h, a test instrument); NULL: the CPU's */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -215,6 +217,10 @@ typedef struct CgTarget {
     bool (*kernel)(Cg *cg, const Group *grp, KernelInfo *ki);
     /* The split variant's two kernels of a row group (cg_split_fits). */
     bool (*kernel_split)(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
+    /* A library group (a matmul, conv or pool with its epilogue) when the
+     * target runs it itself, as a kernel (the GPU emulator); NULL: the
+     * runtime's library calls (hostlib.c). */
+    bool (*library)(struct Host *h, const Group *grp);
     /* The skinny matmul kernel for an epilogue and its panel width; NULL
      * when the target has none (the library runs every matmul). */
     LLVMValueRef (*skinny)(Cg *cg, int post, bool bias, bool residual, int *panel);
@@ -234,6 +240,7 @@ typedef struct CgTarget {
      * or write the object. Owns m->mod from here on. */
     bool (*finish)(const struct CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d);
     void *state;       /* the target's own: the JIT's Exec, AOT's CgAot */
+    void *kstate;      /* the kernel hooks' own: the emulator's GpuEmu */
 } CgTarget;
 
 /* The hooks both CPU targets share (cpu.c): the kernel templates, the

@@ -10,6 +10,7 @@
  * reference interpreter's code, binding the data-dependent symbols its
  * results define.
  */
+#include "codegen/gpu.h"
 #include "codegen/host.h"
 #include "runtime/interp.h"
 #include "runtime/rt.h"
@@ -44,6 +45,7 @@ struct Exec {
     CpuTarget cpu;     /* what the kernels were compiled for */
     LLVMOrcThreadSafeContextRef tsc; /* while compiling */
     double t_opt;      /* seconds in the LLVM optimiser */
+    GpuEmu *emu;       /* cuda-emu: the kernels run by the GPU emulator */
     /* run contexts kept between runs: their memory stays mapped, so a run
      * does not fault in fresh pages (several runs at once take several) */
     pthread_mutex_t lock;
@@ -162,6 +164,33 @@ static bool define_runtime(Exec *e, Diag *d)
     return true;
 }
 
+/* cuda-emu: the kernels' entries in the shared object the emulator
+ * compiled, for the JIT to link the host flow to. */
+static bool define_emu(Exec *e, const CgModule *m, Diag *d)
+{
+    const char **names;
+    void **addrs;
+    int n;
+    if (!gpu_emu_link(e->emu, m, &names, &addrs, &n, d))
+        return false;
+    if (n == 0)
+        return true;
+    LLVMJITCSymbolMapPair *pairs = calloc((size_t)n, sizeof *pairs);
+    if (!pairs) {
+        free(addrs);
+        return diag_oom(d);
+    }
+    for (int i = 0; i < n; i++) {
+        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, names[i]);
+        pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)addrs[i];
+        pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    }
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(e->jit), LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
+    free(pairs);
+    free(addrs);
+    return !err || llvm_error(d, err, "cannot define the emulated kernels for the JIT");
+}
+
 static void free_kdesc(char **kdesc, int n)
 {
     for (int i = 0; kdesc && i < n; i++)
@@ -217,6 +246,8 @@ static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const Cp
         LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
         ok = define_runtime(e, d);
     }
+    if (ok && e->emu)
+        ok = define_emu(e, m, d);
     if (ok) {
         LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, e->tsc);
         m->mod = NULL; /* the JIT's now */
@@ -261,6 +292,10 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     jit.host_op = jit_host_op;
     jit.finish = jit_finish;
     jit.state = e;
+    if (o->gpu && !(e->emu = gpu_emu_new(&jit, o->gpu, d))) {
+        exec_free(e);
+        return NULL;
+    }
     e->tsc = LLVMOrcCreateNewThreadSafeContext();
     CgModule m;
     bool ok = cg_compile(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(e->tsc), &jit, &m, d);
@@ -320,6 +355,7 @@ void exec_free(Exec *e)
     free_kdesc(e->kdesc, e->nkernels);
     shape_info_free(e->si);
     cpu_target_free(&e->cpu);
+    gpu_emu_free(e->emu);
     free(e->llvm_text);
     free(e);
 }

@@ -438,7 +438,7 @@ bool cg_host(Cg *cg)
             ok = host_emit_kernel_group(&h, grp);
             break;
         case FUSE_LIBRARY:
-            ok = host_emit_library_group(&h, grp);
+            ok = cg->target->library ? cg->target->library(&h, grp) : host_emit_library_group(&h, grp);
             break;
         case FUSE_OPAQUE:
             ok = host_emit_host_op(&h, grp->root ? grp->root : grp->ops[0]);

@@ -56,5 +56,13 @@ LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x);
  * --assume hints). */
 bool kern_maybe_one(Cg *cg, Dim *d);
 LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
+/* The loop template's plan, which the GPU's loop template (cuda.c) follows
+ * too; they read only cg->g and cg->si. Whether grp runs over the flat
+ * index of numel (elementwise ops and reshapes, scalars the only
+ * broadcast), and the pairs (operand dim x[i], result dim r[i]) that are
+ * not provably equal and may be 1 at run time, where the kernel has a
+ * variant without broadcasting (at most cap). */
+bool cg_loop_flat(Cg *cg, const Group *grp, Dim *numel);
+int cg_broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap);
 
 #endif

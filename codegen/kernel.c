@@ -47,8 +47,8 @@ static bool is_scalar(const Type *t)
 }
 
 /* Flat mode: elementwise ops and reshapes only, no broadcasting but of
- * scalars, one element count. */
-static bool flat_ok(Cg *cg, const Group *grp, Dim *numel)
+ * scalars, one element count (kern.h; the GPU's loop template asks too). */
+bool cg_loop_flat(Cg *cg, const Group *grp, Dim *numel)
 {
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
@@ -128,7 +128,7 @@ static void store_at(Cg *cg, Kern *k, Value *o, const Type *t, LLVMValueRef *idx
  * at run time: where the kernel broadcasts implicitly. A dim proved not to
  * be 1 (kern_maybe_one) equals its result dim whenever the shapes are
  * valid, so it needs no variant. */
-static int broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap)
+int cg_broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap)
 {
     int n = 0;
     for (int i = 0; i < grp->nops; i++) {
@@ -171,7 +171,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
 static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     Dim *x[64], *r[64];
-    int n = broadcast_pairs(cg, k->grp, x, r, 64);
+    int n = cg_broadcast_pairs(cg, k->grp, x, r, 64);
     if (n == 0) {
         emit_loop_body(cg, k, ki, begin, end);
         return;
@@ -201,7 +201,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
     const Type *rt = &root->type;
     Dim *numel = type_numel(&cg->g->dims, rt);
-    if (flat_ok(cg, grp, numel)) {
+    if (cg_loop_flat(cg, grp, numel)) {
         ki->range = numel;
         ki->grain = 1 << 14;
         CgLoop l;

@@ -29,6 +29,7 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
+#include "codegen/gpu.h"
 #include "runtime/interp.h"
 
 #include <dirent.h>
@@ -57,7 +58,9 @@ static const char usage_check_text[] =
     "\n"
     "options:\n"
     "  --backend NAME  interp (the reference interpreter; the default) or cpu\n"
-    "                  (native code through LLVM, compiled once for every shape)\n"
+    "                  (native code through LLVM, compiled once for every shape);\n"
+    "                  cuda-emu: the GPU kernels (CUDA C) on an emulator, for\n"
+    "                  tests (doc/gpu.md)\n"
     "  --rtol R        relative tolerance (default 1e-3, as ONNX's backend tests)\n"
     "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
     "  --no-fuse       cpu: one kernel per op (the unfused baseline)\n"
@@ -115,18 +118,29 @@ static int usage(const char *fmt, const char *arg, const char *text)
     return EXIT_USAGE;
 }
 
-/* Backends: interp and cpu run; the GPU ones will follow. */
+/* Backends: interp and cpu run, and cuda-emu (the GPU kernels on the
+ * emulator, for tests: codegen/emu.c); cuda needs the driver first. */
 static int check_backend(const char *name, const char *text)
 {
-    static const char *const later[] = {"cuda", "hip"};
-    if (!strcmp(name, "interp") || !strcmp(name, "cpu"))
+    static const char *const later[] = {"hip"};
+    if (!strcmp(name, "interp") || !strcmp(name, "cpu") || !strcmp(name, "cuda-emu"))
         return 0;
+    if (!strcmp(name, "cuda")) {
+        Diag d = {0};
+        if (!gpu_cuda_driver_check(&d)) {
+            fprintf(stderr, "dcc: %s\n", d.msg);
+            return dcc_exit_code(&d);
+        }
+        fprintf(stderr, "dcc: error: backend cuda: running on a GPU is not supported yet (kernels: dcc emit "
+                        "--stage cuda; on the emulator: --backend cuda-emu)\n");
+        return EXIT_INPUT;
+    }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (!strcmp(name, later[i])) {
-            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu)\n", name);
+            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu, cuda-emu)\n", name);
             return EXIT_USAGE;
         }
-    return usage("unknown backend '%s' (backends: interp, cpu)", name, text);
+    return usage("unknown backend '%s' (backends: interp, cpu, cuda-emu)", name, text);
 }
 
 static char *path_join(const char *dir, const char *name)
@@ -216,8 +230,10 @@ static int model_load(Model *m, const char *path, bool no_shape, const char *bac
         model_free(m);
         return EXIT_SYSTEM;
     }
-    if (!strcmp(backend, "cpu")) {
-        m->exec = exec_compile(m->g, NULL, co, &d);
+    if (!strcmp(backend, "cpu") || !strcmp(backend, "cuda-emu")) {
+        CgOpts o = *co;
+        o.gpu = strcmp(backend, "cpu") ? backend : NULL;
+        m->exec = exec_compile(m->g, NULL, &o, &d);
         if (!m->exec) {
             fprintf(stderr, "%s: %s\n", path, d.msg);
             model_free(m);

@@ -16,6 +16,7 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
+#include "codegen/gpu.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -59,6 +60,10 @@ static const char usage_emit[] =
     "                         symbolic offsets and sizes (--bind for a peak)\n"
     "                  llvm   the optimised LLVM IR of the cpu backend: the\n"
     "                         kernels and the host flow (disc_main)\n"
+    "                  cuda   the CUDA C of every kernel (after the prelude\n"
+    "                         disc_cuda.h); groups the GPU path does not take\n"
+    "                         yet are named in comments\n"
+    "                  hip    the same as HIP (prelude disc_hip.h)\n"
     "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
     "  --bind B=4,S=128  with --stage memplan: the block size at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
@@ -143,7 +148,20 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
     CgStage s = cg_stage_from_name(stage);
     Diag d = {0};
     int rc = 0;
-    if (s == CG_LLVM) {
+    if (!strcmp(stage, "cuda") || !strcmp(stage, "hip")) {
+        CgModule m;
+        CgOpts co = {.opt_level = 3};
+        GpuStr src = {0};
+        int nk, nu;
+        if (cg_run_passes(g, so, &co, CG_MEMPLAN, &m, &d) &&
+            gpu_module_source(&m, stage[0] == 'h' ? GPU_HIP : GPU_CUDA, &src, &nk, &nu, NULL, &d)) {
+            fputs(src.p, f);
+            if (nu)
+                fprintf(stderr, "dcc: %d kernels; %d groups not supported on %s yet (named above)\n", nk, nu, stage);
+        }
+        gpu_str_free(&src);
+        cg_module_free(&m);
+    } else if (s == CG_LLVM) {
         CgOpts co = {.opt_level = 3, .cpu = cpu};
         Exec *e = exec_compile(g, so, &co, &d);
         if (e)
@@ -222,8 +240,10 @@ static int cmd_emit(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
-    if (strcmp(stage, "ir") != 0 && cg_stage_from_name(stage) == CG_NSTAGES) {
-        fprintf(stderr, "dcc: error: unknown stage '%s' (stages: ir, %s)\n%s", stage, cg_stage_names(), usage_emit);
+    if (strcmp(stage, "ir") != 0 && strcmp(stage, "cuda") != 0 && strcmp(stage, "hip") != 0 &&
+        cg_stage_from_name(stage) == CG_NSTAGES) {
+        fprintf(stderr, "dcc: error: unknown stage '%s' (stages: ir, %s, cuda, hip)\n%s", stage, cg_stage_names(),
+                usage_emit);
         return EXIT_USAGE;
     }
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))

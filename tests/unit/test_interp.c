@@ -37,6 +37,12 @@
  *                                           default [0, 1])
  *
  * from a generator seeded per file, so a run is repeatable.
+ *
+ * With --emu first, the same with the kernels as GPU source on the
+ * emulator (codegen/emu.c, backend cuda-emu) in place of the cpu
+ * backend's. A file the GPU path does not take yet (a reduction, a
+ * library call) prints the located error and exits 77: ctest shows it as
+ * skipped, with the reason.
  */
 #include "codegen/codegen.h"
 #include "runtime/interp.h"
@@ -183,19 +189,22 @@ static void case_free(Case *c)
         tensor_free(&c->expect[i]);
 }
 
+/* The compiled backend: "cpu", or "cuda-emu" (--emu). */
+static const char *backend = "cpu";
+
 /* The cpu backend's outputs against the interpreter's (ref). */
 static bool run_cpu(const char *where, Graph *g, Exec *e, Case *c, Tensor *ref)
 {
     Tensor out[MAX_IO] = {0};
     Diag d = {0};
     if (!exec_run(e, c->in, c->nin, out, g->noutputs, &d)) {
-        fprintf(stderr, "%s: cpu: run failed: %s\n", where, d.msg);
+        fprintf(stderr, "%s: %s: run failed: %s\n", where, backend, d.msg);
         return false;
     }
     bool all = true;
     for (int i = 0; i < g->noutputs; i++) {
         if (!tensor_close(&out[i], &ref[i], fmax(c->tol, 1e-5))) {
-            fprintf(stderr, "%s: cpu: output %d differs from the interpreter's\n  cpu:    ", where, i);
+            fprintf(stderr, "%s: %s: output %d differs from the interpreter's\n  %s:    ", where, backend, i, backend);
             print_tensor(stderr, &out[i]);
             fprintf(stderr, "\n  interp: ");
             print_tensor(stderr, &ref[i]);
@@ -233,13 +242,13 @@ static bool run_case(const char *path, Graph *g, Exec *e, Case *c)
             Diag dc = {0};
             Tensor oc[MAX_IO] = {0};
             if (exec_run(e, c->in, c->nin, oc, g->noutputs, &dc)) {
-                fprintf(stderr, "%s: cpu: expected error \"%s\", but the run succeeded\n", where, c->error);
+                fprintf(stderr, "%s: %s: expected error \"%s\", but the run succeeded\n", where, backend, c->error);
                 for (int i = 0; i < g->noutputs; i++)
                     tensor_free(&oc[i]);
                 return false;
             }
             if (!strstr(dc.msg, c->error)) {
-                fprintf(stderr, "%s: cpu: expected error \"%s\", got \"%s\"\n", where, c->error, dc.msg);
+                fprintf(stderr, "%s: %s: expected error \"%s\", got \"%s\"\n", where, backend, c->error, dc.msg);
                 return false;
             }
         }
@@ -287,20 +296,26 @@ static char *read_file(const char *path, size_t *len)
     return s;
 }
 
-/* The graph of src compiled for the cpu backend, or NULL with a message. */
-static Exec *compile_cpu(const char *path, const char *src, size_t len, Graph **gc)
+/* The graph of src compiled for the backend, or NULL with a message (and
+ * *unsupported if the GPU path does not take it yet). */
+static Exec *compile_cpu(const char *path, const char *src, size_t len, Graph **gc, bool *unsupported)
 {
     Diag d = {0};
     Exec *e = NULL;
     *gc = graph_parse(src, len, path, &d);
+    CgOpts o = {.opt_level = 3, .gpu = strcmp(backend, "cpu") ? backend : NULL};
     if (*gc)
-        e = exec_compile(*gc, NULL, NULL, &d);
-    if (!e)
-        fprintf(stderr, "%s: cpu: %s\n", path, d.msg);
+        e = exec_compile(*gc, NULL, &o, &d);
+    *unsupported = !e && o.gpu && d.kind == DIAG_UNSUPPORTED;
+    if (*unsupported)
+        printf("SKIP: %s\n", d.msg);
+    else if (!e)
+        fprintf(stderr, "%s: %s: %s\n", path, backend, d.msg);
     return e;
 }
 
-static bool run_file(const char *path, bool cpu)
+/* 0: every case passed; 1: one failed; 77: not supported on the GPU yet. */
+static int run_file(const char *path, bool cpu)
 {
     size_t len;
     char *src = read_file(path, &len);
@@ -313,16 +328,23 @@ static bool run_file(const char *path, bool cpu)
     if (!g) {
         fprintf(stderr, "%s\n", d.msg);
         free(src);
-        return false;
+        return 1;
     }
     if (!graph_verify(g, &d)) {
         fprintf(stderr, "%s: verify: %s\n", path, d.msg);
         graph_free(g);
         free(src);
-        return false;
+        return 1;
     }
     Graph *gc = NULL;
-    Exec *e = cpu ? compile_cpu(path, src, len, &gc) : NULL;
+    bool unsupported = false;
+    Exec *e = cpu ? compile_cpu(path, src, len, &gc, &unsupported) : NULL;
+    if (unsupported) {
+        graph_free(gc);
+        graph_free(g);
+        free(src);
+        return 77;
+    }
     bool ok = !cpu || e;
     int ncases = 0;
     Case c = {0};
@@ -391,8 +413,9 @@ static bool run_file(const char *path, bool cpu)
         ok = false;
     }
     if (ok)
-        printf("%s: %d case%s ok%s\n", path, ncases, ncases == 1 ? "" : "s", cpu ? " (interp and cpu)" : "");
-    return ok;
+        printf("%s: %d case%s ok%s%s%s\n", path, ncases, ncases == 1 ? "" : "s", cpu ? " (interp and " : "",
+               cpu ? backend : "", cpu ? ")" : "");
+    return ok ? 0 : 1;
 }
 
 /* ---- unit tests ------------------------------------------------------------- */
@@ -707,11 +730,16 @@ static void test_elided(void)
 int main(int argc, char **argv)
 {
     if (argc > 1) {
-        bool cpu = !strcmp(argv[1], "--cpu");
-        int fails = 0;
-        for (int i = 1 + cpu; i < argc; i++)
-            fails += !run_file(argv[i], cpu);
-        return fails ? 1 : 0;
+        bool cpu = !strcmp(argv[1], "--cpu") || !strcmp(argv[1], "--emu");
+        if (!strcmp(argv[1], "--emu"))
+            backend = "cuda-emu";
+        int fails = 0, skipped = 0;
+        for (int i = 1 + cpu; i < argc; i++) {
+            int rc = run_file(argv[i], cpu);
+            fails += rc == 1;
+            skipped += rc == 77;
+        }
+        return fails ? 1 : skipped ? 77 : 0;
     }
     test_half();
     test_float_to_int();

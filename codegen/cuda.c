@@ -1,0 +1,2044 @@
+/*
+ * cuda.c — GPU kernels as CUDA C, from the fusion plan the CPU uses.
+ *
+ * The loop template (the CPU's, kernel.c, in another form): one thread per
+ * element of the root's index space in a grid-stride loop, so any grid
+ * covers any size; flat mode where the group is elementwise over one
+ * shape (cg_loop_flat), else the flat index split into a multi-index and
+ * every operand read through its op's index map (broadcast, transpose,
+ * slice, pad, concat, reverse, reshape, gather, iota), as elem.c does in
+ * LLVM IR. Where a dim may broadcast implicitly at run time the kernel
+ * checks once whether every such pair is equal and takes the variant
+ * that reads plain indices (cg_broadcast_pairs, as on the CPU).
+ *
+ * The text is C that a C compiler and NVRTC both read: values are
+ * numbered variables (v12) assigned once, so a fused chain is a list of
+ * statements, and dims are computed once at the top of the kernel from
+ * the symbol parameters (s3). Everything a target does differently is a
+ * macro or a function of its prelude (DISC_KERNEL, DISC_TID, DISC_AT, the
+ * f16/bf16 conversions): CUDA, HIP and the emulator differ only there.
+ * f16 and bf16 are stored as 16-bit integers and computed in f32;
+ * arithmetic follows the reference interpreter (doc/ops.md) as the CPU's
+ * does: float -> int saturates, NaN gives 0; integer division never traps.
+ *
+ * Each op's expression comes from one table per op class below, indexed
+ * by the UnaryOp / BinaryOp of ir/ops.def: a row of ops.def without its
+ * entry here does not compile.
+ */
+#include "codegen/gpu.h"
+#include "codegen/kern.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- text ------------------------------------------------------------------ */
+
+void gpu_str_printf(GpuStr *s, const char *fmt, ...)
+{
+    if (s->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = s->cap - s->n;
+        int n = vsnprintf(s->p ? s->p + s->n : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            s->failed = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            s->n += (size_t)n;
+            return;
+        }
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap - s->n <= (size_t)n)
+            cap *= 2;
+        char *p = realloc(s->p, cap);
+        if (!p) {
+            s->failed = true;
+            return;
+        }
+        s->p = p;
+        s->cap = cap;
+    }
+}
+
+void gpu_str_free(GpuStr *s)
+{
+    free(s->p);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- the op tables ------------------------------------------------------------
+ *
+ * A template is C text with $x (the operand; $a and $b of a binary op),
+ * $t (the compute type: float, double, int32_t, bool, ...), $f (the maths
+ * suffix: "f" for float, "" for double) and $u ("s" or "u": the signedness
+ * of an integer type). Each row has a template for a float, an integer and
+ * a bool operand; NULL where the op does not take that class (ops.def's
+ * dtypes). Helpers named disc_* are the prelude's. */
+typedef struct CuOp {
+    const char *f, *i, *b;
+} CuOp;
+
+#define CU_NEG     {"(-$x)", "(-$x)", NULL}
+#define CU_ABS     {"fabs$f($x)", "($x < 0 ? -$x : $x)", NULL}
+#define CU_SIGN    {"disc_sign$f($x)", "(($x > 0) - ($x < 0))", NULL}
+#define CU_EXP     {"exp$f($x)", NULL, NULL}
+#define CU_LOG     {"log$f($x)", NULL, NULL}
+#define CU_SQRT    {"sqrt$f($x)", NULL, NULL}
+#define CU_RSQRT   {"(($t)1 / sqrt$f($x))", NULL, NULL}
+#define CU_RECIP   {"(($t)1 / $x)", NULL, NULL}
+#define CU_TANH    {"tanh$f($x)", NULL, NULL}
+#define CU_SIGMOID {"disc_sigmoid$f($x)", NULL, NULL}
+#define CU_ERF     {"erf$f($x)", NULL, NULL}
+#define CU_SIN     {"sin$f($x)", NULL, NULL}
+#define CU_COS     {"cos$f($x)", NULL, NULL}
+#define CU_TAN     {"tan$f($x)", NULL, NULL}
+#define CU_ATAN    {"atan$f($x)", NULL, NULL}
+#define CU_FLOOR   {"floor$f($x)", NULL, NULL}
+#define CU_CEIL    {"ceil$f($x)", NULL, NULL}
+#define CU_ROUND   {"rint$f($x)", NULL, NULL}
+#define CU_NOT     {NULL, "(~$x)", "(!$x)"}
+#define CU_ISNAN   {"($x != $x)", NULL, NULL}
+#define CU_ISINF   {"(fabs$f($x) == DISC_INF)", NULL, NULL}
+
+static const CuOp cu_unary[] = {
+#define UNARY(e, name, dtypes) [UN_##e] = CU_##e,
+#include "ir/ops.def"
+};
+_Static_assert(sizeof cu_unary / sizeof cu_unary[0] == UN_COUNT, "a UNARY row of ops.def without its CU_ entry");
+
+#define CU_ADD {"($a + $b)", "($a + $b)", NULL}
+#define CU_SUB {"($a - $b)", "($a - $b)", NULL}
+#define CU_MUL {"($a * $b)", "($a * $b)", NULL}
+#define CU_DIV {"($a / $b)", "($t)disc_$udiv($a, $b)", NULL}
+#define CU_REM {"fmod$f($a, $b)", "($t)disc_$urem($a, $b)", NULL}
+#define CU_MOD {"disc_fmod$f($a, $b)", "($t)disc_$umod($a, $b)", NULL}
+#define CU_POW {"pow$f($a, $b)", NULL, NULL}
+#define CU_MAX {"disc_fmax$f($a, $b)", "($a > $b ? $a : $b)", NULL}
+#define CU_MIN {"disc_fmin$f($a, $b)", "($a < $b ? $a : $b)", NULL}
+#define CU_AND {NULL, "($a & $b)", "($a & $b)"}
+#define CU_OR  {NULL, "($a | $b)", "($a | $b)"}
+#define CU_XOR {NULL, "($a ^ $b)", "($a ^ $b)"}
+
+static const CuOp cu_binary[] = {
+#define BINARY(e, name, dtypes) [BIN_##e] = CU_##e,
+#include "ir/ops.def"
+};
+_Static_assert(sizeof cu_binary / sizeof cu_binary[0] == BIN_COUNT, "a BINARY row of ops.def without its CU_ entry");
+
+static bool is_f(DType dt) { return dtype_is_float(dt); }
+static bool is_u(DType dt)
+{
+    return dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
+}
+
+/* The C type a dtype computes in, and the one it is stored in. */
+static const char *ctype(DType dt)
+{
+    switch (dt) {
+    case DT_F32: case DT_F16: case DT_BF16: return "float";
+    case DT_F64: return "double";
+    case DT_I8: return "int8_t";
+    case DT_U8: return "uint8_t";
+    case DT_I16: return "int16_t";
+    case DT_U16: return "uint16_t";
+    case DT_I32: return "int32_t";
+    case DT_U32: return "uint32_t";
+    case DT_I64: return "int64_t";
+    case DT_U64: return "uint64_t";
+    case DT_BOOL: return "bool";
+    case DT_COUNT: case DT_INVALID: break;
+    }
+    return "void";
+}
+
+static const char *stype(DType dt)
+{
+    return dt == DT_F16 || dt == DT_BF16 ? "uint16_t" : dt == DT_BOOL ? "uint8_t" : ctype(dt);
+}
+
+/* ---- one kernel being written ------------------------------------------------------ */
+
+typedef struct V {
+    char s[48]; /* a C expression: a variable or a literal */
+} V;
+
+typedef struct Gk {
+    Cg *cg;
+    const Group *grp;
+    GpuStr pro, body;  /* the dims, computed once; the loop */
+    int nv;            /* variables so far */
+    int ind;           /* indentation of the body, in levels */
+    DimMap dims;       /* Dim -> its variable's number + 1 */
+    bool *usesym;      /* by symbol id: a parameter of the kernel */
+    Value **bv;        /* the buffers: ins, then outs */
+    int nb;
+    bool flat;         /* every value is read at the flat index fi */
+    V fi;
+    bool speculate;    /* the variant where no dim broadcasts implicitly */
+    GpuStr shared;     /* __shared__ arrays of a reduction kernel */
+    Value **rv;        /* values computed once per row (reductions) */
+    V *rval;
+    int nr;
+} Gk;
+
+static V lit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static V lit(const char *fmt, ...)
+{
+    V v;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v.s, sizeof v.s, fmt, ap);
+    va_end(ap);
+    return v;
+}
+
+/* A new variable of type ty holding the expression, in the body. */
+static V let(Gk *k, const char *ty, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static V let(Gk *k, const char *ty, const char *fmt, ...)
+{
+    char e[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e, sizeof e, fmt, ap);
+    va_end(ap);
+    int n = k->nv++;
+    gpu_str_printf(&k->body, "%*s%s v%d = %s;\n", 4 * k->ind, "", ty, n, e);
+    return lit("v%d", n);
+}
+
+static void line(Gk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(Gk *k, const char *fmt, ...)
+{
+    char e[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e, sizeof e, fmt, ap);
+    va_end(ap);
+    gpu_str_printf(&k->body, "%*s%s\n", 4 * k->ind, "", e);
+}
+
+bool gpu_unsupported(const Graph *g, const Op *op, const char *what, Diag *d)
+{
+    const char *file = g->file ? g->file : g->name ? g->name : "model";
+    if (op && op->line)
+        diag_setk(d, DIAG_UNSUPPORTED, "%s:%d: error: not supported on cuda yet: %s", file, op->line, what);
+    else if (op && op->src)
+        diag_setk(d, DIAG_UNSUPPORTED, "%s: node \"%s\" (%s): error: not supported on cuda yet: %s", file,
+                  op->src, op_info(op->kind)->name, what);
+    else if (op) /* made by a pass: its result names it */
+        diag_setk(d, DIAG_UNSUPPORTED, "%s: %s %%%d: error: not supported on cuda yet: %s", file,
+                  op_info(op->kind)->name, op->out[0]->id, what);
+    else
+        diag_setk(d, DIAG_UNSUPPORTED, "%s: error: not supported on cuda yet: %s", file, what);
+    return false;
+}
+
+static bool unsupported(Cg *cg, const Op *op, const char *what) { return gpu_unsupported(cg->g, op, what, cg->d); }
+
+/* ---- dims ---------------------------------------------------------------------- */
+
+/* d as C over symbol values named by symfmt ("s%d", "s[%d]"), inline. */
+static void dim_text(GpuStr *s, const Dim *d, const char *symfmt)
+{
+    switch (d->kind) {
+    case DIM_CONST: gpu_str_printf(s, d->c < 0 ? "(%lld)" : "%lld", (long long)d->c); return;
+    case DIM_SYM: gpu_str_printf(s, symfmt, d->id); return;
+    case DIM_ADD:
+    case DIM_MUL:
+        gpu_str_printf(s, "(");
+        for (int i = 0; i < d->n; i++) {
+            if (i)
+                gpu_str_printf(s, d->kind == DIM_ADD ? " + " : " * ");
+            dim_text(s, d->args[i], symfmt);
+        }
+        if (d->kind == DIM_ADD && d->c)
+            gpu_str_printf(s, " + (%lld)", (long long)d->c);
+        if (d->kind == DIM_MUL && d->c != 1)
+            gpu_str_printf(s, " * (%lld)", (long long)d->c);
+        gpu_str_printf(s, ")");
+        return;
+    default: break;
+    }
+    static const char *fn[] = {[DIM_FLOORDIV] = "disc_floordiv", [DIM_CEILDIV] = "disc_ceildiv",
+                               [DIM_MOD] = "disc_mod", [DIM_MIN] = "disc_min64", [DIM_MAX] = "disc_max64"};
+    gpu_str_printf(s, "%s(", fn[d->kind]);
+    dim_text(s, d->args[0], symfmt);
+    gpu_str_printf(s, ", ");
+    dim_text(s, d->args[1], symfmt);
+    gpu_str_printf(s, ")");
+}
+
+static void mark_syms(Gk *k, const Dim *d)
+{
+    if (d->kind == DIM_SYM)
+        k->usesym[d->id] = true;
+    for (int i = 0; d->kind != DIM_CONST && d->kind != DIM_SYM && i < d->n; i++)
+        mark_syms(k, d->args[i]);
+}
+
+/* d as an int64 value: a literal, a parameter, or a variable computed once
+ * at the top of the kernel. */
+static V kdim(Gk *k, Dim *d)
+{
+    if (!d) { /* a dim op that failed: out of memory, or an overflow */
+        if (!diag_arena_failed(k->cg->d, &k->cg->g->arena))
+            diag_setk(k->cg->d, DIAG_INTERNAL, "codegen: internal: a dim that overflows");
+        return lit("0");
+    }
+    if (d->kind == DIM_CONST)
+        return lit(d->c < 0 ? "(%lld)" : "%lld", (long long)d->c);
+    mark_syms(k, d);
+    if (d->kind == DIM_SYM)
+        return lit("s%d", d->id);
+    Dim *hit = dimmap_get(&k->dims, d);
+    if (hit)
+        return lit("v%d", (int)(intptr_t)hit - 1);
+    int n = k->nv++;
+    gpu_str_printf(&k->pro, "    const int64_t v%d = ", n);
+    dim_text(&k->pro, d, "s%d");
+    gpu_str_printf(&k->pro, ";\n");
+    dimmap_put(&k->dims, d, (Dim *)(intptr_t)(n + 1)); /* a cache: out of memory costs a recomputation */
+    return lit("v%d", n);
+}
+
+static V kconst(int64_t c) { return lit(c < 0 ? "(%lld)" : "%lld", (long long)c); }
+
+/* ---- scalar arithmetic -------------------------------------------------------------- */
+
+/* tmpl with its placeholders filled, for values of dtype dt. */
+static void expand(char *out, size_t size, const char *tmpl, const char *a, const char *b, DType dt)
+{
+    size_t n = 0;
+    for (const char *p = tmpl; *p && n + 1 < size; p++) {
+        const char *sub = NULL;
+        if (*p == '$' && p[1]) {
+            switch (p[1]) {
+            case 'x': case 'a': sub = a; break;
+            case 'b': sub = b; break;
+            case 't': sub = ctype(dt); break;
+            case 'f': sub = dt == DT_F64 ? "" : "f"; break;
+            case 'u': sub = is_u(dt) ? "u" : "s"; break;
+            default: break;
+            }
+        }
+        if (sub) {
+            n += (size_t)snprintf(out + n, size - n, "%s", sub);
+            p++;
+        } else {
+            out[n++] = *p;
+        }
+        if (n >= size)
+            n = size - 1;
+    }
+    out[n] = 0;
+}
+
+static const char *pick_tmpl(const CuOp *op, DType dt)
+{
+    return dt == DT_BOOL ? op->b : is_f(dt) ? op->f : op->i;
+}
+
+/* An op of a table on operands of dtype dt; NULL template: not defined. */
+static bool apply(Gk *k, const CuOp *op, DType dt, DType rdt, V a, V b, V *out)
+{
+    const char *t = pick_tmpl(op, dt);
+    if (!t)
+        return false;
+    char e[512];
+    expand(e, sizeof e, t, a.s, b.s, dt);
+    *out = let(k, ctype(rdt), "%s", e);
+    return true;
+}
+
+/* A float literal of compute type dt. */
+static V flit(double x, DType dt)
+{
+    if (isnan(x))
+        return lit("DISC_NAN");
+    if (isinf(x))
+        return lit(x > 0 ? "DISC_INF" : "(-DISC_INF)");
+    const char *fmt = dt == DT_F64 ? (signbit(x) ? "(%a)" : "%a") : (signbit(x) ? "(%af)" : "%af");
+    return lit(fmt, dt == DT_F64 ? x : (double)(float)x);
+}
+
+static V convert(Gk *k, V x, DType from, DType to)
+{
+    const char *tt = ctype(to);
+    if (from == to || !strcmp(ctype(from), tt))
+        return x;
+    if (to == DT_BOOL)
+        return let(k, "bool", "%s != 0", x.s);
+    if (is_f(from) && !is_f(to)) { /* saturating, NaN -> 0 */
+        static const char *lim[][2] = {
+            [DT_I8] = {"-128", "127"}, [DT_U8] = {"0", "255"}, [DT_I16] = {"-32768", "32767"},
+            [DT_U16] = {"0", "65535"}, [DT_I32] = {"(-2147483647 - 1)", "2147483647"}, [DT_U32] = {"0", "4294967295u"},
+            [DT_I64] = {"(-9223372036854775807ll - 1)", "9223372036854775807ll"},
+            [DT_U64] = {"0", "18446744073709551615ull"},
+        };
+        return let(k, tt, "DISC_F2I(%s, %s, %s, %s)", tt, x.s, lim[to][0], lim[to][1]);
+    }
+    if (!is_f(from) && (to == DT_F16 || to == DT_BF16) && dtype_size(from) > 2 && from != DT_BOOL)
+        /* the f32 rounded to odd, which the store rounds once (elem.c, int_to_half) */
+        return let(k, "float", is_u(from) ? "disc_u2f_odd((uint64_t)%s)" : "disc_i2f_odd((int64_t)%s)", x.s);
+    return let(k, tt, "(%s)%s", tt, x.s);
+}
+
+static const char *cmp_op(const char *dir)
+{
+    return !strcmp(dir, "eq") ? "==" : !strcmp(dir, "ne") ? "!=" : !strcmp(dir, "lt") ? "<"
+         : !strcmp(dir, "le") ? "<=" : !strcmp(dir, "gt") ? ">" : ">=";
+}
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+static int buf_of(const Gk *k, const Value *v)
+{
+    for (int i = 0; i < k->nb; i++)
+        if (k->bv[i] == v)
+            return i;
+    return -1;
+}
+
+/* DISC_AT(bN, off, count): the element, bounds-checked by the emulator. */
+static void at(Gk *k, int b, V off, char *out, size_t size)
+{
+    V n = kdim(k, type_numel(&k->cg->g->dims, &k->bv[b]->type));
+    snprintf(out, size, "DISC_AT(b%d, %s, %s)", b, off.s, n.s);
+}
+
+static V load(Gk *k, int b, V off)
+{
+    char a[200];
+    at(k, b, off, a, sizeof a);
+    switch (k->bv[b]->type.dtype) {
+    case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
+    case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
+    case DT_BOOL: return let(k, "bool", "%s != 0", a);
+    default: return let(k, ctype(k->bv[b]->type.dtype), "%s", a);
+    }
+}
+
+static void store(Gk *k, int b, V off, V x)
+{
+    char a[200];
+    at(k, b, off, a, sizeof a);
+    switch (k->bv[b]->type.dtype) {
+    case DT_F16: line(k, "%s = disc_f2h(%s);", a, x.s); break;
+    case DT_BF16: line(k, "%s = disc_f2bf(%s);", a, x.s); break;
+    case DT_BOOL: line(k, "%s = (uint8_t)%s;", a, x.s); break;
+    default: line(k, "%s = %s;", a, x.s); break;
+    }
+}
+
+/* Row-major offset of idx in a value of type t. */
+static V offset(Gk *k, const Type *t, const V *idx)
+{
+    if (t->rank == 0)
+        return lit("0");
+    char e[1024];
+    size_t n = 0;
+    Dim *stride = dim_const(&k->cg->g->dims, 1);
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (dim_is(stride, 1))
+            n += (size_t)snprintf(e + n, sizeof e - n, "%s%s", n ? " + " : "", idx[i].s);
+        else
+            n += (size_t)snprintf(e + n, sizeof e - n, "%s%s * %s", n ? " + " : "", idx[i].s, kdim(k, stride).s);
+        if (n >= sizeof e)
+            n = sizeof e - 1;
+        stride = dim_mul(&k->cg->g->dims, stride, t->dims[i]);
+    }
+    return let(k, "int64_t", "%s", e);
+}
+
+static void unflatten(Gk *k, const Type *t, V flat, V *idx)
+{
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (i == 0) {
+            idx[0] = flat;
+            break;
+        }
+        if (dim_is(t->dims[i], 1)) {
+            idx[i] = lit("0");
+            continue;
+        }
+        V d = kdim(k, t->dims[i]);
+        idx[i] = let(k, "int64_t", "%s %% %s", flat.s, d.s);
+        flat = let(k, "int64_t", "%s / %s", flat.s, d.s);
+    }
+}
+
+/* ---- index maps (elem.c's, as C) ----------------------------------------------------- */
+
+static V gelem(Gk *k, Value *v, V *idx);
+
+static bool in_group(const Gk *k, const Value *v)
+{
+    if (!v->def)
+        return false;
+    for (int i = 0; i < k->grp->nops; i++)
+        if (k->grp->ops[i] == v->def)
+            return true;
+    return false;
+}
+
+static V select_dim(Gk *k, Dim *xd, Dim *rd, V j)
+{
+    if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
+        return j;
+    if (dim_is(xd, 1))
+        return lit("0");
+    return let(k, "int64_t", "%s == 1 ? 0 : %s", kdim(k, xd).s, j.s); /* may be 1 at run time */
+}
+
+static V operand(Gk *k, Value *x, const Type *rt, V *idx)
+{
+    if (k->flat)
+        return gelem(k, x, idx);
+    V xi[MAX_RANK];
+    const Type *xt = &x->type;
+    int off = rt->rank - xt->rank;
+    for (int j = 0; j < xt->rank; j++)
+        xi[j] = select_dim(k, xt->dims[j], rt->dims[j + off], idx[j + off]);
+    return gelem(k, x, xi);
+}
+
+static V clamp(Gk *k, V i, V n)
+{
+    return let(k, "int64_t", "disc_max64(0, disc_min64(%s, %s - 1))", i.s, n.s);
+}
+
+/* A gathered index: wraps negatives and clamps into [0, n). */
+static V index_value(Gk *k, V j, DType dt, Dim *n)
+{
+    j = convert(k, j, dt, DT_I64);
+    V nn = kdim(k, n);
+    j = let(k, "int64_t", "%s < 0 ? %s + %s : %s", j.s, j.s, nn.s, j.s);
+    return clamp(k, j, nn);
+}
+
+/* A scalar constant as a literal; false for a larger one (a buffer). */
+static bool const_lit(const Op *op, V *out)
+{
+    const Type *t = &op->out[0]->type;
+    size_t n;
+    if (!op->cst || !op->cst->data || !type_static_numel(t, &n) || n != 1)
+        return false;
+    const void *p = op->cst->data;
+    switch (t->dtype) {
+    case DT_F32: { float f; memcpy(&f, p, 4); *out = flit(f, DT_F32); return true; }
+    case DT_F64: { double f; memcpy(&f, p, 8); *out = flit(f, DT_F64); return true; }
+    case DT_I64: { int64_t v; memcpy(&v, p, 8);
+        *out = v == INT64_MIN ? lit("(-9223372036854775807ll - 1)") : lit("(int64_t)%lldll", (long long)v); return true; }
+    case DT_U64: { uint64_t v; memcpy(&v, p, 8); *out = lit("(uint64_t)%lluull", (unsigned long long)v); return true; }
+    case DT_I32: { int32_t v; memcpy(&v, p, 4); *out = lit("(int32_t)%lldll", (long long)v); return true; }
+    case DT_U32: { uint32_t v; memcpy(&v, p, 4); *out = lit("(uint32_t)%uu", v); return true; }
+    case DT_I16: { int16_t v; memcpy(&v, p, 2); *out = lit("(int16_t)%d", v); return true; }
+    case DT_U16: { uint16_t v; memcpy(&v, p, 2); *out = lit("(uint16_t)%u", v); return true; }
+    case DT_I8: *out = lit("(int8_t)%d", *(const int8_t *)p); return true;
+    case DT_U8: *out = lit("(uint8_t)%u", *(const uint8_t *)p); return true;
+    case DT_BOOL: *out = lit("%s", *(const uint8_t *)p ? "true" : "false"); return true;
+    default: return false; /* f16, bf16: through the buffer's conversion */
+    }
+}
+
+static V const_elem(Gk *k, const Op *op, V *idx, bool *ok)
+{
+    V c;
+    if (const_lit(op, &c))
+        return c;
+    int b = buf_of(k, op->out[0]);
+    if (b < 0) {
+        *ok = false;
+        return lit("0");
+    }
+    size_t n;
+    V off = type_static_numel(&op->out[0]->type, &n) && n == 1 ? lit("0")
+          : k->flat ? k->fi : offset(k, &op->out[0]->type, idx);
+    return load(k, b, off);
+}
+
+/* Entry idx of a small list of i64 values (a shape tensor). */
+static V pick(Gk *k, V *v, int n, V idx)
+{
+    V r = v[n - 1];
+    for (int i = n - 2; i >= 0; i--)
+        r = let(k, "int64_t", "%s == %d ? %s : %s", idx.s, i, v[i].s, r.s);
+    return r;
+}
+
+/* The operand index of a reshape from xt to rt (elem.c, reshape_index):
+ * shared leading and trailing dims pass through, the middle goes through
+ * its flat position. */
+static void reshape_index(Gk *k, const Type *xt, const Type *rt, V *idx, V *xi)
+{
+    int lead = 0, tail = 0;
+    while (lead < xt->rank && lead < rt->rank && xt->dims[lead] == rt->dims[lead])
+        lead++;
+    while (tail < xt->rank - lead && tail < rt->rank - lead &&
+           xt->dims[xt->rank - 1 - tail] == rt->dims[rt->rank - 1 - tail])
+        tail++;
+    for (int i = 0; i < lead; i++)
+        xi[i] = idx[i];
+    for (int i = 0; i < tail; i++)
+        xi[xt->rank - 1 - i] = idx[rt->rank - 1 - i];
+    int xm = xt->rank - lead - tail, rm = rt->rank - lead - tail;
+    if (xm == 0)
+        return;
+    V flat = lit("0");
+    for (int i = lead; i < lead + rm; i++)
+        flat = i == lead ? idx[i] : let(k, "int64_t", "%s * %s + %s", flat.s, kdim(k, rt->dims[i]).s, idx[i].s);
+    for (int i = lead + xm - 1; i >= lead; i--) {
+        if (i == lead) {
+            xi[i] = flat;
+            break;
+        }
+        if (dim_is(xt->dims[i], 1)) {
+            xi[i] = lit("0");
+            continue;
+        }
+        V d = kdim(k, xt->dims[i]);
+        xi[i] = let(k, "int64_t", "%s %% %s", flat.s, d.s);
+        flat = let(k, "int64_t", "%s / %s", flat.s, d.s);
+    }
+}
+
+/* One element of a dot (disc's GEMM in its simplest form: a thread per
+ * result element, a loop over the contracted index space). The result is
+ * [batch dims, lhs free dims, rhs free dims] (infer.c); floats accumulate
+ * in f32 (f64 for f64), integers in uint64 and wrap, as the interpreter. */
+static V dot_elem(Gk *k, const Op *op, V *idx)
+{
+    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
+    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+    Value *a = op->in[0], *b = op->in[1];
+    const Type *at = &a->type, *bt = &b->type;
+    DType dt = at->dtype;
+    const char *acc_t = is_f(dt) ? ctype(dt) : "uint64_t";
+    V ai[MAX_RANK], bi[MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < lb->n; i++, n++) {
+        ai[lb->ints[i]] = idx[n];
+        bi[rb->ints[i]] = idx[n];
+    }
+    bool role[MAX_RANK];
+    for (int s = 0; s < 2; s++) {
+        const Type *t = s ? bt : at;
+        const Attr *bl = s ? rb : lb, *cl = s ? rc : lc;
+        memset(role, 0, sizeof role);
+        for (int i = 0; i < bl->n; i++)
+            role[bl->ints[i]] = true;
+        for (int i = 0; i < cl->n; i++)
+            role[cl->ints[i]] = true;
+        for (int i = 0; i < t->rank; i++)
+            if (!role[i])
+                (s ? bi : ai)[i] = idx[n++];
+    }
+    Dim *kd = dim_const(&k->cg->g->dims, 1);
+    for (int i = 0; i < lc->n; i++)
+        kd = dim_mul(&k->cg->g->dims, kd, at->dims[lc->ints[i]]);
+    V acc = let(k, acc_t, "0");
+    int j = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", j, j, kdim(k, kd).s, j);
+    k->ind++;
+    V flat = lit("v%d", j);
+    for (int i = lc->n - 1; i >= 0; i--) { /* the contracted index, split over both operands' dims */
+        Dim *d = at->dims[lc->ints[i]];
+        V c;
+        if (i == 0) {
+            c = flat;
+        } else if (dim_is(d, 1)) {
+            c = lit("0");
+        } else {
+            V dv = kdim(k, d);
+            c = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+        ai[lc->ints[i]] = c;
+        bi[rc->ints[i]] = c;
+    }
+    V x = gelem(k, a, ai), y = gelem(k, b, bi);
+    if (is_f(dt))
+        line(k, "%s += %s * %s;", acc.s, x.s, y.s);
+    else
+        line(k, "%s += (uint64_t)(int64_t)%s * (uint64_t)(int64_t)%s;", acc.s, x.s, y.s);
+    k->ind--;
+    line(k, "}");
+    return is_f(dt) ? acc : let(k, ctype(dt), "(%s)%s", ctype(dt), acc.s);
+}
+
+/* Splits flat over the constant-or-symbolic dims d[0..n) into out. */
+static void split_dims(Gk *k, Dim **d, int n, V flat, V *out)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (i == 0) {
+            out[0] = flat;
+        } else if (dim_is(d[i], 1)) {
+            out[i] = lit("0");
+        } else {
+            V dv = kdim(k, d[i]);
+            out[i] = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+    }
+}
+
+/* One element of a conv, conv_transpose or pool: a thread per result
+ * element, loops over the window's taps (and the group's channels), as
+ * the interpreter computes it (runtime/interp_lib.c): a tap outside the
+ * input reads nothing. */
+static V window_elem(Gk *k, const Op *op, V *idx)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    Value *x = op->in[0];
+    const Type *xt = &x->type;
+    DType dt = xt->dtype;
+    const char *t = ctype(dt);
+    int nsp = xt->rank - 2;
+    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pads = op_attr(op, "pads");
+    bool pool = op->kind == OP_POOL, tr = op->kind == OP_CONV_TRANSPOSE;
+    Dim *kd[MAX_RANK], *taps = dim_const(cx, 1);
+    for (int i = 0; i < nsp; i++) {
+        kd[i] = pool ? dim_const(cx, op_attr(op, "window")->ints[i]) : op->in[1]->type.dims[2 + i];
+        taps = dim_mul(cx, taps, kd[i]);
+    }
+    bool is_max = pool && !strcmp(op_attr_str(op, "kind", "max"), "max");
+    bool count_pad = pool && op_attr_int(op, "count_pad", 0);
+    V acc = let(k, is_f(dt) || !is_max ? t : "int64_t", "%s", is_max && is_f(dt) ? "(-DISC_INF)" : "0");
+    V any = let(k, "bool", "false"), count = let(k, "int64_t", "0");
+    int kf = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", kf, kf, kdim(k, taps).s, kf);
+    k->ind++;
+    V ks[MAX_RANK], pos[MAX_RANK];
+    split_dims(k, kd, nsp, lit("v%d", kf), ks);
+    V inside = lit("true");
+    for (int i = 0; i < nsp; i++) {
+        V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[2 + i]);
+        long long s = (long long)st->ints[i], dil = (long long)dl->ints[i];
+        if (!tr) {
+            pos[i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
+            inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, pos[i].s, pos[i].s, n.s);
+        } else { /* the input position whose tap lands here, if one does */
+            V num = let(k, "int64_t", "%s + %s - %s * %lld", idx[2 + i].s, pb.s, ks[i].s, dil);
+            pos[i] = let(k, "int64_t", "%s / %lld", num.s, s);
+            inside = let(k, "bool", "%s && %s >= 0 && %s %% %lld == 0 && %s < %s", inside.s, num.s, num.s, s,
+                         pos[i].s, n.s);
+        }
+    }
+    if (count_pad) /* every tap counts, inside or not (interp_pool) */
+        line(k, "%s++;", count.s);
+    line(k, "if (%s) {", inside.s);
+    k->ind++;
+    V xi[MAX_RANK], wi[MAX_RANK];
+    for (int i = 0; i < nsp; i++)
+        xi[2 + i] = wi[2 + i] = pos[i];
+    xi[0] = idx[0];
+    if (pool) {
+        xi[1] = idx[1];
+        V v = gelem(k, x, xi);
+        if (!is_max)
+            line(k, "%s += %s;", acc.s, v.s);
+        else if (is_f(dt))
+            line(k, "%s = %s != %s || %s != %s ? DISC_NAN : %s > %s ? %s : %s;", acc.s, acc.s, acc.s, v.s, v.s, v.s,
+                 acc.s, v.s, acc.s);
+        else
+            line(k, "%s = !%s || (int64_t)%s > %s ? (int64_t)%s : %s;", acc.s, any.s, v.s, acc.s, v.s, acc.s);
+        line(k, "%s = true;", any.s);
+        if (!count_pad)
+            line(k, "%s++;", count.s);
+    } else {
+        const Type *wt = &op->in[1]->type;
+        int64_t g = op_attr_int(op, "groups", 1);
+        /* conv: w [O, C/g, k...]; conv_transpose: w [C, O/g, k...] */
+        Dim *cg = tr ? dim_floordiv(cx, xt->dims[1], dim_const(cx, g)) : wt->dims[1];
+        Dim *og = tr ? wt->dims[1] : dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
+        V grp = let(k, "int64_t", "%s / %s", idx[1].s, kdim(k, og).s);
+        int c = k->nv++;
+        line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", c, c, kdim(k, cg).s, c);
+        k->ind++;
+        xi[1] = let(k, "int64_t", "%s * %s + v%d", grp.s, kdim(k, cg).s, c);
+        if (tr) {
+            wi[0] = xi[1];
+            wi[1] = let(k, "int64_t", "%s - %s * %s", idx[1].s, grp.s, kdim(k, og).s);
+        } else {
+            wi[0] = idx[1];
+            wi[1] = lit("v%d", c);
+        }
+        for (int i = 0; i < nsp; i++)
+            wi[2 + i] = ks[i];
+        V a = gelem(k, x, xi), b = gelem(k, op->in[1], wi);
+        line(k, "%s += %s * %s;", acc.s, a.s, b.s);
+        k->ind--;
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+    if (pool && !is_max)
+        return let(k, t, "%s / (%s)%s", acc.s, t, count.s);
+    if (pool && is_max && !is_f(dt)) { /* a window with no tap inside: the interpreter's value */
+        const char *none = dt == DT_U8 || dt == DT_BOOL ? "0" : dt == DT_I8 ? "(-128)" : dt == DT_I32
+                         ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)";
+        return let(k, t, "(%s)(%s ? %s : %s)", t, any.s, acc.s, none);
+    }
+    return acc;
+}
+
+/* One element of v = op(...) at idx; false where the GPU path has no
+ * code for op (or not for its dtype). */
+static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
+{
+    const Type *rt = &v->type;
+    const OpInfo *info = op_info(op->kind);
+    V xi[MAX_RANK];
+    DType dt = rt->dtype;
+    if (info->cat == CAT_UNARY) {
+        V x = operand(k, op->in[0], rt, idx);
+        return apply(k, &cu_unary[op_unary(op->kind)], op->in[0]->type.dtype, dt, x, x, out);
+    }
+    if (info->cat == CAT_BINARY) {
+        V a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);
+        return apply(k, &cu_binary[op_binary(op->kind)], dt, dt, a, b, out);
+    }
+    switch (op->kind) {
+    case OP_CMP: {
+        V a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);
+        *out = let(k, "bool", "%s %s %s", a.s, cmp_op(op_attr_str(op, "dir", "eq")), b.s);
+        return true;
+    }
+    case OP_SELECT: {
+        V c = operand(k, op->in[0], rt, idx);
+        V a = operand(k, op->in[1], rt, idx), b = operand(k, op->in[2], rt, idx);
+        *out = let(k, ctype(dt), "%s ? %s : %s", c.s, a.s, b.s);
+        return true;
+    }
+    case OP_CONVERT:
+        *out = convert(k, operand(k, op->in[0], rt, idx), op->in[0]->type.dtype, dt);
+        return true;
+    case OP_CONST: {
+        bool ok = true;
+        *out = const_elem(k, op, idx, &ok);
+        return ok;
+    }
+    case OP_RESHAPE:
+    case OP_DYN_RESHAPE:
+        if (k->flat) {
+            *out = gelem(k, op->in[0], idx);
+            return true;
+        }
+        reshape_index(k, &op->in[0]->type, rt, idx, xi);
+        *out = gelem(k, op->in[0], xi);
+        return true;
+    case OP_BROADCAST:
+    case OP_DYN_BROADCAST: {
+        const Attr *axes = op_attr(op, "axes");
+        const Type *xt = &op->in[0]->type;
+        for (int i = 0; i < xt->rank; i++)
+            xi[i] = select_dim(k, xt->dims[i], rt->dims[axes->ints[i]], idx[axes->ints[i]]);
+        *out = gelem(k, op->in[0], xi);
+        return true;
+    }
+    case OP_TRANSPOSE: {
+        const Attr *perm = op_attr(op, "perm");
+        for (int i = 0; i < perm->n; i++)
+            xi[perm->ints[i]] = idx[i];
+        *out = gelem(k, op->in[0], xi);
+        return true;
+    }
+    case OP_SLICE: {
+        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
+        for (int i = 0; i < rt->rank; i++) {
+            V j = sd->ints[i] == 1 ? idx[i] : let(k, "int64_t", "%s * %s", idx[i].s, kconst(sd->ints[i]).s);
+            xi[i] = dim_is(st->dims[i], 0) ? j : let(k, "int64_t", "%s + %s", j.s, kdim(k, st->dims[i]).s);
+        }
+        *out = gelem(k, op->in[0], xi);
+        return true;
+    }
+    case OP_REVERSE: {
+        const Attr *axes = op_attr(op, "axes");
+        memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+        for (int i = 0; i < axes->n; i++) {
+            int a = (int)axes->ints[i];
+            xi[a] = let(k, "int64_t", "%s - 1 - %s", kdim(k, rt->dims[a]).s, idx[a].s);
+        }
+        *out = gelem(k, op->in[0], xi);
+        return true;
+    }
+    case OP_CONCAT: {
+        /* an if-chain, not a select: an operand is read only where the
+         * index is inside it (one of extent 0 is never read) */
+        int axis = (int)op_attr_int(op, "axis", 0);
+        V end[op->nin + 1];
+        for (int i = 0; i < op->nin - 1; i++) { /* where operand i ends */
+            V n = kdim(k, op->in[i]->type.dims[axis]);
+            end[i] = i == 0 ? n : let(k, "int64_t", "%s + %s", end[i - 1].s, n.s);
+        }
+        int r = k->nv++;
+        line(k, "%s v%d;", ctype(dt), r);
+        for (int i = 0; i < op->nin; i++) {
+            if (i == op->nin - 1)
+                line(k, i ? "} else {" : "{");
+            else
+                line(k, "%sif (%s < %s) {", i ? "} else " : "", idx[axis].s, end[i].s);
+            k->ind++;
+            memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+            if (i > 0)
+                xi[axis] = let(k, "int64_t", "%s - %s", idx[axis].s, end[i - 1].s);
+            line(k, "v%d = %s;", r, gelem(k, op->in[i], xi).s);
+            k->ind--;
+        }
+        line(k, "}");
+        *out = lit("v%d", r);
+        return true;
+    }
+    case OP_PAD: {
+        const Attr *lo = op_attr(op, "low");
+        const char *mode = op_attr_str(op, "mode", "constant");
+        const Type *xt = &op->in[0]->type;
+        V inside = lit("true");
+        for (int i = 0; i < rt->rank; i++) {
+            V n = kdim(k, xt->dims[i]);
+            V j = let(k, "int64_t", "%s - %s", idx[i].s, kdim(k, lo->dims[i]).s);
+            inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, j.s, j.s, n.s);
+            if (!strcmp(mode, "reflect")) { /* mirror without repeating the edge: period 2(n-1) */
+                V p1 = let(k, "int64_t", "disc_max64(1, 2 * (%s - 1))", n.s);
+                V m = let(k, "int64_t", "%s - %s * disc_floordiv(%s, %s)", j.s, p1.s, j.s, p1.s);
+                j = let(k, "int64_t", "%s >= %s ? %s - %s : %s", m.s, n.s, p1.s, m.s, m.s);
+            } else if (!strcmp(mode, "wrap")) { /* periodic: floor-mod by n */
+                V n1 = let(k, "int64_t", "disc_max64(1, %s)", n.s);
+                j = let(k, "int64_t", "%s - %s * disc_floordiv(%s, %s)", j.s, n1.s, j.s, n1.s);
+            }
+            xi[i] = clamp(k, j, n);
+        }
+        if (strcmp(mode, "constant") != 0) {
+            *out = gelem(k, op->in[0], xi);
+            return true;
+        }
+        /* the operand is read only inside it (it may have no elements) */
+        V pv = gelem(k, op->in[1], NULL);
+        int r = k->nv++;
+        line(k, "%s v%d = %s;", ctype(dt), r, pv.s);
+        line(k, "if (%s) {", inside.s);
+        k->ind++;
+        line(k, "v%d = %s;", r, gelem(k, op->in[0], xi).s);
+        k->ind--;
+        line(k, "}");
+        *out = lit("v%d", r);
+        return true;
+    }
+    case OP_IOTA:
+        *out = convert(k, idx[op_attr_int(op, "axis", 0)], DT_I64, dt);
+        return true;
+    case OP_DOT:
+        *out = dot_elem(k, op, idx);
+        return true;
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE:
+    case OP_POOL:
+        *out = window_elem(k, op, idx);
+        return true;
+    case OP_GATHER: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        Value *x = op->in[0], *ind = op->in[1];
+        int q = ind->type.rank;
+        V ii[MAX_RANK];
+        for (int i = 0; i < q; i++)
+            ii[i] = idx[axis + i];
+        V j = index_value(k, gelem(k, ind, ii), ind->type.dtype, x->type.dims[axis]);
+        int n = 0;
+        for (int i = 0; i < axis; i++)
+            xi[n++] = idx[i];
+        xi[n++] = j;
+        for (int i = axis + q; i < rt->rank; i++)
+            xi[n++] = idx[i];
+        *out = gelem(k, x, xi);
+        return true;
+    }
+    case OP_GATHER_ELEMENTS: {
+        int axis = (int)op_attr_int(op, "axis", 0);
+        Value *x = op->in[0], *ind = op->in[1];
+        V j = index_value(k, gelem(k, ind, idx), ind->type.dtype, x->type.dims[axis]);
+        memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+        xi[axis] = j;
+        *out = gelem(k, x, xi);
+        return true;
+    }
+    case OP_SHAPE_CONST: {
+        const Attr *dims = op_attr(op, "dims");
+        V vals[MAX_RANK * 4];
+        int n = dims->n < MAX_RANK * 4 ? dims->n : MAX_RANK * 4;
+        for (int i = 0; i < n; i++)
+            vals[i] = kdim(k, dims->dims[i]);
+        *out = rt->rank == 0 ? vals[0] : pick(k, vals, n, idx[0]);
+        return true;
+    }
+    case OP_DIM:
+        *out = kdim(k, op->in[0]->type.dims[op_attr_int(op, "axis", 0)]);
+        return true;
+    case OP_SHAPE_OF: {
+        const Type *xt = &op->in[0]->type;
+        V vals[MAX_RANK];
+        for (int i = 0; i < xt->rank; i++)
+            vals[i] = kdim(k, xt->dims[i]);
+        *out = pick(k, vals, xt->rank, idx[0]);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static V gelem(Gk *k, Value *v, V *idx)
+{
+    Cg *cg = k->cg;
+    for (int i = 0; i < k->nr; i++)
+        if (k->rv[i] == v)
+            return k->rval[i];
+    if (in_group(k, v)) {
+        V r;
+        if (op_elem(k, v->def, v, idx, &r))
+            return r;
+        if (!cg->d->set) {
+            char what[160];
+            snprintf(what, sizeof what, "%s on %s in a loop kernel", op_info(v->def->kind)->name,
+                     dtype_name(v->def->nin ? v->def->in[0]->type.dtype : v->type.dtype));
+            unsupported(cg, v->def, what);
+        }
+        return lit("0");
+    }
+    V c;
+    if (v->def && v->def->kind == OP_CONST && const_lit(v->def, &c))
+        return c;
+    int b = buf_of(k, v);
+    if (b < 0) {
+        if (!cg->d->set)
+            diag_setk(cg->d, DIAG_INTERNAL, "codegen: a value has no buffer in its kernel");
+        return lit("0");
+    }
+    size_t n = 0;
+    V off = type_static_numel(&v->type, &n) && n == 1 ? lit("0") : k->flat ? k->fi : offset(k, &v->type, idx);
+    return load(k, b, off);
+}
+
+/* ---- the loop template ------------------------------------------------------------ */
+
+static bool same_dims(const Type *a, const Type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
+{
+    const Group *grp = k->grp;
+    if (rt->rank == 0) {
+        line(k, "if (DISC_TID == 0) {");
+        k->ind++;
+        V idx[1];
+        for (int o = 0; o < grp->nouts; o++)
+            store(k, buf_of(k, grp->outs[o]), lit("0"), gelem(k, grp->outs[o], idx));
+        k->ind--;
+        line(k, "}");
+        return;
+    }
+    V n = kdim(k, numel);
+    int iv = k->nv++;
+    line(k, "for (int64_t v%d = DISC_TID; v%d < %s; v%d += DISC_NTHREADS) {", iv, iv, n.s, iv);
+    k->ind++;
+    V i = lit("v%d", iv);
+    if (flat) {
+        k->flat = true;
+        k->fi = i;
+        for (int o = 0; o < grp->nouts; o++)
+            store(k, buf_of(k, grp->outs[o]), i, gelem(k, grp->outs[o], NULL));
+        k->flat = false;
+    } else {
+        V idx[MAX_RANK], oidx[MAX_RANK];
+        unflatten(k, rt, i, idx);
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *out = grp->outs[o];
+            V x;
+            if (same_dims(&out->type, rt)) {
+                x = gelem(k, out, idx);
+            } else { /* a reshape of the same element count */
+                unflatten(k, &out->type, i, oidx);
+                x = gelem(k, out, oidx);
+            }
+            store(k, buf_of(k, out), i, x);
+        }
+    }
+    k->ind--;
+    line(k, "}");
+}
+
+/* ---- the row-reduction template ------------------------------------------------ *
+ *
+ * INPUT and STITCH groups (kernel.c's row plan): one block per row (the
+ * kept dims), striding over the rows when the grid is smaller. Each
+ * reduction of the group, in order, is a strided pass of the block's
+ * threads over the row's reduced index space, each thread accumulating
+ * its own elements in order, then a tree over the threads in shared
+ * memory; its result is a row value the later work reads. Row-shaped
+ * outputs are stored by thread 0, full-shaped ones in a last strided
+ * pass. Argmax and argmin carry the index (and whether a thread saw any
+ * element) and combine as the interpreter's scan would: the first (or
+ * with `last` the last) of equal values, and a NaN wins. */
+
+static bool is_reduction(const Op *op)
+{
+    return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
+}
+
+static void reduced_axes(const Op *op, bool *red)
+{
+    memset(red, 0, MAX_RANK * sizeof *red);
+    if (op->kind == OP_REDUCE) {
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < axes->n; i++)
+            red[axes->ints[i]] = true;
+    } else {
+        red[op_attr_int(op, "axis", 0)] = true;
+    }
+}
+
+/* The combining op of a reduce: bool sums are ors, products ands. */
+static BinaryOp reduce_bin(const Op *op, DType dt)
+{
+    const char *kind = op_attr_str(op, "kind", "sum");
+    BinaryOp b = !strcmp(kind, "max") ? BIN_MAX : !strcmp(kind, "min") ? BIN_MIN : !strcmp(kind, "prod") ? BIN_MUL
+               : BIN_ADD;
+    if (dt == DT_BOOL)
+        b = b == BIN_ADD || b == BIN_MAX ? BIN_OR : BIN_AND;
+    return b;
+}
+
+/* The accumulator's start: the identity of the combining op. */
+static V acc_init(const Op *op, DType dt)
+{
+    const char *kind = op->kind == OP_REDUCE ? op_attr_str(op, "kind", "sum") : "arg";
+    if (!strcmp(kind, "sum") || !strcmp(kind, "mean"))
+        return lit(dt == DT_BOOL ? "false" : "0");
+    if (!strcmp(kind, "prod"))
+        return lit(dt == DT_BOOL ? "true" : "1");
+    bool is_max = !strcmp(kind, "max") || op->kind == OP_ARGMAX;
+    if (is_f(dt))
+        return lit(is_max ? "(-DISC_INF)" : "DISC_INF");
+    if (dt == DT_BOOL)
+        return lit(is_max ? "false" : "true");
+    int bits = 8 * (int)dtype_size(dt);
+    if (is_u(dt))
+        return is_max ? lit("0") : lit("(%s)%lluull", ctype(dt), bits == 64 ? ~0ull : (1ull << bits) - 1);
+    long long mn = bits == 64 ? INT64_MIN : -(1ll << (bits - 1));
+    return is_max ? lit("(%s)(%lldll - 1)", ctype(dt), mn + 1) : lit("(%s)%lldll", ctype(dt), -(mn + 1));
+}
+
+/* Whether b (at index ib) replaces a (at ia) in an argmax or argmin:
+ * the scan's rule over two partial results. */
+static V arg_take(Gk *k, const Op *op, DType dt, V a, V ia, V b, V ib)
+{
+    bool last = op_attr_int(op, "last", 0);
+    const char *cmp = op->kind == OP_ARGMAX ? ">" : "<";
+    V tie = let(k, "bool", "%s %s %s", ib.s, last ? ">" : "<", ia.s);
+    if (is_f(dt))
+        return let(k, "bool", "(%s != %s) ? (%s != %s && %s) : (%s != %s || %s %s %s || (%s == %s && %s))", a.s, a.s,
+                   b.s, b.s, tie.s, b.s, b.s, b.s, cmp, a.s, b.s, a.s, tie.s);
+    return let(k, "bool", "%s %s %s || (%s == %s && %s)", b.s, cmp, a.s, b.s, a.s, tie.s);
+}
+
+/* Splits flat over the listed axes of t into idx (at those axes). */
+static void split_axes(Gk *k, const Type *t, const int *axes, int n, V flat, V *idx)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        Dim *d = t->dims[axes[i]];
+        if (i == 0) {
+            idx[axes[0]] = flat;
+        } else if (dim_is(d, 1)) {
+            idx[axes[i]] = lit("0");
+        } else {
+            V dv = kdim(k, d);
+            idx[axes[i]] = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
+            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+        }
+    }
+}
+
+static Dim *prod_axes(DimCtx *cx, const Type *t, const int *axes, int n)
+{
+    Dim *p = dim_const(cx, 1);
+    for (int i = 0; i < n; i++)
+        p = dim_mul(cx, p, t->dims[axes[i]]);
+    return p;
+}
+
+/* One reduction of the row at idx: its value, the same in every thread. */
+static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr, V m)
+{
+    Value *x = op->in[0];
+    DType dt = x->type.dtype;
+    const char *t = ctype(dt);
+    bool arg = op->kind != OP_REDUCE;
+    bool last = arg && op_attr_int(op, "last", 0);
+    gpu_str_printf(&k->shared, "    __shared__ %s r%d[%d];\n", t, id, GPU_BLOCK);
+    if (arg)
+        gpu_str_printf(&k->shared, "    __shared__ int64_t i%d[%d];\n    __shared__ bool h%d[%d];\n", id, GPU_BLOCK,
+                       id, GPU_BLOCK);
+    V acc = let(k, t, "%s", acc_init(op, dt).s);
+    V best = arg ? let(k, "int64_t", "0") : lit("0"), has = arg ? let(k, "bool", "false") : lit("0");
+    int j = k->nv++;
+    line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, m.s, j);
+    k->ind++;
+    V full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    split_axes(k, &x->type, rax, nr, lit("v%d", j), full);
+    V v = gelem(k, x, full);
+    if (!arg) {
+        V r;
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
+        line(k, "%s = %s;", acc.s, r.s);
+    } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
+        const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
+        V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
+                                  last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
+                            : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
+        line(k, "if (%s || !%s) {", better.s, has.s);
+        line(k, "    %s = %s;", acc.s, v.s);
+        line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
+        line(k, "}");
+        line(k, "%s = true;", has.s);
+    }
+    k->ind--;
+    line(k, "}");
+    /* the tree over the block's threads */
+    line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, acc.s);
+    if (arg)
+        line(k, "DISC_SH(i%d, threadIdx.x) = %s;\n%*sDISC_SH(h%d, threadIdx.x) = %s;", id, best.s, 4 * k->ind, "", id,
+             has.s);
+    line(k, "__syncthreads();");
+    int st = k->nv++;
+    line(k, "for (int v%d = blockDim.x / 2; v%d > 0; v%d >>= 1) {", st, st, st);
+    k->ind++;
+    if (!arg) {
+        line(k, "if (threadIdx.x < v%d) {", st);
+        k->ind++;
+        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), r;
+        V b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, a, b, &r);
+        line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, r.s);
+    } else {
+        line(k, "if (threadIdx.x < v%d && DISC_SH(h%d, threadIdx.x + v%d)) {", st, id, st);
+        k->ind++;
+        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
+        V ia = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x)", id);
+        V ib = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x + v%d)", id, st);
+        V take = arg_take(k, op, dt, a, ia, b, ib);
+        line(k, "if (!DISC_SH(h%d, threadIdx.x) || %s) {", id, take.s);
+        line(k, "    DISC_SH(r%d, threadIdx.x) = %s;", id, b.s);
+        line(k, "    DISC_SH(i%d, threadIdx.x) = %s;", id, ib.s);
+        line(k, "    DISC_SH(h%d, threadIdx.x) = true;", id);
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    line(k, "__syncthreads();");
+    k->ind--;
+    line(k, "}");
+    V r = arg ? let(k, "int64_t", "DISC_SH(i%d, 0)", id) : let(k, t, "DISC_SH(r%d, 0)", id);
+    if (!arg && !strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+        r = let(k, t, is_f(dt) ? "%s / (%s)%s" : "%s / (%s)%s", r.s, t, m.s);
+    line(k, "__syncthreads(); /* every thread has read it: r%d is free for the next row */", id);
+    return r;
+}
+
+/* Column stitch groups (fuse_columns): in the row plan a block takes one
+ * column, and a row value stands for the reduction's result at that
+ * column only. As kernel.c's column template does (col_reads), the group
+ * is taken only if every read of a reduction's result is at the result's
+ * own kept axes; a read off its column (static dims that happen to be
+ * equal) is refused, and the flow splits the group up. */
+typedef struct ColCheck {
+    const Gk *k;
+    const int *kax;
+    int nk;
+    const Type *xt;
+    int budget;
+} ColCheck;
+
+static bool reads_red(ColCheck *c, const Value *v)
+{
+    if (!in_group(c->k, v))
+        return false;
+    if (--c->budget < 0 || is_reduction(v->def))
+        return true;
+    for (int i = 0; i < v->def->nin; i++)
+        if (reads_red(c, v->def->in[i]))
+            return true;
+    return false;
+}
+
+/* map[i]: the axis of the reduced operand whose index v's index i is; -1
+ * where v's dim is 1. */
+static bool col_reads(ColCheck *c, const Value *v, const int *map)
+{
+    if (!in_group(c->k, v))
+        return true;
+    const Op *op = v->def;
+    OpCat cat = op_info(op->kind)->cat;
+    int m[MAX_RANK];
+    if (--c->budget < 0)
+        return false;
+    if (op->kind == OP_REDUCE) {
+        bool keep = op_attr_int(op, "keepdims", 1);
+        for (int i = 0; i < v->type.rank; i++)
+            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : c->kax[i]))
+                return false;
+        return true;
+    }
+    if (cat == CAT_UNARY || cat == CAT_BINARY || cat == CAT_ELEM) {
+        for (int j = 0; j < op->nin; j++) {
+            const Type *t = &op->in[j]->type;
+            int off = v->type.rank - t->rank;
+            for (int a = 0; a < t->rank; a++)
+                m[a] = dim_is(t->dims[a], 1) ? -1 : map[a + off];
+            if (!col_reads(c, op->in[j], m))
+                return false;
+        }
+        return true;
+    }
+    if (op->kind == OP_BROADCAST) {
+        const Attr *axes = op_attr(op, "axes");
+        const Type *t = &op->in[0]->type;
+        for (int a = 0; a < t->rank; a++)
+            m[a] = dim_is(t->dims[a], 1) ? -1 : map[axes->ints[a]];
+        return col_reads(c, op->in[0], m);
+    }
+    return !reads_red(c, v);
+}
+
+/* The map of a row-shaped type whose dims are the kept dims in order
+ * (dims 1 anywhere); false if it is not one. */
+static bool row_map(const ColCheck *c, const Type *t, int *map)
+{
+    int a = 0;
+    for (int i = 0; i < t->rank; i++) {
+        Dim *d = t->dims[i];
+        if (dim_is(d, 1)) {
+            map[i] = -1;
+            continue;
+        }
+        while (a < c->nk && c->xt->dims[c->kax[a]] != d && dim_is(c->xt->dims[c->kax[a]], 1))
+            a++;
+        if (a == c->nk || c->xt->dims[c->kax[a]] != d)
+            return false;
+        map[i] = c->kax[a++];
+    }
+    for (; a < c->nk; a++)
+        if (!dim_is(c->xt->dims[c->kax[a]], 1))
+            return false;
+    return true;
+}
+
+static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
+{
+    const Group *grp = k->grp;
+    ColCheck c = {k, kax, nk, xt, 1 << 16};
+    int id[MAX_RANK], map[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        id[i] = i;
+    for (int i = 0; i < grp->nops; i++)
+        if (is_reduction(grp->ops[i]) && !col_reads(&c, grp->ops[i]->in[0], id))
+            return false;
+    for (int o = 0; o < grp->nouts; o++) {
+        Value *ov = grp->outs[o];
+        bool row = type_numel(&k->cg->g->dims, &ov->type) == p;
+        if (row ? !row_map(&c, &ov->type, map) || !col_reads(&c, ov, map)
+                : same_dims(&ov->type, xt) ? !col_reads(&c, ov, id) : reads_red(&c, ov))
+            return false;
+    }
+    return true;
+}
+
+static bool reduce_body(Gk *k, Dim **grid, int grid_max)
+{
+    Cg *cg = k->cg;
+    const Group *grp = k->grp;
+    DimCtx *cx = &cg->g->dims;
+    const Op *first = NULL;
+    for (int i = 0; i < grp->nops && !first; i++)
+        if (is_reduction(grp->ops[i]))
+            first = grp->ops[i];
+    if (!first)
+        return unsupported(cg, grp->root, "a reduction group without a reduction");
+    const Type *xt = &first->in[0]->type;
+    bool red[MAX_RANK];
+    reduced_axes(first, red);
+    int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
+    for (int i = 0; i < xt->rank; i++) {
+        if (red[i])
+            rax[nr++] = i;
+        else
+            kax[nk++] = i;
+    }
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        bool r2[MAX_RANK];
+        if (!is_reduction(op))
+            continue;
+        reduced_axes(op, r2);
+        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
+            return unsupported(cg, op, "reductions over different rows in one group");
+    }
+    Dim *p = prod_axes(cx, xt, kax, nk), *m = prod_axes(cx, xt, rax, nr), *full = type_numel(cx, xt);
+    if (grp->kind == FUSE_STITCH && fuse_columns(grp) && !columns_ok(k, xt, kax, nk, p))
+        return diag_set(cg->d, "codegen: group %d reads a column reduction's result off its column", grp->id);
+    for (int o = 0; o < grp->nouts; o++) {
+        Dim *n = type_numel(cx, &grp->outs[o]->type);
+        if (n != p && n != full)
+            return unsupported(cg, grp->outs[o]->def, "an output neither row- nor input-shaped");
+    }
+    *grid = dim_max(cx, dim_min(cx, p, dim_const(cx, grid_max)), dim_const(cx, 1));
+    V pv = kdim(k, p), mv = kdim(k, m);
+    int q = k->nv++;
+    line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a row per block */", q, q, pv.s, q);
+    k->ind++;
+    V idx[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        idx[i] = lit("0");
+    split_axes(k, xt, kax, nk, lit("v%d", q), idx);
+    k->nr = 0;
+    for (int i = 0; i < grp->nops; i++)
+        if (is_reduction(grp->ops[i])) {
+            k->rv[k->nr] = grp->ops[i]->out[0];
+            k->rval[k->nr] = reduce_row(k, grp->ops[i], k->nr, idx, rax, nr, mv);
+            k->nr++;
+        }
+    bool any_row = false, any_full = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        bool row = type_numel(cx, &grp->outs[o]->type) == p;
+        any_row |= row;
+        any_full |= !row;
+    }
+    if (any_row) {
+        line(k, "if (threadIdx.x == 0) {");
+        k->ind++;
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) != p)
+                continue;
+            V oidx[MAX_RANK];
+            unflatten(k, &ov->type, lit("v%d", q), oidx);
+            store(k, buf_of(k, ov), lit("v%d", q), gelem(k, ov, oidx));
+        }
+        k->ind--;
+        line(k, "}");
+    }
+    if (any_full) {
+        int j = k->nv++;
+        line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, mv.s, j);
+        k->ind++;
+        V fi[MAX_RANK], oidx[MAX_RANK];
+        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
+        split_axes(k, xt, rax, nr, lit("v%d", j), fi);
+        V off = offset(k, xt, fi);
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) == p)
+                continue;
+            V x;
+            if (same_dims(&ov->type, xt)) {
+                x = gelem(k, ov, fi);
+            } else { /* a reshape of the same element count */
+                unflatten(k, &ov->type, off, oidx);
+                x = gelem(k, ov, oidx);
+            }
+            store(k, buf_of(k, ov), off, x);
+        }
+        k->ind--;
+        line(k, "}");
+    }
+    k->ind--;
+    line(k, "}");
+    return true;
+}
+
+static void desc(GpuStr *s, const Group *grp)
+{
+    for (int i = 0; i < grp->nops; i++)
+        gpu_str_printf(s, " %s", op_info(grp->ops[i]->kind)->name);
+}
+
+/* The emulator's entry for kernel gk: the CPU kernel ABI over blocks. */
+static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
+{
+    /* one thread: the kernel on the launch's arguments */
+    gpu_str_printf(s, "static void %s_thread(void **a)\n{\n", gk->name);
+    gpu_str_printf(s, "    const int64_t *s = (const int64_t *)a[%d];\n    (void)s;\n    %s(", k->nb, gk->name);
+    for (int i = 0; i < k->nb; i++)
+        gpu_str_printf(s, "%s(%s%s *)a[%d]", i ? ", " : "", i < k->grp->nins ? "const " : "",
+                       stype(k->bv[i]->type.dtype), i);
+    for (int i = 0; i < gk->nsyms; i++)
+        gpu_str_printf(s, ", s[%d]", gk->syms[i]);
+    gpu_str_printf(s, ");\n}\n\n");
+    /* the launch: blocks [begin, end) of the grid */
+    gpu_str_printf(s, "void %s_emu(int64_t begin, int64_t end, void *args)\n{\n", gk->name);
+    gpu_str_printf(s, "    const int64_t *s = (const int64_t *)((void **)args)[%d];\n    (void)s;\n", k->nb);
+    gpu_str_printf(s, "    disc_emu_run(begin, end, ");
+    dim_text(s, gk->grid, "s[%d]");
+    gpu_str_printf(s, ", %d, %s_thread, (void **)args, \"%s\");\n}\n\n", gk->block, gk->name, gk->name);
+}
+
+bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, GpuStr *src, GpuKernel *gk)
+{
+    memset(gk, 0, sizeof *gk);
+    snprintf(gk->name, sizeof gk->name, "%s", name);
+    bool reduce = grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH;
+    if (!reduce && grp->kind != FUSE_LOOP && grp->kind != FUSE_LIBRARY) {
+        char what[160];
+        snprintf(what, sizeof what, "%s (a %s group)", op_info(grp->root->kind)->name, fuse_kind_name(grp->kind));
+        return unsupported(cg, grp->root, what);
+    }
+    if (!reduce)
+        for (int o = 0; o < grp->nouts; o++)
+            if (type_numel(&cg->g->dims, &grp->outs[o]->type) !=
+                type_numel(&cg->g->dims, &(grp->root ? grp->root->out[0] : grp->outs[0])->type))
+                return unsupported(cg, grp->outs[o]->def, "a loop kernel's outputs of other element counts");
+    DimCtx *cx = &cg->g->dims;
+    Gk k = {.cg = cg, .grp = grp, .nb = grp->nins + grp->nouts};
+    Value *bv[k.nb + 1];
+    for (int i = 0; i < k.nb; i++)
+        bv[i] = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
+    k.bv = bv;
+    Value *rv[grp->nops + 1];
+    V rval[grp->nops + 1];
+    k.rv = rv;
+    k.rval = rval;
+    k.usesym = calloc((size_t)cx->nsyms + 1, sizeof *k.usesym);
+    if (!k.usesym)
+        return diag_oom(cg->d);
+    dimmap_init(&k.dims);
+    Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
+    const Type *rt = &root->type;
+    Dim *numel = type_numel(cx, rt);
+    bool flat = !reduce && cg_loop_flat(cg, grp, numel);
+    Dim *x[64], *r[64];
+    int np = reduce ? 0 : cg_broadcast_pairs(cg, grp, x, r, 64);
+    k.ind = 1;
+    Dim *one = dim_const(cx, 1);
+    gk->grid = NULL;
+    if (reduce) {
+        reduce_body(&k, &gk->grid, grid_max);
+    } else if (np == 0) {
+        loop_body(&k, rt, numel, flat);
+    } else { /* speculation: the variant without broadcasting where every pair is equal */
+        char same[1024] = "true";
+        size_t n = 4;
+        for (int i = 0; i < np; i++) {
+            n += (size_t)snprintf(same + n, sizeof same - n, " && %s == %s", kdim(&k, x[i]).s, kdim(&k, r[i]).s);
+            if (n >= sizeof same)
+                n = sizeof same - 1;
+        }
+        line(&k, "if (%s) {", same);
+        k.ind++;
+        k.speculate = true;
+        loop_body(&k, rt, numel, flat);
+        k.speculate = false;
+        k.ind--;
+        line(&k, "} else {");
+        k.ind++;
+        loop_body(&k, rt, numel, flat);
+        k.ind--;
+        line(&k, "}");
+    }
+    /* the launch: enough blocks for one element per thread, at most grid_max */
+    if (!gk->grid)
+        gk->grid = rt->rank == 0 ? one
+             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK)), dim_const(cx, grid_max)), one);
+    gk->block = GPU_BLOCK;
+    gk->nbufs = k.nb;
+    gk->syms = malloc(((size_t)cx->nsyms + 1) * sizeof *gk->syms);
+    for (int i = 0; gk->syms && i < cx->nsyms; i++)
+        if (k.usesym[i])
+            gk->syms[gk->nsyms++] = i;
+    if (cg->d->set) /* an op the GPU path does not take: no text */
+        goto done;
+    /* the kernel: a comment, the signature, the dims, the loop */
+    gpu_str_printf(src, "/* %s: %s group %d:", name, fuse_kind_name(grp->kind), grp->id);
+    desc(src, grp);
+    gpu_str_printf(src, " */\nDISC_KERNEL void %s(", name);
+    for (int i = 0; i < k.nb; i++)
+        gpu_str_printf(src, "%s%s%s *b%d", i ? ", " : "", i < grp->nins ? "const " : "", stype(bv[i]->type.dtype), i);
+    for (int i = 0; i < gk->nsyms; i++)
+        gpu_str_printf(src, ", int64_t s%d", gk->syms[i]);
+    gpu_str_printf(src, ")\n{\n%s%s%s}\n\n", k.shared.p ? k.shared.p : "", k.pro.p ? k.pro.p : "",
+                   k.body.p ? k.body.p : "");
+    if (lang == GPU_EMU)
+        emu_entry(src, &k, gk);
+done:;
+    bool oom = k.pro.failed || k.body.failed || k.shared.failed || src->failed || !gk->syms;
+    gpu_str_free(&k.pro);
+    gpu_str_free(&k.body);
+    gpu_str_free(&k.shared);
+    dimmap_free(&k.dims);
+    free(k.usesym);
+    if (oom && !cg->d->set)
+        diag_oom(cg->d);
+    if (cg->d->set) {
+        gpu_kernel_free(gk);
+        return false;
+    }
+    return true;
+}
+
+void gpu_kernel_free(GpuKernel *k)
+{
+    free(k->syms);
+    k->syms = NULL;
+    k->nsyms = 0;
+}
+
+/* ---- the module -------------------------------------------------------------------- */
+
+typedef struct ModSrc {
+    Cg cg;
+    GpuLang lang;
+    GpuStr *out;
+    char **sigs;       /* of the kernels so far: equal groups share one */
+    int nsig;
+    int *nkernels, *nunsup;
+    Diag *why, *d;
+} ModSrc;
+
+/* grp's kernel into the module (or a comment saying why not); false on
+ * an error that is not "not supported yet". A group no template takes
+ * (codegen's DIAG_MODEL refusal: a column read off its column) is split
+ * into its ops, as the host flow does (host.c, emit_single). */
+static bool module_group(ModSrc *ms, const Group *grp)
+{
+    Diag e = {0};
+    ms->cg.d = &e;
+    char *sig = cg_kernel_signature(grp);
+    if (!sig)
+        return diag_oom(ms->d);
+    for (int j = 0; j < ms->nsig; j++)
+        if (!strcmp(ms->sigs[j], sig)) {
+            free(sig);
+            return true;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "disc_k%d", *ms->nkernels);
+    GpuKernel gk;
+    if (gpu_kernel(&ms->cg, grp, name, ms->lang, GPU_GRID_MAX, ms->out, &gk)) {
+        ms->sigs[ms->nsig++] = sig;
+        ++*ms->nkernels;
+        gpu_kernel_free(&gk);
+        return true;
+    }
+    free(sig);
+    if (e.kind == DIAG_MODEL && grp->nops > 1 && grp->kind != FUSE_LIBRARY) {
+        gpu_str_printf(ms->out, "/* group %d (%s", grp->id, fuse_kind_name(grp->kind));
+        desc(ms->out, grp);
+        gpu_str_printf(ms->out, "): split up: %s */\n\n", e.msg);
+        for (int i = 0; i < grp->nops; i++) {
+            Op *op = grp->ops[i];
+            Value *ins[op->nin + 1];
+            int nins = 0;
+            for (int j = 0; j < op->nin; j++) {
+                bool dup = false;
+                for (int l = 0; l < nins; l++)
+                    dup |= ins[l] == op->in[j];
+                if (!dup)
+                    ins[nins++] = op->in[j];
+            }
+            Group g1 = {.kind = fuse_kind_of(op), .id = grp->id, .ops = &op, .nops = 1, .ins = ins, .nins = nins,
+                        .outs = op->out, .nouts = op->nout, .root = op};
+            if (g1.kind != FUSE_SHAPE && !module_group(ms, &g1))
+                return false;
+        }
+        return true;
+    }
+    if (e.kind != DIAG_UNSUPPORTED)
+        return diag_copy(ms->d, &e);
+    ++*ms->nunsup;
+    if (ms->why)
+        diag_copy(ms->why, &e);
+    gpu_str_printf(ms->out, "/* group %d (%s", grp->id, fuse_kind_name(grp->kind));
+    desc(ms->out, grp);
+    gpu_str_printf(ms->out, "):\n   %s */\n\n", e.msg);
+    return true;
+}
+
+bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkernels, int *nunsup, Diag *why,
+                       Diag *d)
+{
+    ModSrc ms = {.cg = {.g = m->g, .si = m->si, .plan = m->plan, .mp = m->mp}, .lang = lang, .out = out,
+                 .nkernels = nkernels, .nunsup = nunsup, .why = why, .d = d};
+    /* a kernel per group, or per op of a group split up, at most */
+    if (!(ms.sigs = calloc((size_t)m->plan->n + (size_t)m->g->nops + 1, sizeof *ms.sigs)))
+        return diag_oom(d);
+    *nkernels = *nunsup = 0;
+    gpu_str_printf(out, "/* disc: %s kernels of %s */\n#include \"disc_%s.h\"\n\n", lang == GPU_HIP ? "HIP" : "CUDA",
+                   m->g->name ? m->g->name : "a model", lang == GPU_HIP ? "hip" : "cuda");
+    bool ok = true;
+    for (int i = 0; i < m->plan->n && ok; i++) {
+        const Group *grp = &m->plan->groups[i];
+        if (grp->kind == FUSE_OPAQUE)
+            gpu_str_printf(out, "/* group %d (%s): on the host */\n\n", grp->id, op_info(grp->root->kind)->name);
+        else if (grp->kind != FUSE_SHAPE)
+            ok = module_group(&ms, grp);
+    }
+    for (int i = 0; i < ms.nsig; i++)
+        free(ms.sigs[i]);
+    free(ms.sigs);
+    if (ok && out->failed)
+        ok = diag_oom(d);
+    return ok;
+}
+
+/* ---- the preludes ------------------------------------------------------------------ *
+ *
+ * What a kernel's text assumes: the fixed-width integer types, DISC_KERNEL
+ * (an entry point), DISC_FN (a device helper), DISC_TID and DISC_NTHREADS
+ * (this thread's index in the grid and the grid's size), DISC_AT(p, i, n)
+ * (element i of buffer p of n elements), DISC_SH(p, i) (of a __shared__
+ * array), DISC_INF and DISC_NAN, the
+ * f16/bf16 conversions (disc_h2f, disc_f2h, disc_bf2f, disc_f2bf), and the
+ * maths helpers of the op tables. The head is the target's own; the
+ * helpers are one text for every target. */
+
+static const char prelude_cuda[] =
+    "/* disc_cuda.h: the prelude of disc's CUDA kernels (NVRTC) */\n"
+    "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
+    "#define DISC_FN static __device__ __forceinline__\n"
+    "#define DISC_KERNEL extern \"C\" __global__ __launch_bounds__(256)\n"
+    "#define DISC_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
+    "#define DISC_NTHREADS ((int64_t)gridDim.x * blockDim.x)\n"
+    "#define DISC_AT(p, i, n) (p)[i]\n"
+    "#define DISC_SH(p, i) (p)[i]\n"
+    "#define DISC_INF __int_as_float(0x7f800000)\n"
+    "#define DISC_NAN __int_as_float(0x7fc00000)\n"
+    "#define disc_f2u __float_as_uint\n"
+    "#define disc_u2f __uint_as_float\n"
+    "DISC_FN float disc_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "DISC_FN uint16_t disc_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "DISC_FN float disc_bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"
+    "DISC_FN uint16_t disc_f2bf(float f) { uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+
+static const char prelude_hip[] =
+    "/* disc_hip.h: the prelude of disc's HIP kernels (HIPRTC) */\n"
+    "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
+    "#define DISC_FN static __device__ inline\n"
+    "#define DISC_KERNEL extern \"C\" __global__ __launch_bounds__(256)\n"
+    "#define DISC_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
+    "#define DISC_NTHREADS ((int64_t)gridDim.x * blockDim.x)\n"
+    "#define DISC_AT(p, i, n) (p)[i]\n"
+    "#define DISC_SH(p, i) (p)[i]\n"
+    "#define DISC_INF __builtin_huge_valf()\n"
+    "#define DISC_NAN __builtin_nanf(\"\")\n"
+    "DISC_FN uint32_t disc_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }\n"
+    "DISC_FN float disc_u2f(uint32_t u) { return __builtin_bit_cast(float, u); }\n"
+    "DISC_FN float disc_h2f(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }\n"
+    "DISC_FN uint16_t disc_f2h(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }\n";
+
+/* The emulator's: C for the host compiler (emu.c). A block's threads are
+ * fibers that take turns in a shuffled order and meet at __syncthreads;
+ * __shared__ memory is per OS thread (a block runs on one); every buffer
+ * access is bounds-checked. A fault stops the process with the kernel,
+ * what went wrong, the block and the thread. */
+static const char prelude_emu[] =
+    "/* disc_emu.h: the prelude of disc's GPU kernels on the emulator (cuda-emu) */\n"
+    "#include <stdint.h>\n#include <stdbool.h>\n#include <math.h>\n#include <stdio.h>\n"
+    "#include <stdlib.h>\n#include <string.h>\n"
+    "typedef struct { unsigned x, y, z; } disc_dim3;\n"
+    "static _Thread_local disc_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
+    "#define DISC_FN static inline\n"
+    "#define DISC_KERNEL static\n"
+    "#define DISC_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)\n"
+    "#define DISC_NTHREADS ((int64_t)gridDim.x * blockDim.x)\n"
+    "#define DISC_INF INFINITY\n"
+    "#define DISC_NAN NAN\n"
+    "DISC_FN uint32_t disc_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
+    "DISC_FN float disc_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "static void disc_emu_fail(const char *what, const char *fn, int line)\n"
+    "{\n"
+    "    fprintf(stderr, \"cuda-emu: %s: %s (generated line %d, block %u of %u, thread %u)\\n\", fn, what, line,\n"
+    "            blockIdx.x, gridDim.x, threadIdx.x);\n"
+    "    abort();\n"
+    "}\n"
+    "static int64_t disc_emu_at(int64_t i, int64_t n, const char *buf, const char *fn, int line)\n"
+    "{\n"
+    "    if (i < 0 || i >= n) {\n"
+    "        char what[160];\n"
+    "        snprintf(what, sizeof what, \"%s[%lld] out of bounds [0, %lld)\", buf, (long long)i, (long long)n);\n"
+    "        disc_emu_fail(what, fn, line);\n"
+    "    }\n"
+    "    return i;\n"
+    "}\n"
+    "#define DISC_AT(p, i, n) (p)[disc_emu_at((i), (n), #p, __func__, __LINE__)]\n"    "/* a __shared__ array, checked against its declared size */\n"
+    "#define DISC_SH(p, i) DISC_AT(p, i, (int64_t)(sizeof(p) / sizeof((p)[0])))\n"
+    "/* ---- threads as fibers: a block's threads take turns on one OS thread,\n"
+    "   each on its own stack, switching at __syncthreads (and when done) ---- */\n"
+    "#if !defined(__x86_64__)\n"
+    "#error \"cuda-emu: the fibers' context switch is written for x86-64\"\n"
+    "#endif\n"
+    "void disc_emu_switch(void **from, void *to);\n"
+    "/* saves the callee-saved registers and the stack pointer in *from, resumes to */\n"
+    "__asm__(\".text\\n.globl disc_emu_switch\\n.hidden disc_emu_switch\\n.type disc_emu_switch,@function\\n\"\n"
+    "        \"disc_emu_switch:\\n\"\n"
+    "        \"  pushq %rbp\\n  pushq %rbx\\n  pushq %r12\\n  pushq %r13\\n  pushq %r14\\n  pushq %r15\\n\"\n"
+    "        \"  movq %rsp, (%rdi)\\n  movq %rsi, %rsp\\n\"\n"
+    "        \"  popq %r15\\n  popq %r14\\n  popq %r13\\n  popq %r12\\n  popq %rbx\\n  popq %rbp\\n  ret\\n\");\n"
+    "enum { DISC_EMU_STACK = 64 << 10, DISC_EMU_MAXT = 1024 };\n"
+    "enum { DISC_EMU_READY, DISC_EMU_BARRIER, DISC_EMU_DONE };\n"
+    "typedef struct { void *sp; int state, line; unsigned tid; } disc_fiber;\n"
+    "static _Thread_local struct {\n"
+    "    void *sched;                 /* the scheduler's stack pointer */\n"
+    "    char *stacks;                /* DISC_EMU_MAXT stacks, made once per OS thread */\n"
+    "    disc_fiber f[DISC_EMU_MAXT];\n"
+    "    int cur;\n"
+    "    void (*fn)(void **);\n"
+    "    void **args;\n"
+    "    const char *name;\n"
+    "} disc_emu;\n"
+    "static unsigned disc_emu_seed;\n"
+    "static void disc_emu_fiber(void)\n"
+    "{\n"
+    "    disc_fiber *f = &disc_emu.f[disc_emu.cur];\n"
+    "    disc_emu.fn(disc_emu.args);\n"
+    "    f->state = DISC_EMU_DONE;\n"
+    "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
+    "}\n"
+    "static void disc_emu_barrier(int line)\n"
+    "{\n"
+    "    disc_fiber *f = &disc_emu.f[disc_emu.cur];\n"
+    "    f->state = DISC_EMU_BARRIER;\n"
+    "    f->line = line;\n"
+    "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
+    "}\n"
+    "#define __syncthreads() disc_emu_barrier(__LINE__)\n"
+    "#define __shared__ static _Thread_local\n"
+    "/* Runs blocks [begin, end) of a grid of `grid` blocks of `block` threads,\n"
+    "   fn being one thread. Threads run in an order shuffled per launch, each\n"
+    "   until it waits at a barrier or ends; when every thread waits at the\n"
+    "   same barrier they all go on. A thread that ends while others wait, or\n"
+    "   threads waiting at different barriers, is reported (a deadlock or\n"
+    "   undefined behaviour on a GPU), not a hang. */\n"
+    "static void disc_emu_run(int64_t begin, int64_t end, int64_t grid, int block, void (*fn)(void **), void **args,\n"
+    "                         const char *name)\n"
+    "{\n"
+    "    gridDim.x = (unsigned)grid; gridDim.y = gridDim.z = 1;\n"
+    "    blockDim.x = (unsigned)block; blockDim.y = blockDim.z = 1;\n"
+    "    if (end > grid || block > DISC_EMU_MAXT || (block & (block - 1)))\n"
+    "        disc_emu_fail(\"launched past its grid, or a block size that is not a power of 2\", name, 0);\n"
+    "    if (!disc_emu.stacks && !(disc_emu.stacks = (char *)malloc((size_t)DISC_EMU_MAXT * DISC_EMU_STACK)))\n"
+    "        disc_emu_fail(\"out of memory for the threads' stacks\", name, 0);\n"
+    "    disc_emu.fn = fn;\n"
+    "    disc_emu.args = args;\n"
+    "    disc_emu.name = name;\n"
+    "    unsigned seed = __atomic_fetch_add(&disc_emu_seed, 1u, __ATOMIC_RELAXED) * 61u;\n"
+    "    for (int64_t b = begin; b < end; b++) {\n"
+    "        blockIdx.x = (unsigned)b; blockIdx.y = blockIdx.z = 0;\n"
+    "        for (int i = 0; i < block; i++) {\n"
+    "            disc_fiber *f = &disc_emu.f[i];\n"
+    "            /* a frame that returns into disc_emu_fiber with the stack as after a call */\n"
+    "            void **sp = (void **)(disc_emu.stacks + (size_t)(i + 1) * DISC_EMU_STACK);\n"
+    "            *--sp = 0;\n"
+    "            *--sp = (void *)disc_emu_fiber;\n"
+    "            for (int r = 0; r < 6; r++)\n"
+    "                *--sp = 0;\n"
+    "            f->sp = sp;\n"
+    "            f->state = DISC_EMU_READY;\n"
+    "            f->tid = ((unsigned)i * 61u + seed) % (unsigned)block; /* block: a power of 2 */\n"
+    "        }\n"
+    "        for (;;) {\n"
+    "            for (int i = 0; i < block; i++) {\n"
+    "                disc_fiber *f = &disc_emu.f[i];\n"
+    "                if (f->state != DISC_EMU_READY)\n"
+    "                    continue;\n"
+    "                disc_emu.cur = i;\n"
+    "                threadIdx.x = f->tid; threadIdx.y = threadIdx.z = 0;\n"
+    "                disc_emu_switch(&disc_emu.sched, f->sp);\n"
+    "            }\n"
+    "            int done = 0, wait = -1;\n"
+    "            for (int i = 0; i < block; i++) {\n"
+    "                disc_fiber *f = &disc_emu.f[i];\n"
+    "                if (f->state == DISC_EMU_DONE) {\n"
+    "                    done++;\n"
+    "                    continue;\n"
+    "                }\n"
+    "                if (wait < 0)\n"
+    "                    wait = i;\n"
+    "                char what[200];\n"
+    "                threadIdx.x = f->tid;\n"
+    "                if (f->line != disc_emu.f[wait].line) {\n"
+    "                    snprintf(what, sizeof what, \"threads %u and %u of one block wait at different barriers \"\n"
+    "                             \"(generated lines %d and %d)\", disc_emu.f[wait].tid, f->tid, disc_emu.f[wait].line, f->line);\n"
+    "                    disc_emu_fail(what, name, f->line);\n"
+    "                }\n"
+    "            }\n"
+    "            if (done == block)\n"
+    "                break;\n"
+    "            if (done > 0) {\n"
+    "                char what[160];\n"
+    "                threadIdx.x = disc_emu.f[wait].tid;\n"
+    "                snprintf(what, sizeof what, \"%d threads of the block ended while this one waits at a barrier \"\n"
+    "                         \"(a deadlock on a GPU)\", done);\n"
+    "                disc_emu_fail(what, name, disc_emu.f[wait].line);\n"
+    "            }\n"
+    "            for (int i = 0; i < block; i++)\n"
+    "                disc_emu.f[i].state = DISC_EMU_READY;\n"
+    "        }\n"
+    "    }\n"
+    "}\n";
+
+static const char prelude_common[] =
+    "/* ---- every target: dims, integer division, float helpers, f16/bf16 bits ---- */\n"
+    "DISC_FN int64_t disc_min64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "DISC_FN int64_t disc_max64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "DISC_FN int64_t disc_floordiv(int64_t x, int64_t y)\n"
+    "{\n"
+    "    int64_t q = x / y, r = x % y;\n"
+    "    return q - (r != 0 && ((r < 0) != (y < 0)));\n"
+    "}\n"
+    "DISC_FN int64_t disc_ceildiv(int64_t x, int64_t y) { return -disc_floordiv(-x, y); }\n"
+    "DISC_FN int64_t disc_mod(int64_t x, int64_t y) { return x - y * disc_floordiv(x, y); }\n"
+    "/* integer division never traps: by 0 divides by 1, MIN / -1 wraps */\n"
+    "DISC_FN int64_t disc_sdiv(int64_t a, int64_t b) { return b == 0 ? a : b == -1 ? (int64_t)(0ull - (uint64_t)a) : a / b; }\n"
+    "DISC_FN int64_t disc_srem(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
+    "DISC_FN int64_t disc_smod(int64_t a, int64_t b)\n"
+    "{\n"
+    "    int64_t r = disc_srem(a, b);\n"
+    "    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;\n"
+    "}\n"
+    "DISC_FN uint64_t disc_udiv(uint64_t a, uint64_t b) { return b == 0 ? a : a / b; }\n"
+    "DISC_FN uint64_t disc_urem(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }\n"
+    "DISC_FN uint64_t disc_umod(uint64_t a, uint64_t b) { return disc_urem(a, b); }\n"
+    "/* float -> integer: truncates, saturates, NaN gives 0 */\n"
+    "#define DISC_F2I(T, x, lo, hi) ((x) != (x) ? (T)0 : (x) <= (double)(lo) ? (T)(lo) \\\n"
+    "                               : (x) >= (double)(hi) ? (T)(hi) : (T)(x))\n"
+    "DISC_FN float disc_signf(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x != x ? x : 0.0f; }\n"
+    "DISC_FN double disc_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x != x ? x : 0.0; }\n"
+    "/* 1 / (1 + exp(-x)), without overflow for large -x */\n"
+    "DISC_FN float disc_sigmoidf(float x)\n"
+    "{\n"
+    "    float p = 1.0f / (1.0f + expf(-fabsf(x)));\n"
+    "    return x >= 0 ? p : 1.0f - p;\n"
+    "}\n"
+    "DISC_FN double disc_sigmoid(double x)\n"
+    "{\n"
+    "    double p = 1.0 / (1.0 + exp(-fabs(x)));\n"
+    "    return x >= 0 ? p : 1.0 - p;\n"
+    "}\n"
+    "/* max and min propagate NaN */\n"
+    "DISC_FN float disc_fmaxf(float a, float b) { return a != a || b != b ? DISC_NAN : a > b ? a : b; }\n"
+    "DISC_FN float disc_fminf(float a, float b) { return a != a || b != b ? DISC_NAN : a < b ? a : b; }\n"
+    "DISC_FN double disc_fmax(double a, double b) { return a != a || b != b ? DISC_NAN : a > b ? a : b; }\n"
+    "DISC_FN double disc_fmin(double a, double b) { return a != a || b != b ? DISC_NAN : a < b ? a : b; }\n"
+    "/* floored modulo; a zero result takes the divisor's sign */\n"
+    "DISC_FN float disc_fmodf(float a, float b)\n"
+    "{\n"
+    "    float r = fmodf(a, b);\n"
+    "    if (r != 0 && ((r < 0) != (b < 0)))\n"
+    "        r += b;\n"
+    "    return r == 0 ? copysignf(0.0f, b) : r;\n"
+    "}\n"
+    "DISC_FN double disc_fmod(double a, double b)\n"
+    "{\n"
+    "    double r = fmod(a, b);\n"
+    "    if (r != 0 && ((r < 0) != (b < 0)))\n"
+    "        r += b;\n"
+    "    return r == 0 ? copysign(0.0, b) : r;\n"
+    "}\n"
+    "/* an integer as the f32 rounded to odd, which one rounding to f16/bf16\n"
+    "   then rounds correctly (no double rounding) */\n"
+    "DISC_FN float disc_u2f_odd(uint64_t a)\n"
+    "{\n"
+    "    int s = 0;\n"
+    "    while ((a >> s) >= (1ull << 24))\n"
+    "        s++;\n"
+    "    uint64_t t = a >> s << s;\n"
+    "    float f = (float)t;\n"
+    "    return t == a ? f : disc_u2f(disc_f2u(f) | 1u);\n"
+    "}\n"
+    "DISC_FN float disc_i2f_odd(int64_t v)\n"
+    "{\n"
+    "    float f = disc_u2f_odd(v < 0 ? 0ull - (uint64_t)v : (uint64_t)v);\n"
+    "    return v < 0 ? -f : f;\n"
+    "}\n"
+    "/* f32 to a 16-bit float of mbits mantissa and ebits exponent bits,\n"
+    "   round to nearest even (runtime/interp_num.c's rule, from f32) */\n"
+    "DISC_FN uint32_t disc_rshift_rne(uint32_t m, int shift)\n"
+    "{\n"
+    "    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);\n"
+    "    return r + (rem > half || (rem == half && (r & 1)));\n"
+    "}\n"
+    "DISC_FN uint16_t disc_f2half(float v, int mbits, int ebits)\n"
+    "{\n"
+    "    uint32_t x = disc_f2u(v), sign = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+    "    int e = (int)((x >> 23) & 0xff), emax = (1 << ebits) - 1, bias = emax >> 1;\n"
+    "    uint32_t inf = (uint32_t)emax << mbits;\n"
+    "    if (e == 0xff) /* inf, or a quiet NaN keeping the top payload bits */\n"
+    "        return (uint16_t)(sign | inf | (m ? (1u << (mbits - 1)) | ((m >> (23 - mbits)) & ((1u << mbits) - 1)) : 0));\n"
+    "    if (e == 0) /* an f32 subnormal: a bf16 subnormal, an f16 zero */\n"
+    "        return (uint16_t)(sign | (ebits == 8 && m ? disc_rshift_rne(m, 23 - mbits) : 0));\n"
+    "    int he = e - 127 + bias;\n"
+    "    if (he >= emax)\n"
+    "        return (uint16_t)(sign | inf);\n"
+    "    if (he <= 0) {\n"
+    "        int shift = 23 - mbits + 1 - he;\n"
+    "        return (uint16_t)(shift > 24 ? sign : sign | disc_rshift_rne(m | 0x800000u, shift));\n"
+    "    }\n"
+    "    uint32_t r = ((uint32_t)he << mbits) | (m >> (23 - mbits));\n"
+    "    uint32_t rem = m & ((1u << (23 - mbits)) - 1), half = 1u << (22 - mbits);\n"
+    "    return (uint16_t)(sign | (r + (rem > half || (rem == half && (r & 1)))));\n"
+    "}\n"
+    "DISC_FN float disc_half2f(uint16_t h)\n"
+    "{\n"
+    "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+    "    if (e == 0x1f)\n"
+    "        return disc_u2f(sign | 0x7f800000u | (m << 13));\n"
+    "    if (e == 0) {\n"
+    "        float f = (float)m * 5.9604644775390625e-08f;\n"
+    "        return sign ? -f : f;\n"
+    "    }\n"
+    "    return disc_u2f(sign | ((e + 112) << 23) | (m << 13));\n"
+    "}\n";
+
+static const char tail_emu[] =
+    "DISC_FN float disc_h2f(uint16_t h) { return disc_half2f(h); }\n"
+    "DISC_FN uint16_t disc_f2h(float f) { return disc_f2half(f, 10, 5); }\n"
+    "DISC_FN float disc_bf2f(uint16_t h) { return disc_u2f((uint32_t)h << 16); }\n"
+    "DISC_FN uint16_t disc_f2bf(float f) { return disc_f2half(f, 7, 8); }\n";
+
+static const char tail_hip[] =
+    "DISC_FN float disc_bf2f(uint16_t h) { return disc_u2f((uint32_t)h << 16); }\n"
+    "DISC_FN uint16_t disc_f2bf(float f) { return disc_f2half(f, 7, 8); }\n";
+
+static char prelude_text[3][32768];
+
+static void prelude_init(void)
+{
+    snprintf(prelude_text[GPU_CUDA], sizeof prelude_text[0], "%s%s", prelude_cuda, prelude_common);
+    snprintf(prelude_text[GPU_HIP], sizeof prelude_text[0], "%s%s%s", prelude_hip, prelude_common, tail_hip);
+    snprintf(prelude_text[GPU_EMU], sizeof prelude_text[0], "%s%s%s", prelude_emu, prelude_common, tail_emu);
+}
+
+const char *gpu_prelude(GpuLang lang)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, prelude_init);
+    return prelude_text[lang];
+}

@@ -1,0 +1,108 @@
+/*
+ * gpu.h — GPU kernels as source text, from the same fusion plan as the CPU.
+ *
+ *   cuda.c   CUDA C of a group's kernel (the loop template: elementwise ops
+ *            and the index maps, a grid-stride loop), the module's source
+ *            for dcc emit --stage cuda|hip, and the per-target preludes:
+ *            CUDA, HIP and the emulator's differ only there
+ *   nvrtc.c  NVRTC, loaded with dlopen: the module's source to CUBIN or PTX
+ *   emu.c    the cuda-emu target (a test instrument, not a user backend):
+ *            the same source compiled by the host C compiler with a prelude
+ *            that runs a block's threads on the CPU, bounds-checking every
+ *            buffer access, called from the cpu-jit host flow
+ *
+ * The kernel ABI on a GPU. A kernel of group G is
+ *
+ *     DISC_KERNEL void disc_kN(T0 *b0, ..., Tn *bn, int64_t sA, ..., int64_t sZ)
+ *
+ * with the buffers of G.ins then G.outs (the CPU kernel's order) and the
+ * value of every symbol its code reads (by symbol id, ascending), launched
+ * on GpuKernel.grid blocks of GPU_BLOCK threads; the host flow computes the
+ * grid from the symbols, so one kernel serves every shape.
+ */
+#ifndef DISC_GPU_H
+#define DISC_GPU_H
+
+#include "codegen/codegen.h"
+
+typedef enum GpuLang { GPU_CUDA, GPU_HIP, GPU_EMU } GpuLang;
+
+enum {
+    GPU_BLOCK = 256,      /* threads per block of a loop kernel */
+    GPU_GRID_MAX = 8192,  /* blocks of a loop kernel at most: the rest by striding */
+    GPU_EMU_GRID_MAX = 3, /* the emulator's: few, so every test strides */
+};
+
+/* Growable text; `failed` once an allocation failed. */
+typedef struct GpuStr {
+    char *p;
+    size_t n, cap;
+    bool failed;
+} GpuStr;
+void gpu_str_printf(GpuStr *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gpu_str_free(GpuStr *s);
+
+/* One kernel's launch. */
+typedef struct GpuKernel {
+    char name[32];     /* "disc_k3" */
+    Dim *grid;         /* blocks, from the symbols */
+    int block;         /* threads per block */
+    int nbufs;         /* buffer parameters: the group's ins, then outs */
+    int *syms;         /* symbol ids of the int64 parameters, ascending */
+    int nsyms;
+} GpuKernel;
+
+/* Appends grp's kernel, called name, to src (without a prelude): the
+ * CUDA C every language shares; with lang GPU_EMU also its emulator entry
+ * `void NAME_emu(int64_t begin, int64_t end, void *args)` (the CPU kernel
+ * ABI of codegen.h, over blocks [begin, end)). grid_max caps the grid.
+ * A group the GPU path does not take yet is a DIAG_UNSUPPORTED error
+ * naming the op and where it is. k->syms is malloc'd (gpu_kernel_free). */
+bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, GpuStr *src,
+                GpuKernel *k);
+void gpu_kernel_free(GpuKernel *k);
+/* The located DIAG_UNSUPPORTED error for op (NULL: the model) that the
+ * GPU path does not take yet: "FILE:LINE: error: not supported on cuda
+ * yet: WHAT". Returns false. */
+bool gpu_unsupported(const Graph *g, const Op *op, const char *what, Diag *d);
+/* The text every kernel of lang is compiled after. */
+const char *gpu_prelude(GpuLang lang);
+/* The whole module of m's plan as lang's source (prelude, then one
+ * kernel per distinct group signature), for dcc emit and NVRTC; groups
+ * not supported yet are listed in comments and counted in *unsupported,
+ * and the first one's error is left in why (when not NULL). */
+bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkernels, int *unsupported, Diag *why,
+                       Diag *d);
+
+/* ---- NVRTC (nvrtc.c) ------------------------------------------------------ */
+
+/* Compiles src for arch ("sm_80") to CUBIN (cubin) or PTX; *out is
+ * malloc'd. With info (and cubin), *info is ptxas's report (malloc'd):
+ * per kernel its registers, stack frame, spill stores and loads, shared
+ * memory. Where NVRTC cannot be loaded: false, a DIAG_RESOURCE error
+ * naming the library. A compile error is DIAG_INTERNAL with NVRTC's log. */
+bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
+                       char **info, Diag *d);
+/* NVRTC's version ("13.0"), or NULL with the reason in d. */
+const char *gpu_nvrtc_version(Diag *d);
+/* The CUDA driver, for a real cuda backend: false with an error naming
+ * the library when it cannot be loaded. */
+bool gpu_cuda_driver_check(Diag *d);
+
+/* ---- the emulator (emu.c) ---------------------------------------------------- */
+
+typedef struct GpuEmu GpuEmu;
+/* Makes t (cpu_target_hooks'd) the emulator called name ("cuda-emu"):
+ * kernels of loop groups as GPU source, launched over their blocks; every
+ * other kernel refused as not supported yet. */
+GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d);
+/* Before the JIT links: the plan holds nothing the emulator refuses (a
+ * library call), the kernels' source compiled by cc into a shared object
+ * and its entry points returned as (name, address) pairs. */
+bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***addrs, int *n, Diag *d);
+void gpu_emu_free(GpuEmu *e);
+/* GPU source (kernels and their _emu entries) after the emulator's
+ * prelude, compiled by cc and loaded (dlclose it); NULL with d set. */
+void *gpu_emu_load(const char *src, Diag *d);
+
+#endif

@@ -1,0 +1,47 @@
+# gpu.cmake — the GPU kernels, without a GPU (codegen/cuda.c, nvrtc.c, emu.c).
+#   gpu-golden:  tests/golden/gpu/*.disc, the CUDA and HIP source of
+#                representative groups (registered as golden tests, labelled
+#                here too)
+#   gpu-compile: every kernel of every test model compiled by NVRTC for
+#                sm_80 and sm_90, to CUBIN and to PTX, one test per folder of
+#                models; skipped (exit 77) with the reason without NVRTC
+file(GLOB DISC_GPU_GOLDEN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/gpu/*.disc)
+foreach(f ${DISC_GPU_GOLDEN})
+  get_filename_component(name ${f} NAME_WE)
+  set_tests_properties(golden/gpu/${name} PROPERTIES LABELS "golden;gpu-golden")
+endforeach()
+
+file(GLOB DISC_GPU_INTERP CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/interp/*.disc)
+file(GLOB DISC_GPU_CPU CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cpu/*.disc)
+file(GLOB DISC_GPU_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*/model.onnx)
+foreach(set interp cpu models)
+  string(TOUPPER ${set} up)
+  add_test(NAME gpu-compile/${set} COMMAND test_gpu --compile sm_80,sm_90 ${DISC_GPU_${up}})
+  set_tests_properties(gpu-compile/${set} PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
+endforeach()
+
+# gpu-emu: the interpreter's test files and tests/cpu's on the emulator
+# (backend cuda-emu), against the interpreter, as label cpu runs them on the
+# cpu backend. A file the GPU path does not take yet (reductions, library
+# calls) is skipped (exit 77) with the located "not supported on cuda yet"
+# error as the reason.
+foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU})
+  get_filename_component(name ${f} NAME_WE)
+  get_filename_component(dir ${f} DIRECTORY)
+  get_filename_component(dir ${dir} NAME)
+  add_test(NAME gpu-emu/${dir}/${name} COMMAND test_interp --emu ${f})
+  set_tests_properties(gpu-emu/${dir}/${name} PROPERTIES LABELS gpu-emu SKIP_RETURN_CODE 77)
+endforeach()
+# The model tests (tests/models) on the emulator against ONNX Runtime's
+# outputs, as model/NAME/cpu runs them; skipped where the model needs what
+# the GPU path does not take yet (the output names the op and the reason).
+file(GLOB DISC_GPU_MODEL_DIRS LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/models/*)
+foreach(dir ${DISC_GPU_MODEL_DIRS})
+  file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
+  if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME gpu-emu/model/${name} COMMAND dcc check ${dir} --backend cuda-emu --atol 1e-5)
+    set_tests_properties(gpu-emu/model/${name} PROPERTIES LABELS "gpu-emu;model"
+                         SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
+  endif()
+endforeach()

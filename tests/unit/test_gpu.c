@@ -1,0 +1,283 @@
+/*
+ * test_gpu.c — the GPU kernels' source (codegen/cuda.c) and NVRTC.
+ *
+ * Without arguments: unit tests of the source (a loop group becomes one
+ * kernel whose parameters are its buffers and the symbols it reads; a
+ * reduction is a block per row; a dot and a pool a thread per element;
+ * what is not supported is a located error) and, where NVRTC loads, that it compiles; the emulator's barriers
+ * (a reversal through shared memory is right with its barrier and wrong
+ * without; a barrier some threads skip, or threads at different barriers,
+ * are reported).
+ *
+ *   test_gpu --compile sm_80,sm_90 FILE...
+ *
+ * compiles every kernel of each model (IR text or ONNX) with NVRTC, as one
+ * module per model and architecture, to CUBIN and to PTX (label
+ * gpu-compile), and holds ptxas's report of every kernel to no register
+ * spills and at most 48 KiB of shared memory; exits 77 (ctest: skipped)
+ * with the reason where NVRTC cannot be loaded.
+ */
+#include "codegen/gpu.h"
+#include "frontends/model.h"
+#include "runtime/rt.h"
+#include "tests/unit/check.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The CUDA module of the model at path (or of IR text src). */
+static bool module_source(const char *path, const char *src, GpuStr *out, int *nk, int *nu, Diag *why, Diag *d)
+{
+    Graph *g = src ? model_load_text(src, strlen(src), path, d) : model_load(path, d);
+    if (!g)
+        return false;
+    CgModule m;
+    CgOpts co = {.opt_level = 3};
+    bool ok = cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, d) && gpu_module_source(&m, GPU_CUDA, out, nk, nu, why, d);
+    cg_module_free(&m);
+    graph_free(g);
+    return ok;
+}
+
+static void test_source(void)
+{
+    const char *src = "graph @t(%x: f32[B, S], %y: f16[S], %i: f32[1, 1, 4, 4]) {\n"
+                      "  %0 = convert(%y) {to = f32} : f32[S]\n"
+                      "  %1 = add(%x, %0) : f32[B, S]\n"
+                      "  %2 = reduce(%1) {kind = sum, axes = [1], keepdims = 0} : f32[B]\n"
+                      "  %3 = dot(%x, %x) {lhs_batch = [], rhs_batch = [], lhs_contract = [1], rhs_contract = [1]}"
+                      " : f32[B, B]\n"
+                      "  %4 = pool(%i) {kind = max, window = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], "
+                      "dilations = [1, 1], ceil = 0, count_pad = 0} : f32[1, 1, 3, 3]\n"
+                      "  return %1, %2, %3, %4\n"
+                      "}\n";
+    GpuStr s = {0};
+    int nk = -1, nu = -1;
+    Diag why = {0}, d = {0};
+    bool ok = module_source("t.disc", src, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok, "%s", d.msg);
+    if (!ok)
+        return;
+    /* the convert is a loop kernel (the add goes with the reduction): its
+     * buffers, then the one symbol it reads */
+    CHECK_MSG(strstr(s.p, "DISC_KERNEL void disc_k0(const uint16_t *b0, float *b1, int64_t s1)"), "%s", s.p);
+    CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
+    /* the reduction: a block per row, a tree in shared memory */
+    CHECK_MSG(strstr(s.p, "__shared__ float r0[256];") && strstr(s.p, "__syncthreads();"), "%s", s.p);
+    /* the dot: a thread per element, a loop over the contracted dim; the
+     * pool a loop over its taps */
+    CHECK_MSG(strstr(s.p, "/* disc_k2: library group"), "%s", s.p);
+    CHECK_MSG(nk == 4 && nu == 0, "%d kernels, %d not supported: %s", nk, nu, why.msg);
+    /* what the GPU path does not take is a located error */
+    Graph *g = model_load_text(src, strlen(src), "t.disc", &d);
+    CHECK(g);
+    if (g) {
+        Diag e = {0};
+        CHECK(!gpu_unsupported(g, g->last->prev, "what", &e));
+        CHECK_MSG(e.kind == DIAG_UNSUPPORTED && !strcmp(e.msg, "t.disc:5: error: not supported on cuda yet: what"),
+                  "%s", e.msg);
+        graph_free(g);
+    }
+    Diag nd = {0};
+    if (gpu_nvrtc_version(&nd)) {
+        char *bin = NULL;
+        size_t n = 0;
+        Diag cd = {0};
+        CHECK_MSG(gpu_nvrtc_compile(s.p, "t.cu", "sm_80", true, &bin, &n, NULL, &cd) && n > 0, "%s", cd.msg);
+        free(bin);
+    } else {
+        printf("NVRTC not here, not compiled: %s\n", nd.msg);
+    }
+    gpu_str_free(&s);
+}
+
+/* The emulator's threads: a reversal through shared memory needs its
+ * barrier (without it the threads that run first read what the others
+ * have not written); a barrier that only some threads reach, or threads
+ * at different barriers, stop the process with a report. */
+static const char emu_src[] =
+    "DISC_KERNEL void rev(const float *x, float *y, int sync, int split)\n"
+    "{\n"
+    "    __shared__ float t[256];\n"
+    "    DISC_SH(t, threadIdx.x) = DISC_AT(x, threadIdx.x, 256);\n"
+    "    if (split == 1) {\n"
+    "        if (threadIdx.x < 128)\n"
+    "            __syncthreads();\n"
+    "    } else if (split == 2) {\n"
+    "        if (threadIdx.x < 128)\n"
+    "            __syncthreads();\n"
+    "        else\n"
+    "            __syncthreads();\n"
+    "    } else if (sync) {\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    DISC_AT(y, threadIdx.x, 256) = DISC_SH(t, 255 - threadIdx.x);\n"
+    "}\n"
+    "static void rev_thread(void **a) { rev((const float *)a[0], (float *)a[1], *(int *)a[2], *(int *)a[3]); }\n"
+    "void rev_emu(int64_t begin, int64_t end, void *args) { disc_emu_run(begin, end, 1, 256, rev_thread, (void **)args, \"rev\"); }\n";
+
+typedef void EmuFn(int64_t, int64_t, void *);
+
+static int rev_run(EmuFn *fn, int sync, int split, float *y)
+{
+    static int run; /* other values each run: shared memory keeps the last */
+    float x[256];
+    run++;
+    for (int i = 0; i < 256; i++)
+        x[i] = (float)(i + 1000 * run);
+    void *args[4] = {x, y, &sync, &split};
+    fn(0, 1, args);
+    int wrong = 0;
+    for (int i = 0; i < 256; i++)
+        wrong += y[i] != x[255 - i];
+    return wrong;
+}
+
+/* split's run in a child: whether it was stopped by abort() with msg. */
+static bool rev_aborts(EmuFn *fn, int split, const char *msg)
+{
+    int fd[2];
+    if (pipe(fd))
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        float y[256];
+        rev_run(fn, 1, split, y);
+        _exit(0);
+    }
+    close(fd[1]);
+    char buf[512] = "";
+    ssize_t n = read(fd[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    bool ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(buf, msg);
+    if (!ok)
+        fprintf(stderr, "split %d: status %d, stderr: %s\n", split, st, buf);
+    return ok;
+}
+
+static void test_emu_barriers(void)
+{
+    Diag d = {0};
+    void *lib = gpu_emu_load(emu_src, &d);
+    CHECK_MSG(lib, "%s", d.msg);
+    if (!lib)
+        return;
+    EmuFn *fn = (EmuFn *)(uintptr_t)dlsym(lib, "rev_emu");
+    CHECK(fn);
+    if (fn) {
+        float y[256];
+        CHECK(rev_run(fn, 1, 0, y) == 0);
+        CHECK(rev_run(fn, 0, 0, y) > 0); /* the barrier removed: wrong */
+        CHECK(rev_aborts(fn, 1, "ended while this one waits at a barrier"));
+        CHECK(rev_aborts(fn, 2, "wait at different barriers"));
+    }
+    dlclose(lib);
+}
+
+/* ptxas's report on one module: false (with the kernel named) if a kernel
+ * spills registers or takes more static shared memory than a block may
+ * (48 KiB); the most registers and shared bytes of any kernel. */
+static bool ptxas_ok(const char *file, const char *arch, const char *info, int *maxreg, int *maxsmem)
+{
+    char fn[64] = "?";
+    bool ok = true;
+    for (const char *l = info; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+        const char *p;
+        int a, b;
+        if ((p = strstr(line, "Compiling entry function '")))
+            sscanf(p + 26, "%63[^']", fn);
+        if ((p = strstr(line, "bytes stack frame,")) && sscanf(line, " %d bytes stack frame, %d bytes spill stores", &a,
+                                                                &b) == 2 && b > 0) {
+            fprintf(stderr, "%s: %s: kernel %s spills (%s)\n", file, arch, fn, line);
+            ok = false;
+        }
+        if ((p = strstr(line, "Used ")) && sscanf(p, "Used %d registers", &a) == 1 && a > *maxreg)
+            *maxreg = a;
+        if ((p = strstr(line, " bytes smem"))) {
+            while (p > line && p[-1] >= '0' && p[-1] <= '9')
+                p--;
+            a = atoi(p);
+            if (a > *maxsmem)
+                *maxsmem = a;
+            if (a > 48 << 10) {
+                fprintf(stderr, "%s: %s: kernel %s takes %d bytes of shared memory\n", file, arch, fn, a);
+                ok = false;
+            }
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return ok;
+}
+
+static int compile_files(const char *archs, char **files, int nfiles)
+{
+    Diag nd = {0};
+    const char *ver = gpu_nvrtc_version(&nd);
+    if (!ver) {
+        printf("SKIP: %s\n", nd.msg);
+        return 77;
+    }
+    int fails = 0;
+    for (int i = 0; i < nfiles; i++) {
+        GpuStr s = {0};
+        int nk = 0, nu = 0;
+        Diag why = {0}, d = {0};
+        if (!module_source(files[i], NULL, &s, &nk, &nu, &why, &d)) {
+            fprintf(stderr, "%s: %s\n", files[i], d.msg);
+            fails++;
+            continue;
+        }
+        printf("%s: %d kernels (%d groups not supported on cuda yet%s%s)", files[i], nk, nu, nu ? ", the first: " : "",
+               nu ? why.msg : "");
+        bool failed = false;
+        char list[256];
+        snprintf(list, sizeof list, "%s", archs);
+        for (char *arch = strtok(list, ","); arch; arch = strtok(NULL, ",")) {
+            for (int cubin = 1; cubin >= 0; cubin--) {
+                char *bin = NULL, *info = NULL;
+                size_t n = 0;
+                Diag cd = {0};
+                int maxreg = 0, maxsmem = 0;
+                double t0 = disc_rt_now();
+                if (!gpu_nvrtc_compile(s.p, files[i], arch, cubin, &bin, &n, cubin ? &info : NULL, &cd)) {
+                    fprintf(stderr, "\n%s: %s: %s\n", files[i], arch, cd.msg);
+                    failed = true;
+                } else {
+                    printf("; %s %s %zu bytes in %.0f ms", arch, cubin ? "cubin" : "ptx", n, 1e3 * (disc_rt_now() - t0));
+                    bool good = !cubin || ptxas_ok(files[i], arch, info, &maxreg, &maxsmem);
+                    failed |= !good;
+                    if (cubin)
+                        printf(" (at most %d registers, %d bytes shared%s)", maxreg, maxsmem, good ? ", no spills" : "");
+                }
+                free(bin);
+                free(info);
+            }
+        }
+        printf("\n");
+        fails += failed;
+        gpu_str_free(&s);
+    }
+    printf("NVRTC %s: %d of %d models compiled\n", ver, nfiles - fails, nfiles);
+    return fails ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && !strcmp(argv[1], "--compile"))
+        return compile_files(argv[2], argv + 3, argc - 3);
+    test_source();
+    test_emu_barriers();
+    return check_done();
+}
