@@ -6,7 +6,7 @@
 disc's source is in layers, each using only those below it:
 
     ir  <-  runtime (the interpreter, the oracle)  <-  passes  <-  codegen  <-  api, dcc
-    ir  <-  frontends                                                       <-  api, dcc
+    ir, runtime  <-  frontends (folding constants on the interpreter)       <-  api, dcc
 
 Reads every object of libdisc (BUILD_DIR/CMakeFiles/disc.dir) and dcc with
 `nm`: a file that calls a function or reads a variable defined in a file of
@@ -29,7 +29,7 @@ USES = {
     "ir": set(),
     "runtime": {"ir"},
     "passes": {"ir", "runtime"},
-    "frontends": {"ir"},
+    "frontends": {"ir", "runtime"},
     "codegen": {"ir", "runtime", "passes"},
     "api": {"ir", "runtime", "passes", "frontends", "codegen"},
     "dcc": {"ir", "runtime", "passes", "frontends", "codegen", "api"},
