@@ -7,13 +7,16 @@
 #   zoo/CASE/VARIANT       on the interpreter
 #   zoo/CASE/VARIANT/cpu   on the cpu backend (this machine's ISA: the model
 #                        tests cover the others)
-if(NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
-  return()
-endif()
+# The sanitizer build (make asan) runs the op20 variant of each case only:
+# the three exports share their kernels' templates, and ASan's start-up per
+# process would triple the suite's time.
 file(STRINGS ${CMAKE_SOURCE_DIR}/tests/zoo/expect.txt DISC_ZOO_LINES REGEX "^[A-Za-z0-9_]+/[a-z0-9]+[ \t]")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/zoo/expect.txt)
 foreach(line ${DISC_ZOO_LINES})
   string(REGEX MATCH "^[A-Za-z0-9_]+/[a-z0-9]+" key "${line}")
+  if(DISC_SANITIZE AND NOT key MATCHES "/op20$")
+    continue()
+  endif()
   set(run ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/zoo/run.py --dcc $<TARGET_FILE:dcc>)
   add_test(NAME zoo/${key} COMMAND ${run} --backend interp ${key})
   set_tests_properties(zoo/${key} PROPERTIES LABELS "zoo;onnx")
