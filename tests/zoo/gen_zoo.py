@@ -825,6 +825,58 @@ class TrilPositions(nn.Module):
         return torch.tril(x) + rel.clamp(min=0)
 
 
+# ------------------------------------------------- data-dependent lengths
+@case("bool_index_reduce", F32("B", "S"))
+class BoolIndexReduce(nn.Module):
+    """x[x > 0] then reductions over the data-dependent length."""
+    def forward(self, x):
+        v = x[x > 0]
+        return v.sum() + v.max() * 0.0 + (v * v).mean()
+
+
+@case("bool_index_assign", F32("B", "S"))
+class BoolIndexAssign(nn.Module):
+    """y[y < 0] = 0 (index_put with a boolean mask)."""
+    def forward(self, x):
+        y = x.clone()
+        y[y < 0] = 0.0
+        return y
+
+
+@case("row_select_linear", F32("B", 4))
+class RowSelectLinear(nn.Module):
+    """Rows whose sum is positive, selected by a boolean mask and fed to a
+    linear layer (a data-dependent batch into a matmul)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        rows = x[x.sum(-1) > -10.0]
+        return self.fc(rows)
+
+
+@case("nonzero_mean", F32("B", "S"))
+class NonzeroMean(nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0).float().mean(0, keepdim=True) + x.sum()
+
+
+@case("where_indices", F32("B", "S"))
+class WhereIndices(nn.Module):
+    """torch.where(cond) as index tuples, then advanced indexing."""
+    def forward(self, x):
+        i, j = torch.where(x > 0)
+        return x[i, j] * (i + j).float()
+
+
+@case("masked_select_view", F32("B", "S", 2))
+class MaskedSelectView(nn.Module):
+    """Pairs of a row kept together: masked_select then view(-1, 2)."""
+    def forward(self, x):
+        keep = (x.sum(-1, keepdim=True) > 0).expand_as(x)
+        return torch.masked_select(x, keep).view(-1, 2) * 2.0
+
 
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
