@@ -773,6 +773,18 @@ class GridSample(nn.Module):
         return F.grid_sample(x, torch.tanh(grid), mode="bilinear", align_corners=False)
 
 
+@case("grid_sample_modes", [("x", "f32", ("B", 2, "H", "W")), ("grid", "f32", ("B", 4, 3, 2))])
+class GridSampleModes(nn.Module):
+    """grid_sample's other modes at points up to 2.5 times outside the
+    image: nearest with reflection, bilinear with border and
+    align_corners."""
+    def forward(self, x, grid):
+        g = grid * 2.5
+        return F.grid_sample(x, g, mode="nearest", padding_mode="reflection", align_corners=False) + \
+            F.grid_sample(x, g, mode="bilinear", padding_mode="border", align_corners=True) + \
+            F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=True)
+
+
 @case("unique", [("ids", "ids:5", ("B", "S"))])
 class Unique(nn.Module):
     def forward(self, ids):
