@@ -890,6 +890,42 @@ class MaskedSelectView(nn.Module):
         return torch.masked_select(x, keep).view(-1, 2) * 2.0
 
 
+@case("bool_columns_softmax", F32("B", "S"))
+class BoolColumnsSoftmax(nn.Module):
+    """Columns kept by a mask computed from row 0, a softmax over them."""
+    def forward(self, x):
+        return torch.softmax(x[:, x[0] > -0.5], dim=-1)
+
+
+@case("cat_selected", F32("B", "S"))
+class CatSelected(nn.Module):
+    """The positive and the other elements, concatenated and sorted."""
+    def forward(self, x):
+        v = torch.cat([x[x > 0], x[x <= 0] * 2.0])
+        return torch.sort(v).values
+
+
+@case("selected_matmul_pad", F32("B", "S"))
+class SelectedMatmulPad(nn.Module):
+    """Selected elements as a column times a row (a matmul with a
+    data-dependent M), padded by 3 at the end."""
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 5))
+
+    def forward(self, x):
+        v = x[x > 0].view(-1, 1) @ self.w
+        return F.pad(v, (0, 0, 0, 3))
+
+
+@case("arange_count", F32("B", "S"))
+class ArangeCount(nn.Module):
+    """arange over a count taken from the data: (x > 0).sum()."""
+    def forward(self, x):
+        n = (x > 0).sum()
+        return torch.arange(n).float() * 0.5 + x.mean()
+
+
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
     arrays = []
