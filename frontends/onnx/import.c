@@ -154,6 +154,7 @@ static const Lowering lowerings[] = {
     {"DepthToSpace", 1, L(depth_to_space), 0},
     {"SpaceToDepth", 1, L(space_to_depth), 0},
     {"Resize", 11, L(resize), 0},
+    {"GridSample", 16, L(grid_sample), 0},
     /* compute-bound */
     {"MatMul", 1, L(matmul), 0},
     {"Gemm", 7, L(gemm), 0},

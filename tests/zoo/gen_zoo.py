@@ -773,6 +773,18 @@ class GridSample(nn.Module):
         return F.grid_sample(x, torch.tanh(grid), mode="bilinear", align_corners=False)
 
 
+@case("grid_sample_modes", [("x", "f32", ("B", 2, "H", "W")), ("grid", "f32", ("B", 4, 3, 2))])
+class GridSampleModes(nn.Module):
+    """grid_sample's other modes at points up to 2.5 times outside the
+    image: nearest with reflection, bilinear with border and
+    align_corners."""
+    def forward(self, x, grid):
+        g = grid * 2.5
+        return F.grid_sample(x, g, mode="nearest", padding_mode="reflection", align_corners=False) + \
+            F.grid_sample(x, g, mode="bilinear", padding_mode="border", align_corners=True) + \
+            F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=True)
+
+
 @case("unique", [("ids", "ids:5", ("B", "S"))])
 class Unique(nn.Module):
     def forward(self, ids):
@@ -824,6 +836,94 @@ class TrilPositions(nn.Module):
         rel = (i[:, None] - i[None, :]).float()
         return torch.tril(x) + rel.clamp(min=0)
 
+
+# ------------------------------------------------- data-dependent lengths
+@case("bool_index_reduce", F32("B", "S"))
+class BoolIndexReduce(nn.Module):
+    """x[x > 0] then reductions over the data-dependent length."""
+    def forward(self, x):
+        v = x[x > 0]
+        return v.sum() + v.max() * 0.0 + (v * v).mean()
+
+
+@case("bool_index_assign", F32("B", "S"))
+class BoolIndexAssign(nn.Module):
+    """y[y < 0] = 0 (index_put with a boolean mask)."""
+    def forward(self, x):
+        y = x.clone()
+        y[y < 0] = 0.0
+        return y
+
+
+@case("row_select_linear", F32("B", 4))
+class RowSelectLinear(nn.Module):
+    """Rows whose sum is positive, selected by a boolean mask and fed to a
+    linear layer (a data-dependent batch into a matmul)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        rows = x[x.sum(-1) > -10.0]
+        return self.fc(rows)
+
+
+@case("nonzero_mean", F32("B", "S"))
+class NonzeroMean(nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0).float().mean(0, keepdim=True) + x.sum()
+
+
+@case("where_indices", F32("B", "S"))
+class WhereIndices(nn.Module):
+    """torch.where(cond) as index tuples, then advanced indexing."""
+    def forward(self, x):
+        i, j = torch.where(x > 0)
+        return x[i, j] * (i + j).float()
+
+
+@case("masked_select_view", F32("B", "S", 2))
+class MaskedSelectView(nn.Module):
+    """Pairs of a row kept together: masked_select then view(-1, 2)."""
+    def forward(self, x):
+        keep = (x.sum(-1, keepdim=True) > 0).expand_as(x)
+        return torch.masked_select(x, keep).view(-1, 2) * 2.0
+
+
+@case("bool_columns_softmax", F32("B", "S"))
+class BoolColumnsSoftmax(nn.Module):
+    """Columns kept by a mask computed from row 0, a softmax over them."""
+    def forward(self, x):
+        return torch.softmax(x[:, x[0] > -0.5], dim=-1)
+
+
+@case("cat_selected", F32("B", "S"))
+class CatSelected(nn.Module):
+    """The positive and the other elements, concatenated and sorted."""
+    def forward(self, x):
+        v = torch.cat([x[x > 0], x[x <= 0] * 2.0])
+        return torch.sort(v).values
+
+
+@case("selected_matmul_pad", F32("B", "S"))
+class SelectedMatmulPad(nn.Module):
+    """Selected elements as a column times a row (a matmul with a
+    data-dependent M), padded by 3 at the end."""
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 5))
+
+    def forward(self, x):
+        v = x[x > 0].view(-1, 1) @ self.w
+        return F.pad(v, (0, 0, 0, 3))
+
+
+@case("arange_count", F32("B", "S"))
+class ArangeCount(nn.Module):
+    """arange over a count taken from the data: (x > 0).sum()."""
+    def forward(self, x):
+        n = (x > 0).sum()
+        return torch.arange(n).float() * 0.5 + x.mean()
 
 
 # ------------------------------------------------------------------ writing

@@ -4,7 +4,7 @@
     run.py --dcc DCC --backend interp|cpu CASE/VARIANT
 
 Runs `dcc check tests/zoo/CASE/VARIANT --backend B [options]` (VARIANT:
-op17, op20 or dynamo, see gen_zoo.py) and holds the result to the line of
+op17, op20, dynamo: see gen_zoo.py; tf2onnx: gen_tf.py) and holds the result to the line of
 CASE/VARIANT in tests/zoo/expect.txt:
 
   pass [OPTIONS]   every data set passes (exit 0), at atol 1e-5 unless
