@@ -1,10 +1,13 @@
 /*
  * gpu.h — GPU kernels as source text, from the same fusion plan as the CPU.
  *
- *   cuda.c   CUDA C of a group's kernel (the loop template: elementwise ops
- *            and the index maps, a grid-stride loop), the module's source
- *            for dcc emit --stage cuda|hip, and the per-target preludes:
- *            CUDA, HIP and the emulator's differ only there
+ *   cuda.c   CUDA C of a group's kernel from the fusion plan: loop groups
+ *            (elementwise ops and the index maps, a grid-stride loop),
+ *            reductions and stitch groups (a block per row, a tree in
+ *            shared memory), library groups (dot, conv, pool: a thread
+ *            per result element); the module's source for dcc emit
+ *   prelude.c  the text the kernels are compiled after, per target: CUDA,
+ *            HIP and the emulator's differ only there
  *   nvrtc.c  NVRTC and HIPRTC, loaded with dlopen: the module's source to
  *            CUBIN or PTX, or to an AMD code object
  *   emu.c    the cuda-emu target (a test instrument, not a user backend):

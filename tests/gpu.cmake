@@ -55,3 +55,10 @@ add_test(NAME gpu-emu/node_tests
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
                  --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cuda-emu)
 set_tests_properties(gpu-emu/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+# The cuda backend without a driver: one error naming the library, exit 3.
+# (Where libcuda.so.1 exists it says running on a GPU is not supported yet.)
+find_library(DISC_LIBCUDA NAMES libcuda.so.1 cuda)
+if(NOT DISC_LIBCUDA)
+  add_test(NAME gpu/no_driver COMMAND sh -c "out=$($<TARGET_FILE:dcc> check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda 2>&1); rc=$?; echo \"$out\"; case \"$out\" in *'cannot load libcuda.so.1'*) test $rc -eq 3 && echo 'exit 3, the library named';; esac")
+  set_tests_properties(gpu/no_driver PROPERTIES LABELS gpu-emu PASS_REGULAR_EXPRESSION "exit 3, the library named")
+endif()
