@@ -1,11 +1,15 @@
 /*
  * gpu.h — GPU kernels as source text, from the same fusion plan as the CPU.
  *
- *   cuda.c   CUDA C of a group's kernel (the loop template: elementwise ops
- *            and the index maps, a grid-stride loop), the module's source
- *            for dcc emit --stage cuda|hip, and the per-target preludes:
- *            CUDA, HIP and the emulator's differ only there
- *   nvrtc.c  NVRTC, loaded with dlopen: the module's source to CUBIN or PTX
+ *   cuda.c   CUDA C of a group's kernel from the fusion plan: loop groups
+ *            (elementwise ops and the index maps, a grid-stride loop),
+ *            reductions and stitch groups (a block per row, a tree in
+ *            shared memory), library groups (dot, conv, pool: a thread
+ *            per result element); the module's source for dcc emit
+ *   prelude.c  the text the kernels are compiled after, per target: CUDA,
+ *            HIP and the emulator's differ only there
+ *   nvrtc.c  NVRTC and HIPRTC, loaded with dlopen: the module's source to
+ *            CUBIN or PTX, or to an AMD code object
  *   emu.c    the cuda-emu target (a test instrument, not a user backend):
  *            the same source compiled by the host C compiler with a prelude
  *            that runs a block's threads on the CPU, bounds-checking every
@@ -83,8 +87,14 @@ bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkerne
  * naming the library. A compile error is DIAG_INTERNAL with NVRTC's log. */
 bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
                        char **info, Diag *d);
-/* NVRTC's version ("13.0"), or NULL with the reason in d. */
+/* NVRTC's version ("13.0"), or NULL with the reason in d; the same for
+ * the compiler of lang (HIPRTC for GPU_HIP). */
 const char *gpu_nvrtc_version(Diag *d);
+const char *gpu_rtc_version(GpuLang lang, Diag *d);
+/* HIPRTC (inside libamdhip64.so.5): src (HIP, after disc_hip.h) to a code
+ * object for arch (gfx90a, gfx908, gfx906, gfx1030; another name is
+ * refused: HIP 5.2 aborts the process on some). As gpu_nvrtc_compile. */
+bool gpu_hiprtc_compile(const char *src, const char *name, const char *arch, char **out, size_t *n, Diag *d);
 /* The CUDA driver, for a real cuda backend: false with an error naming
  * the library when it cannot be loaded. */
 bool gpu_cuda_driver_check(Diag *d);

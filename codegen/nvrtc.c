@@ -1,11 +1,15 @@
 /*
- * nvrtc.c — NVRTC and the CUDA driver, loaded with dlopen.
+ * nvrtc.c — the run-time compilers NVRTC and HIPRTC, and the CUDA driver,
+ * loaded with dlopen.
  *
- * disc links neither: libdisc.a and dcc build and run where the CUDA
- * toolkit is absent, and a GPU backend asked for there is an error that
+ * disc links none of them: libdisc.a and dcc build and run where the
+ * toolkits are absent, and a GPU backend asked for there is an error that
  * names the library it could not load. NVRTC is looked for by its
  * versioned names on the loader's path, then in the toolkit's default
- * place (/usr/local/cuda/lib64).
+ * place (/usr/local/cuda/lib64); HIPRTC is inside libamdhip64.so.5 (HIP
+ * 5.2, Debian's libamdhip64-dev). The two share one API shape, so one
+ * table of entry points serves both: their names differ by the prefix,
+ * and NVRTC's CUBIN is HIPRTC's code object.
  */
 #include "codegen/gpu.h"
 
@@ -14,134 +18,188 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct _nvrtcProgram *nvrtcProgram;
-typedef int nvrtcResult; /* NVRTC_SUCCESS is 0 */
+typedef struct _rtcProgram *rtcProgram;
+typedef int rtcResult; /* NVRTC_SUCCESS, HIPRTC_SUCCESS: 0 */
 
-static struct {
+typedef struct Rtc {
+    const char *what;   /* for messages */
+    const char *prefix; /* of the entry points: "nvrtc", "hiprtc" */
+    const char *const *libs;
+    const char *bin, *bin_size; /* the compiled code's entry points */
+    pthread_once_t once;
     void *lib;
     char why[512];      /* why it is not there */
     char version[16];
-    const char *(*GetErrorString)(nvrtcResult);
-    nvrtcResult (*Version)(int *, int *);
-    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
-                                 const char *const *);
-    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
-    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
-    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
-    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
-    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
-    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
-    nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t *);
-    nvrtcResult (*GetPTX)(nvrtcProgram, char *);
-} nv;
+    const char *(*GetErrorString)(rtcResult);
+    rtcResult (*Version)(int *, int *);
+    rtcResult (*CreateProgram)(rtcProgram *, const char *, const char *, int, const char *const *,
+                               const char *const *);
+    rtcResult (*DestroyProgram)(rtcProgram *);
+    rtcResult (*CompileProgram)(rtcProgram, int, const char *const *);
+    rtcResult (*GetProgramLogSize)(rtcProgram, size_t *);
+    rtcResult (*GetProgramLog)(rtcProgram, char *);
+    rtcResult (*GetBinSize)(rtcProgram, size_t *);
+    rtcResult (*GetBin)(rtcProgram, char *);
+    rtcResult (*GetPTXSize)(rtcProgram, size_t *); /* NVRTC only */
+    rtcResult (*GetPTX)(rtcProgram, char *);
+} Rtc;
 
-static void nv_load(void)
+static const char *const nv_libs[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+                                      "/usr/local/cuda/lib64/libnvrtc.so", NULL};
+static const char *const hip_libs[] = {"libamdhip64.so.5", "libamdhip64.so", NULL};
+
+static Rtc nv = {.what = "NVRTC (libnvrtc.so.13 or .12, the CUDA toolkit's runtime compiler)", .prefix = "nvrtc",
+                 .libs = nv_libs, .bin = "GetCUBIN", .bin_size = "GetCUBINSize", .once = PTHREAD_ONCE_INIT};
+static Rtc hip = {.what = "HIPRTC (libamdhip64.so.5, HIP's runtime; Debian: libamdhip64-dev)", .prefix = "hiprtc",
+                  .libs = hip_libs, .bin = "GetCode", .bin_size = "GetCodeSize", .once = PTHREAD_ONCE_INIT};
+
+static void rtc_load(Rtc *r)
 {
-    static const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                                  "/usr/local/cuda/lib64/libnvrtc.so"};
-    const char *err = "";
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !nv.lib; i++)
-        if (!(nv.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+    const char *err = "not found";
+    for (int i = 0; r->libs[i] && !r->lib; i++)
+        if (!(r->lib = dlopen(r->libs[i], RTLD_NOW | RTLD_LOCAL)))
             err = dlerror();
-    if (!nv.lib) {
-        snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13 or .12, the CUDA toolkit's runtime "
-                                        "compiler): %s", err ? err : "not found");
+    if (!r->lib) {
+        snprintf(r->why, sizeof r->why, "cannot load %s: %s", r->what, err ? err : "not found");
         return;
     }
     struct {
         void **fn;
         const char *name;
+        bool optional;
     } syms[] = {
-        {(void **)&nv.GetErrorString, "nvrtcGetErrorString"}, {(void **)&nv.Version, "nvrtcVersion"},
-        {(void **)&nv.CreateProgram, "nvrtcCreateProgram"}, {(void **)&nv.DestroyProgram, "nvrtcDestroyProgram"},
-        {(void **)&nv.CompileProgram, "nvrtcCompileProgram"},
-        {(void **)&nv.GetProgramLogSize, "nvrtcGetProgramLogSize"},
-        {(void **)&nv.GetProgramLog, "nvrtcGetProgramLog"}, {(void **)&nv.GetCUBINSize, "nvrtcGetCUBINSize"},
-        {(void **)&nv.GetCUBIN, "nvrtcGetCUBIN"}, {(void **)&nv.GetPTXSize, "nvrtcGetPTXSize"},
-        {(void **)&nv.GetPTX, "nvrtcGetPTX"},
+        {(void **)&r->GetErrorString, "GetErrorString", false}, {(void **)&r->Version, "Version", false},
+        {(void **)&r->CreateProgram, "CreateProgram", false}, {(void **)&r->DestroyProgram, "DestroyProgram", false},
+        {(void **)&r->CompileProgram, "CompileProgram", false},
+        {(void **)&r->GetProgramLogSize, "GetProgramLogSize", false},
+        {(void **)&r->GetProgramLog, "GetProgramLog", false}, {(void **)&r->GetBinSize, r->bin_size, false},
+        {(void **)&r->GetBin, r->bin, false}, {(void **)&r->GetPTXSize, "GetPTXSize", true},
+        {(void **)&r->GetPTX, "GetPTX", true},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-        if (!(*syms[i].fn = dlsym(nv.lib, syms[i].name))) {
-            snprintf(nv.why, sizeof nv.why, "NVRTC has no %s (too old a toolkit?)", syms[i].name);
-            dlclose(nv.lib);
-            nv.lib = NULL;
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", r->prefix, syms[i].name);
+        if (!(*syms[i].fn = dlsym(r->lib, name)) && !syms[i].optional) {
+            snprintf(r->why, sizeof r->why, "%s has no %s (too old a toolkit?)", r->what, name);
+            dlclose(r->lib);
+            r->lib = NULL;
             return;
         }
+    }
     int major = 0, minor = 0;
-    nv.Version(&major, &minor);
-    snprintf(nv.version, sizeof nv.version, "%d.%d", major, minor);
+    r->Version(&major, &minor);
+    snprintf(r->version, sizeof r->version, "%d.%d", major, minor);
 }
 
-static bool nv_ready(Diag *d)
+static void nv_load(void) { rtc_load(&nv); }
+static void hip_load(void) { rtc_load(&hip); }
+
+static Rtc *rtc_ready(GpuLang lang, Diag *d)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, nv_load);
-    return nv.lib || diag_setk(d, DIAG_RESOURCE, "error: %s", nv.why);
+    Rtc *r = lang == GPU_HIP ? &hip : &nv;
+    pthread_once(&r->once, lang == GPU_HIP ? hip_load : nv_load);
+    if (!r->lib) {
+        diag_setk(d, DIAG_RESOURCE, "error: %s", r->why);
+        return NULL;
+    }
+    return r;
 }
 
-const char *gpu_nvrtc_version(Diag *d)
+const char *gpu_rtc_version(GpuLang lang, Diag *d)
 {
-    return nv_ready(d) ? nv.version : NULL;
+    Rtc *r = rtc_ready(lang, d);
+    return r ? r->version : NULL;
 }
 
-bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
-                       char **info, Diag *d)
+const char *gpu_nvrtc_version(Diag *d) { return gpu_rtc_version(GPU_CUDA, d); }
+
+/* The AMD targets HIPRTC is asked for: HIP 5.2's code-object library
+ * aborts the whole process on some newer ones (gfx940, gfx1100), so an
+ * unknown name is refused rather than tried. */
+static const char *const hip_archs[] = {"gfx90a", "gfx908", "gfx906", "gfx1030", NULL};
+
+static bool rtc_compile(GpuLang lang, const char *src, const char *name, const char *arch, bool bin, char **out,
+                        size_t *n, char **info, Diag *d)
 {
     *out = NULL;
     *n = 0;
     if (info)
         *info = NULL;
-    if (!nv_ready(d))
+    Rtc *r = rtc_ready(lang, d);
+    if (!r)
         return false;
-    if (strncmp(arch, "sm_", 3) != 0)
-        return diag_setk(d, DIAG_ARG, "error: '%s' is not a CUDA architecture (sm_80, sm_90, ...)", arch);
-    const char *hdr = gpu_prelude(GPU_CUDA), *hname = "disc_cuda.h";
-    nvrtcProgram prog;
-    nvrtcResult r = nv.CreateProgram(&prog, src, name, 1, &hdr, &hname);
-    if (r)
-        return diag_setk(d, DIAG_RESOURCE, "error: NVRTC: %s", nv.GetErrorString(r));
-    /* CUBIN for the real architecture, PTX for its virtual one */
-    char opt[48];
-    snprintf(opt, sizeof opt, "--gpu-architecture=%s%s", cubin ? "sm_" : "compute_", arch + 3);
+    char opt[64];
+    if (lang == GPU_HIP) {
+        bool known = false;
+        for (int i = 0; hip_archs[i] && !known; i++)
+            known = !strcmp(arch, hip_archs[i]);
+        if (!known)
+            return diag_setk(d, DIAG_ARG, "error: '%s' is not an AMD target disc compiles for (gfx90a, gfx908, gfx906, "
+                                          "gfx1030)", arch);
+        snprintf(opt, sizeof opt, "--gpu-architecture=%s", arch);
+    } else {
+        if (strncmp(arch, "sm_", 3) != 0)
+            return diag_setk(d, DIAG_ARG, "error: '%s' is not a CUDA architecture (sm_80, sm_90, ...)", arch);
+        /* CUBIN for the real architecture, PTX for its virtual one */
+        snprintf(opt, sizeof opt, "--gpu-architecture=%s%s", bin ? "sm_" : "compute_", arch + 3);
+    }
+    const char *hdr = gpu_prelude(lang), *hname = lang == GPU_HIP ? "disc_hip.h" : "disc_cuda.h";
+    rtcProgram prog;
+    rtcResult rc = r->CreateProgram(&prog, src, name, 1, &hdr, &hname);
+    if (rc)
+        return diag_setk(d, DIAG_RESOURCE, "error: %s: %s", r->prefix, r->GetErrorString(rc));
     const char *opts[] = {opt, "--ptxas-options=-v"};
-    r = nv.CompileProgram(prog, cubin && info ? 2 : 1, opts);
+    rc = r->CompileProgram(prog, lang == GPU_CUDA && bin && info ? 2 : 1, opts);
+    size_t ln = 0;
+    r->GetProgramLogSize(prog, &ln);
+    char *log = malloc(ln + 1);
+    if (log) {
+        log[0] = 0;
+        if (ln)
+            r->GetProgramLog(prog, log);
+    }
     bool ok = true;
-    if (!r && info) { /* ptxas's report: registers, spills, shared memory per kernel */
-        size_t ln = 0;
-        nv.GetProgramLogSize(prog, &ln);
-        if ((*info = malloc(ln + 1))) {
-            (*info)[0] = 0;
-            nv.GetProgramLog(prog, *info);
-        }
+    if (rc)
+        ok = diag_setk(d, DIAG_INTERNAL, "error: internal: %s (%s) cannot compile the generated source: %s: %.700s",
+                       r->prefix, arch, r->GetErrorString(rc), log ? log : "");
+    if (ok && info) { /* ptxas's report: registers, spills, shared memory per kernel */
+        *info = log;
+        log = NULL;
     }
-    if (r) {
-        size_t ln = 0;
-        nv.GetProgramLogSize(prog, &ln);
-        char *log = malloc(ln + 1);
-        if (log) {
-            log[0] = 0;
-            nv.GetProgramLog(prog, log);
-        }
-        ok = diag_setk(d, DIAG_INTERNAL, "error: internal: NVRTC (%s) cannot compile the generated source: %s: %.700s",
-                       arch, nv.GetErrorString(r), log ? log : "");
-        free(log);
-    }
+    free(log);
+    if (ok && !bin && !r->GetPTX)
+        ok = diag_setk(d, DIAG_ARG, "error: %s makes no PTX", r->prefix);
     if (ok) {
-        r = cubin ? nv.GetCUBINSize(prog, n) : nv.GetPTXSize(prog, n);
-        if (!r && !(*out = malloc(*n ? *n : 1)))
+        rc = bin ? r->GetBinSize(prog, n) : r->GetPTXSize(prog, n);
+        if (!rc && !(*out = malloc(*n ? *n : 1)))
             ok = diag_oom(d);
-        else if (!r)
-            r = cubin ? nv.GetCUBIN(prog, *out) : nv.GetPTX(prog, *out);
-        if (ok && r)
-            ok = diag_setk(d, DIAG_RESOURCE, "error: NVRTC: %s", nv.GetErrorString(r));
+        else if (!rc)
+            rc = bin ? r->GetBin(prog, *out) : r->GetPTX(prog, *out);
+        if (ok && rc)
+            ok = diag_setk(d, DIAG_RESOURCE, "error: %s: %s", r->prefix, r->GetErrorString(rc));
     }
-    nv.DestroyProgram(&prog);
+    r->DestroyProgram(&prog);
     if (!ok) {
         free(*out);
         *out = NULL;
         *n = 0;
+        if (info) {
+            free(*info);
+            *info = NULL;
+        }
     }
     return ok;
+}
+
+bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool cubin, char **out, size_t *n,
+                       char **info, Diag *d)
+{
+    return rtc_compile(GPU_CUDA, src, name, arch, cubin, out, n, info, d);
+}
+
+bool gpu_hiprtc_compile(const char *src, const char *name, const char *arch, char **out, size_t *n, Diag *d)
+{
+    return rtc_compile(GPU_HIP, src, name, arch, true, out, n, NULL, d);
 }
 
 bool gpu_cuda_driver_check(Diag *d)

@@ -640,8 +640,15 @@ static bool emit(Planner *p, FusionPlan *plan)
         const PGroup *pg = &p->groups[order[i]];
         Group *g = &plan->groups[plan->n];
         g->ops = arena_array(&plan->arena, (size_t)pg->nops, sizeof(Op *));
-        g->ins = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
-        g->outs = arena_array(&plan->arena, (size_t)p->nops + 1, sizeof(Value *));
+        /* room for every operand of every op (a select alone has three) */
+        size_t nin = 1;
+        for (int k = 0; k < pg->nops; k++)
+            nin += (size_t)p->ops[pg->ops[k]]->nin;
+        size_t nout = 1;
+        for (int k = 0; k < pg->nops; k++)
+            nout += (size_t)p->ops[pg->ops[k]]->nout;
+        g->ins = arena_array(&plan->arena, nin, sizeof(Value *));
+        g->outs = arena_array(&plan->arena, nout, sizeof(Value *));
         if (!g->ops || !g->ins || !g->outs)
             break; /* the arena failed: fuse_plan reports it */
         g->id = plan->n++;

@@ -4,8 +4,11 @@
 # With --if-needed it only acts when something is missing.
 set -eu
 
+# libamdhip64-dev, libhiprtc-builtins5, rocm-device-libs: HIPRTC, for the
+# gpu-compile tests of the HIP kernels (loaded with dlopen; disc builds
+# without them)
 PKGS="cmake make gcc python3 pkg-config llvm-14-dev libdnnl-dev protobuf-c-compiler
-libprotobuf-c-dev libonnx-dev libisl-dev"
+libprotobuf-c-dev libonnx-dev libisl-dev libamdhip64-dev libhiprtc-builtins5 rocm-device-libs"
 
 missing=""
 for p in $PKGS; do

@@ -3,8 +3,9 @@
 #                representative groups (registered as golden tests, labelled
 #                here too)
 #   gpu-compile: every kernel of every test model compiled by NVRTC for
-#                sm_80 and sm_90, to CUBIN and to PTX, one test per folder of
-#                models; skipped (exit 77) with the reason without NVRTC
+#                sm_80 and sm_90, to CUBIN and to PTX, and by HIPRTC for
+#                gfx90a and gfx1030, one test per folder of models; skipped
+#                (exit 77) with the reason without NVRTC (HIPRTC)
 file(GLOB DISC_GPU_GOLDEN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/gpu/*.disc)
 foreach(f ${DISC_GPU_GOLDEN})
   get_filename_component(name ${f} NAME_WE)
@@ -18,6 +19,9 @@ foreach(set interp cpu models)
   string(TOUPPER ${set} up)
   add_test(NAME gpu-compile/${set} COMMAND test_gpu --compile sm_80,sm_90 ${DISC_GPU_${up}})
   set_tests_properties(gpu-compile/${set} PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
+  # the same kernels as HIP, by HIPRTC, for a wave-64 and a wave-32 target
+  add_test(NAME gpu-compile/hip/${set} COMMAND test_gpu --compile gfx90a,gfx1030 ${DISC_GPU_${up}})
+  set_tests_properties(gpu-compile/hip/${set} PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
 endforeach()
 
 # gpu-emu: the interpreter's test files and tests/cpu's on the emulator
@@ -45,3 +49,16 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
                          SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
   endif()
 endforeach()
+# ONNX's node tests on the emulator: every test the interpreter must pass
+# (tests/conformance/expected_pass.txt) must pass there too.
+add_test(NAME gpu-emu/node_tests
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                 --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cuda-emu)
+set_tests_properties(gpu-emu/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+# The cuda backend without a driver: one error naming the library, exit 3.
+# (Where libcuda.so.1 exists it says running on a GPU is not supported yet.)
+find_library(DISC_LIBCUDA NAMES libcuda.so.1 cuda)
+if(NOT DISC_LIBCUDA)
+  add_test(NAME gpu/no_driver COMMAND sh -c "out=$($<TARGET_FILE:dcc> check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda 2>&1); rc=$?; echo \"$out\"; case \"$out\" in *'cannot load libcuda.so.1'*) test $rc -eq 3 && echo 'exit 3, the library named';; esac")
+  set_tests_properties(gpu/no_driver PROPERTIES LABELS gpu-emu PASS_REGULAR_EXPRESSION "exit 3, the library named")
+endif()

@@ -30,17 +30,23 @@
 #include <unistd.h>
 
 /* The CUDA module of the model at path (or of IR text src). */
-static bool module_source(const char *path, const char *src, GpuStr *out, int *nk, int *nu, Diag *why, Diag *d)
+static bool module_source_lang(const char *path, const char *src, GpuLang lang, GpuStr *out, int *nk, int *nu,
+                               Diag *why, Diag *d)
 {
     Graph *g = src ? model_load_text(src, strlen(src), path, d) : model_load(path, d);
     if (!g)
         return false;
     CgModule m;
     CgOpts co = {.opt_level = 3};
-    bool ok = cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, d) && gpu_module_source(&m, GPU_CUDA, out, nk, nu, why, d);
+    bool ok = cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, d) && gpu_module_source(&m, lang, out, nk, nu, why, d);
     cg_module_free(&m);
     graph_free(g);
     return ok;
+}
+
+static bool module_source(const char *path, const char *src, GpuStr *out, int *nk, int *nu, Diag *why, Diag *d)
+{
+    return module_source_lang(path, src, GPU_CUDA, out, nk, nu, why, d);
 }
 
 static void test_source(void)
@@ -93,6 +99,21 @@ static void test_source(void)
         printf("NVRTC not here, not compiled: %s\n", nd.msg);
     }
     gpu_str_free(&s);
+    Diag hd = {0};
+    if (gpu_rtc_version(GPU_HIP, &hd)) { /* HIP: the same kernels after disc_hip.h */
+        GpuStr h = {0};
+        Diag e = {0};
+        CHECK_MSG(module_source_lang("t.disc", src, GPU_HIP, &h, &nk, &nu, &why, &e), "%s", e.msg);
+        char *bin = NULL;
+        size_t n = 0;
+        CHECK_MSG(h.p && gpu_hiprtc_compile(h.p, "t.hip", "gfx90a", &bin, &n, &e) && n > 0, "%s", e.msg);
+        free(bin);
+        Diag u = {0}; /* a target HIP 5.2 might abort on is refused, not tried */
+        CHECK(!gpu_hiprtc_compile(h.p ? h.p : "", "t.hip", "gfx1100", &bin, &n, &u) && u.kind == DIAG_ARG);
+        gpu_str_free(&h);
+    } else {
+        printf("HIPRTC not here, not compiled: %s\n", hd.msg);
+    }
 }
 
 /* The emulator's threads: a reversal through shared memory needs its
@@ -224,7 +245,8 @@ static bool ptxas_ok(const char *file, const char *arch, const char *info, int *
 static int compile_files(const char *archs, char **files, int nfiles)
 {
     Diag nd = {0};
-    const char *ver = gpu_nvrtc_version(&nd);
+    GpuLang lang = !strncmp(archs, "gfx", 3) ? GPU_HIP : GPU_CUDA; /* AMD targets: HIP through HIPRTC */
+    const char *ver = gpu_rtc_version(lang, &nd);
     if (!ver) {
         printf("SKIP: %s\n", nd.msg);
         return 77;
@@ -234,7 +256,7 @@ static int compile_files(const char *archs, char **files, int nfiles)
         GpuStr s = {0};
         int nk = 0, nu = 0;
         Diag why = {0}, d = {0};
-        if (!module_source(files[i], NULL, &s, &nk, &nu, &why, &d)) {
+        if (!module_source_lang(files[i], NULL, lang, &s, &nk, &nu, &why, &d)) {
             fprintf(stderr, "%s: %s\n", files[i], d.msg);
             fails++;
             continue;
@@ -245,20 +267,23 @@ static int compile_files(const char *archs, char **files, int nfiles)
         char list[256];
         snprintf(list, sizeof list, "%s", archs);
         for (char *arch = strtok(list, ","); arch; arch = strtok(NULL, ",")) {
-            for (int cubin = 1; cubin >= 0; cubin--) {
+            for (int cubin = 1; cubin >= (lang == GPU_HIP ? 1 : 0); cubin--) {
                 char *bin = NULL, *info = NULL;
                 size_t n = 0;
                 Diag cd = {0};
                 int maxreg = 0, maxsmem = 0;
                 double t0 = disc_rt_now();
-                if (!gpu_nvrtc_compile(s.p, files[i], arch, cubin, &bin, &n, cubin ? &info : NULL, &cd)) {
+                bool ok = lang == GPU_HIP ? gpu_hiprtc_compile(s.p, files[i], arch, &bin, &n, &cd)
+                                          : gpu_nvrtc_compile(s.p, files[i], arch, cubin, &bin, &n, cubin ? &info : NULL, &cd);
+                if (!ok) {
                     fprintf(stderr, "\n%s: %s: %s\n", files[i], arch, cd.msg);
                     failed = true;
                 } else {
-                    printf("; %s %s %zu bytes in %.0f ms", arch, cubin ? "cubin" : "ptx", n, 1e3 * (disc_rt_now() - t0));
-                    bool good = !cubin || ptxas_ok(files[i], arch, info, &maxreg, &maxsmem);
+                    printf("; %s %s %zu bytes in %.0f ms", arch, lang == GPU_HIP ? "code object" : cubin ? "cubin" : "ptx",
+                           n, 1e3 * (disc_rt_now() - t0));
+                    bool good = !cubin || lang == GPU_HIP || ptxas_ok(files[i], arch, info, &maxreg, &maxsmem);
                     failed |= !good;
-                    if (cubin)
+                    if (cubin && lang == GPU_CUDA)
                         printf(" (at most %d registers, %d bytes shared%s)", maxreg, maxsmem, good ? ", no spills" : "");
                 }
                 free(bin);
@@ -269,7 +294,7 @@ static int compile_files(const char *archs, char **files, int nfiles)
         fails += failed;
         gpu_str_free(&s);
     }
-    printf("NVRTC %s: %d of %d models compiled\n", ver, nfiles - fails, nfiles);
+    printf("%s %s: %d of %d models compiled\n", lang == GPU_HIP ? "HIPRTC" : "NVRTC", ver, nfiles - fails, nfiles);
     return fails ? 1 : 0;
 }
 
