@@ -1386,24 +1386,34 @@ bool onnx_lower_resize(Imp *im)
  * pixels, else their outer edges), and each result element is a gather of
  * X flattened to [N, C, H*W] at y * W + x: one gather for nearest (rounding
  * half to even, as ONNX Runtime and PyTorch), four weighted ones for
- * bilinear. padding_mode zeros gives 0 for a tap outside X, border clamps
- * the coordinates into it, reflection reflects them about the edges (-0.5
- * and size - 0.5, or 0 and size - 1 with align_corners) as often as it
- * takes; a tap of a border or reflected point is clamped (the at most one
- * pixel it can lie outside reflects onto the edge pixel). bicubic, and
- * grids of other ranks, are refused as unsupported. */
+ * bilinear, sixteen for bicubic (Keys' kernel, A = -0.75). Outside the
+ * bounds (-0.5 and size - 0.5, or 0 and size - 1 with align_corners)
+ * padding_mode zeros leaves a point alone and gives 0 for each tap outside
+ * X, border clamps the point into [0, size - 1] (not for bicubic, as
+ * PyTorch and ONNX Runtime, unlike onnx's reference) and every tap into X,
+ * reflection reflects the point and every tap about the bounds as often as
+ * it takes; the steps are ONNX Runtime's. Grids of other ranks are refused
+ * as unsupported. */
 
 typedef struct Sampler {
     Value *flat;      /* X as [N, C, H*W] */
     Value *wd, *hd;   /* W and H as f32 scalars */
     Dim *dims[3];     /* the gather's result: [N, C, P] */
     bool zeros;       /* padding_mode zeros */
+    bool reflect;     /* padding_mode reflection: taps reflected */
+    bool align;       /* align_corners */
 } Sampler;
+
+static Value *grid_reflect(Imp *im, Value *v, Value *size, bool align);
 
 /* X at integer-valued f32 coordinates xi, yi [N, 1, P]: [N, C, P]. */
 static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
 {
     Value *zero = imp_scalar(im, DT_F32, 0);
+    if (s->reflect) {
+        xi = grid_reflect(im, xi, s->wd, s->align);
+        yi = grid_reflect(im, yi, s->hd, s->align);
+    }
     Value *wm1 = imp_binc(im, OP_SUB, s->wd, 1), *hm1 = imp_binc(im, OP_SUB, s->hd, 1);
     Value *xc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, xi, zero), wm1);
     Value *yc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, yi, zero), hm1);
@@ -1443,6 +1453,34 @@ static Value *grid_reflect(Imp *im, Value *v, Value *size, bool align)
     return imp_sel(im, imp_cmp(im, "gt", span, imp_scalar(im, DT_F32, 0)), r, lo);
 }
 
+/* border: v clamped into [0, size - 1] where it lies outside the bounds
+ * (-0.5 and size - 0.5; 0 and size - 1 with align). */
+static Value *grid_border(Imp *im, Value *v, Value *size, bool align)
+{
+    Value *lo = imp_scalar(im, DT_F32, align ? 0 : -0.5), *hi = imp_binc(im, OP_SUB, size, align ? 1 : 0.5);
+    Value *out = imp_bin(im, OP_OR, imp_cmp(im, "lt", v, lo), imp_cmp(im, "gt", v, hi));
+    Value *cl = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, v, imp_scalar(im, DT_F32, 0)), imp_binc(im, OP_SUB, size, 1));
+    return imp_sel(im, out, cl, v);
+}
+
+/* The weights of the four taps at distances t + 1, t, 1 - t, 2 - t
+ * (t in [0, 1)): Keys' cubic convolution with A = -0.75. */
+static void grid_cubic(Imp *im, Value *t, Value *c[4])
+{
+    const double A = -0.75;
+    Value *d[4] = {imp_binc(im, OP_ADD, t, 1), t, imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), t),
+                   imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 2), t)};
+    for (int k = 0; k < 4; k++) {
+        Value *x = d[k];
+        if (k == 1 || k == 2) /* |x| <= 1: ((A + 2) x - (A + 3)) x^2 + 1 */
+            c[k] = imp_binc(im, OP_ADD, imp_bin(im, OP_MUL, imp_binc(im, OP_SUB, imp_binc(im, OP_MUL, x, A + 2), A + 3),
+                                                imp_bin(im, OP_MUL, x, x)), 1);
+        else /* 1 < |x| < 2: ((A x - 5A) x + 8A) x - 4A */
+            c[k] = imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, imp_bin(im, OP_MUL,
+                                imp_binc(im, OP_SUB, imp_binc(im, OP_MUL, x, A), 5 * A), x), 8 * A), x), 4 * A);
+    }
+}
+
 bool onnx_lower_grid_sample(Imp *im)
 {
     Value *x = imp_need(im, 0), *grid = imp_need(im, 1);
@@ -1451,8 +1489,8 @@ bool onnx_lower_grid_sample(Imp *im)
     if (!x || !grid || !attr_int(im, "align_corners", 0, &align) || !attr_str(im, "mode", "bilinear", &mode) ||
         !attr_str(im, "padding_mode", "zeros", &pad))
         return false;
-    bool nearest = !strcmp(mode, "nearest");
-    if (!nearest && strcmp(mode, "bilinear") && strcmp(mode, "linear"))
+    bool nearest = !strcmp(mode, "nearest"), cubic = !strcmp(mode, "bicubic") || !strcmp(mode, "cubic");
+    if (!nearest && !cubic && strcmp(mode, "bilinear") && strcmp(mode, "linear"))
         return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
     if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
         return imp_errk(im, DIAG_UNSUPPORTED, "padding_mode \"%s\" is not supported", pad);
@@ -1464,7 +1502,7 @@ bool onnx_lower_grid_sample(Imp *im)
     Dim *p = dim_mul(CX, vdims(grid)[1], vdims(grid)[2]);
     if (!hw || !p)
         return imp_err(im, "dims overflow");
-    Sampler s = {.zeros = !strcmp(pad, "zeros")};
+    Sampler s = {.zeros = !strcmp(pad, "zeros"), .reflect = !strcmp(pad, "reflection"), .align = align != 0};
     Value *xf = imp_cvt(im, x, DT_F32);
     s.flat = imp_reshape(im, xf, (Dim *[]){n, c, hw}, 3);
     s.wd = imp_cvt(im, build_dim(im->g, x, 3), DT_F32);
@@ -1487,13 +1525,25 @@ bool onnx_lower_grid_sample(Imp *im)
     if (!strcmp(pad, "reflection")) {
         ix = grid_reflect(im, ix, s.wd, align != 0);
         iy = grid_reflect(im, iy, s.hd, align != 0);
-    } else if (!s.zeros) { /* border: the coordinates clamped into the image */
-        Value *zero = imp_scalar(im, DT_F32, 0);
-        ix = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, ix, zero), imp_binc(im, OP_SUB, s.wd, 1));
-        iy = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, iy, zero), imp_binc(im, OP_SUB, s.hd, 1));
+    } else if (!s.zeros && !cubic) { /* border: a point outside the bounds clamped into the image */
+        ix = grid_border(im, ix, s.wd, align != 0);
+        iy = grid_border(im, iy, s.hd, align != 0);
     }
     Value *out;
-    if (nearest) {
+    if (cubic) {
+        Value *x0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ix), 1);
+        Value *y0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, iy), 1);
+        Value *cx[4], *cy[4];
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ix, x0), 1), cx);
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, iy, y0), 1), cy);
+        out = NULL;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                Value *t = grid_tap(im, &s, imp_binc(im, OP_ADD, x0, j), imp_binc(im, OP_ADD, y0, i));
+                t = imp_bin(im, OP_MUL, t, imp_bin(im, OP_MUL, cy[i], cx[j]));
+                out = out ? imp_bin(im, OP_ADD, out, t) : t;
+            }
+    } else if (nearest) {
         out = grid_tap(im, &s, imp_un(im, OP_ROUND, ix), imp_un(im, OP_ROUND, iy));
     } else {
         Value *x0 = imp_un(im, OP_FLOOR, ix), *y0 = imp_un(im, OP_FLOOR, iy);

@@ -785,6 +785,17 @@ class GridSampleModes(nn.Module):
             F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=True)
 
 
+@case("grid_sample_bicubic", [("x", "f32", ("B", 2, "H", "W")), ("grid", "f32", ("B", 4, 3, 2))])
+class GridSampleBicubic(nn.Module):
+    """grid_sample bicubic with each padding mode, points up to 1.5 times
+    outside the image."""
+    def forward(self, x, grid):
+        g = grid * 1.5
+        return F.grid_sample(x, g, mode="bicubic", padding_mode="zeros", align_corners=False) + \
+            F.grid_sample(x, g, mode="bicubic", padding_mode="border", align_corners=False) + \
+            F.grid_sample(x, g, mode="bicubic", padding_mode="reflection", align_corners=True)
+
+
 @case("unique", [("ids", "ids:5", ("B", "S"))])
 class Unique(nn.Module):
     def forward(self, ids):
