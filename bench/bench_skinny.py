@@ -2,6 +2,7 @@
 """bench_skinny.py — matmuls of a few rows against constant weights, three ways.
 
     python3 bench/bench_skinny.py [--dcc build/dcc] [--cpu NAME] [--ms 1,2,4,...] [--layers L]
+                                  [--threads N] [--cpu-time]
 
 A transformer's feed-forward stack at batch 1 and a short sequence: L pairs
 of MatMuls x[M, 768] @ W1[768, 3072] @ W2[3072, 768] (random weights,
@@ -15,7 +16,9 @@ run). For each M it times, in the same run and in alternating order:
 
 --cpu compiles disc's kernels for another CPU (x86-64-v3: AVX2) and caps
 oneDNN to the matching ISA (ONEDNN_MAX_CPU_ISA), to see the AVX2 code
-paths on an AVX-512 machine. ONNX Runtime has no such cap, so its column
+paths on an AVX-512 machine. --threads sets both runtimes' threads (default:
+every core); --cpu-time (with --threads 1) compares the CPU time per run,
+which a machine busy with other work disturbs much less than wall time. ONNX Runtime has no such cap, so its column
 is only meaningful on a machine whose own ISA is the one measured. The
 first line names the CPU and its vector ISA. Not part of make test.
 """
@@ -67,7 +70,12 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--cpu-time", action="store_true", help="CPU time per run (needs --threads 1)")
     args = ap.parse_args()
+    if args.cpu_time and args.threads != 1:
+        ap.error("--cpu-time needs --threads 1 (idle threads that spin count as CPU time)")
+    clock = time.process_time if args.cpu_time else time.perf_counter
     ms = [int(x) for x in args.ms.split(",")]
     work = tempfile.mkdtemp(prefix="disc-skinny-")
     try:
@@ -94,13 +102,14 @@ def main():
         if not args.no_ort:
             import onnxruntime as ort
             so = ort.SessionOptions()
-            so.intra_op_num_threads = os.cpu_count() or 1
+            so.intra_op_num_threads = args.threads
             so.inter_op_num_threads = 1
             sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
         def run_disc(skinny):
             env = dict(os.environ)
-            cmd = [args.dcc, "bench", work, "--runs", str(args.runs), "--atol", "1e-3", "--rtol", "1e-2"]
+            cmd = [args.dcc, "bench", work, "--runs", str(args.runs), "--threads", str(args.threads),
+                   "--atol", "1e-3", "--rtol", "1e-2"]
             if args.cpu:
                 cmd += ["--cpu", args.cpu]
                 if args.cpu in ISA_CAP:
@@ -110,9 +119,9 @@ def main():
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
             times = {}
             for line in p.stdout.splitlines():
-                mt = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms", line)
+                mt = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms.*cpu time median ([\d.]+) ms", line)
                 if mt:
-                    times[int(mt.group(1))] = float(mt.group(2))
+                    times[int(mt.group(1))] = float(mt.group(3 if args.cpu_time else 2))
                 elif "FAIL" in line or "error" in line:
                     print("  " + line.strip(), file=sys.stderr)
             return times
@@ -123,9 +132,9 @@ def main():
                 sess.run(None, f)
                 ts = []
                 for _ in range(args.runs):
-                    t0 = time.perf_counter()
+                    t0 = clock()
                     sess.run(None, f)
-                    ts.append(time.perf_counter() - t0)
+                    ts.append(clock() - t0)
                 out[k] = statistics.median(ts) * 1e3
             return out
 
@@ -140,7 +149,8 @@ def main():
                     res[w][k].append(t)
         print(cpu_line())
         print(f"disc --cpu {args.cpu or 'native'}; {args.layers} x (768x3072, 3072x768) f32 weights "
-              f"({args.layers * 2 * 768 * 3072 * 4 >> 20} MB); median of {args.runs} runs, {args.rounds} rounds; ms")
+              f"({args.layers * 2 * 768 * 3072 * 4 >> 20} MB); median of {args.runs} runs, {args.rounds} rounds; "
+              f"{args.threads} threads; {'CPU' if args.cpu_time else 'wall'} ms")
         hdr = f"{'M':>4s} {'skinny':>9s} {'oneDNN':>9s}" + (f" {'ORT':>9s}" if sess else "") + "  faster"
         print(hdr)
         for k, mm in enumerate(ms):

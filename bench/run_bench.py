@@ -2,6 +2,7 @@
 """run_bench.py — disc (cpu backend) against ONNX Runtime, in the same run.
 
     python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--rounds R] [--models NAME,...] [--quick]
+                               [--threads N] [--cpu-time]
 
 For every model (the committed tests/models/* and the BERT-base and GPT-2
 size models that bench/gen_bench.py generates into bench/models/, never
@@ -46,8 +47,12 @@ SEQ_QUICK = [(1, 13), (2, 64), (4, 128)]
 IMG_SPREAD = [(1, 32, 32), (2, 17, 29), (1, 64, 197), (4, 64, 64)]
 
 
+THREADS = os.cpu_count() or 1
+CPU_TIME = False  # --cpu-time: compare the processes' CPU time per run, not wall time
+
+
 def threads():
-    return os.cpu_count() or 1
+    return THREADS
 
 
 def ort_session(path):
@@ -98,12 +103,13 @@ def write_set(d, sess, feeds):
 
 
 def time_ort(sess, feeds, runs):
+    clock = time.process_time if CPU_TIME else time.perf_counter
     sess.run(None, feeds)
     ts = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         sess.run(None, feeds)
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     return statistics.median(ts) * 1e3
 
 
@@ -122,16 +128,17 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
             write_set(os.path.join(work, f"test_data_set_{k}"), sess, f)
             feeds.append(f)
         def run_disc():
-            p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--atol", "1e-4", "--rtol", "1e-2", "-v"],
+            p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--threads", str(threads()),
+                                "--atol", "1e-4", "--rtol", "1e-2", "-v"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             out = p.stdout
             m = re.search(r"compiled once in ([\d.]+) ms \(backend \w+; (\d+) ops, (\d+) kernels\)", out)
             info = (float(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (float("nan"), 0, 0)
             times = {}
             for line in out.splitlines():
-                m2 = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms", line)
+                m2 = re.match(r"test_data_set_(\d+): .* median ([\d.]+) ms.*cpu time median ([\d.]+) ms", line)
                 if m2:
-                    times[int(m2.group(1))] = float(m2.group(2))
+                    times[int(m2.group(1))] = float(m2.group(3 if CPU_TIME else 2))
                 elif "FAIL" in line:
                     print(f"  {name}: {line.strip()}", file=sys.stderr)
             if p.returncode != 0 and not times:
@@ -175,6 +182,7 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
 
 
 def main():
+    global THREADS, CPU_TIME
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dcc", default=os.path.join(ROOT, "build", "dcc"))
     ap.add_argument("--runs", type=int, default=10)
@@ -182,7 +190,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer shapes")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds of both runtimes, alternating which goes first; medians across rounds")
+    ap.add_argument("--threads", type=int, default=THREADS, help="threads of each runtime (default: every core)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="compare CPU time per run instead of wall time (with --threads 1: figures that load "
+                         "from other processes disturbs much less; a busy machine's wall times are not comparable)")
     args = ap.parse_args()
+    THREADS, CPU_TIME = args.threads, args.cpu_time
+    if CPU_TIME and THREADS != 1:
+        ap.error("--cpu-time needs --threads 1 (idle threads that spin count as CPU time)")
     want = set(filter(None, args.models.split(",")))
     seq = SEQ_QUICK if args.quick else SEQ_SPREAD
     models = []
@@ -200,7 +215,7 @@ def main():
             models.append((name, path, shapes))
     print(cpu_line())
     print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs, "
-          f"median of {args.rounds} rounds\n")
+          f"median of {args.rounds} rounds" + (", CPU time per run" if CPU_TIME else "") + "\n")
     rows, geos = [], {}
     for name, path, shapes in models:
         if want and name not in want:

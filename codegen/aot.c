@@ -26,7 +26,6 @@
 #include "codegen/host.h"
 #include "passes/constraint.h"
 #include "runtime/aot.h"
-#include "disc.h" /* DISC_VERSION */
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
@@ -469,7 +468,7 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
     for (int i = 0; i < ni + no; i++)
         c_ident(i < ni ? g->inputs[i] : g->outputs[i - ni], i < ni ? i : i - ni, i < ni ? "in" : "out", ids, i,
                 ids[i]);
-    fprintf(f, "/* %s.h: the model %s compiled ahead of time by dcc " DISC_VERSION ". Generated; do not edit.\n"
+    fprintf(f, "/* %s.h: the model %s compiled ahead of time by dcc " DISC_PROJECT_VERSION ". Generated; do not edit.\n"
                " *\n"
                " * One compile serves every shape the model accepts. Link the object with the\n"
                " * disc runtime only:  cc app.c %s.o $(pkg-config --libs disc-rt)\n"

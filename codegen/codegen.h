@@ -71,8 +71,6 @@ void cpu_target_free(CpuTarget *t);
 /* Whether this machine runs code for t (the JIT's check: a wider vector
  * ISA than the host's would fault); false with a message. */
 bool cpu_target_runs_here(const CpuTarget *t, Diag *d);
-/* floats per widest vector */
-int cpu_target_lanes(const CpuTarget *t);
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
 
@@ -226,6 +224,10 @@ typedef struct CgTarget {
     /* The skinny matmul kernel for an epilogue and its panel width; NULL
      * when the target has none (the library runs every matmul). */
     LLVMValueRef (*skinny)(Cg *cg, int post, bool bias, bool residual, int *panel);
+    /* The most rows of A the skinny kernel takes (the runtime's limit for
+     * its panel width), for the flow to leave it out where m is proved
+     * larger. */
+    int64_t (*skinny_rows)(const Cg *cg);
     /* Emits the run of kernel fn over [0, range) in chunks of at least
      * grain, with args (i8*: the buffers and symbols, codegen.h's ABI). */
     void (*launch)(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);
@@ -249,6 +251,7 @@ void cpu_target_hooks(CgTarget *t, const char *name);
 void cpu_launch(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);
 /* The CPU's skinny kernels: cg_skinny_kernel with cg_skinny_panel. */
 LLVMValueRef cpu_skinny(Cg *cg, int post, bool bias, bool residual, int *panel);
+int64_t cpu_skinny_rows(const Cg *cg);
 
 /* ---- the host flow and the compiled model (host.c, exec.c) -------------- */
 

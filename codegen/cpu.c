@@ -197,8 +197,6 @@ void cpu_target_free(CpuTarget *t)
     t->features = NULL;
 }
 
-int cpu_target_lanes(const CpuTarget *t) { return t->vbits / 32; }
-
 void cpu_launch(Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain)
 {
     Cg *cg = h->cg;
@@ -214,6 +212,8 @@ LLVMValueRef cpu_skinny(Cg *cg, int post, bool bias, bool residual, int *panel)
     return cg_skinny_kernel(cg, post, bias, residual);
 }
 
+int64_t cpu_skinny_rows(const Cg *cg) { return disc_rt_skinny_max_m(cg_skinny_panel(cg)); }
+
 void cpu_target_hooks(CgTarget *t, const char *name)
 {
     *t = (CgTarget){
@@ -221,6 +221,7 @@ void cpu_target_hooks(CgTarget *t, const char *name)
         .kernel = cg_kernel,
         .kernel_split = cg_kernel_split,
         .skinny = cpu_skinny,
+        .skinny_rows = cpu_skinny_rows,
         .launch = cpu_launch,
     };
 }

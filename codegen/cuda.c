@@ -717,13 +717,17 @@ static V window_elem(Gk *k, const Op *op, V *idx)
     k->ind++;
     V ks[MAX_RANK], pos[MAX_RANK];
     split_dims(k, kd, nsp, lit("v%d", kf), ks);
-    V inside = lit("true");
+    V inside = lit("true"), padded = lit("true");
     for (int i = 0; i < nsp; i++) {
         V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[2 + i]);
         long long s = (long long)st->ints[i], dil = (long long)dl->ints[i];
         if (!tr) {
             pos[i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
             inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, pos[i].s, pos[i].s, n.s);
+            if (count_pad) {
+                V pe = kdim(k, pads->dims[nsp + i]);
+                padded = let(k, "bool", "%s && %s < %s + %s", padded.s, pos[i].s, n.s, pe.s);
+            }
         } else { /* the input position whose tap lands here, if one does */
             V num = let(k, "int64_t", "%s + %s - %s * %lld", idx[2 + i].s, pb.s, ks[i].s, dil);
             pos[i] = let(k, "int64_t", "%s / %lld", num.s, s);
@@ -731,8 +735,9 @@ static V window_elem(Gk *k, const Op *op, V *idx)
                          pos[i].s, n.s);
         }
     }
-    if (count_pad) /* every tap counts, inside or not (interp_pool) */
-        line(k, "%s++;", count.s);
+    if (count_pad) /* a tap on an explicit pad counts, one that a ceil-mode
+                    * window puts past the end pad does not (interp_pool) */
+        line(k, "if (%s) %s++;", padded.s, count.s);
     line(k, "if (%s) {", inside.s);
     k->ind++;
     V xi[MAX_RANK], wi[MAX_RANK];

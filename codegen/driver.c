@@ -17,33 +17,14 @@
 #include "runtime/rt.h"
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassManagerBuilder.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
-
-static void llvm_init(void)
-{
-    LLVMInitializeNativeTarget();
-    LLVMInitializeNativeAsmPrinter();
-    /* glibc's vector math (libmvec) for exp, log, sin, cos, pow in
-     * vectorised loops (_ZGVdN8v_expf and friends), when it can be loaded
-     * into the process for the JIT to find */
-    if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) {
-        const char *argv[] = {"disc", "-vector-library=LIBMVEC-X86"};
-        LLVMParseCommandLineOptions(2, argv, NULL);
-    }
-}
-
-void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init); }
 
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *t)
 {

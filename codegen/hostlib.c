@@ -209,7 +209,7 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
         return false;
     DimCtx *cx = &cg->g->dims;
     Constraints *cons = cg->si ? cg->si->cons : NULL;
-    int64_t max_m = disc_rt_skinny_max_m(cg_skinny_panel(cg));
+    int64_t max_m = cg->target->skinny_rows(cg);
     if (dim_is_const(m))
         return m->c >= 1 && m->c <= max_m;
     return !cons || !(cons_prove(cons, m, REL_GT, dim_const(cx, max_m)) ||
@@ -263,7 +263,7 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
         LLVMValueRef a[8] = {h->rt, fields, h->vbuf[op->in[0]->id], h->vbuf[op->in[1]->id], bias, residual, out};
         int np = 7;
         int panel = 0;
-        LLVMValueRef sk = cg->target->skinny && skinny_fits(cg, op, c)
+        LLVMValueRef sk = cg->target->skinny && cg->target->skinny_rows && skinny_fits(cg, op, c)
                               ? cg->target->skinny(cg, fz ? fz->post : DISC_POST_NONE, fz && fz->bias,
                                                    fz && fz->residual, &panel)
                               : NULL;

@@ -304,7 +304,7 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     cg_begin_function(cg, fn, NULL);
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
     Sk s = {.cg = cg, .post = post_kind, .bias = bias, .residual = residual};
-    int L = cg->cpu ? cpu_target_lanes(cg->cpu) : 16;
+    int L = cg->cpu ? cg->cpu->vbits / 32 : 16;
     if (L < 4)
         L = 4;
     s.lanes = L;

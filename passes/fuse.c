@@ -37,7 +37,8 @@
  * group lies on a path between the two, which would be a cycle.
  *
  * The groups are then ordered topologically (Kahn, earliest program
- * position first). A cycle there is the planner's bug: it is reported as an
+ * position first), by the values they pass and by data-dependent symbols:
+ * a group whose dims use NonZero's count comes after the NonZero. A cycle there is the planner's bug: it is reported as an
  * internal error. A library group lists its library op first and then its
  * epilogue, which codegen runs as one loop kernel after the call.
  */
@@ -496,6 +497,75 @@ static void merge_outputs(Planner *p)
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
+/* Adds to *edges (pairs: from group, to group) an edge into the group of
+ * every op whose result dims use a data-dependent symbol, from the group of
+ * the op that binds the symbol (binder: the first op with that symbol as a
+ * result dim, as hostprog binds it; < 0 for none or a symbol of the
+ * inputs): a kernel sized by NonZero's count runs after
+ * the NonZero even when no value passes between them (a slice of a
+ * constant to min(_5, B*S)). False when out of memory. */
+static bool data_edges(const Dim *d, const int *binder, int g, const Planner *p, int **edges, int *n, int *cap)
+{
+    if (!d)
+        return true;
+    if (d->kind == DIM_SYM) {
+        int b = binder[d->id];
+        if (b < 0 || p->grp[b] == g || p->groups[p->grp[b]].dead)
+            return true;
+        if (*n == *cap) {
+            int c = *cap ? 2 * *cap : 16;
+            int *e = realloc(*edges, (size_t)c * 2 * sizeof *e);
+            if (!e)
+                return false;
+            *edges = e, *cap = c;
+        }
+        (*edges)[2 * *n] = p->grp[b];
+        (*edges)[2 * *n + 1] = g;
+        ++*n;
+        return true;
+    }
+    for (int i = 0; i < d->n; i++)
+        if (!data_edges(d->args[i], binder, g, p, edges, n, cap))
+            return false;
+    return true;
+}
+
+static bool data_order(Planner *p, int **edges, int *n)
+{
+    int nsyms = p->g->dims.nsyms, cap = 0;
+    int *binder = malloc(((size_t)nsyms + 1) * sizeof *binder);
+    bool ok = binder != NULL;
+    *edges = NULL, *n = 0;
+    for (int i = 0; ok && i < nsyms; i++)
+        binder[i] = -1;
+    /* the symbols of the inputs are bound before anything runs (-2) */
+    for (int i = 0; ok && i < p->g->ninputs; i++) {
+        const Type *t = &p->g->inputs[i]->type;
+        for (int k = 0; k < t->rank; k++)
+            if (t->dims[k] && t->dims[k]->kind == DIM_SYM && t->dims[k]->id < nsyms)
+                binder[t->dims[k]->id] = -2;
+    }
+    for (int i = 0; ok && i < p->nops; i++)
+        for (int r = 0; r < p->ops[i]->nout; r++) {
+            const Type *t = &p->ops[i]->out[r]->type;
+            for (int k = 0; k < t->rank; k++)
+                if (t->dims[k] && t->dims[k]->kind == DIM_SYM && t->dims[k]->id < nsyms &&
+                    binder[t->dims[k]->id] == -1)
+                    binder[t->dims[k]->id] = i;
+        }
+    for (int i = 0; ok && i < p->nops; i++) {
+        if (p->groups[p->grp[i]].dead)
+            continue;
+        for (int r = 0; ok && r < p->ops[i]->nout; r++) {
+            const Type *t = &p->ops[i]->out[r]->type;
+            for (int k = 0; ok && k < t->rank; k++)
+                ok = data_edges(t->dims[k], binder, p->grp[i], p, edges, n, &cap);
+        }
+    }
+    free(binder);
+    return ok;
+}
+
 /* Builds the plan's groups in a topological order; false on a cycle. */
 static bool emit(Planner *p, FusionPlan *plan)
 {
@@ -526,6 +596,17 @@ static bool emit(Planner *p, FusionPlan *plan)
             for (int u = 0; u < p->nusers[o->out[r]->id]; u++)
                 indeg[p->grp[p->users[o->out[r]->id][u]]] += p->grp[p->users[o->out[r]->id][u]] != p->grp[i];
     }
+    int *dedge, ndedge;
+    if (!data_order(p, &dedge, &ndedge)) {
+        p->failed = true;
+        free(indeg);
+        free(order);
+        free(first);
+        free(done);
+        return false;
+    }
+    for (int e = 0; e < ndedge; e++)
+        indeg[dedge[2 * e + 1]]++;
     int norder = 0, live = 0;
     for (int g = 0; g < n; g++)
         live += !p->groups[g].dead;
@@ -548,7 +629,11 @@ static bool emit(Planner *p, FusionPlan *plan)
                         indeg[ug]--;
                 }
         }
+        for (int e = 0; e < ndedge; e++)
+            if (dedge[2 * e] == best)
+                indeg[dedge[2 * e + 1]]--;
     }
+    free(dedge);
     bool ok = norder == live;
     plan->groups = arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
     for (int i = 0; ok && plan->groups && i < norder; i++) {

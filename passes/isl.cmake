@@ -1,5 +1,5 @@
 # isl.cmake — ISL (the integer set library) for the constraint queries of
-# passes/constraint.c. Included (OPTIONAL) by the top-level CMakeLists.txt.
+# passes/constraint.c. Included by the top-level CMakeLists.txt.
 
 find_path(ISL_INCLUDE_DIR isl/set.h REQUIRED)
 find_library(ISL_LIBRARY isl REQUIRED)

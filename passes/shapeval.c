@@ -373,6 +373,8 @@ static void eval_op(Prop *p, const Op *op)
             Dim *ci = bc(c, i);
             if (ci && dim_is_const(ci))
                 e[i] = ci->c ? (x ? bc(x, i) : NULL) : (y ? bc(y, i) : NULL);
+            else if (x && y && bc(x, i) == bc(y, i)) /* either way: Reshape's 0 over a dim that may be 0 */
+                e[i] = bc(x, i);
         }
         return;
     }

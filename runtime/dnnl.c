@@ -50,27 +50,16 @@
  * into run memory and reordered back after it. A layout that puts every
  * element where the plain one does (nhwc at h = w = 1) binds the caller's
  * buffer with no reorder. The residual is reordered rather than dst kept
- * plain, as a plain dst brings gemm back: 1x64x16x16 1x1 to 16 channels
- * with a residual, 199 us plain against 10 us reordered.
+ * plain, as a plain dst brings gemm back.
  *
- * Measured with bench/bench_rt.c conv (f32, bias, relu, constant weights;
- * 2 threads; us, plain -> any): depthwise 3x3 g64 1x64x20x99 726 -> 210,
- * 1x1 64->16 + residual on 20x99 894 -> 95 (984 -> 225 in a busier
- * sweep), 1x64x16x16 depthwise 100 -> 13, 16->64 1x1 on 16x16 21 -> 11,
- * 3->16 3x3 s2 on 32x32 12 -> 9, 16->16 3x3 on 4x4 4.9 -> 4.3. Every
- * shape of tests/models/{resnet,mobilenet}_cnn was as fast or faster;
- * the one loss is the smallest call, 16->16 1x1 at 1x1 (1.4 -> 1.6 us,
- * brgconv against gemm, no reorder involved), too small to be worth a
- * rule, so every convolution takes the chosen layouts. Transposed
- * convolutions (oneDNN's deconvolution) are made the same way, but on the
- * shapes of the tests oneDNN still picks gemm:jit on plain layouts for
- * them, so they run as before, with no reorder.
- * DISC_CONV_LAYOUT=plain turns it off. Whole models (dcc bench, median of
- * 50): mobilenet_cnn 1x3x40x197 2.44 -> 1.19 ms, 1x3x32x32 0.36 -> 0.13 ms,
- * its convs 185 -> 78 ms in the profile; but the 16->64 and 16->32 convs
- * there got slower (10.3 -> 15.0 and 3.8 -> 10.3 ms over 306 and 153
- * calls), most likely the reorder back of their large nhwc results, which
- * keeping nhwc between consecutive convs would remove.
+ * Every convolution shape of the test CNNs measured as fast or faster
+ * with the chosen layouts (the one loss, the smallest call, too small to
+ * be worth a rule), so every convolution takes them. Transposed
+ * convolutions (oneDNN's deconvolution) are made the same way; where
+ * oneDNN picks gemm:jit on plain layouts for them, nothing is reordered.
+ * DISC_CONV_LAYOUT=plain turns it off. The reorder back of a large nhwc
+ * result costs some convolutions time that keeping nhwc between
+ * consecutive convolutions would save. (The figures: bench/NOTES.md.)
  *
  * Split calls. A matmul on a run of two or more threads is cut into one
  * part per thread, run on our pool (disc_rt_parallel_for), each part a
@@ -81,10 +70,8 @@
  * replaces oneDNN's OpenMP team for matmuls: under the passive policy
  * every parallel region wakes a sleeping thread, 50-70 us per call, where
  * our pool's workers spin a while after each job and the host flow keeps
- * them busy. Measured on BERT-base at 1x13 (72 weight matmuls, 13 rows,
- * bandwidth-bound on 340 MB of weights): 24.8 -> 21.9 ms; 2x64 92.6 ->
- * 86.2 ms; 4x128 unchanged (304 -> 296 ms, within noise). DISC_SPLIT=0
- * turns it off.
+ * them busy; it pays most where the calls are short (bandwidth-bound
+ * matmuls of few rows; bench/NOTES.md). DISC_SPLIT=0 turns it off.
  *
  * Threads. Debian's libdnnl (2.6) is built on OpenMP (libgomp): a primitive
  * forks an OpenMP team of omp_get_max_threads() threads from the calling
@@ -100,16 +87,15 @@
  * provides libgomp's names) and cap nothing.
  *
  * What the team does between calls is the other half: libgomp's default
- * wait policy spins after a parallel region, and on a busy 2-core machine
- * bench/bench_rt.c saw a 128x768x768 matmul take 0.5 to 11 ms by default
- * against a steady 1.1 ms under OMP_WAIT_POLICY=PASSIVE. libgomp reads
- * that variable when it loads, before any code of ours runs, so it is the
- * launcher's to set (dcc, the tests, a deployment), not this file's.
- * Under it, waking the team costs more than a tiny call's work, so calls
- * under 2 MFLOP run on the calling thread alone (call_threads). Spinning
- * instead (GOMP_SPINCOUNT=20000) takes BERT-base at 1x13 from 28 to 22 ms
- * on an idle machine but from 42 to 84 ms beside one busy process: the
- * passive policy stays.
+ * wait policy spins after a parallel region, which on a machine busy with
+ * other work makes a call's time vary tenfold, where
+ * OMP_WAIT_POLICY=PASSIVE keeps it steady. libgomp reads that variable
+ * when it loads, before any code of ours runs, so it is the launcher's to
+ * set (dcc, the tests, a deployment), not this file's. Under it, waking
+ * the team costs more than a tiny call's work, so calls under 2 MFLOP run
+ * on the calling thread alone (call_threads). Spinning wins on an idle
+ * machine and loses twice as much beside one busy process: the passive
+ * policy stays.
  */
 #include "runtime/rt.h"
 

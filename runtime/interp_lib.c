@@ -430,17 +430,18 @@ bool interp_pool(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
             for (size_t kf = 0; kf < nk; kf++) {
                 unravel(kf, nsp, win.k, kk);
                 size_t xoff = 0;
-                bool inside = true;
+                bool inside = true, padded = true;
                 for (int i = 0; i < nsp; i++) {
                     int64_t pos = os[i] * win.stride[i] - win.pb[i] + kk[i] * win.dil[i];
                     inside = inside && pos >= 0 && pos < x->shape[2 + i];
+                    padded = padded && pos < x->shape[2 + i] + win.pe[i];
                     if (inside)
                         xoff = xoff * (size_t)x->shape[2 + i] + (size_t)pos;
                 }
-                /* count_pad: every tap counts, also one that a ceil-mode
-                 * window puts past the end pad (ONNX's reference pads the
-                 * input so the last window fits) */
-                if (inside || count_pad)
+                /* count_pad: a tap on an explicit pad counts, one that a
+                 * ceil-mode window puts past the end pad does not (ONNX
+                 * Runtime and PyTorch; onnx 1.17's reference counts it) */
+                if (inside || (count_pad && padded))
                     count++;
                 if (!inside)
                     continue;

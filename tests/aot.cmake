@@ -2,9 +2,6 @@
 # program with only the runtime archive, against the JIT at every data set
 # (label `aot`): every test model as an object, BERT with a weights file,
 # the GPT decoder as a shared object, and an IR model with host ops.
-if(NOT TARGET disc_rt_public OR NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
-  return()
-endif()
 set(DISC_AOT_CFLAGS "")
 if(DISC_SANITIZE)
   set(DISC_AOT_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer")

@@ -6,10 +6,6 @@
 #   model/<name>     each tests/models/<name>/ with model.onnx and
 #                    test_data_set_*, checked on every data set (label `model`),
 #                    on the interpreter and (model/<name>/cpu) the cpu backend
-if(NOT EXISTS ${CMAKE_SOURCE_DIR}/frontends/onnx/onnx.cmake)
-  return()
-endif()
-
 add_test(NAME onnx/node_tests
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
                  --dcc $<TARGET_FILE:dcc> -j 2 --timeout 60)

@@ -77,6 +77,10 @@ target_link_options(test_oom PRIVATE
 set_tests_properties(unit/test_threads unit/test_api unit/test_rt PROPERTIES LABELS "unit;threads")
 
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
+# The layering of the tree (ir <- runtime <- passes <- codegen <- api, dcc;
+# no circle of calls in codegen/), read from the built objects' symbols.
+add_test(NAME unit/layers COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/layers.py ${CMAKE_BINARY_DIR})
+set_tests_properties(unit/layers PROPERTIES LABELS unit)
 file(GLOB_RECURSE DISC_GOLDEN_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/*.disc)
 foreach(f ${DISC_GOLDEN_TESTS})
   file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/tests/golden ${f})

@@ -14,11 +14,15 @@
  *   4. lower each node through its table entry, name its results after the
  *      ONNX values, and mark every op it made with the node's name (Op.src).
  *
+ * After each node, an integer result that is a function of constants alone
+ * becomes a constant (fold_result): see "Folding at import" below.
+ *
  * The dispatch table at the bottom is the one list of supported ONNX ops:
  * name, first default-domain opset handled, lowering, and an argument the
  * lowering interprets (usually the core OpKind).
  */
 #include "frontends/onnx/internal.h"
+#include "runtime/interp.h" /* folds small integer results at import; it depends on ir/ only */
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -150,6 +154,7 @@ static const Lowering lowerings[] = {
     {"DepthToSpace", 1, L(depth_to_space), 0},
     {"SpaceToDepth", 1, L(space_to_depth), 0},
     {"Resize", 11, L(resize), 0},
+    {"GridSample", 16, L(grid_sample), 0},
     /* compute-bound */
     {"MatMul", 1, L(matmul), 0},
     {"Gemm", 7, L(gemm), 0},
@@ -902,6 +907,140 @@ static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
 }
 
 /* ------------------------------------------------------------------ */
+/* Folding at import                                                    */
+
+/* Exporters compute shape vectors out of constants and of Shape: torch's
+ * `cls.expand(B, -1, -1)` is Where(Equal(s, ConstantOfShape(Shape(s)) *
+ * -1), ConstantOfShape(Shape(s)), s), `F.pad` by a computed amount builds
+ * its pads with ConstantOfShape(6 - Shape(pads)[0]), `unflatten` slices
+ * Shape(x) up to Mod(2, 3). The rank of what follows depends on the values
+ * of these vectors (the length of a ConstantOfShape, the end of a Slice),
+ * and a lowering needs every rank when it builds its ops. So after each
+ * node, a result of integer or bool type whose value follows from
+ * constants alone is computed on the reference interpreter and replaces
+ * the result: constants, shape_const of constant dims, shape_of and dim of
+ * constant dims are the leaves; the ops the node's lowering made (pure
+ * ones only, with at most FOLD_MAX elements) are evaluated over them. A
+ * value with a symbol in it (Shape(x)[0] = B) is left to shape-value
+ * propagation (passes/shapeval.c), which sees through the same ops with
+ * dims for elements; what it needs here is only that lengths are known. */
+
+enum { FOLD_MAX = 4096, FOLD_DEPTH = 64 };
+
+static bool fold_type_ok(const Value *v)
+{
+    return dtype_is_int(vdt(v)) || vdt(v) == DT_BOOL;
+}
+
+/* The value of v as a Tensor (owned when computed here), if it follows
+ * from constants; ops made before op id `first` are leaves only. */
+static bool fold_value(Imp *im, const Value *v, int first, int depth, Tensor *t)
+{
+    const Op *op = v->def;
+    size_t n;
+    memset(t, 0, sizeof *t);
+    if (!op || depth > FOLD_DEPTH)
+        return false;
+    t->dtype = vdt(v);
+    t->rank = vrank(v);
+    if (op->kind == OP_CONST) {
+        if (!op->cst || op->cst->src == CONST_ELIDED || !op->cst->data || !type_static_numel(&v->type, &n) ||
+            op->cst->nbytes != n * dtype_size(vdt(v)))
+            return false;
+        for (int i = 0; i < t->rank; i++)
+            t->shape[i] = vdims(v)[i]->c;
+        t->data = (void *)op->cst->data;
+        t->nbytes = op->cst->nbytes;
+        return true;
+    }
+    if (op->kind == OP_SHAPE_CONST || op->kind == OP_SHAPE_OF || op->kind == OP_DIM) {
+        Dim *const *dims = NULL;
+        int nd = 1;
+        if (op->kind == OP_SHAPE_CONST) {
+            const Attr *a = op_attr(op, "dims");
+            if (!a)
+                return false;
+            dims = a->dims, nd = a->n;
+        } else if (op->kind == OP_SHAPE_OF) {
+            dims = vdims(op->in[0]), nd = vrank(op->in[0]);
+        } else {
+            int64_t ax = op_attr_int(op, "axis", 0);
+            if (ax < 0 || ax >= vrank(op->in[0]))
+                return false;
+            dims = vdims(op->in[0]) + ax;
+        }
+        if (vdt(v) != DT_I64 || vrank(v) > 1 || (vrank(v) == 1 && !dim_is(vdims(v)[0], nd)) ||
+            (vrank(v) == 0 && nd != 1))
+            return false;
+        for (int i = 0; i < nd; i++)
+            if (!dim_is_const(dims[i]))
+                return false;
+        if (!tensor_alloc(t, DT_I64, vrank(v), (int64_t[]){nd}))
+            return false;
+        for (int i = 0; i < nd; i++)
+            ((int64_t *)t->data)[i] = dims[i]->c;
+        return true;
+    }
+    /* an op of this node: pure, of a small integer result */
+    OpCat cat = op_info(op->kind)->cat;
+    if (op->id < first || op->nout != 1 || op->nin < 1 || op->nin > ONNX_MAX_IO || cat == CAT_MISC ||
+        cat == CAT_LIB || !fold_type_ok(v))
+        return false;
+    if (type_static_numel(&v->type, &n) ? n > FOLD_MAX : !op_info(op->kind)->name ||
+        strncmp(op_info(op->kind)->name, "dyn_", 4))
+        return false; /* a dyn op's result dims are placeholders until it runs */
+    Tensor in[ONNX_MAX_IO];
+    const Tensor *inp[ONNX_MAX_IO];
+    int k = 0;
+    bool ok = true;
+    for (; k < op->nin && ok; k++) {
+        ok = fold_value(im, op->in[k], first, depth + 1, &in[k]) && tensor_numel(&in[k]) <= FOLD_MAX;
+        inp[k] = &in[k];
+    }
+    Diag d = {0};
+    ok = ok && interp_run_op(im->g, op, NULL, 0, inp, t, &d);
+    if (ok && (t->dtype != vdt(v) || t->rank != vrank(v) || tensor_numel(t) > FOLD_MAX))
+        ok = false;
+    for (int i = 0; ok && i < t->rank; i++) /* what the type knows must hold */
+        ok = !dim_is_const(vdims(v)[i]) || vdims(v)[i]->c == t->shape[i];
+    if (ok && !t->owned) { /* a view of an operand, freed below: copy it */
+        void *p = malloc(t->nbytes ? t->nbytes : 1);
+        if (p && t->nbytes)
+            memcpy(p, t->data, t->nbytes);
+        t->data = p;
+        t->owned = ok = p != NULL;
+    }
+    for (int i = 0; i < k; i++)
+        tensor_free(&in[i]);
+    if (!ok)
+        tensor_free(t);
+    return ok;
+}
+
+/* v, or a constant with its value if it follows from constants alone
+ * (NULL when out of memory). */
+static Value *fold_result(Imp *im, Value *v, int first)
+{
+    if (!v || !v->def || v->def->id < first || v->def->kind == OP_CONST || !fold_type_ok(v))
+        return v;
+    Tensor t;
+    if (!fold_value(im, v, first, 0, &t))
+        return v;
+    void *data = arena_alloc(&im->g->arena, t.nbytes ? t.nbytes : 1);
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < t.rank; i++)
+        dims[i] = dim_const(&im->g->dims, t.shape[i]);
+    Value *k = NULL;
+    if (data) {
+        if (t.nbytes)
+            memcpy(data, t.data, t.nbytes);
+        k = build_const(im->g, type_make(&im->g->arena, t.dtype, t.rank, dims), data, t.nbytes, false);
+    }
+    tensor_free(&t);
+    return k;
+}
+
+/* ------------------------------------------------------------------ */
 /* Lowering one node                                                    */
 
 static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
@@ -927,8 +1066,12 @@ static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
     im->nout = (int)n->n_output;
     im->arg = lw->arg;
     Op *before = im->g->last;
+    int first = im->g->nops;
     if (!lw->fn(im))
         return false;
+    for (size_t i = 0; i < n->n_output && i < ONNX_MAX_IO; i++)
+        if (out[i] && !(out[i] = fold_result(im, out[i], first)))
+            return imp_fail(im);
     const char *src = n->name && *n->name ? arena_strdup(&im->g->arena, n->name) : NULL;
     for (Op *op = before ? before->next : im->g->first; op && src; op = op->next)
         if (!op->src)

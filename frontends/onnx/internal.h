@@ -187,7 +187,7 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(transpose) X(concat) X(split) X(slice) X(gather) X(gather_elements)     \
     X(gather_nd) X(scatter_nd) X(scatter_elements) X(expand) X(tile) X(pad)   \
     X(constant_of_shape) X(constant) X(range) X(trilu) X(one_hot)             \
-    X(nonzero) X(depth_to_space) X(space_to_depth) X(resize)                  \
+    X(nonzero) X(depth_to_space) X(space_to_depth) X(resize) X(grid_sample)   \
     X(matmul) X(gemm) X(einsum) X(conv) X(conv_transpose) X(pool)             \
     X(global_pool) X(dequantize) X(quantize) X(dynamic_quantize)              \
     X(matmul_integer) X(conv_integer) X(qlinear_matmul) X(qlinear_conv)       \

@@ -1377,3 +1377,136 @@ bool onnx_lower_resize(Imp *im)
     Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
     return imp_done(im, op ? op->out[0] : NULL);
 }
+
+/* ---- GridSample ----
+ *
+ * X [N, C, H, W] sampled at the points of grid [N, Ho, Wo, 2] ((x, y) in
+ * [-1, 1]), spelled out with core ops: the points are unnormalised to
+ * pixel coordinates (align_corners: -1 and 1 are the centres of the corner
+ * pixels, else their outer edges), and each result element is a gather of
+ * X flattened to [N, C, H*W] at y * W + x: one gather for nearest (rounding
+ * half to even, as ONNX Runtime and PyTorch), four weighted ones for
+ * bilinear. padding_mode zeros gives 0 for a tap outside X, border clamps
+ * the coordinates into it, reflection reflects them about the edges (-0.5
+ * and size - 0.5, or 0 and size - 1 with align_corners) as often as it
+ * takes; a tap of a border or reflected point is clamped (the at most one
+ * pixel it can lie outside reflects onto the edge pixel). bicubic, and
+ * grids of other ranks, are refused as unsupported. */
+
+typedef struct Sampler {
+    Value *flat;      /* X as [N, C, H*W] */
+    Value *wd, *hd;   /* W and H as f32 scalars */
+    Dim *dims[3];     /* the gather's result: [N, C, P] */
+    bool zeros;       /* padding_mode zeros */
+} Sampler;
+
+/* X at integer-valued f32 coordinates xi, yi [N, 1, P]: [N, C, P]. */
+static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
+{
+    Value *zero = imp_scalar(im, DT_F32, 0);
+    Value *wm1 = imp_binc(im, OP_SUB, s->wd, 1), *hm1 = imp_binc(im, OP_SUB, s->hd, 1);
+    Value *xc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, xi, zero), wm1);
+    Value *yc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, yi, zero), hm1);
+    Value *idx = imp_cvt(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, yc, s->wd), xc), DT_I64);
+    idx = imp_broadcast_to(im, idx, s->dims, 3);
+    if (!idx || !s->flat)
+        return NULL;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", 2);
+    Op *g = build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){s->flat, idx}, 2, l.v, l.n);
+    if (!g)
+        return NULL;
+    Value *v = g->out[0];
+    if (!s->zeros)
+        return v;
+    Value *in = imp_bin(im, OP_AND, imp_bin(im, OP_AND, imp_cmp(im, "ge", xi, zero), imp_cmp(im, "le", xi, wm1)),
+                        imp_bin(im, OP_AND, imp_cmp(im, "ge", yi, zero), imp_cmp(im, "le", yi, hm1)));
+    return imp_sel(im, in, v, zero);
+}
+
+/* v reflected into [lo, hi] (lo = -0.5, hi = size - 0.5; with align 0 and
+ * size - 1): with d = |v - lo| and span = hi - lo, lo + (d mod span) after
+ * an even number of whole spans, hi - (d mod span) after an odd one. A
+ * span of 0 (one pixel, align) gives lo. */
+static Value *grid_reflect(Imp *im, Value *v, Value *size, bool align)
+{
+    Value *lo = imp_scalar(im, DT_F32, align ? 0 : -0.5);
+    Value *hi = imp_binc(im, OP_SUB, size, align ? 1 : 0.5);
+    Value *span = imp_bin(im, OP_SUB, hi, lo);
+    Value *safe = imp_bin(im, OP_MAX, span, imp_scalar(im, DT_F32, 1));
+    Value *d = imp_un(im, OP_ABS, imp_bin(im, OP_SUB, v, lo));
+    Value *flips = imp_un(im, OP_FLOOR, imp_bin(im, OP_DIV, d, safe));
+    Value *extra = imp_bin(im, OP_SUB, d, imp_bin(im, OP_MUL, flips, safe));
+    Value *odd = imp_bin(im, OP_SUB, flips, imp_binc(im, OP_MUL, imp_un(im, OP_FLOOR, imp_binc(im, OP_MUL, flips, 0.5)), 2));
+    Value *r = imp_sel(im, imp_cmp(im, "eq", odd, imp_scalar(im, DT_F32, 0)), imp_bin(im, OP_ADD, lo, extra),
+                       imp_bin(im, OP_SUB, hi, extra));
+    return imp_sel(im, imp_cmp(im, "gt", span, imp_scalar(im, DT_F32, 0)), r, lo);
+}
+
+bool onnx_lower_grid_sample(Imp *im)
+{
+    Value *x = imp_need(im, 0), *grid = imp_need(im, 1);
+    int64_t align;
+    const char *mode, *pad;
+    if (!x || !grid || !attr_int(im, "align_corners", 0, &align) || !attr_str(im, "mode", "bilinear", &mode) ||
+        !attr_str(im, "padding_mode", "zeros", &pad))
+        return false;
+    bool nearest = !strcmp(mode, "nearest");
+    if (!nearest && strcmp(mode, "bilinear") && strcmp(mode, "linear"))
+        return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
+    if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
+        return imp_errk(im, DIAG_UNSUPPORTED, "padding_mode \"%s\" is not supported", pad);
+    if (vrank(x) != 4 || vrank(grid) != 4 || !dim_is(vdims(grid)[3], 2))
+        return imp_errk(im, DIAG_UNSUPPORTED, "only X [N, C, H, W] with grid [N, Ho, Wo, 2] is supported");
+    if (!dtype_is_float(vdt(x)) || !dtype_is_float(vdt(grid)))
+        return imp_err(im, "X and grid must be floating point");
+    Dim *n = vdims(x)[0], *c = vdims(x)[1], *hw = dim_mul(CX, vdims(x)[2], vdims(x)[3]);
+    Dim *p = dim_mul(CX, vdims(grid)[1], vdims(grid)[2]);
+    if (!hw || !p)
+        return imp_err(im, "dims overflow");
+    Sampler s = {.zeros = !strcmp(pad, "zeros")};
+    Value *xf = imp_cvt(im, x, DT_F32);
+    s.flat = imp_reshape(im, xf, (Dim *[]){n, c, hw}, 3);
+    s.wd = imp_cvt(im, build_dim(im->g, x, 3), DT_F32);
+    s.hd = imp_cvt(im, build_dim(im->g, x, 2), DT_F32);
+    s.dims[0] = n, s.dims[1] = c, s.dims[2] = p;
+    /* the x and y of every point, [N, 1, P] */
+    Value *g = imp_cvt(im, grid, DT_F32);
+    Dim *pd[3] = {vdims(grid)[0], dc(im, 1), p};
+    Value *gx = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 0), dc(im, 1), 1), pd, 3);
+    Value *gy = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 1), dc(im, 2), 1), pd, 3);
+    /* pixel coordinates: align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2 */
+    Value *ix, *iy;
+    if (align) {
+        ix = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), 0.5), imp_binc(im, OP_SUB, s.wd, 1));
+        iy = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), 0.5), imp_binc(im, OP_SUB, s.hd, 1));
+    } else {
+        ix = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), s.wd), 1), 0.5);
+        iy = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), s.hd), 1), 0.5);
+    }
+    if (!strcmp(pad, "reflection")) {
+        ix = grid_reflect(im, ix, s.wd, align != 0);
+        iy = grid_reflect(im, iy, s.hd, align != 0);
+    } else if (!s.zeros) { /* border: the coordinates clamped into the image */
+        Value *zero = imp_scalar(im, DT_F32, 0);
+        ix = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, ix, zero), imp_binc(im, OP_SUB, s.wd, 1));
+        iy = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, iy, zero), imp_binc(im, OP_SUB, s.hd, 1));
+    }
+    Value *out;
+    if (nearest) {
+        out = grid_tap(im, &s, imp_un(im, OP_ROUND, ix), imp_un(im, OP_ROUND, iy));
+    } else {
+        Value *x0 = imp_un(im, OP_FLOOR, ix), *y0 = imp_un(im, OP_FLOOR, iy);
+        Value *x1 = imp_binc(im, OP_ADD, x0, 1), *y1 = imp_binc(im, OP_ADD, y0, 1);
+        Value *wx1 = imp_bin(im, OP_SUB, ix, x0), *wy1 = imp_bin(im, OP_SUB, iy, y0);
+        Value *wx0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wx1);
+        Value *wy0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wy1);
+        Value *a = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y0), imp_bin(im, OP_MUL, wx0, wy0));
+        Value *b = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y0), imp_bin(im, OP_MUL, wx1, wy0));
+        Value *cc = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y1), imp_bin(im, OP_MUL, wx0, wy1));
+        Value *d = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y1), imp_bin(im, OP_MUL, wx1, wy1));
+        out = imp_bin(im, OP_ADD, imp_bin(im, OP_ADD, a, b), imp_bin(im, OP_ADD, cc, d));
+    }
+    out = imp_reshape(im, out, (Dim *[]){n, c, vdims(grid)[1], vdims(grid)[2]}, 4);
+    return imp_done(im, imp_cvt(im, out, vdt(x)));
+}

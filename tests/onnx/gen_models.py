@@ -295,6 +295,34 @@ def errors(good):
          [vi("x", F, [4])], [vi("y", F, [4])], opset=17, check=False)
 
 
+def fold_idioms():
+    """Shape vectors computed from constants, as torch's exporter writes
+    them: cls.expand(B, -1, -1) (Where(Equal(s, ConstantOfShape(Shape(s)) *
+    -1), ...) over s = Reshape(Concat(...), [-1])) and a Slice of Shape(x)
+    up to Mod(2, 3), as unflatten writes it. The importer folds the
+    constant parts (ConstantOfShape's length, the Slice's end)."""
+    c = lambda name, v: node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.int64)))
+    return save("fold_idioms", [
+        node("Shape", ["x"], ["s"]),
+        c("i0", 0), node("Gather", ["s", "i0"], ["b"], axis=0),
+        c("ax0", [0]), node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        c("m1", [-1]), node("Concat", ["b1", "m1", "m1"], ["cat"], axis=0),
+        node("Reshape", ["cat", "m1"], ["sizes"]),
+        node("Shape", ["sizes"], ["len"]),
+        node("ConstantOfShape", ["len"], ["ones"], value=numpy_helper.from_array(np.array([1], np.int64))),
+        node("Mul", ["ones", "m1"], ["neg"]),
+        node("Equal", ["sizes", "neg"], ["is_neg"]),
+        node("Where", ["is_neg", "ones", "sizes"], ["target"]),
+        node("Expand", ["cls", "target"], ["y"]),
+        c("two", 2), c("three", 3), node("Mod", ["two", "three"], ["k"], fmod=0),
+        node("Reshape", ["k", "ax1"], ["k1"]),
+        node("Slice", ["s", "ax0", "k1"], ["head"]),
+        c("tail", [2, 4]), node("Concat", ["head", "tail"], ["shape2"], axis=0),
+        node("Reshape", ["x", "shape2"], ["z"]),
+    ], [vi("x", F, ["B", "S", 8])], [vi("y", F, None), vi("z", F, None)],
+        [init("cls", rnd(1, 1, 8)), init("ax1", np.array([1], np.int64))], check=False)
+
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     good = mlp()
@@ -307,6 +335,7 @@ if __name__ == "__main__":
     typed_and_external()
     out_of_order()
     dim_names()
+    fold_idioms()
     errors(good)
     print("wrote", HERE)
 
