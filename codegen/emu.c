@@ -22,6 +22,7 @@
  */
 #include "codegen/gpu.h"
 #include "codegen/host.h"
+#include "runtime/rt.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -34,7 +35,15 @@ struct GpuEmu {
     int n, cap;
     Diag first;        /* the first group refused: the compile's error */
     void *lib;         /* the compiled shared object */
+    double t_cc;       /* seconds in the host C compiler */
 };
+
+void gpu_emu_stats(const GpuEmu *e, int *nkernels, size_t *bytes, double *seconds)
+{
+    *nkernels = e->n;
+    *bytes = e->src.n;
+    *seconds = e->t_cc;
+}
 
 /* The kernel hook: grp as GPU source; its LLVM function is a declaration
  * of the entry the shared object will define. */
@@ -182,7 +191,10 @@ bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***add
         return diag_oom(d);
     if (e->n == 0)
         return true;
-    if (!(e->lib = gpu_emu_load(e->src.p, d)))
+    double t0 = disc_rt_now();
+    e->lib = gpu_emu_load(e->src.p, d);
+    e->t_cc = disc_rt_now() - t0;
+    if (!e->lib)
         return false;
     void **a = calloc((size_t)e->n, sizeof *a);
     if (!a)

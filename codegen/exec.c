@@ -323,6 +323,14 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
     }
+    if (o->verbose && e->emu) {
+        int nk;
+        size_t bytes;
+        double s;
+        gpu_emu_stats(e->emu, &nk, &bytes, &s);
+        fprintf(stderr, "dcc: cuda-emu: %d GPU kernels, %zu bytes of CUDA C, compiled by cc in %.1f ms\n", nk, bytes,
+                1e3 * s);
+    }
     if (o->verbose)
         fprintf(stderr,
                 "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "

@@ -111,6 +111,8 @@ GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d);
  * and its entry points returned as (name, address) pairs. */
 bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***addrs, int *n, Diag *d);
 void gpu_emu_free(GpuEmu *e);
+/* Its kernels, their source's size and the host C compiler's time. */
+void gpu_emu_stats(const GpuEmu *e, int *nkernels, size_t *bytes, double *seconds);
 /* GPU source (kernels and their _emu entries) after the emulator's
  * prelude, compiled by cc and loaded (dlclose it); NULL with d set. */
 void *gpu_emu_load(const char *src, Diag *d);
