@@ -1267,107 +1267,25 @@ static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr,
 
 /* Column stitch groups (fuse_columns): in the row plan a block takes one
  * column, and a row value stands for the reduction's result at that
- * column only. As kernel.c's column template does (col_reads), the group
+ * column only. As kernel.c's column template does (col_reads_at), the group
  * is taken only if every read of a reduction's result is at the result's
  * own kept axes; a read off its column (static dims that happen to be
  * equal) is refused, and the flow splits the group up. */
-typedef struct ColCheck {
-    const Gk *k;
-    const int *kax;
-    int nk;
-    const Type *xt;
-    int budget;
-} ColCheck;
-
-static bool reads_red(ColCheck *c, const Value *v)
-{
-    if (!in_group(c->k, v))
-        return false;
-    if (--c->budget < 0 || is_reduction(v->def))
-        return true;
-    for (int i = 0; i < v->def->nin; i++)
-        if (reads_red(c, v->def->in[i]))
-            return true;
-    return false;
-}
-
-/* map[i]: the axis of the reduced operand whose index v's index i is; -1
- * where v's dim is 1. */
-static bool col_reads(ColCheck *c, const Value *v, const int *map)
-{
-    if (!in_group(c->k, v))
-        return true;
-    const Op *op = v->def;
-    OpCat cat = op_info(op->kind)->cat;
-    int m[MAX_RANK];
-    if (--c->budget < 0)
-        return false;
-    if (op->kind == OP_REDUCE) {
-        bool keep = op_attr_int(op, "keepdims", 1);
-        for (int i = 0; i < v->type.rank; i++)
-            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : c->kax[i]))
-                return false;
-        return true;
-    }
-    if (cat == CAT_UNARY || cat == CAT_BINARY || cat == CAT_ELEM) {
-        for (int j = 0; j < op->nin; j++) {
-            const Type *t = &op->in[j]->type;
-            int off = v->type.rank - t->rank;
-            for (int a = 0; a < t->rank; a++)
-                m[a] = dim_is(t->dims[a], 1) ? -1 : map[a + off];
-            if (!col_reads(c, op->in[j], m))
-                return false;
-        }
-        return true;
-    }
-    if (op->kind == OP_BROADCAST) {
-        const Attr *axes = op_attr(op, "axes");
-        const Type *t = &op->in[0]->type;
-        for (int a = 0; a < t->rank; a++)
-            m[a] = dim_is(t->dims[a], 1) ? -1 : map[axes->ints[a]];
-        return col_reads(c, op->in[0], m);
-    }
-    return !reads_red(c, v);
-}
-
-/* The map of a row-shaped type whose dims are the kept dims in order
- * (dims 1 anywhere); false if it is not one. */
-static bool row_map(const ColCheck *c, const Type *t, int *map)
-{
-    int a = 0;
-    for (int i = 0; i < t->rank; i++) {
-        Dim *d = t->dims[i];
-        if (dim_is(d, 1)) {
-            map[i] = -1;
-            continue;
-        }
-        while (a < c->nk && c->xt->dims[c->kax[a]] != d && dim_is(c->xt->dims[c->kax[a]], 1))
-            a++;
-        if (a == c->nk || c->xt->dims[c->kax[a]] != d)
-            return false;
-        map[i] = c->kax[a++];
-    }
-    for (; a < c->nk; a++)
-        if (!dim_is(c->xt->dims[c->kax[a]], 1))
-            return false;
-    return true;
-}
-
 static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
 {
     const Group *grp = k->grp;
-    ColCheck c = {k, kax, nk, xt, 1 << 16};
+    ColReads c = {grp, xt, kax, nk, 1 << 16};
     int id[MAX_RANK], map[MAX_RANK];
     for (int i = 0; i < xt->rank; i++)
         id[i] = i;
     for (int i = 0; i < grp->nops; i++)
-        if (is_reduction(grp->ops[i]) && !col_reads(&c, grp->ops[i]->in[0], id))
+        if (is_reduction(grp->ops[i]) && !col_reads_at(&c, grp->ops[i]->in[0], id))
             return false;
     for (int o = 0; o < grp->nouts; o++) {
         Value *ov = grp->outs[o];
         bool row = type_numel(&k->cg->g->dims, &ov->type) == p;
-        if (row ? !row_map(&c, &ov->type, map) || !col_reads(&c, ov, map)
-                : same_dims(&ov->type, xt) ? !col_reads(&c, ov, id) : reads_red(&c, ov))
+        if (row ? !col_row_map(&c, &ov->type, map) || !col_reads_at(&c, ov, map)
+                : same_dims(&ov->type, xt) ? !col_reads_at(&c, ov, id) : col_reads_reduction(&c, ov))
             return false;
     }
     return true;

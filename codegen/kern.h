@@ -65,4 +65,28 @@ LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
 bool cg_loop_flat(Cg *cg, const Group *grp, Dim *numel);
 int cg_broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap);
 
+/* The column templates' check (kernel.c's, and the GPU's column stitch in
+ * cuda.c): a column kernel binds a reduction's result at the column being
+ * computed, so every read of one must be at the result's own kept axes.
+ * c->xt is the reduced operand's type, kax its kept axes (the last one the
+ * columns), budget the values the walks may still visit (out of it: not
+ * taken). */
+typedef struct ColReads {
+    const Group *grp;
+    const Type *xt;
+    const int *kax;
+    int nk;
+    int budget;
+} ColReads;
+/* True if v is computed from a reduction's result in the group (or the
+ * walk ran out of budget). */
+bool col_reads_reduction(ColReads *c, const Value *v);
+/* True if every read of a reduction's result that evaluating v at an index
+ * following map reaches is at the result's own kept axes. map[i]: the axis
+ * of xt whose index v's index i is, -1 where v's dim is 1. */
+bool col_reads_at(ColReads *c, const Value *v, const int *map);
+/* The map of a row-shaped type whose dims are the kept dims in order (dims
+ * 1 anywhere); false if it is not one. */
+bool col_row_map(const ColReads *c, const Type *t, int *map);
+
 #endif

@@ -681,7 +681,7 @@ static void find_norm(Kern *k, const Type *xt)
  * (their index bookkeeping gains nothing from blocks).
  *
  * Every reduction result is read at the column being computed: elem()
- * returns the bound acc[c] whatever index it is asked for. col_reads
+ * returns the bound acc[c] whatever index it is asked for. col_reads_at
  * checks at compile time that the group's index maps (elementwise ops with
  * right-aligned broadcasting, broadcasts) carry each read of a reduction's
  * result to its own kept axes; a group where they do not (static dims that
@@ -697,10 +697,9 @@ typedef struct Cols {
     LLVMTypeRef *t;             /* their compute types */
     LLVMValueRef *acc;          /* their accumulators: [COL_W * COL_SPAN x t] */
     int nred;
-    int (*omap)[MAX_RANK];      /* per row-shaped output: col_reads' map, */
+    int (*omap)[MAX_RANK];      /* per row-shaped output: col_row_map's map, */
     bool *has_map;              /* when it has one */
     Dim *R, *full, *rows;       /* reduced, full and kept element counts */
-    int budget;                 /* values col_reads may still visit */
     LLVMValueRef idx[MAX_RANK]; /* the full index: o's axes set per span */
     LLVMValueRef orow, c0;      /* o as a flat index, the span's first column */
 } Cols;
@@ -711,35 +710,40 @@ static bool elementwise(const Op *op)
     return cat == CAT_UNARY || cat == CAT_BINARY || cat == CAT_ELEM;
 }
 
-/* True if v is computed from a reduction's result in the group (or the
- * walk ran out of budget). */
-static bool reads_reduction(const Kern *k, Cols *x, const Value *v)
+static bool group_has(const Group *grp, const Value *v)
 {
-    if (!kern_in_group(k, v))
+    if (!v->def)
         return false;
-    if (--x->budget < 0 || is_reduction(v->def))
-        return true;
-    for (int i = 0; i < v->def->nin; i++)
-        if (reads_reduction(k, x, v->def->in[i]))
+    for (int i = 0; i < grp->nops; i++)
+        if (grp->ops[i] == v->def)
             return true;
     return false;
 }
 
-/* True if every read of a reduction's result that evaluating v at an
- * index following map reaches is at the result's own kept axes. map[i]:
- * the axis of x whose index v's index i is, -1 where v's dim is 1. */
-static bool col_reads(const Kern *k, Cols *x, const Value *v, const int *map)
+bool col_reads_reduction(ColReads *c, const Value *v)
 {
-    if (!kern_in_group(k, v))
+    if (!group_has(c->grp, v))
+        return false;
+    if (--c->budget < 0 || is_reduction(v->def))
+        return true;
+    for (int i = 0; i < v->def->nin; i++)
+        if (col_reads_reduction(c, v->def->in[i]))
+            return true;
+    return false;
+}
+
+bool col_reads_at(ColReads *c, const Value *v, const int *map)
+{
+    if (!group_has(c->grp, v))
         return true;
     const Op *op = v->def;
     int m[MAX_RANK];
-    if (--x->budget < 0)
+    if (--c->budget < 0)
         return false;
     if (op->kind == OP_REDUCE) { /* its operand is checked on its own */
         bool keep = op_attr_int(op, "keepdims", 1);
         for (int i = 0; i < v->type.rank; i++)
-            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : x->kax[i]))
+            if (!dim_is(v->type.dims[i], 1) && map[i] != (keep ? i : c->kax[i]))
                 return false;
         return true;
     }
@@ -749,7 +753,7 @@ static bool col_reads(const Kern *k, Cols *x, const Value *v, const int *map)
             int off = v->type.rank - t->rank;
             for (int a = 0; a < t->rank; a++)
                 m[a] = dim_is(t->dims[a], 1) ? -1 : map[a + off];
-            if (!col_reads(k, x, op->in[j], m))
+            if (!col_reads_at(c, op->in[j], m))
                 return false;
         }
         return true;
@@ -759,14 +763,12 @@ static bool col_reads(const Kern *k, Cols *x, const Value *v, const int *map)
         const Type *t = &op->in[0]->type;
         for (int a = 0; a < t->rank; a++)
             m[a] = dim_is(t->dims[a], 1) ? -1 : map[axes->ints[a]];
-        return col_reads(k, x, op->in[0], m);
+        return col_reads_at(c, op->in[0], m);
     }
-    return !reads_reduction(k, x, v);
+    return !col_reads_reduction(c, v);
 }
 
-/* The map of a row-shaped output whose dims are x's kept dims in order
- * (dims 1 anywhere): false if it is not one. */
-static bool row_map(const Cols *x, const Type *t, int *map)
+bool col_row_map(const ColReads *c, const Type *t, int *map)
 {
     int a = 0;
     for (int i = 0; i < t->rank; i++) {
@@ -775,14 +777,14 @@ static bool row_map(const Cols *x, const Type *t, int *map)
             map[i] = -1;
             continue;
         }
-        while (a < x->nk && x->xt->dims[x->kax[a]] != d && dim_is(x->xt->dims[x->kax[a]], 1))
+        while (a < c->nk && c->xt->dims[c->kax[a]] != d && dim_is(c->xt->dims[c->kax[a]], 1))
             a++;
-        if (a == x->nk || x->xt->dims[x->kax[a]] != d)
+        if (a == c->nk || c->xt->dims[c->kax[a]] != d)
             return false;
-        map[i] = x->kax[a++];
+        map[i] = c->kax[a++];
     }
-    for (; a < x->nk; a++)
-        if (!dim_is(x->xt->dims[x->kax[a]], 1))
+    for (; a < c->nk; a++)
+        if (!dim_is(c->xt->dims[c->kax[a]], 1))
             return false;
     return true;
 }
@@ -792,20 +794,20 @@ static bool row_map(const Cols *x, const Type *t, int *map)
 static bool col_check(Cg *cg, const Kern *k, Cols *x)
 {
     const Group *grp = k->grp;
+    ColReads c = {grp, x->xt, x->kax, x->nk, 1 << 16};
     int id[MAX_RANK];
     for (int i = 0; i < x->xt->rank; i++)
         id[i] = i;
-    x->budget = 1 << 16;
     for (int i = 0; i < x->nred; i++)
-        if (!col_reads(k, x, x->red[i]->in[0], id))
+        if (!col_reads_at(&c, x->red[i]->in[0], id))
             return false;
     for (int o = 0; o < grp->nouts; o++) {
         Value *ov = grp->outs[o];
         Dim *n = type_numel(&cg->g->dims, &ov->type);
-        x->has_map[o] = n == x->rows && row_map(x, &ov->type, x->omap[o]);
+        x->has_map[o] = n == x->rows && col_row_map(&c, &ov->type, x->omap[o]);
         const int *map = n == x->rows ? x->omap[o] : id;
         bool mapped = n == x->rows ? x->has_map[o] : same_dims(&ov->type, x->xt);
-        if (mapped ? !col_reads(k, x, ov, map) : reads_reduction(k, x, ov))
+        if (mapped ? !col_reads_at(&c, ov, map) : col_reads_reduction(&c, ov))
             return false;
     }
     return true;
