@@ -1100,23 +1100,6 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
  * element) and combine as the interpreter's scan would: the first (or
  * with `last` the last) of equal values, and a NaN wins. */
 
-static bool is_reduction(const Op *op)
-{
-    return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
-}
-
-static void reduced_axes(const Op *op, bool *red)
-{
-    memset(red, 0, MAX_RANK * sizeof *red);
-    if (op->kind == OP_REDUCE) {
-        const Attr *axes = op_attr(op, "axes");
-        for (int i = 0; i < axes->n; i++)
-            red[axes->ints[i]] = true;
-    } else {
-        red[op_attr_int(op, "axis", 0)] = true;
-    }
-}
-
 /* The combining op of a reduce: bool sums are ors, products ands. */
 static BinaryOp reduce_bin(const Op *op, DType dt)
 {
@@ -1279,7 +1262,7 @@ static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
     for (int i = 0; i < xt->rank; i++)
         id[i] = i;
     for (int i = 0; i < grp->nops; i++)
-        if (is_reduction(grp->ops[i]) && !col_reads_at(&c, grp->ops[i]->in[0], id))
+        if (kern_is_reduction(grp->ops[i]) && !col_reads_at(&c, grp->ops[i]->in[0], id))
             return false;
     for (int o = 0; o < grp->nouts; o++) {
         Value *ov = grp->outs[o];
@@ -1298,13 +1281,13 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
     DimCtx *cx = &cg->g->dims;
     const Op *first = NULL;
     for (int i = 0; i < grp->nops && !first; i++)
-        if (is_reduction(grp->ops[i]))
+        if (kern_is_reduction(grp->ops[i]))
             first = grp->ops[i];
     if (!first)
         return unsupported(cg, grp->root, "a reduction group without a reduction");
     const Type *xt = &first->in[0]->type;
     bool red[MAX_RANK];
-    reduced_axes(first, red);
+    kern_reduced_axes(first, red);
     int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
     for (int i = 0; i < xt->rank; i++) {
         if (red[i])
@@ -1315,9 +1298,9 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
         bool r2[MAX_RANK];
-        if (!is_reduction(op))
+        if (!kern_is_reduction(op))
             continue;
-        reduced_axes(op, r2);
+        kern_reduced_axes(op, r2);
         if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
             return unsupported(cg, op, "reductions over different rows in one group");
     }
@@ -1340,7 +1323,7 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
     split_axes(k, xt, kax, nk, lit("v%d", q), idx);
     k->nr = 0;
     for (int i = 0; i < grp->nops; i++)
-        if (is_reduction(grp->ops[i])) {
+        if (kern_is_reduction(grp->ops[i])) {
             k->rv[k->nr] = grp->ops[i]->out[0];
             k->rval[k->nr] = reduce_row(k, grp->ops[i], k->nr, idx, rax, nr, mv);
             k->nr++;

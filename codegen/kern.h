@@ -65,6 +65,11 @@ LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to);
 bool cg_loop_flat(Cg *cg, const Group *grp, Dim *numel);
 int cg_broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap);
 
+/* Whether op is a reduction (reduce, argmax, argmin), and its reduced
+ * axes as flags over its operand's rank. */
+bool kern_is_reduction(const Op *op);
+void kern_reduced_axes(const Op *op, bool *red);
+
 /* The column templates' check (kernel.c's, and the GPU's column stitch in
  * cuda.c): a column kernel binds a reduction's result at the column being
  * computed, so every read of one must be at the result's own kept axes.

@@ -244,12 +244,12 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
 
 /* ---- reductions ---------------------------------------------------------- */
 
-static bool is_reduction(const Op *op)
+bool kern_is_reduction(const Op *op)
 {
     return op->kind == OP_REDUCE || op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
 }
 
-static void reduced_axes(const Op *op, bool *red)
+void kern_reduced_axes(const Op *op, bool *red)
 {
     memset(red, 0, MAX_RANK * sizeof *red);
     if (op->kind == OP_REDUCE) {
@@ -724,7 +724,7 @@ bool col_reads_reduction(ColReads *c, const Value *v)
 {
     if (!group_has(c->grp, v))
         return false;
-    if (--c->budget < 0 || is_reduction(v->def))
+    if (--c->budget < 0 || kern_is_reduction(v->def))
         return true;
     for (int i = 0; i < v->def->nin; i++)
         if (col_reads_reduction(c, v->def->in[i]))
@@ -923,7 +923,7 @@ static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LL
     x->nred = 0;
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
-        if (!is_reduction(op))
+        if (!kern_is_reduction(op))
             continue;
         t[x->nred] = cg_compute_type(cg, op->in[0]->type.dtype);
         acc[x->nred] = LLVMBuildAlloca(cg->eb, LLVMArrayType(t[x->nred], COL_W * COL_SPAN), "cacc");
@@ -988,13 +988,13 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     const Group *grp = k->grp;
     const Op *first = NULL;
     for (int i = 0; i < grp->nops && !first; i++)
-        if (is_reduction(grp->ops[i]))
+        if (kern_is_reduction(grp->ops[i]))
             first = grp->ops[i];
     if (!first)
         return diag_set(cg->d, "codegen: a %s group without a reduction", fuse_kind_name(grp->kind));
     const Type *xt = &first->in[0]->type;
     bool red[MAX_RANK];
-    reduced_axes(first, red);
+    kern_reduced_axes(first, red);
     int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
     for (int i = 0; i < xt->rank; i++) {
         if (red[i])
@@ -1004,10 +1004,10 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     }
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
-        if (!is_reduction(op))
+        if (!kern_is_reduction(op))
             continue;
         bool r2[MAX_RANK];
-        reduced_axes(op, r2);
+        kern_reduced_axes(op, r2);
         if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
             return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
     }
@@ -1039,7 +1039,7 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
     split(cg, xt, kax, nk, q, idx);
     k->nr = 0;
     for (int i = 0; i < grp->nops; i++)
-        if (is_reduction(grp->ops[i]))
+        if (kern_is_reduction(grp->ops[i]))
             emit_one_reduction(cg, k, grp->ops[i], idx, rax, nr, m);
     Dim *full = type_numel(&cg->g->dims, xt);
     LLVMValueRef oidx[MAX_RANK];
@@ -1183,9 +1183,9 @@ bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *c
         tainted[i] = false;
         for (int j = 0; j < op->nin; j++) /* reads a reduction's result, directly or not */
             for (int q = 0; q < i; q++)
-                if (op->in[j]->def == grp->ops[q] && (tainted[q] || is_reduction(grp->ops[q])))
+                if (op->in[j]->def == grp->ops[q] && (tainted[q] || kern_is_reduction(grp->ops[q])))
                     tainted[i] = true;
-        if (!is_reduction(op))
+        if (!kern_is_reduction(op))
             continue;
         const char *kind = op_attr_str(op, "kind", "sum");
         const Type *t = &op->in[0]->type;
@@ -1193,7 +1193,7 @@ bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *c
         if (op->kind != OP_REDUCE || !dtype_is_float(t->dtype) || tainted[i] || t->rank < 1 ||
             (strcmp(kind, "sum") && strcmp(kind, "mean") && strcmp(kind, "max") && strcmp(kind, "min")))
             return false;
-        reduced_axes(op, red);
+        kern_reduced_axes(op, red);
         for (int a = 0; a < t->rank; a++)
             if (red[a] != (a == t->rank - 1))
                 return false;
@@ -1253,7 +1253,7 @@ static bool split_body(Cg *cg, Kern *k, KernelInfo *ki, void *ctx)
     LLVMValueRef q = pass ? t : LLVMBuildSDiv(B, t, parts, "");
     const Type *xt = NULL;
     for (int i = 0; i < grp->nops && !xt; i++)
-        if (is_reduction(grp->ops[i]))
+        if (kern_is_reduction(grp->ops[i]))
             xt = &grp->ops[i]->in[0]->type;
     int kax[MAX_RANK], last = xt->rank - 1;
     for (int i = 0; i < last; i++)
@@ -1266,7 +1266,7 @@ static bool split_body(Cg *cg, Kern *k, KernelInfo *ki, void *ctx)
     int r = 0;
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
-        if (!is_reduction(op))
+        if (!kern_is_reduction(op))
             continue;
         DType dt = op->in[0]->type.dtype;
         LLVMTypeRef ty = cg_compute_type(cg, dt);
