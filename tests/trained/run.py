@@ -21,9 +21,10 @@ import argparse
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from dcc_run import expect_pass, run_check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
@@ -69,32 +70,16 @@ def main():
               % (a.name, d))
         return SKIP
     cmd = [a.dcc, "check", d, "--backend", a.backend] + opts
-    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        print("FAIL: timed out after %d s" % a.timeout)
+    r = run_check(cmd, a.timeout)
+    if r is None:
         return 1
-    out = p.stdout
-    sys.stdout.write(out)
-    if p.returncode < 0:
-        print("FAIL: dcc died of signal %s" % signal.Signals(-p.returncode).name)
-        return 1
-    for line in out.splitlines():
-        if "Sanitizer" in line or "runtime error:" in line:
-            print("FAIL: sanitizer report: " + line.strip())
-            return 1
+    rc, out = r
     if kind == "pass":
-        if p.returncode != 0:
-            print("FAIL: expected every data set to pass, dcc exited %d" % p.returncode)
-            return 1
-        print("ok: every data set passes")
-        return 0
+        return expect_pass(rc)
     # unsupported: exit 1, every error line a located unsupported-op error,
     # naming exactly the expected ops
-    if p.returncode != 1:
-        print("FAIL: expected exit 1 (unsupported %s), dcc exited %d" % (",".join(ops), p.returncode))
+    if rc != 1:
+        print("FAIL: expected exit 1 (unsupported %s), dcc exited %d" % (",".join(ops), rc))
         return 1
     seen, more = set(), 0
     for line in out.splitlines():

@@ -23,9 +23,10 @@ tests/zoo/gen_zoo.py has not written it) fails: the cases are committed.
 import argparse
 import os
 import shlex
-import signal
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from dcc_run import expect_pass, run_check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -71,38 +72,22 @@ def main():
         return 1
     # float32 against ONNX Runtime's float32: atol 1e-5 unless the line says otherwise
     cmd = [a.dcc, "check", d, "--backend", a.backend, "--atol", "1e-5"] + (arg if kind == "pass" else [])
-    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        print("FAIL: timed out after %d s" % a.timeout)
+    r = run_check(cmd, a.timeout)
+    if r is None:
         return 1
-    out = p.stdout
-    sys.stdout.write(out)
-    if p.returncode < 0:
-        print("FAIL: dcc died of signal %s" % signal.Signals(-p.returncode).name)
-        return 1
-    for line in out.splitlines():
-        if "Sanitizer" in line or "runtime error:" in line:
-            print("FAIL: sanitizer report: " + line.strip())
-            return 1
+    rc, out = r
     if kind == "pass":
-        if p.returncode != 0:
-            print("FAIL: expected every data set to pass, dcc exited %d" % p.returncode)
-            return 1
-        print("ok: every data set passes")
-        return 0
+        return expect_pass(rc)
     want = model + ": " + arg
     errors = [l for l in out.splitlines() if "error:" in l]
-    if p.returncode == 1 and errors == [want]:
+    if rc == 1 and errors == [want]:
         print("ok: refused as expect.txt says (the idiom is not supported yet)")
         return 0
-    if p.returncode == 0:
+    if rc == 0:
         print("FAIL: every data set passes now: make its line in %s say pass" % a.expect)
     else:
         print("FAIL: expected exit 1 with the one error\n  %s\ngot exit %d with %d error lines"
-              % (want, p.returncode, len(errors)))
+              % (want, rc, len(errors)))
     return 1
 
 
