@@ -201,6 +201,10 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
     cg_fn_save(cg, &st);
     bool ok = cg->target->kernel(cg, grp, ki);
     cg_fn_restore(cg, &st);
+    if (!ok && cg->nkernels <= k) { /* the target took no kernel slot */
+        free(sig);
+        return false;
+    }
     cg->ksig[k] = sig;
     cg->kinfo[k] = *ki;
     return ok;
