@@ -1279,31 +1279,13 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
     Cg *cg = k->cg;
     const Group *grp = k->grp;
     DimCtx *cx = &cg->g->dims;
-    const Op *first = NULL;
-    for (int i = 0; i < grp->nops && !first; i++)
-        if (kern_is_reduction(grp->ops[i]))
-            first = grp->ops[i];
+    int kax[MAX_RANK], rax[MAX_RANK], nk, nr;
+    const Op *bad, *first = kern_reduce_rows(grp, kax, &nk, rax, &nr, &bad);
     if (!first)
         return unsupported(cg, grp->root, "a reduction group without a reduction");
+    if (bad)
+        return unsupported(cg, bad, "reductions over different rows in one group");
     const Type *xt = &first->in[0]->type;
-    bool red[MAX_RANK];
-    kern_reduced_axes(first, red);
-    int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
-    for (int i = 0; i < xt->rank; i++) {
-        if (red[i])
-            rax[nr++] = i;
-        else
-            kax[nk++] = i;
-    }
-    for (int i = 0; i < grp->nops; i++) {
-        const Op *op = grp->ops[i];
-        bool r2[MAX_RANK];
-        if (!kern_is_reduction(op))
-            continue;
-        kern_reduced_axes(op, r2);
-        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
-            return unsupported(cg, op, "reductions over different rows in one group");
-    }
     Dim *p = prod_axes(cx, xt, kax, nk), *m = prod_axes(cx, xt, rax, nr), *full = type_numel(cx, xt);
     if (grp->kind == FUSE_STITCH && fuse_columns(grp) && !columns_ok(k, xt, kax, nk, p))
         return diag_set(cg->d, "codegen: group %d reads a column reduction's result off its column", grp->id);

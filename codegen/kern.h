@@ -69,6 +69,11 @@ int cg_broadcast_pairs(Cg *cg, const Group *grp, Dim **x, Dim **r, int cap);
  * axes as flags over its operand's rank. */
 bool kern_is_reduction(const Op *op);
 void kern_reduced_axes(const Op *op, bool *red);
+/* The rows of a reduction group (kernel.c's and cuda.c's templates): its
+ * first reduction (NULL if none), whose operand's kept axes go to kax and
+ * reduced axes to rax; *bad is a reduction whose operand or axes differ
+ * from the first's, or NULL when they all share their rows. */
+const Op *kern_reduce_rows(const Group *grp, int *kax, int *nk, int *rax, int *nr, const Op **bad);
 
 /* The column templates' check (kernel.c's, and the GPU's column stitch in
  * cuda.c): a column kernel binds a reduction's result at the column being

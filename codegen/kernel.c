@@ -261,6 +261,38 @@ void kern_reduced_axes(const Op *op, bool *red)
     }
 }
 
+const Op *kern_reduce_rows(const Group *grp, int *kax, int *nk, int *rax, int *nr, const Op **bad)
+{
+    const Op *first = NULL;
+    for (int i = 0; i < grp->nops && !first; i++)
+        if (kern_is_reduction(grp->ops[i]))
+            first = grp->ops[i];
+    *bad = NULL;
+    *nk = *nr = 0;
+    if (!first)
+        return NULL;
+    const Type *xt = &first->in[0]->type;
+    bool red[MAX_RANK];
+    kern_reduced_axes(first, red);
+    for (int i = 0; i < xt->rank; i++) {
+        if (red[i])
+            rax[(*nr)++] = i;
+        else
+            kax[(*nk)++] = i;
+    }
+    for (int i = 0; i < grp->nops && !*bad; i++) {
+        const Op *op = grp->ops[i];
+        bool r2[MAX_RANK];
+        if (!kern_is_reduction(op))
+            continue;
+        kern_reduced_axes(op, r2);
+        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
+            *bad = op;
+    }
+    return first;
+}
+
+
 /* Initial accumulator of a reduction. */
 static LLVMValueRef acc_init(Cg *cg, Kern *k, const Op *op, DType dt)
 {
@@ -986,31 +1018,13 @@ static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LL
 static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
-    const Op *first = NULL;
-    for (int i = 0; i < grp->nops && !first; i++)
-        if (kern_is_reduction(grp->ops[i]))
-            first = grp->ops[i];
+    int kax[MAX_RANK], rax[MAX_RANK], nk, nr;
+    const Op *bad, *first = kern_reduce_rows(grp, kax, &nk, rax, &nr, &bad);
     if (!first)
         return diag_set(cg->d, "codegen: a %s group without a reduction", fuse_kind_name(grp->kind));
+    if (bad)
+        return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
     const Type *xt = &first->in[0]->type;
-    bool red[MAX_RANK];
-    kern_reduced_axes(first, red);
-    int kax[MAX_RANK], rax[MAX_RANK], nk = 0, nr = 0;
-    for (int i = 0; i < xt->rank; i++) {
-        if (red[i])
-            rax[nr++] = i;
-        else
-            kax[nk++] = i;
-    }
-    for (int i = 0; i < grp->nops; i++) {
-        const Op *op = grp->ops[i];
-        if (!kern_is_reduction(op))
-            continue;
-        bool r2[MAX_RANK];
-        kern_reduced_axes(op, r2);
-        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
-            return diag_set(cg->d, "codegen: the reductions of group %d do not share their rows", grp->id);
-    }
     if (fuse_columns(grp)) {
         Cols x = {.xt = xt, .nk = nk, .nr = nr};
         memcpy(x.kax, kax, sizeof kax);
