@@ -1034,16 +1034,6 @@ static V gelem(Gk *k, Value *v, V *idx)
 
 /* ---- the loop template ------------------------------------------------------------ */
 
-static bool same_dims(const Type *a, const Type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
 {
     const Group *grp = k->grp;
@@ -1074,7 +1064,7 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
         for (int o = 0; o < grp->nouts; o++) {
             Value *out = grp->outs[o];
             V x;
-            if (same_dims(&out->type, rt)) {
+            if (type_same_dims(&out->type, rt)) {
                 x = gelem(k, out, idx);
             } else { /* a reshape of the same element count */
                 unflatten(k, &out->type, i, oidx);
@@ -1268,7 +1258,7 @@ static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
         Value *ov = grp->outs[o];
         bool row = type_numel(&k->cg->g->dims, &ov->type) == p;
         if (row ? !col_row_map(&c, &ov->type, map) || !col_reads_at(&c, ov, map)
-                : same_dims(&ov->type, xt) ? !col_reads_at(&c, ov, id) : col_reads_reduction(&c, ov))
+                : type_same_dims(&ov->type, xt) ? !col_reads_at(&c, ov, id) : col_reads_reduction(&c, ov))
             return false;
     }
     return true;
@@ -1343,7 +1333,7 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
             if (type_numel(cx, &ov->type) == p)
                 continue;
             V x;
-            if (same_dims(&ov->type, xt)) {
+            if (type_same_dims(&ov->type, xt)) {
                 x = gelem(k, ov, fi);
             } else { /* a reshape of the same element count */
                 unflatten(k, &ov->type, off, oidx);

@@ -30,16 +30,6 @@
 
 #define B (cg->b)
 
-static bool same_dims(const Type *a, const Type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 static bool is_scalar(const Type *t)
 {
     size_t n;
@@ -64,7 +54,7 @@ bool cg_loop_flat(Cg *cg, const Group *grp, Dim *numel)
             continue;
         for (int j = 0; j < op->nin; j++) {
             const Type *t = &op->in[j]->type;
-            if (!is_scalar(t) && !same_dims(t, &op->out[0]->type))
+            if (!is_scalar(t) && !type_same_dims(t, &op->out[0]->type))
                 return false;
         }
     }
@@ -114,7 +104,7 @@ static void store_out(Cg *cg, Kern *k, Value *o, LLVMValueRef *idx, LLVMValueRef
 static void store_at(Cg *cg, Kern *k, Value *o, const Type *t, LLVMValueRef *idx, LLVMValueRef off)
 {
     LLVMValueRef oidx[MAX_RANK];
-    if (same_dims(&o->type, t)) {
+    if (type_same_dims(&o->type, t)) {
         store_out(cg, k, o, idx, off);
     } else {
         kern_unflatten(k, &o->type, off, oidx);
@@ -286,7 +276,7 @@ const Op *kern_reduce_rows(const Group *grp, int *kax, int *nk, int *rax, int *n
         if (!kern_is_reduction(op))
             continue;
         kern_reduced_axes(op, r2);
-        if (!same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
+        if (!type_same_dims(&op->in[0]->type, xt) || memcmp(r2, red, sizeof r2) != 0)
             *bad = op;
     }
     return first;
@@ -580,7 +570,7 @@ static void find_cache(Kern *k, const Type *xt)
     for (int o = 0; o < grp->nouts; o++) {
         Value *ov = grp->outs[o];
         const Op *d = ov->def;
-        if (!d || d->kind != OP_DIV || !same_dims(&ov->type, xt) || ov->type.dtype != DT_F32)
+        if (!d || d->kind != OP_DIV || !type_same_dims(&ov->type, xt) || ov->type.dtype != DT_F32)
             continue;
         const Op *r = d->in[1]->def;
         if (!r || r->kind != OP_REDUCE || r->in[0] != d->in[0] || !kern_in_group(k, r->out[0]) ||
@@ -602,7 +592,7 @@ static void find_cache(Kern *k, const Type *xt)
         const Op *mx = sub ? sub->in[1]->def : NULL;
         if (!t || !mx || mx->kind != OP_REDUCE || mx->in[0] != t || strcmp(op_attr_str(mx, "kind", ""), "max") ||
             !op_attr_int(mx, "keepdims", 1) || !kern_in_group(k, mx->out[0]) || !kern_in_group(k, t) ||
-            !same_dims(&t->type, xt) || t->type.dtype != DT_F32)
+            !type_same_dims(&t->type, xt) || t->type.dtype != DT_F32)
             return;
         int uses = 0;
         for (int i = 0; i < grp->nops; i++)
@@ -644,7 +634,7 @@ static void find_norm(Kern *k, const Type *xt)
     const Group *grp = k->grp;
     Value *out = NULL;
     for (int o = 0; o < grp->nouts && !out; o++)
-        if (same_dims(&grp->outs[o]->type, xt) && grp->outs[o]->type.dtype == DT_F32 &&
+        if (type_same_dims(&grp->outs[o]->type, xt) && grp->outs[o]->type.dtype == DT_F32 &&
             !uses_in_group(grp, grp->outs[o]))
             out = grp->outs[o];
     const Op *r1 = NULL, *r2 = NULL;
@@ -667,7 +657,7 @@ static void find_norm(Kern *k, const Type *xt)
     Value *t = r1->in[0], *q = r2->in[0];
     const Op *qop = q->def, *dop = qop && qop->kind == OP_MUL && qop->in[0] == qop->in[1] ? qop->in[0]->def : NULL;
     if (!dop || dop->kind != OP_SUB || dop->in[0] != t || dop->in[1] != r1->out[0] || !kern_in_group(k, q) ||
-        !kern_in_group(k, dop->out[0]) || !same_dims(&t->type, xt) || t->type.dtype != DT_F32 ||
+        !kern_in_group(k, dop->out[0]) || !type_same_dims(&t->type, xt) || t->type.dtype != DT_F32 ||
         uses_in_group(grp, t) != 2 || uses_in_group(grp, q) != 1)
         return;
     for (int o = 0; o < grp->nouts; o++)
@@ -838,7 +828,7 @@ static bool col_check(Cg *cg, const Kern *k, Cols *x)
         Dim *n = type_numel(&cg->g->dims, &ov->type);
         x->has_map[o] = n == x->rows && col_row_map(&c, &ov->type, x->omap[o]);
         const int *map = n == x->rows ? x->omap[o] : id;
-        bool mapped = n == x->rows ? x->has_map[o] : same_dims(&ov->type, x->xt);
+        bool mapped = n == x->rows ? x->has_map[o] : type_same_dims(&ov->type, x->xt);
         if (mapped ? !col_reads_at(&c, ov, map) : col_reads_reduction(&c, ov))
             return false;
     }
@@ -1211,7 +1201,7 @@ bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *c
         for (int a = 0; a < t->rank; a++)
             if (red[a] != (a == t->rank - 1))
                 return false;
-        if (xt && !same_dims(xt, t))
+        if (xt && !type_same_dims(xt, t))
             return false;
         xt = t;
         n++;

@@ -275,6 +275,8 @@ typedef struct Type {
 Type type_make(Arena *a, DType dt, int rank, Dim *const *dims);
 bool type_eq(const Type *a, const Type *b); /* same dtype and dim pointers */
 /* Product of the dims, canonical. */
+/* Same rank and the same dims (dims are hash-consed: equal is identical). */
+bool type_same_dims(const Type *a, const Type *b);
 Dim *type_numel(DimCtx *cx, const Type *t);
 /* Static element count if every dim is constant; false otherwise or on
  * overflow. */

@@ -64,6 +64,16 @@ bool type_eq(const Type *a, const Type *b)
     return true;
 }
 
+bool type_same_dims(const Type *a, const Type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
 Dim *type_numel(DimCtx *cx, const Type *t)
 {
     Dim *n = dim_const(cx, 1);

@@ -436,16 +436,6 @@ out:
     return found;
 }
 
-static bool same_dims(const Type *a, const Type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* Every value group `from` hands to others has the dims of `t`. */
 static bool outs_have_dims(Planner *p, int from, const Type *t)
 {
@@ -457,7 +447,7 @@ static bool outs_have_dims(Planner *p, int from, const Type *t)
             bool outside = p->is_output[v->id];
             for (int u = 0; u < p->nusers[v->id] && !outside; u++)
                 outside = p->grp[p->users[v->id][u]] != from;
-            if (outside && !same_dims(&v->type, t))
+            if (outside && !type_same_dims(&v->type, t))
                 return false;
         }
     }
