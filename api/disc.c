@@ -220,7 +220,8 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     }
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
-        CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads};
+        CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads,
+                     .no_cache = o->no_cache != 0, .cache_dir = o->cache_dir};
         c->exec = exec_compile(c->g, &so, &co, &d);
     } else {
         c->si = shape_analyze(c->g, &so, &d);

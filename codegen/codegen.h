@@ -52,6 +52,12 @@ typedef struct CgOpts {
                                on stderr */
     const char *gpu;   /* "cuda-emu": the kernels as GPU source, run by the
                           emulator (gpu.h, a test instrument); NULL: the CPU's */
+    bool no_cache;     /* cpu-jit: neither read nor write the on-disk cache
+                          of compiled code (cache.h) */
+    const char *cache_dir; /* its directory; NULL: DISC_CACHE_DIR, else
+                              $HOME/.cache/disc/jit */
+    bool keep_llvm;    /* cpu-jit: keep the optimised module's text for
+                          exec_print_llvm (no cache then) */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -259,10 +265,11 @@ int64_t cpu_skinny_rows(const Cg *cg);
  * *shapes, int64_t *syms)` (see host.c) through cg->target's hooks. */
 bool cg_host(Cg *cg);
 
-/* The JIT's host-op thunk (exec.c): runs op through the reference
- * interpreter's code. Library calls and output buffers go straight to the
- * runtime (rt.h: disc_rt_call_*, disc_rt_output). */
-int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+/* The JIT's host-op thunk (exec.c): runs the op at index `op` of the
+ * graph (program order) through the reference interpreter's code. Library
+ * calls and output buffers go straight to the runtime (rt.h:
+ * disc_rt_call_*, disc_rt_output). */
+int32_t disc_exec_host_op(void *self, void *rt, int64_t op, void **bufs, int64_t *syms);
 
 /* The driver (driver.c), shared by every target: shape analysis,
  * canonicalisation, the fusion and memory plans, the kernels and the host
@@ -311,6 +318,8 @@ void cg_module_free(CgModule *m);
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
 /* LLVM's native target and the vector maths library, once per process. */
 void cg_llvm_init(void);
+/* Whether vectorised loops call glibc's vector math (libmvec loaded). */
+bool cg_llvm_libmvec(void);
 
 /* ---- AOT (aot.c): a model as a native object ---------------------------- */
 
@@ -333,5 +342,7 @@ void exec_print_llvm(Exec *e, FILE *f);
 /* Kernel launches per run (and, in *distinct, kernels compiled). */
 int exec_kernel_count(const Exec *e);
 int exec_distinct_kernels(const Exec *e);
+/* Whether the compile linked code from the on-disk cache (cache.h). */
+bool exec_cache_hit(const Exec *e);
 
 #endif

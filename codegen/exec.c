@@ -9,7 +9,17 @@
  * kernel template (topk, nonzero, scatter, resize, ...) through the
  * reference interpreter's code, binding the data-dependent symbols its
  * results define.
+ *
+ * The module is optimised and compiled into one object file in memory,
+ * which the JIT links. The object names nothing of this process by
+ * address: the flow reaches a constant through the table
+ * disc_jit_consts and the Exec through disc_jit_self, symbols the JIT
+ * defines when it links, and names a host op by its index in the graph.
+ * So the same object serves a later process that compiles the same model:
+ * the on-disk cache (cache.h) keeps it, and a hit runs only shape analysis
+ * and canonicalisation (for the graph the tables index) and the link.
  */
+#include "codegen/cache.h"
 #include "codegen/gpu.h"
 #include "codegen/host.h"
 #include "runtime/interp.h"
@@ -37,13 +47,20 @@ struct Exec {
     MemPlan *mp;
     LLVMOrcLLJITRef jit;
     MainFn *main;
+    Op **ops;          /* the graph's ops in program order: the host flow
+                          names a constant or a host op by its index */
+    void **cdata;      /* per op index, a constant's data (disc_jit_consts) */
+    int nops;
+    bool keep_obj;     /* keep the object for the cache */
+    bool hit;          /* linked from the cache */
+    void *obj;         /* the object file, when kept */
+    size_t objsize;
     char *llvm_text;   /* the optimised module, for --stage llvm */
     int nkernels;      /* compiled */
     int nlaunch;       /* launched per run */
     char **kdesc;      /* per kernel, for the profile */
     int threads;
     CpuTarget cpu;     /* what the kernels were compiled for */
-    LLVMOrcThreadSafeContextRef tsc; /* while compiling */
     double t_opt;      /* seconds in the LLVM optimiser */
     GpuEmu *emu;       /* cuda-emu: the kernels run by the GPU emulator */
     /* run contexts kept between runs: their memory stays mapped, so a run
@@ -91,9 +108,10 @@ static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
 
 /* Runs op on the interpreter's code, then binds the symbols its results
  * define. */
-int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+int32_t disc_exec_host_op(void *self, void *rt, int64_t index, void **bufs, int64_t *syms)
 {
     Exec *e = self;
+    const Op *op = e->ops[index];
     int64_t shapes[4][MAX_RANK];
     if (interp_host_op(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes) != 0)
         return -1;
@@ -145,12 +163,21 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_exec_host_op", (void *)disc_exec_host_op},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
-    LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0]];
+    LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0] + 2];
     for (int i = 0; i < n; i++) {
         pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, syms[i].name);
         pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)syms[i].addr;
         pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
         pairs[i].Sym.Flags.TargetFlags = 0;
+    }
+    /* this model's: the constants' table and the Exec (data, not code) */
+    const char *names[2] = {"disc_jit_consts", "disc_jit_self"};
+    void *addrs[2] = {e->cdata, e};
+    for (int i = 0; i < 2; i++, n++) {
+        pairs[n].Name = LLVMOrcLLJITMangleAndIntern(e->jit, names[i]);
+        pairs[n].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)addrs[i];
+        pairs[n].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported;
+        pairs[n].Sym.Flags.TargetFlags = 0;
     }
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(e->jit);
     LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
@@ -200,71 +227,216 @@ static void free_kdesc(char **kdesc, int n)
 
 /* ---- the cpu-jit target ---------------------------------------------------- */
 
-static LLVMValueRef ptr_const(Cg *cg, const void *p)
+/* The ops of the graph in program order, and the constants' data by the
+ * same index: made once the passes have finished changing the graph (the
+ * first hook that names an op, or the link). */
+static bool exec_tables(Exec *e)
 {
-    return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
+    if (e->ops)
+        return true;
+    int n = 0;
+    for (const Op *op = e->g->first; op; op = op->next)
+        n++;
+    e->ops = calloc((size_t)n + 1, sizeof *e->ops);
+    e->cdata = calloc((size_t)n + 1, sizeof *e->cdata);
+    if (!e->ops || !e->cdata) {
+        free(e->ops);
+        free(e->cdata);
+        e->ops = NULL;
+        e->cdata = NULL;
+        return false;
+    }
+    n = 0;
+    for (Op *op = e->g->first; op; op = op->next, n++) {
+        e->ops[n] = op;
+        if (op->kind == OP_CONST && op->cst)
+            e->cdata[n] = (void *)op->cst->data;
+    }
+    e->nops = n;
+    return true;
 }
 
-/* A constant is its data's address in this process. */
+/* op's index in the tables; -1 (with cg->d) when out of memory. */
+static int64_t op_index(Cg *cg, const Op *op)
+{
+    Exec *e = cg->target->state;
+    if (!exec_tables(e)) {
+        diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < e->nops; i++)
+        if (e->ops[i] == op)
+            return i;
+    diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: an op that is not in the graph");
+    return -1;
+}
+
+/* A global the JIT defines when it links (define_runtime). */
+static LLVMValueRef jit_global(Cg *cg, const char *name, LLVMTypeRef t)
+{
+    LLVMValueRef gv = LLVMGetNamedGlobal(cg->mod, name);
+    return gv ? gv : LLVMAddGlobal(cg->mod, t, name);
+}
+
+/* A constant is entry op_index of disc_jit_consts, its data's address. */
 static LLVMValueRef jit_const_ptr(Host *h, const Op *op)
 {
-    return ptr_const(h->cg, op->cst->data);
+    Cg *cg = h->cg;
+    int64_t i = op_index(cg, op);
+    if (i < 0)
+        return NULL;
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, 0);
+    LLVMValueRef ix[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+    LLVMValueRef p = LLVMBuildGEP2(cg->b, at, jit_global(cg, "disc_jit_consts", at), ix, 2, "");
+    return LLVMBuildLoad2(cg->b, cg->t_p8, p, "const");
 }
 
-/* A host op is a call of disc_exec_host_op with the Exec and the op as addresses. */
+/* A host op is a call of disc_exec_host_op with the Exec and the op's index. */
 static LLVMValueRef jit_host_op(Host *h, Op *op, LLVMValueRef bufs)
 {
     Cg *cg = h->cg;
-    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
+    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_pp8, cg->t_p64};
     LLVMValueRef f = host_fn_decl(cg, "disc_exec_host_op", cg->t_i32, params, 5, &fty);
-    LLVMValueRef a[5] = {ptr_const(cg, cg->target->state), h->rt, ptr_const(cg, op), bufs, h->syms};
+    LLVMValueRef self = jit_global(cg, "disc_jit_self", cg->t_i8);
+    LLVMValueRef a[5] = {self, h->rt, cg_i64(cg, op_index(cg, op)), bufs, h->syms};
     return LLVMBuildCall2(cg->b, fty, f, a, 5, "");
 }
 
-/* Optimises the module for the CPU and hands it to ORC LLJIT; e->main is
- * the compiled host flow. */
+/* The module as an object file in memory, compiled the way LLJIT
+ * compiles a module: a target machine for this machine's CPU and
+ * features at the default code generation level, under the functions'
+ * own target-cpu and target-features (cg_optimise sets them for cpu); and
+ * position independent, so that the runtime and the tables may lie
+ * anywhere. */
+static bool emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out, Diag *d)
+{
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *err = NULL;
+    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
+    if (!ok)
+        diag_setk(d, DIAG_RESOURCE, "error: no LLVM target for %s: %s", triple, err ? err : "?");
+    LLVMDisposeMessage(err);
+    err = NULL;
+    if (ok) {
+        char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, hcpu, hfeat ? hfeat : "",
+                                                          LLVMCodeGenLevelDefault, LLVMRelocPIC,
+                                                          LLVMCodeModelDefault);
+        LLVMDisposeMessage(hcpu);
+        LLVMDisposeMessage(hfeat);
+        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+        char *layout = LLVMCopyStringRepOfTargetData(td);
+        LLVMSetTarget(mod, triple);
+        LLVMSetDataLayout(mod, layout);
+        LLVMDisposeMessage(layout);
+        LLVMDisposeTargetData(td);
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, out))
+            ok = diag_setk(d, DIAG_INTERNAL, "error: internal: LLVM cannot compile the model: %s", err ? err : "?");
+        LLVMDisposeTargetMachine(tm);
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    return ok;
+}
+
+/* A new JIT with the runtime, the tables (and the emulator's kernels)
+ * defined, the object obj linked in; e->main is the host flow. Takes
+ * obj. */
+static bool jit_link(Exec *e, LLVMMemoryBufferRef obj, const CgModule *m, Diag *d)
+{
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
+    bool ok = !err || llvm_error(d, err, "cannot create the JIT");
+    if (ok && !exec_tables(e))
+        ok = diag_oom(d);
+    ok = ok && define_runtime(e, d);
+    if (ok && e->emu)
+        ok = define_emu(e, m, d);
+    if (ok) {
+        err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj);
+        obj = NULL; /* the JIT's now */
+        if (err)
+            ok = llvm_error(d, err, "cannot add the model's code to the JIT");
+    }
+    if (obj)
+        LLVMDisposeMemoryBuffer(obj);
+    LLVMOrcJITTargetAddress addr = 0;
+    if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
+        ok = llvm_error(d, err, "cannot link the model");
+    e->main = (MainFn *)(uintptr_t)addr;
+    return ok;
+}
+
+/* Optimises the module for the CPU, compiles it into an object (kept for
+ * the cache when asked) and links it. */
 static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
 {
     Exec *e = t->state;
     double t0 = disc_rt_now();
     cg_optimise(m->mod, o->opt_level, cpu);
-    char *txt = LLVMPrintModuleToString(m->mod);
-    if (!(e->llvm_text = strdup(txt))) {
+    bool dump = o->dump_after && !strcmp(o->dump_after, "llvm");
+    if (o->keep_llvm || dump) {
+        char *txt = LLVMPrintModuleToString(m->mod);
+        if (dump)
+            fputs(txt, stderr);
+        e->llvm_text = o->keep_llvm ? strdup(txt) : NULL;
         LLVMDisposeMessage(txt);
-        LLVMDisposeModule(m->mod);
-        m->mod = NULL;
-        return diag_oom(d);
-    }
-    if (o->dump_after && !strcmp(o->dump_after, "llvm"))
-        fputs(txt, stderr);
-    LLVMDisposeMessage(txt);
-    e->t_opt = disc_rt_now() - t0;
-    LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
-    bool ok = !err || llvm_error(d, err, "cannot create the JIT");
-    if (ok) {
-        LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(e->jit));
-        LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
-        ok = define_runtime(e, d);
-    }
-    if (ok && e->emu)
-        ok = define_emu(e, m, d);
-    if (ok) {
-        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, e->tsc);
-        m->mod = NULL; /* the JIT's now */
-        err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
-        if (err) {
-            LLVMOrcDisposeThreadSafeModule(tsm);
-            ok = llvm_error(d, err, "cannot add the module to the JIT");
+        if (o->keep_llvm && !e->llvm_text) {
+            LLVMDisposeModule(m->mod);
+            m->mod = NULL;
+            return diag_oom(d);
         }
-    } else {
-        LLVMDisposeModule(m->mod);
-        m->mod = NULL;
     }
-    LLVMOrcJITTargetAddress addr = 0;
-    if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
-        ok = llvm_error(d, err, "cannot compile the model");
-    e->main = (MainFn *)(uintptr_t)addr;
-    return ok;
+    e->t_opt = disc_rt_now() - t0;
+    LLVMMemoryBufferRef obj = NULL;
+    bool ok = emit_object(m->mod, &obj, d);
+    LLVMDisposeModule(m->mod);
+    m->mod = NULL;
+    if (ok && e->keep_obj) {
+        e->objsize = LLVMGetBufferSize(obj);
+        if ((e->obj = malloc(e->objsize ? e->objsize : 1)))
+            memcpy(e->obj, LLVMGetBufferStart(obj), e->objsize);
+        else
+            ok = diag_oom(d);
+    }
+    if (!ok) {
+        if (obj)
+            LLVMDisposeMemoryBuffer(obj);
+        return false;
+    }
+    return jit_link(e, obj, m, d);
+}
+
+/* A cache hit: shape analysis and canonicalisation make the graph the
+ * object's tables index, then the object is linked. */
+static bool exec_from_cache(Exec *e, const ShapeOpts *so, const CgOpts *o, CacheEntry *ce, CgModule *m, Diag *d)
+{
+    if (!cg_run_passes(e->g, so, o, CG_CANON, m, d))
+        return false;
+    e->si = m->si;
+    m->si = NULL;
+    e->nkernels = ce->nkernels;
+    e->nlaunch = ce->nlaunch;
+    e->kdesc = ce->kdesc; /* taken */
+    ce->kdesc = NULL;
+    ce->nkernels = 0;
+    LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(ce->obj, ce->objsize, "disc.o");
+    return obj ? jit_link(e, obj, m, d) : diag_oom(d);
+}
+
+static void print_stats(const Exec *e, const CgModule *m, const Graph *g)
+{
+    fprintf(stderr,
+            "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
+            "%d dots fused side by side), "
+            "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
+            "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
+            "%d matmuls with a skinny variant, %d reductions with a split variant; kernels for CPU %s (%s, "
+            "%d-bit vectors, %d registers)\n",
+            1e3 * m->t[0], m->canon.ops_before, m->canon.ops_after, m->canon.folded, m->canon.cse,
+            m->canon.simplified, m->canon.hfused, 1e3 * m->t[1], 1e3 * m->t[2], 1e3 * e->t_opt,
+            1e3 * (m->t[3] - e->t_opt), e->nlaunch, e->nkernels, m->nlibrary, m->nepilogue, g->nops, m->nskinny,
+            m->nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits, e->cpu.nvregs);
 }
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
@@ -272,6 +444,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     CgOpts dflt = {.opt_level = 3};
     if (!o)
         o = &dflt;
+    double t_start = disc_rt_now();
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
         diag_oom(d);
@@ -296,19 +469,69 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         exec_free(e);
         return NULL;
     }
-    e->tsc = LLVMOrcCreateNewThreadSafeContext();
+    /* the cache: keyed on the graph before any pass changes it */
+    char dir[4096];
+    CacheKey key = {0};
+    CacheEntry ce = {0};
+    char why[64] = "";
+    bool cache = !e->emu && !o->keep_llvm && !o->dump_after && cache_dir(o, dir, sizeof dir);
+    if (cache && !cache_key(g, so, o, &e->cpu, &key, d)) {
+        exec_free(e);
+        return NULL;
+    }
+    double t_key = disc_rt_now() - t_start;
     CgModule m;
-    bool ok = cg_compile(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(e->tsc), &jit, &m, d);
-    LLVMOrcDisposeThreadSafeContext(e->tsc);
-    e->tsc = NULL;
-    e->si = m.si;
-    e->plan = m.plan;
-    e->mp = m.mp;
-    e->nkernels = m.nkernels;
-    e->nlaunch = m.nlaunch;
-    e->kdesc = m.kdesc;
-    if (!ok)
-        goto fail;
+    bool ok;
+    if (cache && cache_load(dir, &key, &ce, why, sizeof why)) {
+        double t0 = disc_rt_now();
+        ok = e->hit = exec_from_cache(e, so, o, &ce, &m, d);
+        if (ok && o->verbose)
+            fprintf(stderr, "dcc: cache hit, %s/%s.jit (%zu bytes of code): key %.1f ms, shape analysis and "
+                            "canon %.1f ms, link %.1f ms; %d kernel launches (%d distinct kernels); kernels for "
+                            "CPU %s (%s)\n",
+                    dir, key.name, ce.objsize, 1e3 * t_key, 1e3 * m.t[0], 1e3 * (disc_rt_now() - t0 - m.t[0]),
+                    e->nlaunch, e->nkernels, e->cpu.name, e->cpu.isa);
+        cache_entry_free(&ce);
+    } else {
+        e->keep_obj = cache;
+        LLVMContextRef ctx = LLVMContextCreate();
+        ok = cg_compile(g, so, o, &e->cpu, ctx, &jit, &m, d);
+        if (m.mod)
+            LLVMDisposeModule(m.mod);
+        LLVMContextDispose(ctx);
+        e->si = m.si;
+        e->plan = m.plan;
+        e->mp = m.mp;
+        e->nkernels = m.nkernels;
+        e->nlaunch = m.nlaunch;
+        e->kdesc = m.kdesc;
+        m.si = NULL;
+        m.plan = NULL;
+        m.mp = NULL;
+        m.kdesc = NULL;
+        if (ok && o->verbose)
+            print_stats(e, &m, g);
+        if (ok && cache) {
+            CacheEntry w = {.nkernels = m.nkernels, .nlaunch = m.nlaunch, .nlibrary = m.nlibrary,
+                            .nepilogue = m.nepilogue, .nskinny = m.nskinny, .nsplit = m.nsplit, .kdesc = e->kdesc,
+                            .obj = e->obj, .objsize = e->objsize};
+            Diag wd = {0};
+            bool stored = cache_store(dir, &key, &w, &wd);
+            if (o->verbose && stored)
+                fprintf(stderr, "dcc: cache miss%s%s%s, wrote %s/%s.jit (%zu bytes of code)\n", why[0] ? " (" : "",
+                        why, why[0] ? ": recompiled)" : "", dir, key.name, e->objsize);
+            else if (o->verbose)
+                fprintf(stderr, "dcc: cache miss; %s\n", wd.msg);
+        }
+        free(e->obj);
+        e->obj = NULL;
+    }
+    cg_module_free(&m);
+    cache_key_free(&key);
+    if (!ok) {
+        exec_free(e);
+        return NULL;
+    }
     if (disc_rt_profiling()) { /* names for the profile's kernel entries */
         char target[96];
         snprintf(target, sizeof target, "%s, %s", e->cpu.name, e->cpu.isa);
@@ -331,22 +554,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         fprintf(stderr, "dcc: cuda-emu: %d GPU kernels, %zu bytes of CUDA C, compiled by cc in %.1f ms\n", nk, bytes,
                 1e3 * s);
     }
-    if (o->verbose)
-        fprintf(stderr,
-                "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
-                "%d dots fused side by side), "
-                "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
-                "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
-                "%d matmuls with a skinny variant, %d reductions with a split variant; kernels for CPU %s (%s, "
-                "%d-bit vectors, %d registers)\n",
-                1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
-                m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * e->t_opt,
-                1e3 * (m.t[3] - e->t_opt), e->nlaunch, e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny,
-                m.nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits, e->cpu.nvregs);
     return e;
-fail:
-    exec_free(e);
-    return NULL;
 }
 
 void exec_free(Exec *e)
@@ -365,6 +573,9 @@ void exec_free(Exec *e)
     cpu_target_free(&e->cpu);
     gpu_emu_free(e->emu);
     free(e->llvm_text);
+    free(e->ops);
+    free(e->cdata);
+    free(e->obj);
     free(e);
 }
 
@@ -376,6 +587,7 @@ void exec_print_llvm(Exec *e, FILE *f)
 
 int exec_kernel_count(const Exec *e) { return e->nlaunch; }
 int exec_distinct_kernels(const Exec *e) { return e->nkernels; }
+bool exec_cache_hit(const Exec *e) { return e->hit; }
 
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {

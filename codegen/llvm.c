@@ -17,6 +17,7 @@
 #include <string.h>
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+static bool libmvec;
 
 static void llvm_init(void)
 {
@@ -26,12 +27,19 @@ static void llvm_init(void)
      * vectorised loops (_ZGVdN8v_expf and friends), when it can be loaded
      * into the process for the JIT to find */
     if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) {
+        libmvec = true;
         const char *argv[] = {"disc", "-vector-library=LIBMVEC-X86"};
         LLVMParseCommandLineOptions(2, argv, NULL);
     }
 }
 
 void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init); }
+
+bool cg_llvm_libmvec(void)
+{
+    cg_llvm_init();
+    return libmvec;
+}
 
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d)
 {

@@ -45,7 +45,8 @@
 #define CHECK_ATOL 1e-7
 
 static const char usage_check_text[] =
-    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-fuse] [--no-shape] [-v]\n"
+    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-fuse] [--no-shape] [--no-cache]\n"
+    "                 [--cache-dir DIR] [-v]\n"
     "\n"
     "Runs a model on the test data of an ONNX backend-test directory: DIR holds\n"
     "model.onnx and test_data_set_*/{input,output}_K.pb. The model is compiled\n"
@@ -71,13 +72,19 @@ static const char usage_check_text[] =
     "  --dump-after=P  cpu: print the IR after pass P (shape, canon, fusion,\n"
     "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
+    "  --no-cache      cpu: compile from scratch, neither reading nor writing the\n"
+    "                  cache of compiled code (DISC_CACHE=0 does the same)\n"
+    "  --cache-dir DIR cpu: that cache's directory (default $DISC_CACHE_DIR, else\n"
+    "                  $HOME/.cache/disc/jit)\n"
     "  -v              also print per-output errors, full messages, compile times\n"
+    "                  and whether the compile was a cache hit\n"
     "\n"
     "exit status: 0 every data set passed, 1 a failure or an error in the\n"
     "input, 2 usage error\n";
 
 static const char usage_bench[] =
-    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--cpu CPU] [--no-fuse] [-v]\n"
+    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--cpu CPU] [--no-fuse] [--no-cache]\n"
+    "                 [--cache-dir DIR] [-v]\n"
     "\n"
     "Compiles the model of an ONNX backend-test directory once (the time is\n"
     "printed), then for every data set checks the outputs once and times N runs\n"
@@ -91,11 +98,15 @@ static const char usage_bench[] =
     "  --threads N     threads per run (default: every core)\n"
     "  --cpu CPU       the CPU to compile for (see dcc check --help)\n"
     "  --no-fuse       one kernel per op (the unfused baseline)\n"
-    "  -v              compile times per stage\n";
+    "  --no-cache      compile from scratch, neither reading nor writing the\n"
+    "                  cache of compiled code (see dcc check --help)\n"
+    "  --cache-dir DIR that cache's directory\n"
+    "  -v              compile times per stage, and whether the compile was a\n"
+    "                  cache hit\n";
 
 static const char usage_run[] =
     "usage: dcc run MODEL --input NAME=FILE.pb ... --output-dir DIR [--backend NAME]\n"
-    "               [--no-shape]\n"
+    "               [--no-shape] [--no-cache]\n"
     "\n"
     "Compiles MODEL (.onnx, or IR text), runs it on the given TensorProto files\n"
     "(every graph input once, by name) and writes DIR/output_K.pb for each\n"
@@ -107,6 +118,8 @@ static const char usage_run[] =
     "  --output-dir DIR   where the outputs go\n"
     "  --backend NAME     interp (the reference interpreter; the default)\n"
     "  --no-shape         skip shape analysis (run the imported graph as is)\n"
+    "  --no-cache         cpu: compile from scratch, neither reading nor writing\n"
+    "                     the cache of compiled code (see dcc check --help)\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
@@ -585,7 +598,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
             fputs(usage_check, stdout);
             return 0;
         } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol") ||
-                   !strcmp(a, "--runs") || !strcmp(a, "--threads") || !strcmp(a, "--cpu")) {
+                   !strcmp(a, "--runs") || !strcmp(a, "--threads") || !strcmp(a, "--cpu") ||
+                   !strcmp(a, "--cache-dir")) {
             if (i + 1 >= argc)
                 return usage("%s needs a value", a, usage_check);
             const char *v = argv[++i];
@@ -601,6 +615,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
                 backend = v;
             else if (!strcmp(a, "--cpu"))
                 co.cpu = v;
+            else if (!strcmp(a, "--cache-dir"))
+                co.cache_dir = v;
             else if (!parse_double(v, !strcmp(a, "--rtol") ? &o.rtol : &o.atol))
                 return usage("bad tolerance '%s' (a number >= 0)", v, usage_check);
         } else if (!strcmp(a, "-v")) {
@@ -610,6 +626,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
             no_shape = true;
         } else if (!strcmp(a, "--no-fuse")) {
             co.unfused = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            co.no_cache = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
             co.dump_after = a + 13;
             if (cg_stage_from_name(co.dump_after) == CG_NSTAGES) {
@@ -722,7 +740,7 @@ static bool make_dirs(const char *path)
 int dcc_run(int argc, char **argv)
 {
     const char *model = NULL, *outdir = NULL, *backend = "interp";
-    bool no_shape = false;
+    bool no_shape = false, no_cache = false;
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs); /* NAME=FILE */
     int ninputs = 0, rc = 0;
     if (!inputs) {
@@ -751,6 +769,8 @@ int dcc_run(int argc, char **argv)
                 inputs[ninputs++] = v;
         } else if (!strcmp(a, "--no-shape")) {
             no_shape = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            no_cache = true;
         } else if (a[0] == '-' && a[1]) {
             rc = usage("unknown option '%s'", a, usage_run);
         } else if (model) {
@@ -771,7 +791,7 @@ int dcc_run(int argc, char **argv)
     }
 
     Model m;
-    CgOpts co = {.opt_level = 3};
+    CgOpts co = {.opt_level = 3, .no_cache = no_cache};
     if ((rc = model_load(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;

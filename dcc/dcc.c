@@ -162,7 +162,7 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
         gpu_str_free(&src);
         cg_module_free(&m);
     } else if (s == CG_LLVM) {
-        CgOpts co = {.opt_level = 3, .cpu = cpu};
+        CgOpts co = {.opt_level = 3, .cpu = cpu, .keep_llvm = true};
         Exec *e = exec_compile(g, so, &co, &d);
         if (e)
             exec_print_llvm(e, f);

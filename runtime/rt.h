@@ -97,6 +97,9 @@ typedef struct DiscEnv {
     int conv_plain;       /* DISC_CONV_LAYOUT=plain */
     int fpmath_bf16;      /* DISC_FPMATH=bf16 */
     int omp_passive;      /* OMP_WAIT_POLICY=passive without GOMP_SPINCOUNT */
+    const char *cache_dir; /* DISC_CACHE_DIR, or NULL (codegen/cache.h) */
+    int cache_off;        /* DISC_CACHE=0 */
+    const char *home;     /* HOME, for the cache's default directory */
 } DiscEnv;
 const DiscEnv *disc_env(void);
 
