@@ -11,7 +11,8 @@
  *       u32 n, n bytes    the key's text (checked against the key's)
  *       i32 x 6           nkernels nlaunch nlibrary nepilogue nskinny nsplit
  *       per kernel:       u32 n, n bytes of its description (0: none)
- *       u64 n, n bytes    the object file
+ *       u32 k             object files (1 to CACHE_MAX_OBJECTS)
+ *       k times: u64 n, n bytes of an object file
  *
  * Every read is bounded by the payload's size, so a file cut short or
  * overwritten anywhere fails the checksum or a bound and is ignored.
@@ -25,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,78 @@ uint64_t cache_hash(const void *data, size_t n, uint64_t seed)
 
 /* ---- the key ------------------------------------------------------------ */
 
+/* The constants' bytes, hashed one constant at a time on up to four
+ * threads (a BERT-base has 400 MB of them), then combined in order. */
+typedef struct HashJob {
+    const Op **cst;
+    uint64_t *h;
+    int begin, end;
+} HashJob;
+
+static void *hash_consts(void *arg)
+{
+    HashJob *j = arg;
+    for (int i = j->begin; i < j->end; i++) {
+        const Const *c = j->cst[i]->cst;
+        j->h[i] = cache_hash(c->data ? c->data : "", c->data ? c->nbytes : 0, c->nbytes);
+    }
+    return NULL;
+}
+
+static bool hash_all_consts(const Graph *g, uint64_t *out, int *count)
+{
+    int n = 0;
+    uint64_t total = 0;
+    for (const Op *op = g->first; op; op = op->next)
+        if (op->kind == OP_CONST && op->cst) {
+            n++;
+            total += op->cst->data ? op->cst->nbytes : 0;
+        }
+    const Op **cst = calloc((size_t)n + 1, sizeof *cst);
+    uint64_t *h = calloc((size_t)n + 1, sizeof *h);
+    if (!cst || !h) {
+        free(cst);
+        free(h);
+        return false;
+    }
+    n = 0;
+    for (const Op *op = g->first; op; op = op->next)
+        if (op->kind == OP_CONST && op->cst)
+            cst[n++] = op;
+    enum { MAXT = 4 };
+    int nt = total < (16u << 20) ? 1 : cg_cpus() < MAXT ? cg_cpus() : MAXT;
+    HashJob job[MAXT];
+    pthread_t tid[MAXT];
+    bool started[MAXT] = {false};
+    uint64_t acc = 0;
+    int at = 0;
+    for (int t = 0; t < nt; t++) { /* ranges of about total / nt bytes */
+        job[t] = (HashJob){cst, h, at, at};
+        uint64_t want = total / (uint64_t)nt * (uint64_t)(t + 1);
+        while (job[t].end < n && (t == nt - 1 || acc < want)) {
+            const Const *c = cst[job[t].end++]->cst;
+            acc += c->data ? c->nbytes : 0;
+        }
+        at = job[t].end;
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, hash_consts, &job[t]) == 0;
+    }
+    hash_consts(&job[0]);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            hash_consts(&job[t]);
+    uint64_t hc = 0;
+    for (int i = 0; i < n; i++)
+        hc = cache_hash(&h[i], sizeof h[i], hc);
+    free(cst);
+    free(h);
+    *out = hc;
+    *count = n;
+    return true;
+}
+
 bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, CacheKey *k, Diag *d)
 {
     memset(k, 0, sizeof *k);
@@ -115,24 +189,19 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
         free(gtext);
         return diag_oom(d);
     }
-    uint64_t hg = cache_hash(gtext, glen, 0), hc = 0;
+    uint64_t hg = cache_hash(gtext, glen, 0), hc;
     free(gtext);
-    int nconst = 0;
-    for (const Op *op = g->first; op; op = op->next)
-        if (op->kind == OP_CONST && op->cst) {
-            uint64_t n = op->cst->nbytes;
-            hc = cache_hash(&n, sizeof n, hc);
-            if (op->cst->data)
-                hc = cache_hash(op->cst->data, op->cst->nbytes, hc);
-            nconst++;
-        }
+    int nconst;
+    if (!hash_all_consts(g, &hc, &nconst))
+        return diag_oom(d);
     char *text = NULL;
     size_t tlen = 0;
     if (!(f = open_memstream(&text, &tlen)))
         return diag_oom(d);
     fprintf(f, "disc %s build %s\n", DISC_PROJECT_VERSION, DISC_BUILD_ID);
     fprintf(f, "cpu %s features %s\n", cpu->name, cpu->features ? cpu->features : "");
-    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures(); /* what the JIT's code generator starts from */
+    /* what the JIT's code generator starts from (objects.c) */
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
     fprintf(f, "host %s features %s\n", hcpu ? hcpu : "", hfeat ? hfeat : "");
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
@@ -298,16 +367,32 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         if (s && n && !(e->kdesc[i] = strndup(s, n)))
             r.bad = true;
     }
-    const void *q = take(&r, 8);
-    uint64_t on = q ? rd64(q) : 0;
-    e->obj = take(&r, on);
-    e->objsize = (size_t)on;
-    if (r.bad || !e->obj || on == 0 || r.p != r.end) {
+    uint32_t nobj = take32(&r);
+    if (nobj < 1 || nobj > CACHE_MAX_OBJECTS)
+        r.bad = true;
+    for (uint32_t i = 0; !r.bad && i < nobj; i++) {
+        const void *q = take(&r, 8);
+        uint64_t on = q ? rd64(q) : 0;
+        e->obj[i] = take(&r, on);
+        e->objsize[i] = (size_t)on;
+        if (on == 0)
+            r.bad = true;
+    }
+    e->nobj = r.bad ? 0 : (int)nobj;
+    if (r.bad || r.p != r.end) {
         cache_entry_free(e);
         return fail(why, whysize, "malformed");
     }
     utimensat(AT_FDCWD, path, NULL, 0); /* recently used (see CAP) */
     return true;
+}
+
+size_t cache_code_bytes(const CacheEntry *e)
+{
+    size_t n = 0;
+    for (int i = 0; i < e->nobj; i++)
+        n += e->objsize[i];
+    return n;
 }
 
 void cache_entry_free(CacheEntry *e)
@@ -404,8 +489,12 @@ bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *
         uint32_t n = s ? (uint32_t)strlen(s) : 0;
         ok = put(m, &n, 4) && put(m, s, n);
     }
-    uint64_t on = e->objsize;
-    ok = ok && put(m, &on, 8) && put(m, e->obj, e->objsize);
+    uint32_t nobj = (uint32_t)e->nobj;
+    ok = ok && put(m, &nobj, 4);
+    for (int i = 0; ok && i < e->nobj; i++) {
+        uint64_t on = e->objsize[i];
+        ok = put(m, &on, 8) && put(m, e->obj[i], e->objsize[i]);
+    }
     ok = !ferror(m) && ok;
     if (fclose(m) != 0 || !ok) {
         free(pay);

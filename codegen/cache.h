@@ -43,12 +43,15 @@ typedef struct CacheKey {
     char *text;        /* what the key covers besides the graph, checked on load */
 } CacheKey;
 
-/* What a compiled model keeps in the cache besides its object. */
+/* What a compiled model keeps in the cache: its objects (one per part
+ * the JIT compiled on a thread), counts and kernel descriptions. */
+enum { CACHE_MAX_OBJECTS = CG_MAX_OBJECTS };
 typedef struct CacheEntry {
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
     char **kdesc;      /* nkernels descriptions (entries may be NULL) */
-    const void *obj;   /* the object file */
-    size_t objsize;
+    int nobj;
+    const void *obj[CACHE_MAX_OBJECTS]; /* the object files */
+    size_t objsize[CACHE_MAX_OBJECTS];
     void *mem;         /* the file's bytes, after cache_load: obj points into it */
 } CacheEntry;
 
@@ -70,6 +73,8 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
 bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *d);
 /* Frees what cache_load gave e. */
 void cache_entry_free(CacheEntry *e);
+/* The bytes of e's objects. */
+size_t cache_code_bytes(const CacheEntry *e);
 
 /* xxHash64 of n bytes (the cache's key and checksum). */
 uint64_t cache_hash(const void *p, size_t n, uint64_t seed);

@@ -58,6 +58,8 @@ typedef struct CgOpts {
                               $HOME/.cache/disc/jit */
     bool keep_llvm;    /* cpu-jit: keep the optimised module's text for
                           exec_print_llvm (no cache then) */
+    int compile_threads; /* cpu-jit: parts of the module optimised and
+                            compiled at once (objects.c); 0: one per CPU */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -123,8 +125,13 @@ typedef struct Cg {
     LLVMBuilderRef eb;         /* a builder at the end of entry */
     LLVMValueRef syms;         /* i64* to the symbol values */
     DimMap dimcache;           /* Dim -> LLVMValueRef (as Dim*) in entry */
-    bool no_hoist;             /* dims at the current position, uncached (the
-                                  host flow, where symbols change as it runs) */
+    bool no_hoist;             /* dims at the current position, not hoisted
+                                  (the host flow, where symbols change as it
+                                  runs) */
+    bool memo;                 /* with no_hoist: those dims memoised until
+                                  cg_dim_forget (the host flow's, between the
+                                  points where a symbol may change or control
+                                  flow joins) */
     const CpuTarget *cpu;      /* what the kernels are shaped for */
     const struct CgTarget *target; /* where the model runs: the hooks below */
 } Cg;
@@ -145,13 +152,18 @@ typedef struct CgFnState {
     LLVMBasicBlockRef here, entry;
     LLVMValueRef fn, syms;
     DimMap dimcache;
-    bool no_hoist;
+    bool no_hoist, memo;
 } CgFnState;
 void cg_fn_save(Cg *cg, CgFnState *s);
 void cg_fn_restore(Cg *cg, CgFnState *s);
 
-/* A dim as an i64 value, computed once per function in its entry block. */
+/* A dim as an i64 value, computed once per function in its entry block
+ * (with no_hoist: at the current position, once until cg_dim_forget when
+ * memo is set, else at every call). */
 LLVMValueRef cg_dim(Cg *cg, Dim *d);
+/* Drops the memoised dims: where the builder moves to a block that the
+ * blocks they were computed in may not dominate, or a symbol changes. */
+void cg_dim_forget(Cg *cg);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMValueRef cg_i32(Cg *cg, int32_t v);
 /* floor division and floored mod of i64 values (b > 0 not required). */
@@ -316,6 +328,30 @@ bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget 
 void cg_module_free(CgModule *m);
 /* The LLVM optimiser at `level` for the target CPU. */
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
+
+/* The JIT's module optimised and compiled into objects in memory, in parts
+ * on threads (objects.c). */
+enum { CG_MAX_OBJECTS = 8 };
+typedef struct CgObjOpts {
+    int level;         /* the optimiser's */
+    const CpuTarget *cpu;
+    int parts;         /* 0: one per CPU this process may use (one for a
+                          small module) */
+    char **text;       /* set: one part, and its optimised text here
+                          (LLVMDisposeMessage) */
+    const char *cheap; /* a function compiled without optimisation, or NULL */
+} CgObjOpts;
+typedef struct CgObjects {
+    int n;
+    LLVMMemoryBufferRef obj[CG_MAX_OBJECTS];
+    double t_opt;      /* seconds in the optimiser (the longest part's) */
+} CgObjects;
+/* Changes mod (every defined function external, when in parts); the
+ * caller still owns and disposes it. */
+bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d);
+void cg_objects_free(CgObjects *o);
+/* The CPUs this process may run on (its affinity mask). */
+int cg_cpus(void);
 /* LLVM's native target and the vector maths library, once per process. */
 void cg_llvm_init(void);
 /* Whether vectorised loops call glibc's vector math (libmvec loaded). */

@@ -51,10 +51,11 @@ struct Exec {
                           names a constant or a host op by its index */
     void **cdata;      /* per op index, a constant's data (disc_jit_consts) */
     int nops;
-    bool keep_obj;     /* keep the object for the cache */
+    bool keep_obj;     /* keep the objects for the cache */
     bool hit;          /* linked from the cache */
-    void *obj;         /* the object file, when kept */
-    size_t objsize;
+    int nparts;        /* objects compiled (cg_objects) */
+    void *obj[CG_MAX_OBJECTS]; /* the object files, when kept */
+    size_t objsize[CG_MAX_OBJECTS];
     char *llvm_text;   /* the optimised module, for --stage llvm */
     int nkernels;      /* compiled */
     int nlaunch;       /* launched per run */
@@ -302,48 +303,10 @@ static LLVMValueRef jit_host_op(Host *h, Op *op, LLVMValueRef bufs)
     return LLVMBuildCall2(cg->b, fty, f, a, 5, "");
 }
 
-/* The module as an object file in memory, compiled the way LLJIT
- * compiles a module: a target machine for this machine's CPU and
- * features at the default code generation level, under the functions'
- * own target-cpu and target-features (cg_optimise sets them for cpu); and
- * position independent, so that the runtime and the tables may lie
- * anywhere. */
-static bool emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out, Diag *d)
-{
-    char *triple = LLVMGetDefaultTargetTriple();
-    LLVMTargetRef target;
-    char *err = NULL;
-    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
-    if (!ok)
-        diag_setk(d, DIAG_RESOURCE, "error: no LLVM target for %s: %s", triple, err ? err : "?");
-    LLVMDisposeMessage(err);
-    err = NULL;
-    if (ok) {
-        char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, hcpu, hfeat ? hfeat : "",
-                                                          LLVMCodeGenLevelDefault, LLVMRelocPIC,
-                                                          LLVMCodeModelDefault);
-        LLVMDisposeMessage(hcpu);
-        LLVMDisposeMessage(hfeat);
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-        char *layout = LLVMCopyStringRepOfTargetData(td);
-        LLVMSetTarget(mod, triple);
-        LLVMSetDataLayout(mod, layout);
-        LLVMDisposeMessage(layout);
-        LLVMDisposeTargetData(td);
-        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, out))
-            ok = diag_setk(d, DIAG_INTERNAL, "error: internal: LLVM cannot compile the model: %s", err ? err : "?");
-        LLVMDisposeTargetMachine(tm);
-    }
-    LLVMDisposeMessage(err);
-    LLVMDisposeMessage(triple);
-    return ok;
-}
-
 /* A new JIT with the runtime, the tables (and the emulator's kernels)
- * defined, the object obj linked in; e->main is the host flow. Takes
- * obj. */
-static bool jit_link(Exec *e, LLVMMemoryBufferRef obj, const CgModule *m, Diag *d)
+ * defined and the objects linked in; e->main is the host flow. Takes the
+ * objects. */
+static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule *m, Diag *d)
 {
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
     bool ok = !err || llvm_error(d, err, "cannot create the JIT");
@@ -352,14 +315,16 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef obj, const CgModule *m, Diag *
     ok = ok && define_runtime(e, d);
     if (ok && e->emu)
         ok = define_emu(e, m, d);
-    if (ok) {
-        err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj);
-        obj = NULL; /* the JIT's now */
-        if (err)
-            ok = llvm_error(d, err, "cannot add the model's code to the JIT");
+    for (int i = 0; i < nobj; i++) {
+        if (ok) {
+            err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj[i]);
+            if (err)
+                ok = llvm_error(d, err, "cannot add the model's code to the JIT");
+        } else {
+            LLVMDisposeMemoryBuffer(obj[i]);
+        }
+        obj[i] = NULL; /* the JIT's now */
     }
-    if (obj)
-        LLVMDisposeMemoryBuffer(obj);
     LLVMOrcJITTargetAddress addr = 0;
     if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
         ok = llvm_error(d, err, "cannot link the model");
@@ -367,44 +332,43 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef obj, const CgModule *m, Diag *
     return ok;
 }
 
-/* Optimises the module for the CPU, compiles it into an object (kept for
- * the cache when asked) and links it. */
+/* Optimises the module for the CPU, compiles it into objects (cg_objects:
+ * in parts on threads), keeps a copy of them for the cache when asked, and
+ * links them. */
 static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
 {
     Exec *e = t->state;
-    double t0 = disc_rt_now();
-    cg_optimise(m->mod, o->opt_level, cpu);
     bool dump = o->dump_after && !strcmp(o->dump_after, "llvm");
-    if (o->keep_llvm || dump) {
-        char *txt = LLVMPrintModuleToString(m->mod);
-        if (dump)
-            fputs(txt, stderr);
-        e->llvm_text = o->keep_llvm ? strdup(txt) : NULL;
-        LLVMDisposeMessage(txt);
-        if (o->keep_llvm && !e->llvm_text) {
-            LLVMDisposeModule(m->mod);
-            m->mod = NULL;
-            return diag_oom(d);
-        }
-    }
-    e->t_opt = disc_rt_now() - t0;
-    LLVMMemoryBufferRef obj = NULL;
-    bool ok = emit_object(m->mod, &obj, d);
+    char *txt = NULL;
+    CgObjOpts oo = {.level = o->opt_level, .cpu = cpu, .parts = o->compile_threads,
+                    .text = o->keep_llvm || dump ? &txt : NULL, .cheap = "disc_main"};
+    CgObjects objs;
+    bool ok = cg_objects(m->mod, &oo, &objs, d);
     LLVMDisposeModule(m->mod);
     m->mod = NULL;
-    if (ok && e->keep_obj) {
-        e->objsize = LLVMGetBufferSize(obj);
-        if ((e->obj = malloc(e->objsize ? e->objsize : 1)))
-            memcpy(e->obj, LLVMGetBufferStart(obj), e->objsize);
+    e->t_opt = objs.t_opt;
+    e->nparts = objs.n;
+    if (ok && txt) {
+        if (dump)
+            fputs(txt, stderr);
+        if (o->keep_llvm && !(e->llvm_text = strdup(txt)))
+            ok = diag_oom(d);
+    }
+    LLVMDisposeMessage(txt);
+    for (int i = 0; ok && e->keep_obj && i < objs.n; i++) {
+        e->objsize[i] = LLVMGetBufferSize(objs.obj[i]);
+        if ((e->obj[i] = malloc(e->objsize[i] ? e->objsize[i] : 1)))
+            memcpy(e->obj[i], LLVMGetBufferStart(objs.obj[i]), e->objsize[i]);
         else
             ok = diag_oom(d);
     }
     if (!ok) {
-        if (obj)
-            LLVMDisposeMemoryBuffer(obj);
+        cg_objects_free(&objs);
         return false;
     }
-    return jit_link(e, obj, m, d);
+    ok = jit_link(e, objs.obj, objs.n, m, d);
+    objs.n = 0;
+    return ok;
 }
 
 /* A cache hit: shape analysis and canonicalisation make the graph the
@@ -420,8 +384,24 @@ static bool exec_from_cache(Exec *e, const ShapeOpts *so, const CgOpts *o, Cache
     e->kdesc = ce->kdesc; /* taken */
     ce->kdesc = NULL;
     ce->nkernels = 0;
-    LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(ce->obj, ce->objsize, "disc.o");
-    return obj ? jit_link(e, obj, m, d) : diag_oom(d);
+    LLVMMemoryBufferRef obj[CACHE_MAX_OBJECTS] = {NULL};
+    bool ok = true;
+    for (int i = 0; i < ce->nobj; i++)
+        ok &= (obj[i] = LLVMCreateMemoryBufferWithMemoryRangeCopy(ce->obj[i], ce->objsize[i], "disc.o")) != NULL;
+    if (ok)
+        return jit_link(e, obj, ce->nobj, m, d);
+    for (int i = 0; i < ce->nobj; i++)
+        if (obj[i])
+            LLVMDisposeMemoryBuffer(obj[i]);
+    return diag_oom(d);
+}
+
+/* Seconds of CPU time this process has used, all threads. */
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void print_stats(const Exec *e, const CgModule *m, const Graph *g)
@@ -429,14 +409,15 @@ static void print_stats(const Exec *e, const CgModule *m, const Graph *g)
     fprintf(stderr,
             "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
             "%d dots fused side by side), "
-            "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
-            "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
-            "%d matmuls with a skinny variant, %d reductions with a split variant; kernels for CPU %s (%s, "
-            "%d-bit vectors, %d registers)\n",
+            "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms (%d part%s on "
+            "threads); %d kernel launches (%d distinct kernels) and %d library calls (%d applying an "
+            "epilogue) for %d ops; %d matmuls with a skinny variant, %d reductions with a split variant; "
+            "kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
             1e3 * m->t[0], m->canon.ops_before, m->canon.ops_after, m->canon.folded, m->canon.cse,
             m->canon.simplified, m->canon.hfused, 1e3 * m->t[1], 1e3 * m->t[2], 1e3 * e->t_opt,
-            1e3 * (m->t[3] - e->t_opt), e->nlaunch, e->nkernels, m->nlibrary, m->nepilogue, g->nops, m->nskinny,
-            m->nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits, e->cpu.nvregs);
+            1e3 * (m->t[3] - e->t_opt), e->nparts, e->nparts == 1 ? "" : "s", e->nlaunch, e->nkernels,
+            m->nlibrary, m->nepilogue, g->nops, m->nskinny, m->nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits,
+            e->cpu.nvregs);
 }
 
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
@@ -444,7 +425,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     CgOpts dflt = {.opt_level = 3};
     if (!o)
         o = &dflt;
-    double t_start = disc_rt_now();
+    double t_start = disc_rt_now(), c_start = cpu_now();
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
         diag_oom(d);
@@ -488,9 +469,10 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         if (ok && o->verbose)
             fprintf(stderr, "dcc: cache hit, %s/%s.jit (%zu bytes of code): key %.1f ms, shape analysis and "
                             "canon %.1f ms, link %.1f ms; %d kernel launches (%d distinct kernels); kernels for "
-                            "CPU %s (%s)\n",
-                    dir, key.name, ce.objsize, 1e3 * t_key, 1e3 * m.t[0], 1e3 * (disc_rt_now() - t0 - m.t[0]),
-                    e->nlaunch, e->nkernels, e->cpu.name, e->cpu.isa);
+                            "CPU %s (%s, %d-bit vectors, %d registers)\n",
+                    dir, key.name, cache_code_bytes(&ce), 1e3 * t_key, 1e3 * m.t[0],
+                    1e3 * (disc_rt_now() - t0 - m.t[0]), e->nlaunch, e->nkernels, e->cpu.name, e->cpu.isa,
+                    e->cpu.vbits, e->cpu.nvregs);
         cache_entry_free(&ce);
     } else {
         e->keep_obj = cache;
@@ -514,20 +496,29 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         if (ok && cache) {
             CacheEntry w = {.nkernels = m.nkernels, .nlaunch = m.nlaunch, .nlibrary = m.nlibrary,
                             .nepilogue = m.nepilogue, .nskinny = m.nskinny, .nsplit = m.nsplit, .kdesc = e->kdesc,
-                            .obj = e->obj, .objsize = e->objsize};
+                            .nobj = e->nparts};
+            for (int i = 0; i < e->nparts; i++) {
+                w.obj[i] = e->obj[i];
+                w.objsize[i] = e->objsize[i];
+            }
             Diag wd = {0};
             bool stored = cache_store(dir, &key, &w, &wd);
             if (o->verbose && stored)
                 fprintf(stderr, "dcc: cache miss%s%s%s, wrote %s/%s.jit (%zu bytes of code)\n", why[0] ? " (" : "",
-                        why, why[0] ? ": recompiled)" : "", dir, key.name, e->objsize);
+                        why, why[0] ? ": recompiled)" : "", dir, key.name, cache_code_bytes(&w));
             else if (o->verbose)
                 fprintf(stderr, "dcc: cache miss; %s\n", wd.msg);
         }
-        free(e->obj);
-        e->obj = NULL;
+        for (int i = 0; i < e->nparts; i++) {
+            free(e->obj[i]);
+            e->obj[i] = NULL;
+        }
     }
     cg_module_free(&m);
     cache_key_free(&key);
+    if (ok && o->verbose)
+        fprintf(stderr, "dcc: compiled in %.1f ms, %.1f ms of CPU time in all threads\n",
+                1e3 * (disc_rt_now() - t_start), 1e3 * (cpu_now() - c_start));
     if (!ok) {
         exec_free(e);
         return NULL;
@@ -575,7 +566,8 @@ void exec_free(Exec *e)
     free(e->llvm_text);
     free(e->ops);
     free(e->cdata);
-    free(e->obj);
+    for (int i = 0; i < CG_MAX_OBJECTS; i++)
+        free(e->obj[i]);
     free(e);
 }
 

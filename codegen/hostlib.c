@@ -315,17 +315,20 @@ static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, boo
     LLVMBuildCondBr(B, ok, lib, host);
     Value *y = op->out[0];
     LLVMPositionBuilderAtEnd(B, lib);
+    cg_dim_forget(cg);
     if (!emit_call(h, op, c, NULL, false))
         return false;
     LLVMBuildStore(B, h->vbuf[y->id], res);
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, host);
+    cg_dim_forget(cg);
     h->vbuf[y->id] = NULL;
     if (!host_emit_host_op(h, op))
         return false;
     LLVMBuildStore(B, h->vbuf[y->id], res);
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, join);
+    cg_dim_forget(cg);
     h->vbuf[y->id] = LLVMBuildLoad2(B, cg->t_p8, res, "");
     return true;
 }

@@ -107,8 +107,9 @@ void cg_end_function(Cg *cg, LLVMBasicBlockRef body)
 void cg_fn_save(Cg *cg, CgFnState *s)
 {
     *s = (CgFnState){.here = LLVMGetInsertBlock(cg->b), .entry = cg->entry, .fn = cg->fn, .syms = cg->syms,
-                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist};
+                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist, .memo = cg->memo};
     cg->no_hoist = false;
+    cg->memo = false;
     dimmap_init(&cg->dimcache);
 }
 
@@ -117,6 +118,7 @@ void cg_fn_restore(Cg *cg, CgFnState *s)
     dimmap_free(&cg->dimcache);
     cg->dimcache = s->dimcache;
     cg->no_hoist = s->no_hoist;
+    cg->memo = s->memo;
     cg->fn = s->fn;
     cg->syms = s->syms;
     cg->entry = s->entry;
@@ -194,6 +196,12 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
     }
 }
 
+void cg_dim_forget(Cg *cg)
+{
+    dimmap_free(&cg->dimcache);
+    dimmap_init(&cg->dimcache);
+}
+
 LLVMValueRef cg_dim(Cg *cg, Dim *d)
 {
     if (!d) { /* a dim op that failed: out of memory, or an overflow */
@@ -203,7 +211,7 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d)
     }
     if (d->kind == DIM_CONST)
         return cg_i64(cg, d->c);
-    if (cg->no_hoist)
+    if (cg->no_hoist && !cg->memo)
         return dim_rec(cg, d);
     Dim *hit = dimmap_get(&cg->dimcache, d);
     if (hit)

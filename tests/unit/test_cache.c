@@ -12,6 +12,9 @@
  *               the MobileNet-style CNN; IR text with a host op and
  *               constants) is a hit, and its outputs are bit-identical to
  *               the first's and to a --no-cache compile's
+ *   parts       the module compiled in one part and in three (on threads,
+ *               codegen/objects.c) gives bit-identical outputs; a file of
+ *               three objects is a hit for a one-part compile
  *   key         another constant value, another option or shape hint is a
  *               miss (a file of its own)
  *   corrupt     a cache file cut short, emptied, with a flipped byte in its
@@ -236,6 +239,24 @@ static void test_hit(void)
     hit_case(&topk, NULL);
 }
 
+static void test_parts(void)
+{
+    const char *dir = subdir("parts");
+    bool hit1, hit3, hit;
+    char *o1 = NULL, *o3 = NULL, *oh = NULL;
+    size_t n1 = 0, n3 = 0, nh = 0;
+    CgOpts one = {.opt_level = 3, .compile_threads = 1}, three = {.opt_level = 3, .compile_threads = 3};
+    bool ok = compile_run(&bert, NULL, NULL, &one, &hit1, &o1, &n1) &&
+              compile_run(&bert, NULL, dir, &three, &hit3, &o3, &n3) &&
+              compile_run(&bert, NULL, dir, &one, &hit, &oh, &nh);
+    CHECK_MSG(ok && !hit3 && hit, "a three-part file is a hit for one part");
+    CHECK_MSG(n1 == n3 && n1 == nh && n1 > 0 && !memcmp(o1, o3, n1) && !memcmp(o1, oh, n1),
+              "one part and three: bit-identical outputs");
+    free(o1);
+    free(o3);
+    free(oh);
+}
+
 static void test_key(void)
 {
     const char *dir = subdir("key");
@@ -375,6 +396,7 @@ int main(void)
     }
     test_concurrent(); /* first: no thread started yet */
     test_hit();
+    test_parts();
     test_key();
     test_corrupt();
     if (!check_fail)
