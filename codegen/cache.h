@@ -27,8 +27,9 @@
  *
  * The directory: CgOpts.cache_dir, else $DISC_CACHE_DIR, else
  * $HOME/.cache/disc/jit (created when missing). DISC_CACHE=0 or
- * CgOpts.no_cache turn the cache off. Nothing removes old files: the
- * directory may be deleted at any time.
+ * CgOpts.no_cache turn the cache off. A store keeps the directory under
+ * 1 GiB by removing the least recently used files (a hit renews a file's
+ * mtime); the directory may be deleted at any time.
  */
 #ifndef DISC_CACHE_H
 #define DISC_CACHE_H
