@@ -25,6 +25,7 @@
  * named so that asking for them gives a clear message.
  */
 #include "dcc/dcc.h"
+#include "frontends/model.h"
 #include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -161,13 +162,20 @@ static bool file_exists(const char *path)
 /* ------------------------------------------------------------------ */
 /* The compiled model                                                   */
 
-typedef struct Model {
+typedef struct Model Model;
+struct Model {
     Graph *g;
     ShapeInfo *si;   /* NULL with --no-shape */
     Exec *exec;      /* the cpu backend's compiled model */
     char **inames;   /* graph input names, as the user sees them */
     char **onames;   /* graph output names */
-} Model;
+    /* how it was compiled, for the untied model (model_exec) */
+    const char *path, *backend;
+    bool no_shape;
+    CgOpts co;
+    Model *untied;
+    bool untied_tried;
+};
 
 static void model_free(Model *m)
 {
@@ -183,6 +191,10 @@ static void model_free(Model *m)
         shape_info_free(m->si);
     exec_free(m->exec);
     graph_free(m->g);
+    if (m->untied) {
+        model_free(m->untied);
+        free(m->untied);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -212,54 +224,92 @@ static char **value_names(Graph *g, Value **vs, int n, char **printed)
     return out;
 }
 
-/* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
- * the error and returns an exit status on failure. */
-static int model_load(Model *m, const char *path, bool no_shape, const char *backend, const CgOpts *co)
+/* Compiles g (taken over) for m's backend, or (unless m->no_shape)
+ * analyses its shapes for the interpreter. False with d set. */
+static bool model_build(Model *m, Graph *g, Diag *d)
 {
-    Diag d = {0};
-    memset(m, 0, sizeof *m);
-    int rc = 0;
-    if (!(m->g = dcc_load(path, &rc)))
-        return rc;
+    m->g = g;
     char **printed = graph_value_names(m->g);
     m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
     m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);
     graph_value_names_free(m->g, printed);
-    if (!m->inames || !m->onames) {
-        fprintf(stderr, "dcc: error: out of memory\n");
-        model_free(m);
-        return EXIT_SYSTEM;
+    if (!m->inames || !m->onames)
+        return diag_oom(d);
+    if (!strcmp(m->backend, "cpu") || !strcmp(m->backend, "cuda-emu")) {
+        CgOpts o = m->co;
+        o.gpu = strcmp(m->backend, "cpu") ? m->backend : NULL;
+        return (m->exec = exec_compile(m->g, NULL, &o, d)) != NULL;
     }
-    if (!strcmp(backend, "cpu") || !strcmp(backend, "cuda-emu")) {
-        CgOpts o = *co;
-        o.gpu = strcmp(backend, "cpu") ? backend : NULL;
-        m->exec = exec_compile(m->g, NULL, &o, &d);
-        if (!m->exec) {
-            fprintf(stderr, "%s: %s\n", path, d.msg);
-            model_free(m);
-            return dcc_exit_code(&d);
-        }
-    } else if (!no_shape) {
-        ShapeOpts so = {NULL, 0};
-        m->si = shape_analyze(m->g, &so, &d);
-        if (!m->si) {
-            fprintf(stderr, "%s: shape analysis: %s\n", path, d.msg);
-            model_free(m);
-            return dcc_exit_code(&d);
-        }
+    if (m->no_shape)
+        return true;
+    ShapeOpts so = {NULL, 0};
+    return (m->si = shape_analyze(m->g, &so, d)) != NULL;
+}
+
+/* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
+ * the error and returns an exit status on failure. */
+static int model_open(Model *m, const char *path, bool no_shape, const char *backend, const CgOpts *co)
+{
+    Diag d = {0};
+    *m = (Model){.path = path, .backend = backend, .no_shape = no_shape, .co = *co};
+    int rc = 0;
+    Graph *g = dcc_load(path, &rc);
+    if (!g)
+        return rc;
+    if (!model_build(m, g, &d)) {
+        bool shapes = strcmp(backend, "cpu") && strcmp(backend, "cuda-emu") && m->inames && m->onames;
+        fprintf(stderr, "%s: %s%s\n", path, shapes ? "shape analysis: " : "", d.msg);
+        model_free(m);
+        return dcc_exit_code(&d);
     }
     return 0;
 }
 
+/* The model imported again without the ties its ONNX dim names made
+ * (doc/onnx.md, "Dim names"), compiled the same way, at the first call;
+ * NULL where there is none. */
+static Model *model_untied(Model *m)
+{
+    if (m->untied_tried)
+        return m->untied;
+    m->untied_tried = true;
+    if (!m->g->tied_dims || !model_is_onnx(m->path))
+        return NULL;
+    Diag d = {0};
+    Model *u = calloc(1, sizeof *u);
+    Graph *g = u ? model_load_untied(m->path, &d) : NULL;
+    if (!g) {
+        free(u);
+        return NULL;
+    }
+    *u = (Model){.path = m->path, .backend = m->backend, .no_shape = m->no_shape, .co = m->co};
+    if (!model_build(u, g, &d)) {
+        model_free(u);
+        free(u);
+        return NULL;
+    }
+    if (m->co.verbose)
+        fprintf(stderr, "dcc: the inputs break a tie of the model's dim names; running it as imported "
+                        "without the ties\n");
+    return m->untied = u;
+}
+
 /* Runs the compiled model: the host program's input checks, then the
- * backend. outputs has g->noutputs entries. */
+ * backend. outputs has g->noutputs entries. Inputs that break a tie of
+ * the model's dim names run on the untied model (whose error, where it
+ * refuses them too, is the one the computation itself makes). */
 static bool model_exec(Model *m, const Tensor *in, int nin, Tensor *out, Diag *d)
 {
+    bool ok;
     if (m->exec)
-        return exec_run(m->exec, in, nin, out, m->g->noutputs, d);
-    if (m->si && !shape_check_inputs(m->si, in, nin, d))
-        return false;
-    return interp_run(m->g, in, nin, out, m->g->noutputs, d);
+        ok = exec_run(m->exec, in, nin, out, m->g->noutputs, d);
+    else
+        ok = (!m->si || shape_check_inputs(m->si, in, nin, d)) && interp_run(m->g, in, nin, out, m->g->noutputs, d);
+    Model *u = !ok && d->kind == DIAG_SHAPE ? model_untied(m) : NULL;
+    if (!u)
+        return ok;
+    *d = (Diag){0};
+    return model_exec(u, in, nin, out, d);
 }
 
 static void print_shape(FILE *f, const int64_t *shape, int rank)
@@ -665,7 +715,7 @@ static int check_or_bench(int argc, char **argv, bool bench)
     char *model = path_join(dir, "model.onnx");
     Model m;
     double t0 = now();
-    rc = model ? model_load(&m, model, no_shape, backend, &co) : EXIT_SYSTEM;
+    rc = model ? model_open(&m, model, no_shape, backend, &co) : EXIT_SYSTEM;
     if (rc == 0 && o.bench)
         printf("%s: compiled once in %.1f ms (backend %s; %d ops, %d kernels)\n", model, 1e3 * (now() - t0), backend,
                m.g->nops, m.exec ? exec_kernel_count(m.exec) : 0);
@@ -772,7 +822,7 @@ int dcc_run(int argc, char **argv)
 
     Model m;
     CgOpts co = {.opt_level = 3};
-    if ((rc = model_load(&m, model, no_shape, backend, &co))) {
+    if ((rc = model_open(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;
     }
