@@ -107,7 +107,7 @@ typedef struct Cg {
     int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
-    LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
+    LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
     LLVMValueRef split[64][3]; /* a row kernel and its split variant's two kernels */
     int nsplit;
     int nsplitgroups;          /* kernel launches with a split variant */

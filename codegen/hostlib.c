@@ -464,6 +464,9 @@ static double post_value(DiscPost p, double x)
     case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case DISC_POST_TANH: return tanh(x);
     case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    case DISC_POST_RELU6: return x > 0 ? (x < 6 ? x : 6) : 0;
+    case DISC_POST_HARDSWISH: return x * (x + 3 > 0 ? (x + 3 < 6 ? x + 3 : 6) : 0) / 6;
+    case DISC_POST_SWISH: return x / (1 + exp(-x));
     default: return x;
     }
 }

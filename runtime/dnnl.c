@@ -830,6 +830,9 @@ static dnnl_alg_kind_t post_alg(DiscPost p)
     case DISC_POST_GELU_TANH: return dnnl_eltwise_gelu_tanh;
     case DISC_POST_TANH: return dnnl_eltwise_tanh;
     case DISC_POST_SIGMOID: return dnnl_eltwise_logistic;
+    case DISC_POST_RELU6: return dnnl_eltwise_clip;
+    case DISC_POST_HARDSWISH: return dnnl_eltwise_hardswish;
+    case DISC_POST_SWISH: return dnnl_eltwise_swish;
     default: return dnnl_alg_kind_undef;
     }
 }
@@ -848,8 +851,11 @@ static int make_primitive(Build *b, const void *desc)
         (s = dnnl_post_ops_create(&po)) != dnnl_success)
         goto out;
     step = "post-ops";
+    /* clip's alpha and beta are its bounds; swish's alpha scales x in the
+     * sigmoid; hardswish (oneDNN 2.x) takes none */
+    float alpha = b->post == DISC_POST_SWISH ? 1.0f : 0.0f, beta = b->post == DISC_POST_RELU6 ? 6.0f : 0.0f;
     if (b->post != DISC_POST_NONE &&
-        (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(b->post), 0.0f, 0.0f)) != dnnl_success)
+        (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(b->post), alpha, beta)) != dnnl_success)
         goto out;
     if (b->residual) {
         e->res_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(dnnl_post_ops_len(po)) | DNNL_ARG_SRC_1;
@@ -1134,6 +1140,9 @@ static float apply_post(DiscPost p, float x)
     case DISC_POST_GELU_TANH: return 0.5f * x * (1 + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
     case DISC_POST_TANH: return tanhf(x);
     case DISC_POST_SIGMOID: return 1 / (1 + expf(-x));
+    case DISC_POST_RELU6: return x > 0 ? (x < 6 ? x : 6) : 0;
+    case DISC_POST_HARDSWISH: return x * (x + 3 > 0 ? (x + 3 < 6 ? x + 3 : 6) : 0) / 6;
+    case DISC_POST_SWISH: return x / (1 + expf(-x));
     default: return x;
     }
 }

@@ -155,6 +155,9 @@ typedef enum DiscPost {
     DISC_POST_GELU_TANH, /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
     DISC_POST_TANH,
     DISC_POST_SIGMOID,   /* 1 / (1 + exp(-x)) */
+    DISC_POST_RELU6,     /* min(max(x, 0), 6) (MobileNet's clip) */
+    DISC_POST_HARDSWISH, /* x min(max(x + 3, 0), 6) / 6 */
+    DISC_POST_SWISH,     /* x / (1 + exp(-x)) (SiLU) */
     DISC_POST_COUNT
 } DiscPost;
 

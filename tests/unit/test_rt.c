@@ -176,6 +176,9 @@ static double post_ref(DiscPost p, double x)
     case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case DISC_POST_TANH: return tanh(x);
     case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    case DISC_POST_RELU6: return fmin(fmax(x, 0), 6);
+    case DISC_POST_HARDSWISH: return x * fmin(fmax(x + 3, 0), 6) / 6;
+    case DISC_POST_SWISH: return x / (1 + exp(-x));
     default: return x;
     }
 }
@@ -273,6 +276,10 @@ static void test_matmul(void)
         {.name = "gelu tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_GELU_TANH},
         {.name = "tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_TANH},
         {.name = "sigmoid", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_SIGMOID},
+        /* k = 96: sums beyond -3 and 6, where relu6 and hardswish bend */
+        {.name = "relu6", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_RELU6},
+        {.name = "hardswish", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_HARDSWISH},
+        {.name = "swish", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_SWISH},
         {.name = "residual", .batch = 1, .m = 10, .n = 13, .k = 8, .residual = 1},
         {.name = "bias gelu residual batched", .batch = 2, .m = 10, .n = 13, .k = 8, .bias = 1,
          .post = DISC_POST_GELU_ERF, .residual = 1},
@@ -505,6 +512,13 @@ static void test_conv(void)
          .stride = {1, 1}, .lo = {1, 1}, .hi = {1, 1}, .bias = 1, .residual = 1, .post = DISC_POST_RELU},
         {.name = "2-D bias sigmoid", .nsp = 2, .n = 1, .c = 3, .o = 4, .groups = 1, .in = {7, 9}, .k = {3, 3},
          .bias = 1, .post = DISC_POST_SIGMOID},
+        /* c = 48: sums beyond -3 and 6, where relu6 and hardswish bend */
+        {.name = "2-D relu6", .nsp = 2, .n = 1, .c = 48, .o = 8, .groups = 1, .in = {5, 6}, .k = {3, 3},
+         .bias = 1, .post = DISC_POST_RELU6},
+        {.name = "2-D depthwise hardswish", .nsp = 2, .n = 2, .c = 16, .o = 16, .groups = 16, .in = {9, 7},
+         .k = {5, 5}, .bias = 1, .post = DISC_POST_HARDSWISH},
+        {.name = "2-D 1x1 swish residual", .nsp = 2, .n = 2, .c = 48, .o = 16, .groups = 1, .in = {5, 5},
+         .k = {1, 1}, .residual = 1, .post = DISC_POST_SWISH},
         {.name = "1-D", .nsp = 1, .n = 2, .c = 3, .o = 5, .groups = 1, .in = {20}, .k = {4}, .stride = {3},
          .dil = {2}, .lo = {1}, .hi = {2}},
         {.name = "3-D", .nsp = 3, .n = 1, .c = 2, .o = 3, .groups = 1, .in = {5, 6, 4}, .k = {2, 3, 2},
