@@ -131,7 +131,8 @@ typedef struct Entry {
     dnnl_memory_desc_t src_plain;
     dnnl_primitive_t back;     /* a conv's md[MD_DST] to dst_plain, or NULL */
     dnnl_memory_desc_t dst_plain;
-    dnnl_primitive_t res_cvt;  /* dst_plain (the residual) to md[MD_RES], or NULL */
+    dnnl_primitive_t res_cvt;  /* res_plain (the residual) to md[MD_RES], or NULL */
+    dnnl_memory_desc_t res_plain;
     const char *how;           /* "oneDNN <implementation> (<ISA>)", interned */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
@@ -520,7 +521,8 @@ static uint64_t key_hash(const int64_t *k)
     return h;
 }
 
-static void entry_destroy(Entry *e)
+/* e as calloc left it but for its key, hash and references. */
+static void entry_reset(Entry *e)
 {
     if (e->prim)
         dnnl_primitive_destroy(e->prim);
@@ -530,6 +532,16 @@ static void entry_destroy(Entry *e)
         dnnl_primitive_destroy(e->back);
     if (e->res_cvt)
         dnnl_primitive_destroy(e->res_cvt);
+    Entry keep = *e;
+    memset(e, 0, sizeof *e);
+    memcpy(e->key, keep.key, sizeof e->key);
+    e->hash = keep.hash;
+    e->refs = keep.refs;
+}
+
+static void entry_destroy(Entry *e)
+{
+    entry_reset(e);
     free(e);
 }
 
@@ -753,6 +765,24 @@ static int md_dense(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_dat
     return md_strided(b, role, nd, dims, dt, st);
 }
 
+/* dims [n][c][spatial...] dense, or stored channels-last ([n][spatial...][c],
+ * oneDNN's nwc / nhwc / ndhwc) when nhwc. */
+static int md_image(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_data_type_t dt, int nhwc)
+{
+    dnnl_dims_t st;
+    dense(nd, dims, st);
+    if (nhwc) {
+        int64_t s = dims[1] > 0 ? dims[1] : 1;
+        st[1] = 1;
+        for (int i = nd - 1; i >= 2; i--) {
+            st[i] = s;
+            s *= dims[i] > 0 ? dims[i] : 1;
+        }
+        st[0] = s;
+    }
+    return md_strided(b, role, nd, dims, dt, st);
+}
+
 /* Constant weights: keep the plain layout in wei_plain and leave the
  * weights' layout to oneDNN (make_primitive reads its choice back). */
 static int md_weights_any(Build *b)
@@ -776,6 +806,13 @@ static int md_any(Build *b, int role, dnnl_memory_desc_t *plain)
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[role], plain->ndims, plain->dims, plain->data_type,
                                                    dnnl_format_tag_any);
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "layout descriptor", s);
+}
+
+/* Role keeps the layout it has (layout_read then finds nothing to do). */
+static int keep(Build *b, int role, dnnl_memory_desc_t *plain)
+{
+    *plain = b->e->md[role];
+    return 0;
 }
 
 /* Whether layout md puts every element where plain (dense, unblocked)
@@ -818,7 +855,7 @@ static dnnl_status_t layouts_read(Entry *e, const_dnnl_primitive_desc_t pd)
         s = layout_read(e, MD_DST, dst, &e->dst_plain, 1, &e->back);
     if (s == dnnl_success && e->has[MD_RES])
         s = layout_read(e, MD_RES, dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg),
-                        &e->dst_plain, 0, &e->res_cvt);
+                        &e->res_plain, 0, &e->res_cvt);
     return s;
 }
 
@@ -1081,7 +1118,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     if (e->cvt && !(bind[MD_SRC] = reorder_in(rt, b->what, e->cvt, &e->src_plain, ptr[MD_SRC], &e->md[MD_SRC],
                                               nthr)))
         goto out;
-    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->dst_plain, ptr[MD_RES],
+    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->res_plain, ptr[MD_RES],
                                                   &e->md[MD_RES], nthr)))
         goto out;
     if (e->back && !(bind[MD_DST] = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_DST]))))
@@ -1558,9 +1595,8 @@ typedef struct Cv {
     int64_t hi[3];             /* the high padding oneDNN is given */
 } Cv;
 
-static int make_conv(Build *b, const void *ctx)
+static int conv_build(Build *b, const Cv *cv, int keep_nhwc)
 {
-    const Cv *cv = ctx;
     const DiscConv *d = cv->d;
     dnnl_data_type_t dt = dt_of(d->dtype);
     int nsp = d->nsp, nd = 2 + nsp;
@@ -1591,13 +1627,18 @@ static int make_conv(Build *b, const void *ctx)
         if (gx)
             ws[0] = cg * og * K;
     }
-    if (md_dense(b, MD_SRC, nd, xd, dt) || md_strided(b, MD_WEI, wnd, wd, dt, ws) || md_weights_any(b) ||
-        md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
-        (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
+    int lay = d->layout;
+    if (md_image(b, MD_SRC, nd, xd, dt, lay & DISC_NHWC_SRC) || md_strided(b, MD_WEI, wnd, wd, dt, ws) ||
+        md_weights_any(b) || md_image(b, MD_DST, nd, yd, dt, lay & DISC_NHWC_DST) ||
+        (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
+        (d->residual && md_image(b, MD_RES, nd, yd, dt, lay & DISC_NHWC_RES)))
         return -1;
-    dnnl_memory_desc_t res_plain;
-    if (b->any && (md_any(b, MD_SRC, &b->e->src_plain) || md_any(b, MD_DST, &b->e->dst_plain) ||
-                   (d->residual && md_any(b, MD_RES, &res_plain))))
+    if (!keep_nhwc)
+        lay = 0;
+    if (b->any && ((lay & DISC_NHWC_SRC ? keep(b, MD_SRC, &b->e->src_plain) : md_any(b, MD_SRC, &b->e->src_plain)) ||
+                   (lay & DISC_NHWC_DST ? keep(b, MD_DST, &b->e->dst_plain) : md_any(b, MD_DST, &b->e->dst_plain)) ||
+                   (d->residual && (lay & DISC_NHWC_RES ? keep(b, MD_RES, &b->e->res_plain)
+                                                         : md_any(b, MD_RES, &b->e->res_plain)))))
         return -1;
     const dnnl_memory_desc_t *bias = d->bias ? &b->e->md[MD_BIAS] : NULL;
     dnnl_status_t s;
@@ -1617,6 +1658,24 @@ static int make_conv(Build *b, const void *ctx)
             return make_primitive(b, &desc);
     }
     return dnnl_failed(b->rt, b->what, "convolution descriptor", s);
+}
+
+/* A convolution whose input and result are both channels-last runs on
+ * them as they are, rather than in layouts of oneDNN's choice (blocked,
+ * for some 1x1 convolutions on AVX-512: a reorder in and one out at every
+ * call). Where oneDNN has only its reference code for that (an operand of
+ * another layout, this ISA), the layouts are left to it after all. */
+static int make_conv(Build *b, const void *ctx)
+{
+    const Cv *cv = ctx;
+    int lay = cv->d->layout;
+    if (!(lay & DISC_NHWC_SRC) || !(lay & DISC_NHWC_DST))
+        return conv_build(b, cv, 0);
+    int rc = conv_build(b, cv, 1);
+    if (rc != 0 || !strstr(b->e->how, " ref"))
+        return rc;
+    entry_reset(b->e);
+    return conv_build(b, cv, 0);
 }
 
 /* Checks the window parameters of axis i; the dense window extent, or -1. */
@@ -1694,8 +1753,8 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         disc_rt_fail(rt, "%s: a NULL operand", what);
         return -1;
     }
-    int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose, d->bias != NULL,
-                            d->post, d->residual != NULL};
+    int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
+                            d->bias != NULL, d->post, d->residual != NULL};
     int64_t *k = key + 11;
     for (int i = 0; i < d->nsp; i++) {
         *k++ = d->in[i];
@@ -1733,7 +1792,8 @@ static int make_pool(Build *b, const void *ctx)
         lo[i] = d->pad_lo[i];
         hi[i] = d->pad_hi[i];
     }
-    if (md_dense(b, MD_SRC, nd, xd, dt) || md_dense(b, MD_DST, nd, yd, dt))
+    if (md_image(b, MD_SRC, nd, xd, dt, d->layout & DISC_NHWC_SRC) ||
+        md_image(b, MD_DST, nd, yd, dt, d->layout & DISC_NHWC_DST))
         return -1;
     dnnl_alg_kind_t alg = d->max         ? dnnl_pooling_max
                           : d->count_pad ? dnnl_pooling_avg_include_padding
@@ -1790,7 +1850,7 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
         disc_rt_fail(rt, "%s: a NULL operand", what);
         return -1;
     }
-    int64_t key[KEY_LEN] = {3, d->dtype, d->nsp, d->max, d->n, d->c, d->count_pad};
+    int64_t key[KEY_LEN] = {3, d->dtype, d->nsp, d->max, d->n, d->c, d->count_pad + 2 * d->layout};
     int64_t *k = key + 7;
     for (int i = 0; i < d->nsp; i++) {
         *k++ = d->in[i];
