@@ -157,6 +157,7 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_CV_POST] = dim_const(cx, DISC_POST_NONE);
     f[DISC_CV_WEIGHTS_CONST] = dim_const(cx, is_const_weights(op, 1));
     f[DISC_CV_LAYOUT] = dim_const(cx, 0); /* emit_call sets channels-last operands */
+    f[DISC_CV_POST_RES] = dim_const(cx, DISC_POST_NONE);
     for (int i = 0; i < 3; i++) {
         f[DISC_CV_K + i] = i < nsp ? wt->dims[2 + i] : dim_const(cx, 1);
         f[DISC_CV_OUT + i] = i < nsp ? yt->dims[2 + i] : dim_const(cx, 1);
@@ -193,8 +194,9 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
 typedef struct Fused {
     Value *bias, *residual; /* NULL: none */
     DiscPost post;
+    DiscPost post_res;      /* a convolution's activation after the residual */
     Value *result;          /* the last value of the chain */
-    Op *ops[20];            /* the chain's ops */
+    Op *ops[40];            /* the chain's ops: 1 + 16 + 1 + 16 at most (activation takes 16) */
     int nops;
 } Fused;
 
@@ -245,6 +247,8 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
     if (fz && fz->post != DISC_POST_NONE)
         LLVMBuildStore(B, cg_i64(cg, fz->post),
                        host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
+    if (fz && fz->post_res != DISC_POST_NONE)
+        LLVMBuildStore(B, cg_i64(cg, fz->post_res), host_gep(cg, cg->t_i64, fields, DISC_CV_POST_RES));
     int layout = nhwc_bits(h, op, c, fz);
     if (layout)
         LLVMBuildStore(B, cg_i64(cg, layout),
@@ -588,6 +592,13 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
             fz->residual = r;
             fz->ops[fz->nops++] = s;
             x = s->out[0];
+            Fused after = {0};
+            if (op->kind == OP_CONV && (act = activation(h, grp, first, nuse, x, &after))) {
+                fz->post_res = after.post;
+                for (int i = 0; i < after.nops; i++)
+                    fz->ops[fz->nops++] = after.ops[i];
+                x = act;
+            }
         }
     }
     fz->result = x;

@@ -678,6 +678,11 @@ void disc_rt_lib_shutdown(void)
 
 /* ---- making and running primitives --------------------------------------- */
 
+/* Appends activation p (if any) to po. Clip's alpha and beta are its
+ * bounds; swish's alpha scales x in the sigmoid; hardswish (oneDNN 2.x)
+ * takes none. */
+static dnnl_status_t append_post(dnnl_post_ops_t po, DiscPost p);
+
 /* What one call builds: op descriptor inputs and the post-ops. */
 typedef struct Build {
     DiscRt *rt;
@@ -685,6 +690,7 @@ typedef struct Build {
     Entry *e;                  /* md[] and has[] to fill */
     DiscPost post;
     int residual;
+    DiscPost post_res;         /* after the residual (convolutions) */
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
     int any;                   /* src, dst, residual in format any (convolution layouts) */
@@ -874,6 +880,14 @@ static dnnl_alg_kind_t post_alg(DiscPost p)
     }
 }
 
+_Static_assert(DISC_POST_COUNT <= 16, "a convolution's key holds post + 16 * post_res");
+
+static dnnl_status_t append_post(dnnl_post_ops_t po, DiscPost p)
+{
+    float alpha = p == DISC_POST_SWISH ? 1.0f : 0.0f, beta = p == DISC_POST_RELU6 ? 6.0f : 0.0f;
+    return p == DISC_POST_NONE ? dnnl_success : dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(p), alpha, beta);
+}
+
 /* The primitive for op descriptor `desc`, with post-ops, user scratchpad. */
 static int make_primitive(Build *b, const void *desc)
 {
@@ -888,18 +902,15 @@ static int make_primitive(Build *b, const void *desc)
         (s = dnnl_post_ops_create(&po)) != dnnl_success)
         goto out;
     step = "post-ops";
-    /* clip's alpha and beta are its bounds; swish's alpha scales x in the
-     * sigmoid; hardswish (oneDNN 2.x) takes none */
-    float alpha = b->post == DISC_POST_SWISH ? 1.0f : 0.0f, beta = b->post == DISC_POST_RELU6 ? 6.0f : 0.0f;
-    if (b->post != DISC_POST_NONE &&
-        (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(b->post), alpha, beta)) != dnnl_success)
+    if ((s = append_post(po, b->post)) != dnnl_success)
         goto out;
     if (b->residual) {
         e->res_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(dnnl_post_ops_len(po)) | DNNL_ARG_SRC_1;
         if ((s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &e->md[MD_RES])) != dnnl_success)
             goto out;
     }
-    if ((s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
+    if ((s = append_post(po, b->post_res)) != dnnl_success ||
+        (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
         goto out;
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
@@ -1704,7 +1715,7 @@ static int64_t window_count(int64_t span, int64_t stride)
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
 {
     const char *what = d->transpose ? "conv_transpose" : "conv";
-    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post))
+    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post) || check_post(rt, what, d->post_res))
         return -1;
     if (d->nsp < 1 || d->nsp > 3) {
         disc_rt_fail(rt, "%s: %d spatial dims; 1 to 3 are supported", what, d->nsp);
@@ -1754,7 +1765,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         return -1;
     }
     int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
-                            d->bias != NULL, d->post, d->residual != NULL};
+                            d->bias != NULL, d->post + 16 * d->post_res, d->residual != NULL};
     int64_t *k = key + 11;
     for (int i = 0; i < d->nsp; i++) {
         *k++ = d->in[i];
@@ -1768,7 +1779,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
     double wnum = (double)d->o * (double)(d->c / d->groups);
     for (int i = 0; i < d->nsp; i++)
         wnum *= (double)d->k[i];
-    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL, .post_res = d->post_res,
                 .any = 1, .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};

@@ -236,6 +236,7 @@ typedef struct DiscConv {
     const void *residual;           /* NULL or shaped like y, added after post */
     int weights_const;              /* 1: w is constant weights (see above), packed once */
     int layout;                     /* DISC_NHWC_* bits: x, y, the residual channels-last */
+    DiscPost post_res;              /* activation after the residual (ResNet's relu(conv + x)) */
 } DiscConv;
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y);
 
@@ -273,7 +274,7 @@ enum { /* disc_rt_call_conv: DiscConv */
     DISC_CV_IN, DISC_CV_K = DISC_CV_IN + 3, DISC_CV_OUT = DISC_CV_K + 3, DISC_CV_STRIDE = DISC_CV_OUT + 3,
     DISC_CV_DILATION = DISC_CV_STRIDE + 3, DISC_CV_PAD_LO = DISC_CV_DILATION + 3,
     DISC_CV_PAD_HI = DISC_CV_PAD_LO + 3, DISC_CV_TRANSPOSE = DISC_CV_PAD_HI + 3, DISC_CV_POST,
-    DISC_CV_WEIGHTS_CONST, DISC_CV_LAYOUT, DISC_CV_NFIELDS
+    DISC_CV_WEIGHTS_CONST, DISC_CV_LAYOUT, DISC_CV_POST_RES, DISC_CV_NFIELDS
 };
 enum { /* disc_rt_call_pool: DiscPool */
     DISC_PL_DTYPE, DISC_PL_NSP, DISC_PL_MAX, DISC_PL_N, DISC_PL_C,

@@ -85,7 +85,7 @@ int32_t disc_rt_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const v
 int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                           const void *residual, void *y)
 {
-    if (bad_post(rt, f[DISC_CV_POST]))
+    if (bad_post(rt, f[DISC_CV_POST]) || bad_post(rt, f[DISC_CV_POST_RES]))
         return -1;
     DiscConv c = {
         .dtype = (int)f[DISC_CV_DTYPE],
@@ -100,6 +100,7 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
         .residual = residual,
         .weights_const = (int)f[DISC_CV_WEIGHTS_CONST],
         .layout = (int)f[DISC_CV_LAYOUT],
+        .post_res = (DiscPost)f[DISC_CV_POST_RES],
     };
     memcpy(c.in, f + DISC_CV_IN, sizeof c.in);
     memcpy(c.k, f + DISC_CV_K, sizeof c.k);
