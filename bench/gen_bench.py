@@ -16,8 +16,9 @@ disc for.
   gpt_small     4 layers, hidden 256, 4 heads, vocab 8000
   llama_block   2 LLaMA layers: RMSNorm, rotary embeddings, SwiGLU
                 (hidden 512, 8 heads, FFN 1376), causal
-  encdec        torch.nn.Transformer, 3 + 3 layers, d_model 256, 8 heads,
-                token embeddings for source and target, causal target
+  encdec        a post-norm transformer encoder-decoder as nn.Transformer
+                lays it out, 3 + 3 layers, d_model 256, 8 heads, token
+                embeddings for source and target, causal target
   recommender   DIN-style attention pooling over a behaviour sequence,
                 100k items x 64 (tests/models/gen_torch.py's class)
   resnet50, mobilenet_v2, mobilenet_v3_small, efficientnet_b0
@@ -106,17 +107,62 @@ class LlamaBlock(nn.Module):
         return self.norm(x)
 
 
+class Attention(nn.Module):
+    """Multi-head attention of x over mem; written out (nn.MultiheadAttention's
+    export keeps the example's lengths in its reshapes)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x, mem, causal=False):
+        b, s, t = x.size(0), x.size(1), mem.size(1)
+        q = self.q(x).view(b, s, self.h, self.dh).transpose(1, 2)
+        k = self.k(mem).view(b, t, self.h, self.dh).transpose(1, 2)
+        v = self.v(mem).view(b, t, self.h, self.dh).transpose(1, 2)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+        if causal:
+            att = att.masked_fill(torch.triu(torch.ones(s, t, dtype=torch.bool), diagonal=1), float("-inf"))
+        y = torch.matmul(torch.softmax(att, dim=-1), v).transpose(1, 2).reshape(b, s, -1)
+        return self.o(y)
+
+
+class EncDecLayer(nn.Module):
+    def __init__(self, d, heads, cross):
+        super().__init__()
+        self.self_attn = Attention(d, heads)
+        self.cross = Attention(d, heads) if cross else None
+        self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(3 if cross else 2))
+
+    def forward(self, x, mem=None):
+        x = self.norms[0](x + self.self_attn(x, x, causal=mem is not None))
+        if self.cross is not None:
+            x = self.norms[1](x + self.cross(x, mem))
+        return self.norms[-1](x + self.ff(x))
+
+
 class EncDec(nn.Module):
+    """A post-norm transformer encoder-decoder (nn.Transformer's layout):
+    source and target lengths independent, causal self-attention in the
+    decoder, cross-attention to the encoder's output."""
+
     def __init__(self, vocab=8000, d=256, heads=8, layers=3):
         super().__init__()
         self.src, self.tgt = nn.Embedding(vocab, d), nn.Embedding(vocab, d)
-        self.t = nn.Transformer(d, heads, layers, layers, dim_feedforward=4 * d, dropout=0.0, batch_first=True)
+        self.enc = nn.ModuleList(EncDecLayer(d, heads, False) for _ in range(layers))
+        self.dec = nn.ModuleList(EncDecLayer(d, heads, True) for _ in range(layers))
         self.head = nn.Linear(d, vocab)
 
     def forward(self, src_ids, tgt_ids):
-        s = tgt_ids.size(1)
-        causal = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
-        return self.head(self.t(self.src(src_ids), self.tgt(tgt_ids), tgt_mask=causal))
+        mem = self.src(src_ids)
+        for layer in self.enc:
+            mem = layer(mem)
+        x = self.tgt(tgt_ids)
+        for layer in self.dec:
+            x = layer(x, mem)
+        return self.head(x)
 
 
 SEQ = {0: "batch", 1: "seq"}

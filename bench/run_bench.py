@@ -242,7 +242,10 @@ def main():
     for name, path, shapes in models:
         if want and name not in want:
             continue
-        geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, args.rounds, rows)
+        try:
+            geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, args.rounds, rows)
+        except Exception as e:  # noqa: BLE001 (a model ONNX Runtime cannot run: say so, go on)
+            print(f"{name}: not measured: {type(e).__name__}: {str(e).splitlines()[0][:300]}\n", flush=True)
     print("geometric mean of ORT/disc per model (above 1: disc faster):")
     for k, v in geos.items():
         print(f"  {k:14s} {v:.2f}")
