@@ -1712,8 +1712,31 @@ static int64_t window_count(int64_t span, int64_t stride)
     return (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
 }
 
-int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
+/* A 2-D convolution over H x 1 images with an H x 1 window (a 1-D
+ * convolution as exporters write it) turned to 1 x H: the same memory in
+ * every layout (an axis of extent 1 moves nothing), and oneDNN's kernels
+ * block the output's width, not its height. magika's [7, 256, 512, 1]
+ * conv (kernel 5x1, 512 outputs) ran at 14 GFLOP/s so on AVX-512 (brgconv,
+ * one thread, bench/NOTES.md). */
+static const DiscConv *conv_turned(const DiscConv *d, DiscConv *t)
 {
+    if (d->nsp != 2 || d->in[1] != 1 || d->k[1] != 1 || d->out[1] != 1 || d->in[0] == 1 || d->pad_lo[1] ||
+        d->pad_hi[1])
+        return d;
+    *t = *d;
+    int64_t *ax[] = {t->in, t->k, t->out, t->stride, t->dilation, t->pad_lo, t->pad_hi};
+    for (size_t i = 0; i < sizeof ax / sizeof ax[0]; i++) {
+        int64_t v = ax[i][0];
+        ax[i][0] = ax[i][1];
+        ax[i][1] = v;
+    }
+    return t;
+}
+
+int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, void *y)
+{
+    DiscConv turned;
+    const DiscConv *d = conv_turned(d0, &turned);
     const char *what = d->transpose ? "conv_transpose" : "conv";
     if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post) || check_post(rt, what, d->post_res))
         return -1;
