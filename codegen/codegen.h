@@ -113,9 +113,10 @@ typedef struct Cg {
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
     int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
+    int nnhwc;                 /* values kept channels-last between them (hostlib.c) */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
-    LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
+    LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
     LLVMValueRef split[64][3]; /* a row kernel and its split variant's two kernels */
     int nsplit;
     int nsplitgroups;          /* kernel launches with a split variant */
@@ -295,7 +296,7 @@ struct CgModule {
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
-    int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
+    int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit, nnhwc;
     double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
 };
