@@ -40,8 +40,10 @@ void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *t)
         for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
             if (LLVMCountBasicBlocks(f)) {
                 LLVMAddTargetDependentFunctionAttr(f, "target-cpu", t->name);
-                if (*t->features)
-                    LLVMAddTargetDependentFunctionAttr(f, "target-features", t->features);
+                /* even when empty: a function without the attribute takes the
+                 * target machine's features, which are this machine's where
+                 * the JIT compiles (objects.c), so x86-64 code got AVX-512 */
+                LLVMAddTargetDependentFunctionAttr(f, "target-features", t->features);
                 /* the kernels' vectors are sized for the target (skinny.c):
                  * keep them whole on CPUs tuned to prefer narrower ones */
                 LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", width);

@@ -147,6 +147,12 @@ static bool keep_weights(Graph *g)
 
 /* ---- compiling ----------------------------------------------------------- */
 
+/* Half-precision conversions, which LLVM leaves to these library calls
+ * where the CPU has no F16C (kernels for x86-64 or SSE machines): the
+ * interpreter's, exact from f32 and rounding to nearest even into f16. */
+static uint16_t f32_to_f16(float f) { return interp_f16_from_double(f); }
+static float f16_to_f32(uint16_t h) { return (float)interp_f16_to_double(h); }
+
 static bool define_runtime(Exec *e, Diag *d)
 {
     static const struct {
@@ -162,6 +168,8 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_call_conv", (void *)disc_rt_call_conv},
         {"disc_rt_call_pool", (void *)disc_rt_call_pool},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
+        {"__gnu_f2h_ieee", (void *)f32_to_f16},
+        {"__gnu_h2f_ieee", (void *)f16_to_f32},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
     LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0] + 2];
