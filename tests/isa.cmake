@@ -17,3 +17,12 @@ if(DISC_HOST_ISA STREQUAL "avx512f")
   set_tests_properties(isa/target/avx512 PROPERTIES LABELS isa
                        PASS_REGULAR_EXPRESSION "kernels for CPU x86-64-v4 \\(avx512f, 512-bit vectors, 32 registers\\)")
 endif()
+# The machine code itself (tests/isa_code.py: the JIT's cached objects
+# disassembled): kernels for x86-64 use no ymm or zmm register, kernels
+# for x86-64-v3 no zmm, whatever this machine has
+set(bert ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder)
+add_test(NAME isa/code/x86-64 COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/isa_code.py
+         $<TARGET_FILE:dcc> ${bert} x86-64 xmm ${CMAKE_BINARY_DIR}/isa-code-x86-64)
+add_test(NAME isa/code/x86-64-v3 COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/isa_code.py
+         $<TARGET_FILE:dcc> ${bert} x86-64-v3 ymm ${CMAKE_BINARY_DIR}/isa-code-x86-64-v3)
+set_tests_properties(isa/code/x86-64 isa/code/x86-64-v3 PROPERTIES LABELS isa)
