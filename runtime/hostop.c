@@ -31,7 +31,7 @@ static void view(Tensor *t, const Value *v, void *data, const int64_t *shape)
 int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
                        int64_t (*out_shapes)[MAX_RANK])
 {
-    enum { MAXOUT = 4 };
+    enum { MAXOUT = MAX_RESULTS };
     if (op->nout > MAXOUT) {
         disc_rt_fail(rt, "%s: more than %d results", op_info(op->kind)->name, MAXOUT);
         return -1;
