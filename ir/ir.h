@@ -614,6 +614,8 @@ size_t tensor_numel(const Tensor *t);
 typedef struct PrintOpts {
     int inline_max;   /* constants with more elements print as hex (or elided) */
     bool elide;       /* elide large constants instead of printing hex */
+    bool full_regions; /* ... but not those inside regions (the AOT object's
+                          text, from which its loop and if run) */
 } PrintOpts;
 
 void graph_print(FILE *f, const Graph *g, const PrintOpts *o);

@@ -35,6 +35,7 @@ typedef struct Printer {
     FILE *f;
     int inline_max; /* from PrintOpts; < 0: no limit */
     bool elide;
+    bool full_regions;
     Arena tmp;
     const Value **vkeys; /* value -> printed name ("%x", "%\"a/b\"", "%3") */
     const char **vnames;
@@ -570,7 +571,8 @@ static void print_op(Printer *pr, const Op *op)
     if (op->kind == OP_CONST)
         print_const(pr, op);
     for (int r = 0; r < op->nregions; r++) {
-        PrintOpts o = {.inline_max = pr->inline_max, .elide = pr->elide};
+        PrintOpts o = {.inline_max = pr->inline_max, .elide = pr->elide && !pr->full_regions,
+                       .full_regions = pr->full_regions};
         char *in = arena_printf(&pr->tmp, "%s    ", pr->indent);
         fputs(" region {\n", f);
         print_graph(f, op->regions[r], &o, in ? in : "    ");
@@ -593,6 +595,7 @@ static void print_graph(FILE *f, const Graph *g, const PrintOpts *o, const char 
     if (o) {
         pr.inline_max = o->inline_max;
         pr.elide = o->elide;
+        pr.full_regions = o->full_regions;
     }
     arena_init(&pr.tmp);
     if (!name_values(&pr, g))

@@ -661,8 +661,23 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
     free(m.table);
     return ok;
 }
+static bool run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                   Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx);
+
 bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
                    Tensor *out, Diag *d)
+{
+    return run_op(g, op, symval, nsyms, in, out, d, NULL, NULL);
+}
+
+bool interp_run_op_regions(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                           Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx)
+{
+    return run_op(g, op, symval, nsyms, in, out, d, region, region_ctx);
+}
+
+static bool run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                   Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx)
 {
     InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
     if (!fn)
@@ -676,7 +691,7 @@ bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, con
             from[i] = -1;
         }
         Interp ip = {.g = g, .d = d, .op = op, .symval = (int64_t *)symval, .symset = set,
-                     .symfrom = from, .nsyms = nsyms};
+                     .symfrom = from, .nsyms = nsyms, .region = region, .region_ctx = region_ctx};
         ip.env = (DimEnv){symval, set, nsyms};
         ok = fn(&ip, op, in, out);
         graph_value_names_free(g, ip.names);

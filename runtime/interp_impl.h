@@ -33,6 +33,8 @@ typedef struct Interp {
     int nsyms;
     DimEnv env;
     char **names;     /* the printer's value names, made on the first error */
+    InterpRegionFn *region; /* how loop and if run regions; NULL: interp_run */
+    void *region_ctx;
 } Interp;
 
 typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
@@ -99,5 +101,6 @@ InterpFn interp_reduce, interp_dyn_reduce, interp_arg, interp_cumsum, interp_top
 InterpFn interp_dot, interp_conv, interp_conv_transpose, interp_pool;
 InterpFn interp_dim, interp_shape_of, interp_shape_const, interp_const;
 InterpFn interp_loop, interp_if;
+
 
 #endif

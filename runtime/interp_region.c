@@ -101,11 +101,15 @@ static bool stack_result(Interp *ip, const Op *op, int r, const Type *body_t, St
     return true;
 }
 
-/* Runs region r on inputs; a failure inside it is reported as the op's. */
-static bool run_region(Interp *ip, Graph *r, const Tensor *in, int nin, Tensor *out, int nout, const char *where)
+/* Runs region r of op on inputs (through the interpreter, or the code a
+ * compiled backend gave, Interp.region); a failure inside it is reported
+ * as the op's. */
+static bool run_region(Interp *ip, const Op *op, int r, const Tensor *in, int nin, Tensor *out, int nout,
+                       const char *where)
 {
     Diag e = {0};
-    if (interp_run(r, in, nin, out, nout, &e))
+    if (ip->region ? ip->region(ip->region_ctx, op, r, in, nin, out, nout, &e)
+                   : interp_run(op->regions[r], in, nin, out, nout, &e))
         return true;
     return interp_failk(ip, e.kind, "%s: %s", where, e.msg);
 }
@@ -143,7 +147,7 @@ bool interp_loop(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
             bin[x] = borrow(in[x]);
         char where[64];
         snprintf(where, sizeof where, "iteration %lld", (long long)i);
-        if (!(ok = run_region(ip, body, bin, nin, bout, nbout, where)))
+        if (!(ok = run_region(ip, op, 0, bin, nin, bout, nbout, where)))
             break;
         cond = tensor_numel(&bout[0]) == 1 && interp_load_i(&bout[0], 0) != 0;
         for (int k = 0; k < nc; k++) {
@@ -191,7 +195,7 @@ bool interp_if(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
         return interp_oom(ip);
     for (int i = 1; i < op->nin; i++)
         bin[i - 1] = borrow(in[i]);
-    bool ok = run_region(ip, r, bin, op->nin - 1, out, op->nout, c ? "then branch" : "else branch");
+    bool ok = run_region(ip, op, c ? 0 : 1, bin, op->nin - 1, out, op->nout, c ? "then branch" : "else branch");
     free(bin);
     return ok;
 }
