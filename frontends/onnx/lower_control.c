@@ -291,13 +291,14 @@ bool onnx_lower_if(Imp *im)
     for (int k = 0; k < then->noutputs && k < els->noutputs; k++) {
         const Type *a = &then->outputs[k]->type, *b = &els->outputs[k]->type;
         if (a->rank != b->rank || a->dtype != b->dtype) {
+            imp_errk(im, DIAG_UNSUPPORTED,
+                     "output %d is %s of rank %d in then_branch but %s of rank %d in else_branch: a dtype or rank "
+                     "that depends on the condition is not supported", k, dtype_name(a->dtype), a->rank,
+                     dtype_name(b->dtype), b->rank);
             graph_free(then);
             graph_free(els);
             free(ops);
-            return imp_errk(im, DIAG_UNSUPPORTED,
-                            "output %d is %s of rank %d in then_branch but %s of rank %d in else_branch: a dtype "
-                            "or rank that depends on the condition is not supported", k, dtype_name(a->dtype), a->rank,
-                            dtype_name(b->dtype), b->rank);
+            return false;
         }
     }
     Graph *regions[2] = {then, els};
