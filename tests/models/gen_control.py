@@ -19,7 +19,8 @@ outputs at several shapes (the layout and writer of gen_small.py).
   loop_decode  h: f32[B, 6], tok: i64[B, 1], m: i64[] -> a greedy-decode
             Loop: h' = tanh(h . W) (W captured from the outer graph), the
             argmax token appended to a growing i64[B, T] (a loop-carried
-            value whose shape changes), the step's h' stacked, stopping
+            value whose shape changes), the step's h', token and h . W
+            stacked (five results), stopping
             early when the token of batch entry 0 is 2 (after 2 of 7 steps
             in the last data set); m = 0, 1, 7
   if_branch  c: bool[], x: f32[N] -> If whose branches give [2N] and
@@ -142,12 +143,14 @@ def loop_decode(rng):
         [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("h_in", F, None),
          vi("toks_in", TensorProto.INT64, None)],
         [vi("cond_out", TensorProto.BOOL, []), vi("h_out", F, None), vi("toks_out", TensorProto.INT64, None),
-         vi("h_out", F, None)])
-    node = helper.make_node("Loop", ["m", "", "h", "tok"], ["hT", "toks", "hs"], body=body, name="decode")
+         vi("h_out", F, None), vi("t", TensorProto.INT64, None), vi("hw", F, None)])
+    node = helper.make_node("Loop", ["m", "", "h", "tok"], ["hT", "toks", "hs", "ts", "hws"], body=body,
+                            name="decode")
     graph = helper.make_graph(
         [node], "loop_decode",
         [vi("h", F, ["B", d]), vi("tok", TensorProto.INT64, ["B", 1]), vi("m", TensorProto.INT64, [])],
-        [vi("hT", F, ["B", d]), vi("toks", TensorProto.INT64, ["B", "T"]), vi("hs", F, ["N", "B", d])],
+        [vi("hT", F, ["B", d]), vi("toks", TensorProto.INT64, ["B", "T"]), vi("hs", F, ["N", "B", d]),
+         vi("ts", TensorProto.INT64, ["N", "B", 1]), vi("hws", F, ["N", "B", d])],
         [init("w", w)])
     sets = []
     for bt, m in [(2, 0), (1, 1), (3, 7)]:
@@ -223,7 +226,8 @@ def loop_reference(model, feeds):
     [0, B, 6], the body's shape with no entries."""
     if feeds["m"] == 0:
         h = feeds["h"]
-        return [h, feeds["tok"], np.zeros((0,) + h.shape, np.float32)]
+        return [h, feeds["tok"], np.zeros((0,) + h.shape, np.float32), np.zeros((0, h.shape[0], 1), np.int64),
+                np.zeros((0,) + h.shape, np.float32)]
     return ort_reference(model, feeds)
 
 
