@@ -13,6 +13,7 @@
 #include "frontends/model.h"
 #include "runtime/interp.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,29 @@ _Static_assert(sizeof(disc_tensor) >= sizeof(Tensor) - sizeof(bool), "tensor lay
 
 struct disc_model {
     Graph *g;       /* as loaded and verified; never compiled itself */
+    char *path;     /* the ONNX file, where g->tied_dims (see disc_run) */
 };
+
+/* Options as disc_compile was given them, owned: what the untied model is
+ * compiled with, later. */
+typedef struct Opts {
+    disc_options o;
+    char *backend, *cpu;
+    char **assume;
+} Opts;
 
 struct disc_compiled {
     Graph *g;       /* a clone of the model's graph, rewritten by compiling */
     ShapeInfo *si;  /* interp */
     Exec *exec;     /* cpu */
+    /* The ONNX file's dim names tied input dims together (g->tied_dims):
+     * inputs that break a tie run on the model imported without ties,
+     * compiled at the first such run (doc/onnx.md, "Dim names"). */
+    char *path;
+    Opts *opts;
+    pthread_mutex_t lock;
+    disc_compiled *untied;
+    bool untied_tried;
 };
 
 static _Thread_local char last_error[DIAG_MAX];
@@ -78,7 +96,7 @@ disc_options disc_default_options(void)
     return o;
 }
 
-static disc_model *load(Graph *g, const Diag *d)
+static disc_model *load(Graph *g, const char *path, const Diag *d)
 {
     disc_model *m = g ? calloc(1, sizeof *m) : NULL;
     if (!m) {
@@ -90,6 +108,11 @@ static disc_model *load(Graph *g, const Diag *d)
         return NULL;
     }
     m->g = g;
+    if (path && g->tied_dims && !(m->path = strdup(path))) {
+        disc_model_free(m);
+        set_error(DISC_ERR_RUNTIME, "error: out of memory");
+        return NULL;
+    }
     return m;
 }
 
@@ -100,7 +123,7 @@ disc_model *disc_load(const char *path)
         return NULL;
     }
     Diag d = {0};
-    return load(model_load(path, &d), &d);
+    return load(model_load(path, &d), path, &d);
 }
 
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
@@ -110,7 +133,7 @@ disc_model *disc_load_ir(const char *text, size_t len, const char *name)
         return NULL;
     }
     Diag d = {0};
-    return load(model_load_text(text, len, name ? name : "<ir>", &d), &d);
+    return load(model_load_text(text, len, name ? name : "<ir>", &d), NULL, &d);
 }
 
 void disc_model_free(disc_model *m)
@@ -118,6 +141,7 @@ void disc_model_free(disc_model *m)
     if (!m)
         return;
     graph_free(m->g);
+    free(m->path);
     free(m);
 }
 
@@ -192,35 +216,70 @@ int disc_model_output_dim(const disc_model *m, int i, int axis, char *buf, size_
     return dim_text(sig(m, i, true), axis, buf, size);
 }
 
-disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
+static void opts_free(Opts *p)
 {
-    disc_options dflt = disc_default_options();
-    if (!o)
-        o = &dflt;
-    if (!m) {
-        set_error(DISC_ERR_ARG, "error: disc_compile: no model");
+    if (!p)
+        return;
+    for (int i = 0; p->assume && i < p->o.nassume; i++)
+        free(p->assume[i]);
+    free(p->assume);
+    free(p->backend);
+    free(p->cpu);
+    free(p);
+}
+
+static char *str_copy(const char *s, bool *ok)
+{
+    char *t = s ? strdup(s) : NULL;
+    *ok &= !s || t;
+    return t;
+}
+
+static Opts *opts_copy(const disc_options *o)
+{
+    Opts *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    bool ok = true;
+    p->o = *o;
+    p->o.backend = p->backend = str_copy(o->backend, &ok);
+    p->o.cpu = p->cpu = str_copy(o->cpu, &ok);
+    if (o->nassume > 0 && (ok &= (p->assume = calloc((size_t)o->nassume, sizeof *p->assume)) != NULL))
+        for (int i = 0; i < o->nassume; i++)
+            p->assume[i] = str_copy(o->assume[i], &ok);
+    p->o.assume = (const char *const *)p->assume;
+    if (!ok) {
+        opts_free(p);
         return NULL;
     }
+    return p;
+}
+
+/* Compiles a clone of g (g itself is the model's, never rewritten). */
+static disc_compiled *compile(Graph *g, const disc_options *o)
+{
     const char *backend = o->backend ? o->backend : "cpu";
     if (strcmp(backend, "cpu") != 0 && strcmp(backend, "interp") != 0) {
         set_error(DISC_ERR_ARG, "error: unknown backend '%s' (backends: cpu, interp)", backend);
         return NULL;
     }
     disc_compiled *c = calloc(1, sizeof *c);
-    if (!c) {
+    if (!c || pthread_mutex_init(&c->lock, NULL)) {
+        free(c);
         set_error(DISC_ERR_RUNTIME, "error: out of memory");
         return NULL;
     }
     Diag d = {0};
-    c->g = graph_clone(m->g, &d);
+    c->g = graph_clone(g, &d);
     if (!c->g) {
         report(&d);
-        free(c);
+        disc_compiled_free(c);
         return NULL;
     }
     ShapeOpts so = {o->assume, o->nassume};
     if (!strcmp(backend, "cpu")) {
-        CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads};
+        CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads,
+                     .no_cache = o->no_cache != 0, .cache_dir = o->cache_dir};
         c->exec = exec_compile(c->g, &so, &co, &d);
     } else {
         c->si = shape_analyze(c->g, &so, &d);
@@ -233,6 +292,24 @@ disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
     return c;
 }
 
+disc_compiled *disc_compile(const disc_model *m, const disc_options *o)
+{
+    disc_options dflt = disc_default_options();
+    if (!o)
+        o = &dflt;
+    if (!m) {
+        set_error(DISC_ERR_ARG, "error: disc_compile: no model");
+        return NULL;
+    }
+    disc_compiled *c = compile(m->g, o);
+    if (c && m->path && (!(c->path = strdup(m->path)) || !(c->opts = opts_copy(o)))) {
+        disc_compiled_free(c);
+        set_error(DISC_ERR_RUNTIME, "error: out of memory");
+        return NULL;
+    }
+    return c;
+}
+
 void disc_compiled_free(disc_compiled *c)
 {
     if (!c)
@@ -240,7 +317,33 @@ void disc_compiled_free(disc_compiled *c)
     exec_free(c->exec);
     shape_info_free(c->si);
     graph_free(c->g);
+    disc_compiled_free(c->untied);
+    opts_free(c->opts);
+    free(c->path);
+    pthread_mutex_destroy(&c->lock);
     free(c);
+}
+
+/* The model compiled without its dim-name ties, made at the first call
+ * (by one thread; the others wait). NULL where it cannot be had: the
+ * caller keeps the tied model's error. */
+static disc_compiled *untied(disc_compiled *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->untied_tried) {
+        c->untied_tried = true;
+        char saved[DIAG_MAX];
+        disc_status st = last_status;
+        snprintf(saved, sizeof saved, "%s", last_error);
+        Diag d = {0};
+        Graph *g = model_load_untied(c->path, &d);
+        c->untied = g ? compile(g, &c->opts->o) : NULL;
+        graph_free(g);
+        snprintf(last_error, sizeof last_error, "%s", saved);
+        last_status = st;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return c->untied;
 }
 
 int disc_compiled_kernel_count(const disc_compiled *c) { return c && c->exec ? exec_kernel_count(c->exec) : 0; }
@@ -287,8 +390,13 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
-    if (!ok)
-        return report(&d);
+    if (!ok) {
+        /* Inputs that break a tie of the model's dim names (or that no
+         * model would take: then the untied one names what the
+         * computation itself refuses) */
+        disc_compiled *u = d.kind == DIAG_SHAPE && c->path ? untied(c) : NULL;
+        return u ? disc_run(u, inputs, ninputs, outputs, noutputs) : report(&d);
+    }
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
         disc_tensor *o = &outputs[i];

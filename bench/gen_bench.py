@@ -1,17 +1,38 @@
 #!/usr/bin/env python3
-"""gen_bench.py — the large benchmark models, with random weights.
+"""gen_bench.py — the benchmark models, with random weights.
 
-Writes bench/models/bert_base/model.onnx (12 layers, hidden 768, 12 heads,
-FFN 3072, vocab 30522) and bench/models/gpt2/model.onnx (12 layers, hidden
-768, 12 heads, vocab 50257), using the model classes of
-tests/models/gen_torch.py at full size, exported with dynamic batch and
-sequence. Skips a model that exists. The files are large and never
-committed (bench/models/ is ignored by git).
+    python3 bench/gen_bench.py [NAME...]      (default: bert_base gpt2)
+
+Writes bench/models/NAME/model.onnx, exported by PyTorch's TorchScript
+exporter (opset 17) with every batch, sequence and image dim dynamic.
+Skips a model that exists. The files are large and never committed
+(bench/models/ is ignored by git). BROAD lists the broad bench of issue 18
+(`run_bench.py --broad`): models from several families that no one tuned
+disc for.
+
+  bert_base     12 layers, hidden 768, 12 heads, FFN 3072, vocab 30522
+  bert_small    4 layers, hidden 256, 4 heads, FFN 1024
+  gpt2          12 layers, hidden 768, 12 heads, vocab 50257
+  gpt_small     4 layers, hidden 256, 4 heads, vocab 8000
+  llama_block   2 LLaMA layers: RMSNorm, rotary embeddings, SwiGLU
+                (hidden 512, 8 heads, FFN 1376), causal
+  encdec        a post-norm transformer encoder-decoder as nn.Transformer
+                lays it out, 3 + 3 layers, d_model 256, 8 heads, token
+                embeddings for source and target, causal target
+  recommender   DIN-style attention pooling over a behaviour sequence,
+                100k items x 64 (tests/models/gen_torch.py's class)
+  resnet50, mobilenet_v2, mobilenet_v3_small, efficientnet_b0
+                torchvision's, batch, height and width dynamic
+  vit_b_16      torchvision's, 224 x 224 (its position embeddings fix the
+                image size), batch dynamic
 """
+import math
 import os
 import sys
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "models"))
@@ -30,16 +51,170 @@ def export(name, model, inputs, dynamic, example):
     print(f"gen_bench: wrote {out} ({os.path.getsize(out) >> 20} MB)")
 
 
-def main():
-    torch.manual_seed(0)
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate(x, cos, sin):
+    x1, x2 = x[..., : x.size(-1) // 2], x[..., x.size(-1) // 2:]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads, self.dh = heads, hidden // heads
+        self.n1, self.n2 = RMSNorm(hidden), RMSNorm(hidden)
+        self.q, self.k, self.v, self.o = (nn.Linear(hidden, hidden, bias=False) for _ in range(4))
+        self.gate, self.up = nn.Linear(hidden, ffn, bias=False), nn.Linear(hidden, ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, h = x.size(0), x.size(1), x.size(2)
+        y = self.n1(x)
+        q, k, v = (t(y).view(b, s, self.heads, self.dh).transpose(1, 2) for t in (self.q, self.k, self.v))
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+        causal = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)
+        att = torch.softmax(att.masked_fill(causal, float("-inf")), dim=-1)
+        x = x + self.o(torch.matmul(att, v).transpose(1, 2).reshape(b, s, h))
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, vocab=8000, hidden=512, heads=8, ffn=1376, layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList(LlamaLayer(hidden, heads, ffn) for _ in range(layers))
+        self.norm = RMSNorm(hidden)
+        dh = hidden // heads
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh)))
+
+    def forward(self, input_ids):
+        pos = torch.arange(input_ids.size(1), dtype=torch.float32)
+        f = torch.outer(pos, self.inv_freq)
+        f = torch.cat([f, f], dim=-1)
+        cos, sin = f.cos(), f.sin()
+        x = self.emb(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.norm(x)
+
+
+class Attention(nn.Module):
+    """Multi-head attention of x over mem; written out (nn.MultiheadAttention's
+    export keeps the example's lengths in its reshapes)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x, mem, causal=False):
+        b, s, t = x.size(0), x.size(1), mem.size(1)
+        q = self.q(x).view(b, s, self.h, self.dh).transpose(1, 2)
+        k = self.k(mem).view(b, t, self.h, self.dh).transpose(1, 2)
+        v = self.v(mem).view(b, t, self.h, self.dh).transpose(1, 2)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+        if causal:
+            att = att.masked_fill(torch.triu(torch.ones(s, t, dtype=torch.bool), diagonal=1), float("-inf"))
+        y = torch.matmul(torch.softmax(att, dim=-1), v).transpose(1, 2).reshape(b, s, -1)
+        return self.o(y)
+
+
+class EncDecLayer(nn.Module):
+    def __init__(self, d, heads, cross):
+        super().__init__()
+        self.self_attn = Attention(d, heads)
+        self.cross = Attention(d, heads) if cross else None
+        self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(3 if cross else 2))
+
+    def forward(self, x, mem=None):
+        x = self.norms[0](x + self.self_attn(x, x, causal=mem is not None))
+        if self.cross is not None:
+            x = self.norms[1](x + self.cross(x, mem))
+        return self.norms[-1](x + self.ff(x))
+
+
+class EncDec(nn.Module):
+    """A post-norm transformer encoder-decoder (nn.Transformer's layout):
+    source and target lengths independent, causal self-attention in the
+    decoder, cross-attention to the encoder's output."""
+
+    def __init__(self, vocab=8000, d=256, heads=8, layers=3):
+        super().__init__()
+        self.src, self.tgt = nn.Embedding(vocab, d), nn.Embedding(vocab, d)
+        self.enc = nn.ModuleList(EncDecLayer(d, heads, False) for _ in range(layers))
+        self.dec = nn.ModuleList(EncDecLayer(d, heads, True) for _ in range(layers))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, src_ids, tgt_ids):
+        mem = self.src(src_ids)
+        for layer in self.enc:
+            mem = layer(mem)
+        x = self.tgt(tgt_ids)
+        for layer in self.dec:
+            x = layer(x, mem)
+        return self.head(x)
+
+
+SEQ = {0: "batch", 1: "seq"}
+IMG = {0: "batch", 2: "height", 3: "width"}
+
+
+def generate(name):
     ids = torch.randint(0, 100, (2, 16), dtype=torch.long)
     mask = torch.ones(2, 16, dtype=torch.long)
-    export("bert_base", gen_torch.BertEncoder(vocab=30522, hidden=768, heads=12, ffn=3072, layers=12, max_pos=512),
-           ["input_ids", "attention_mask"],
-           {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-            "out": {0: "batch", 1: "seq"}}, (ids, mask))
-    export("gpt2", gen_torch.GptDecoder(vocab=50257, hidden=768, heads=12, layers=12, max_pos=1024),
-           ["input_ids"], {"input_ids": {0: "batch", 1: "seq"}, "out": {0: "batch", 1: "seq"}}, (ids,))
+    img = torch.randn(1, 3, 224, 224)
+    if name in ("bert_base", "bert_small"):
+        big = name == "bert_base"
+        m = gen_torch.BertEncoder(vocab=30522, hidden=768 if big else 256, heads=12 if big else 4,
+                                  ffn=3072 if big else 1024, layers=12 if big else 4, max_pos=512)
+        export(name, m, ["input_ids", "attention_mask"],
+               {"input_ids": SEQ, "attention_mask": SEQ, "out": SEQ}, (ids, mask))
+    elif name in ("gpt2", "gpt_small"):
+        big = name == "gpt2"
+        m = gen_torch.GptDecoder(vocab=50257 if big else 8000, hidden=768 if big else 256, heads=12 if big else 4,
+                                 layers=12 if big else 4, max_pos=1024)
+        export(name, m, ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
+    elif name == "llama_block":
+        export(name, LlamaBlock(), ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
+    elif name == "encdec":
+        export(name, EncDec(), ["src_ids", "tgt_ids"],
+               {"src_ids": SEQ, "tgt_ids": {0: "batch", 1: "tgt"}, "out": {0: "batch", 1: "tgt"}}, (ids, ids[:, :5]))
+    elif name == "recommender":
+        ex = (torch.randint(1, 1000, (2, 16)), torch.randint(1, 1000, (2,)), torch.randn(2, 8))
+        export(name, gen_torch.Recommender(items=100000, dim=64), ["hist_ids", "target_id", "dense"],
+               {"hist_ids": {0: "batch", 1: "len"}, "target_id": {0: "batch"}, "dense": {0: "batch"},
+                "out": {0: "batch"}}, ex)
+    elif name == "vit_b_16":
+        import torchvision
+        export(name, torchvision.models.vit_b_16(), ["x"], {"x": {0: "batch"}, "out": {0: "batch"}}, (img,))
+    else:
+        import torchvision
+        m = getattr(torchvision.models, name)()
+        gen_torch.randomize_bn(m)
+        export(name, m, ["x"], {"x": IMG, "out": {0: "batch"}}, (img,))
+
+
+BROAD = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "bert_small",
+         "bert_base", "gpt_small", "gpt2", "llama_block", "encdec", "recommender"]
+
+
+def main():
+    torch.manual_seed(0)
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused attention op has no ONNX export
+    for name in sys.argv[1:] or ["bert_base", "gpt2"]:
+        if name not in BROAD:
+            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD)})")
+        generate(name)
 
 
 if __name__ == "__main__":

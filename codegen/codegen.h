@@ -52,6 +52,14 @@ typedef struct CgOpts {
                                on stderr */
     const char *gpu;   /* "cuda-emu": the kernels as GPU source, run by the
                           emulator (gpu.h, a test instrument); NULL: the CPU's */
+    bool no_cache;     /* cpu-jit: neither read nor write the on-disk cache
+                          of compiled code (cache.h) */
+    const char *cache_dir; /* its directory; NULL: DISC_CACHE_DIR, else
+                              $HOME/.cache/disc/jit */
+    bool keep_llvm;    /* cpu-jit: keep the optimised module's text for
+                          exec_print_llvm (no cache then) */
+    int compile_threads; /* cpu-jit: parts of the module optimised and
+                            compiled at once (objects.c); 0: one per CPU */
 } CgOpts;
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
@@ -105,9 +113,10 @@ typedef struct Cg {
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
     int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
+    int nnhwc;                 /* values kept channels-last between them (hostlib.c) */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
-    LLVMValueRef skinny[32];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
+    LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
     LLVMValueRef split[64][3]; /* a row kernel and its split variant's two kernels */
     int nsplit;
     int nsplitgroups;          /* kernel launches with a split variant */
@@ -117,8 +126,13 @@ typedef struct Cg {
     LLVMBuilderRef eb;         /* a builder at the end of entry */
     LLVMValueRef syms;         /* i64* to the symbol values */
     DimMap dimcache;           /* Dim -> LLVMValueRef (as Dim*) in entry */
-    bool no_hoist;             /* dims at the current position, uncached (the
-                                  host flow, where symbols change as it runs) */
+    bool no_hoist;             /* dims at the current position, not hoisted
+                                  (the host flow, where symbols change as it
+                                  runs) */
+    bool memo;                 /* with no_hoist: those dims memoised until
+                                  cg_dim_forget (the host flow's, between the
+                                  points where a symbol may change or control
+                                  flow joins) */
     const CpuTarget *cpu;      /* what the kernels are shaped for */
     const struct CgTarget *target; /* where the model runs: the hooks below */
 } Cg;
@@ -139,13 +153,18 @@ typedef struct CgFnState {
     LLVMBasicBlockRef here, entry;
     LLVMValueRef fn, syms;
     DimMap dimcache;
-    bool no_hoist;
+    bool no_hoist, memo;
 } CgFnState;
 void cg_fn_save(Cg *cg, CgFnState *s);
 void cg_fn_restore(Cg *cg, CgFnState *s);
 
-/* A dim as an i64 value, computed once per function in its entry block. */
+/* A dim as an i64 value, computed once per function in its entry block
+ * (with no_hoist: at the current position, once until cg_dim_forget when
+ * memo is set, else at every call). */
 LLVMValueRef cg_dim(Cg *cg, Dim *d);
+/* Drops the memoised dims: where the builder moves to a block that the
+ * blocks they were computed in may not dominate, or a symbol changes. */
+void cg_dim_forget(Cg *cg);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMValueRef cg_i32(Cg *cg, int32_t v);
 /* floor division and floored mod of i64 values (b > 0 not required). */
@@ -259,10 +278,11 @@ int64_t cpu_skinny_rows(const Cg *cg);
  * *shapes, int64_t *syms)` (see host.c) through cg->target's hooks. */
 bool cg_host(Cg *cg);
 
-/* The JIT's host-op thunk (exec.c): runs op through the reference
- * interpreter's code. Library calls and output buffers go straight to the
- * runtime (rt.h: disc_rt_call_*, disc_rt_output). */
-int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms);
+/* The JIT's host-op thunk (exec.c): runs the op at index `op` of the
+ * graph (program order) through the reference interpreter's code. Library
+ * calls and output buffers go straight to the runtime (rt.h:
+ * disc_rt_call_*, disc_rt_output). */
+int32_t disc_exec_host_op(void *self, void *rt, int64_t op, void **bufs, int64_t *syms);
 
 /* The driver (driver.c), shared by every target: shape analysis,
  * canonicalisation, the fusion and memory plans, the kernels and the host
@@ -276,7 +296,7 @@ struct CgModule {
     MemPlan *mp;
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
-    int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit;
+    int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit, nnhwc;
     double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
 };
@@ -309,8 +329,34 @@ bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget 
 void cg_module_free(CgModule *m);
 /* The LLVM optimiser at `level` for the target CPU. */
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
+
+/* The JIT's module optimised and compiled into objects in memory, in parts
+ * on threads (objects.c). */
+enum { CG_MAX_OBJECTS = 8 };
+typedef struct CgObjOpts {
+    int level;         /* the optimiser's */
+    const CpuTarget *cpu;
+    int parts;         /* 0: one per CPU this process may use (one for a
+                          small module) */
+    char **text;       /* set: one part, and its optimised text here
+                          (LLVMDisposeMessage) */
+    const char *cheap; /* a function compiled without optimisation, or NULL */
+} CgObjOpts;
+typedef struct CgObjects {
+    int n;
+    LLVMMemoryBufferRef obj[CG_MAX_OBJECTS];
+    double t_opt;      /* seconds in the optimiser (the longest part's) */
+} CgObjects;
+/* Changes mod (every defined function external, when in parts); the
+ * caller still owns and disposes it. */
+bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d);
+void cg_objects_free(CgObjects *o);
+/* The CPUs this process may run on (its affinity mask). */
+int cg_cpus(void);
 /* LLVM's native target and the vector maths library, once per process. */
 void cg_llvm_init(void);
+/* Whether vectorised loops call glibc's vector math (libmvec loaded). */
+bool cg_llvm_libmvec(void);
 
 /* ---- AOT (aot.c): a model as a native object ---------------------------- */
 
@@ -333,5 +379,7 @@ void exec_print_llvm(Exec *e, FILE *f);
 /* Kernel launches per run (and, in *distinct, kernels compiled). */
 int exec_kernel_count(const Exec *e);
 int exec_distinct_kernels(const Exec *e);
+/* Whether the compile linked code from the on-disk cache (cache.h). */
+bool exec_cache_hit(const Exec *e);
 
 #endif

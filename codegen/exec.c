@@ -10,6 +10,15 @@
  * reference interpreter's code, binding the data-dependent symbols its
  * results define.
  *
+ * The module is optimised and compiled into one object file in memory,
+ * which the JIT links. The object names nothing of this process by
+ * address: the flow reaches a constant through the table
+ * disc_jit_consts and the Exec through disc_jit_self, symbols the JIT
+ * defines when it links, and names a host op by its index in the graph.
+ * So the same object serves a later process that compiles the same model:
+ * the on-disk cache (cache.h) keeps it, and a hit runs only shape analysis
+ * and canonicalisation (for the graph the tables index) and the link.
+ *
  * Control flow. A loop or if is such a host op too, but its regions are
  * compiled: exec_compile compiles each region of the compiled graph once,
  * as a model of its own with the same options (fused kernels, its own
@@ -19,6 +28,7 @@
  * run of the body's model, whose run memory is kept between runs, so the
  * body's block is reused across iterations.
  */
+#include "codegen/cache.h"
 #include "codegen/gpu.h"
 #include "codegen/host.h"
 #include "runtime/interp.h"
@@ -57,13 +67,21 @@ struct Exec {
     MemPlan *mp;
     LLVMOrcLLJITRef jit;
     MainFn *main;
+    Op **ops;          /* the graph's ops in program order: the host flow
+                          names a constant or a host op by its index */
+    void **cdata;      /* per op index, a constant's data (disc_jit_consts) */
+    int nops;
+    bool keep_obj;     /* keep the objects for the cache */
+    bool hit;          /* linked from the cache */
+    int nparts;        /* objects compiled (cg_objects) */
+    void *obj[CG_MAX_OBJECTS]; /* the object files, when kept */
+    size_t objsize[CG_MAX_OBJECTS];
     char *llvm_text;   /* the optimised module, for --stage llvm */
     int nkernels;      /* compiled */
     int nlaunch;       /* launched per run */
     char **kdesc;      /* per kernel, for the profile */
     int threads;
     CpuTarget cpu;     /* what the kernels were compiled for */
-    LLVMOrcThreadSafeContextRef tsc; /* while compiling */
     double t_opt;      /* seconds in the LLVM optimiser */
     GpuEmu *emu;       /* cuda-emu: the kernels run by the GPU emulator */
     /* run contexts kept between runs: their memory stays mapped, so a run
@@ -122,9 +140,10 @@ static bool run_region(void *ctx, const Op *op, int r, const Tensor *in, int nin
     return diag_setk(d, DIAG_INTERNAL, "error: region %d of %s was not compiled", r, op_info(op->kind)->name);
 }
 
-int32_t disc_exec_host_op(void *self, void *rt, const Op *op, void **bufs, int64_t *syms)
+int32_t disc_exec_host_op(void *self, void *rt, int64_t index, void **bufs, int64_t *syms)
 {
     Exec *e = self;
+    const Op *op = e->ops[index];
     int64_t shapes[MAX_RESULTS][MAX_RANK];
     if (interp_host_op_regions(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes, op->nregions ? run_region : NULL,
                                e) != 0)
@@ -177,12 +196,21 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_exec_host_op", (void *)disc_exec_host_op},
     };
     int n = (int)(sizeof syms / sizeof syms[0]);
-    LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0]];
+    LLVMJITCSymbolMapPair pairs[sizeof syms / sizeof syms[0] + 2];
     for (int i = 0; i < n; i++) {
         pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, syms[i].name);
         pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)syms[i].addr;
         pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
         pairs[i].Sym.Flags.TargetFlags = 0;
+    }
+    /* this model's: the constants' table and the Exec (data, not code) */
+    const char *names[2] = {"disc_jit_consts", "disc_jit_self"};
+    void *addrs[2] = {e->cdata, e};
+    for (int i = 0; i < 2; i++, n++) {
+        pairs[n].Name = LLVMOrcLLJITMangleAndIntern(e->jit, names[i]);
+        pairs[n].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)addrs[i];
+        pairs[n].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported;
+        pairs[n].Sym.Flags.TargetFlags = 0;
     }
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(e->jit);
     LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
@@ -232,69 +260,106 @@ static void free_kdesc(char **kdesc, int n)
 
 /* ---- the cpu-jit target ---------------------------------------------------- */
 
-static LLVMValueRef ptr_const(Cg *cg, const void *p)
+/* The ops of the graph in program order, and the constants' data by the
+ * same index: made once the passes have finished changing the graph (the
+ * first hook that names an op, or the link). */
+static bool exec_tables(Exec *e)
 {
-    return LLVMConstIntToPtr(LLVMConstInt(cg->t_i64, (unsigned long long)(uintptr_t)p, false), cg->t_p8);
+    if (e->ops)
+        return true;
+    int n = 0;
+    for (const Op *op = e->g->first; op; op = op->next)
+        n++;
+    e->ops = calloc((size_t)n + 1, sizeof *e->ops);
+    e->cdata = calloc((size_t)n + 1, sizeof *e->cdata);
+    if (!e->ops || !e->cdata) {
+        free(e->ops);
+        free(e->cdata);
+        e->ops = NULL;
+        e->cdata = NULL;
+        return false;
+    }
+    n = 0;
+    for (Op *op = e->g->first; op; op = op->next, n++) {
+        e->ops[n] = op;
+        if (op->kind == OP_CONST && op->cst)
+            e->cdata[n] = (void *)op->cst->data;
+    }
+    e->nops = n;
+    return true;
 }
 
-/* A constant is its data's address in this process. */
+/* op's index in the tables; -1 (with cg->d) when out of memory. */
+static int64_t op_index(Cg *cg, const Op *op)
+{
+    Exec *e = cg->target->state;
+    if (!exec_tables(e)) {
+        diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < e->nops; i++)
+        if (e->ops[i] == op)
+            return i;
+    diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: an op that is not in the graph");
+    return -1;
+}
+
+/* A global the JIT defines when it links (define_runtime). */
+static LLVMValueRef jit_global(Cg *cg, const char *name, LLVMTypeRef t)
+{
+    LLVMValueRef gv = LLVMGetNamedGlobal(cg->mod, name);
+    return gv ? gv : LLVMAddGlobal(cg->mod, t, name);
+}
+
+/* A constant is entry op_index of disc_jit_consts, its data's address. */
 static LLVMValueRef jit_const_ptr(Host *h, const Op *op)
 {
-    return ptr_const(h->cg, op->cst->data);
+    Cg *cg = h->cg;
+    int64_t i = op_index(cg, op);
+    if (i < 0)
+        return NULL;
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, 0);
+    LLVMValueRef ix[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+    LLVMValueRef p = LLVMBuildGEP2(cg->b, at, jit_global(cg, "disc_jit_consts", at), ix, 2, "");
+    return LLVMBuildLoad2(cg->b, cg->t_p8, p, "const");
 }
 
-/* A host op is a call of disc_exec_host_op with the Exec and the op as addresses. */
+/* A host op is a call of disc_exec_host_op with the Exec and the op's index. */
 static LLVMValueRef jit_host_op(Host *h, Op *op, LLVMValueRef bufs)
 {
     Cg *cg = h->cg;
-    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_pp8, cg->t_p64};
+    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_pp8, cg->t_p64};
     LLVMValueRef f = host_fn_decl(cg, "disc_exec_host_op", cg->t_i32, params, 5, &fty);
-    LLVMValueRef a[5] = {ptr_const(cg, cg->target->state), h->rt, ptr_const(cg, op), bufs, h->syms};
+    LLVMValueRef self = jit_global(cg, "disc_jit_self", cg->t_i8);
+    LLVMValueRef a[5] = {self, h->rt, cg_i64(cg, op_index(cg, op)), bufs, h->syms};
     return LLVMBuildCall2(cg->b, fty, f, a, 5, "");
 }
 
-/* Optimises the module for the CPU and hands it to ORC LLJIT; e->main is
- * the compiled host flow. */
-static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
+/* A new JIT with the runtime, the tables (and the emulator's kernels)
+ * defined and the objects linked in; e->main is the host flow. Takes the
+ * objects. */
+static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule *m, Diag *d)
 {
-    Exec *e = t->state;
-    double t0 = disc_rt_now();
-    cg_optimise(m->mod, o->opt_level, cpu);
-    char *txt = LLVMPrintModuleToString(m->mod);
-    if (!(e->llvm_text = strdup(txt))) {
-        LLVMDisposeMessage(txt);
-        LLVMDisposeModule(m->mod);
-        m->mod = NULL;
-        return diag_oom(d);
-    }
-    if (o->dump_after && !strcmp(o->dump_after, "llvm"))
-        fputs(txt, stderr);
-    LLVMDisposeMessage(txt);
-    e->t_opt = disc_rt_now() - t0;
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, NULL);
     bool ok = !err || llvm_error(d, err, "cannot create the JIT");
-    if (ok) {
-        LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(e->jit));
-        LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(e->jit));
-        ok = define_runtime(e, d);
-    }
+    if (ok && !exec_tables(e))
+        ok = diag_oom(d);
+    ok = ok && define_runtime(e, d);
     if (ok && e->emu)
         ok = define_emu(e, m, d);
-    if (ok) {
-        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, e->tsc);
-        m->mod = NULL; /* the JIT's now */
-        err = LLVMOrcLLJITAddLLVMIRModule(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), tsm);
-        if (err) {
-            LLVMOrcDisposeThreadSafeModule(tsm);
-            ok = llvm_error(d, err, "cannot add the module to the JIT");
+    for (int i = 0; i < nobj; i++) {
+        if (ok) {
+            err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj[i]);
+            if (err)
+                ok = llvm_error(d, err, "cannot add the model's code to the JIT");
+        } else {
+            LLVMDisposeMemoryBuffer(obj[i]);
         }
-    } else {
-        LLVMDisposeModule(m->mod);
-        m->mod = NULL;
+        obj[i] = NULL; /* the JIT's now */
     }
     LLVMOrcJITTargetAddress addr = 0;
     if (ok && (err = LLVMOrcLLJITLookup(e->jit, &addr, "disc_main")))
-        ok = llvm_error(d, err, "cannot compile the model");
+        ok = llvm_error(d, err, "cannot link the model");
     e->main = (MainFn *)(uintptr_t)addr;
     return ok;
 }
@@ -329,11 +394,100 @@ static bool compile_regions(Exec *e, const CgOpts *o, Diag *d)
     return true;
 }
 
+/* Optimises the module for the CPU, compiles it into objects (cg_objects:
+ * in parts on threads), keeps a copy of them for the cache when asked, and
+ * links them. */
+static bool jit_finish(const CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d)
+{
+    Exec *e = t->state;
+    bool dump = o->dump_after && !strcmp(o->dump_after, "llvm");
+    char *txt = NULL;
+    CgObjOpts oo = {.level = o->opt_level, .cpu = cpu, .parts = o->compile_threads,
+                    .text = o->keep_llvm || dump ? &txt : NULL, .cheap = "disc_main"};
+    CgObjects objs;
+    bool ok = cg_objects(m->mod, &oo, &objs, d);
+    LLVMDisposeModule(m->mod);
+    m->mod = NULL;
+    e->t_opt = objs.t_opt;
+    e->nparts = objs.n;
+    if (ok && txt) {
+        if (dump)
+            fputs(txt, stderr);
+        if (o->keep_llvm && !(e->llvm_text = strdup(txt)))
+            ok = diag_oom(d);
+    }
+    LLVMDisposeMessage(txt);
+    for (int i = 0; ok && e->keep_obj && i < objs.n; i++) {
+        e->objsize[i] = LLVMGetBufferSize(objs.obj[i]);
+        if ((e->obj[i] = malloc(e->objsize[i] ? e->objsize[i] : 1)))
+            memcpy(e->obj[i], LLVMGetBufferStart(objs.obj[i]), e->objsize[i]);
+        else
+            ok = diag_oom(d);
+    }
+    if (!ok) {
+        cg_objects_free(&objs);
+        return false;
+    }
+    ok = jit_link(e, objs.obj, objs.n, m, d);
+    objs.n = 0;
+    return ok;
+}
+
+/* A cache hit: shape analysis and canonicalisation make the graph the
+ * object's tables index, then the object is linked. */
+static bool exec_from_cache(Exec *e, const ShapeOpts *so, const CgOpts *o, CacheEntry *ce, CgModule *m, Diag *d)
+{
+    if (!cg_run_passes(e->g, so, o, CG_CANON, m, d))
+        return false;
+    e->si = m->si;
+    m->si = NULL;
+    e->nkernels = ce->nkernels;
+    e->nlaunch = ce->nlaunch;
+    e->kdesc = ce->kdesc; /* taken */
+    ce->kdesc = NULL;
+    ce->nkernels = 0;
+    LLVMMemoryBufferRef obj[CACHE_MAX_OBJECTS] = {NULL};
+    bool ok = true;
+    for (int i = 0; i < ce->nobj; i++)
+        ok &= (obj[i] = LLVMCreateMemoryBufferWithMemoryRangeCopy(ce->obj[i], ce->objsize[i], "disc.o")) != NULL;
+    if (ok)
+        return jit_link(e, obj, ce->nobj, m, d);
+    for (int i = 0; i < ce->nobj; i++)
+        if (obj[i])
+            LLVMDisposeMemoryBuffer(obj[i]);
+    return diag_oom(d);
+}
+
+/* Seconds of CPU time this process has used, all threads. */
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void print_stats(const Exec *e, const CgModule *m, const Graph *g)
+{
+    fprintf(stderr,
+            "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
+            "%d dots fused side by side), "
+            "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms (%d part%s on "
+            "threads); %d kernel launches (%d distinct kernels) and %d library calls (%d applying an "
+            "epilogue) for %d ops; %d matmuls with a skinny variant, %d reductions with a split variant, "
+            "%d values kept channels-last; kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
+            1e3 * m->t[0], m->canon.ops_before, m->canon.ops_after, m->canon.folded, m->canon.cse,
+            m->canon.simplified, m->canon.hfused, 1e3 * m->t[1], 1e3 * m->t[2], 1e3 * e->t_opt,
+            1e3 * (m->t[3] - e->t_opt), e->nparts, e->nparts == 1 ? "" : "s", e->nlaunch, e->nkernels,
+            m->nlibrary, m->nepilogue, g->nops, m->nskinny, m->nsplit, m->nnhwc, e->cpu.name, e->cpu.isa,
+            e->cpu.vbits, e->cpu.nvregs);
+}
+
 Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
     CgOpts dflt = {.opt_level = 3};
     if (!o)
         o = &dflt;
+    double t_start = disc_rt_now(), c_start = cpu_now();
     Exec *e = calloc(1, sizeof *e);
     if (!e) {
         diag_oom(d);
@@ -358,19 +512,79 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         exec_free(e);
         return NULL;
     }
-    e->tsc = LLVMOrcCreateNewThreadSafeContext();
+    /* the cache: keyed on the graph before any pass changes it */
+    char dir[4096];
+    CacheKey key = {0};
+    CacheEntry ce = {0};
+    char why[64] = "";
+    bool cache = !e->emu && !o->keep_llvm && !o->dump_after && cache_dir(o, dir, sizeof dir);
+    if (cache && !cache_key(g, so, o, &e->cpu, &key, d)) {
+        exec_free(e);
+        return NULL;
+    }
+    double t_key = disc_rt_now() - t_start;
     CgModule m;
-    bool ok = cg_compile(g, so, o, &e->cpu, LLVMOrcThreadSafeContextGetContext(e->tsc), &jit, &m, d);
-    LLVMOrcDisposeThreadSafeContext(e->tsc);
-    e->tsc = NULL;
-    e->si = m.si;
-    e->plan = m.plan;
-    e->mp = m.mp;
-    e->nkernels = m.nkernels;
-    e->nlaunch = m.nlaunch;
-    e->kdesc = m.kdesc;
-    if (!ok || !compile_regions(e, o, d))
-        goto fail;
+    bool ok;
+    if (cache && cache_load(dir, &key, &ce, why, sizeof why)) {
+        double t0 = disc_rt_now();
+        ok = e->hit = exec_from_cache(e, so, o, &ce, &m, d);
+        if (ok && o->verbose)
+            fprintf(stderr, "dcc: cache hit, %s/%s.jit (%zu bytes of code): key %.1f ms, shape analysis and "
+                            "canon %.1f ms, link %.1f ms; %d kernel launches (%d distinct kernels); kernels for "
+                            "CPU %s (%s, %d-bit vectors, %d registers)\n",
+                    dir, key.name, cache_code_bytes(&ce), 1e3 * t_key, 1e3 * m.t[0],
+                    1e3 * (disc_rt_now() - t0 - m.t[0]), e->nlaunch, e->nkernels, e->cpu.name, e->cpu.isa,
+                    e->cpu.vbits, e->cpu.nvregs);
+        cache_entry_free(&ce);
+    } else {
+        e->keep_obj = cache;
+        LLVMContextRef ctx = LLVMContextCreate();
+        ok = cg_compile(g, so, o, &e->cpu, ctx, &jit, &m, d);
+        if (m.mod)
+            LLVMDisposeModule(m.mod);
+        LLVMContextDispose(ctx);
+        e->si = m.si;
+        e->plan = m.plan;
+        e->mp = m.mp;
+        e->nkernels = m.nkernels;
+        e->nlaunch = m.nlaunch;
+        e->kdesc = m.kdesc;
+        m.si = NULL;
+        m.plan = NULL;
+        m.mp = NULL;
+        m.kdesc = NULL;
+        if (ok && o->verbose)
+            print_stats(e, &m, g);
+        if (ok && cache) {
+            CacheEntry w = {.nkernels = m.nkernels, .nlaunch = m.nlaunch, .nlibrary = m.nlibrary,
+                            .nepilogue = m.nepilogue, .nskinny = m.nskinny, .nsplit = m.nsplit, .kdesc = e->kdesc,
+                            .nobj = e->nparts};
+            for (int i = 0; i < e->nparts; i++) {
+                w.obj[i] = e->obj[i];
+                w.objsize[i] = e->objsize[i];
+            }
+            Diag wd = {0};
+            bool stored = cache_store(dir, &key, &w, &wd);
+            if (o->verbose && stored)
+                fprintf(stderr, "dcc: cache miss%s%s%s, wrote %s/%s.jit (%zu bytes of code)\n", why[0] ? " (" : "",
+                        why, why[0] ? ": recompiled)" : "", dir, key.name, cache_code_bytes(&w));
+            else if (o->verbose)
+                fprintf(stderr, "dcc: cache miss; %s\n", wd.msg);
+        }
+        for (int i = 0; i < e->nparts; i++) {
+            free(e->obj[i]);
+            e->obj[i] = NULL;
+        }
+    }
+    cg_module_free(&m);
+    cache_key_free(&key);
+    if (ok && o->verbose)
+        fprintf(stderr, "dcc: compiled in %.1f ms, %.1f ms of CPU time in all threads\n",
+                1e3 * (disc_rt_now() - t_start), 1e3 * (cpu_now() - c_start));
+    if (!ok || !compile_regions(e, o, d)) {
+        exec_free(e);
+        return NULL;
+    }
     if (disc_rt_profiling()) { /* names for the profile's kernel entries */
         char target[96];
         snprintf(target, sizeof target, "%s, %s", e->cpu.name, e->cpu.isa);
@@ -393,22 +607,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         fprintf(stderr, "dcc: cuda-emu: %d GPU kernels, %zu bytes of CUDA C, compiled by cc in %.1f ms\n", nk, bytes,
                 1e3 * s);
     }
-    if (o->verbose)
-        fprintf(stderr,
-                "dcc: shape analysis and canon %.1f ms (%d -> %d ops: %d folded, %d merged, %d simplified, "
-                "%d dots fused side by side), "
-                "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms; %d kernel "
-                "launches (%d distinct kernels) and %d library calls (%d applying an epilogue) for %d ops; "
-                "%d matmuls with a skinny variant, %d reductions with a split variant; kernels for CPU %s (%s, "
-                "%d-bit vectors, %d registers)\n",
-                1e3 * m.t[0], m.canon.ops_before, m.canon.ops_after, m.canon.folded, m.canon.cse,
-                m.canon.simplified, m.canon.hfused, 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * e->t_opt,
-                1e3 * (m.t[3] - e->t_opt), e->nlaunch, e->nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny,
-                m.nsplit, e->cpu.name, e->cpu.isa, e->cpu.vbits, e->cpu.nvregs);
     return e;
-fail:
-    exec_free(e);
-    return NULL;
 }
 
 void exec_free(Exec *e)
@@ -433,6 +632,10 @@ void exec_free(Exec *e)
     cpu_target_free(&e->cpu);
     gpu_emu_free(e->emu);
     free(e->llvm_text);
+    free(e->ops);
+    free(e->cdata);
+    for (int i = 0; i < CG_MAX_OBJECTS; i++)
+        free(e->obj[i]);
     free(e);
 }
 
@@ -444,6 +647,7 @@ void exec_print_llvm(Exec *e, FILE *f)
 
 int exec_kernel_count(const Exec *e) { return e->nlaunch; }
 int exec_distinct_kernels(const Exec *e) { return e->nkernels; }
+bool exec_cache_hit(const Exec *e) { return e->hit; }
 
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {

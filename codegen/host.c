@@ -324,6 +324,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "launched");
         LLVMBuildCondBr(B, go, yes, no);
         LLVMPositionBuilderAtEnd(B, yes);
+        cg_dim_forget(cg);
         LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
         LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
         LLVMValueRef parts = LLVMBuildMul(B, p, cg_i64(cg, DISC_SPLIT_PARTS), "");
@@ -335,12 +336,14 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         cg->target->launch(h, fin.fn, sargs, p, cg_i64(cg, 1));
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, no);
+        cg_dim_forget(cg);
     }
     cg->target->launch(h, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
                        ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain));
     if (join) {
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, join);
+        cg_dim_forget(cg);
     }
     return true;
 }
@@ -361,6 +364,7 @@ bool host_emit_host_op(Host *h, Op *op)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
     LLVMValueRef arr = host_ptr_array(h, ptrs, n);
     LLVMValueRef rc = cg->target->host_op(h, op, arr);
+    cg_dim_forget(cg); /* it may bind symbols */
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     for (int i = 0; i < op->nout; i++)
         h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
@@ -421,6 +425,11 @@ bool cg_host(Cg *cg)
     for (int i = 0; i < g->ninputs; i++)
         h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, h.io, i), "");
     emit_steps(&h);
+    /* from here the symbols are bound and checked: a dim is computed once
+     * and reused until control flow joins or a host op may bind symbols
+     * (cg_dim_forget), which keeps the flow of a deep CNN small */
+    cg_dim_forget(cg);
+    cg->memo = true;
     if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer */
         LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
         LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
@@ -465,5 +474,7 @@ bool cg_host(Cg *cg)
     LLVMBuildRet(B, cg_i32(cg, 0));
     cg_end_function(cg, body);
     cg->no_hoist = false;
+    cg->memo = false;
+    cg_dim_forget(cg);
     return true;
 }

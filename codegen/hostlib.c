@@ -156,6 +156,8 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_CV_TRANSPOSE] = dim_const(cx, op->kind == OP_CONV_TRANSPOSE);
     f[DISC_CV_POST] = dim_const(cx, DISC_POST_NONE);
     f[DISC_CV_WEIGHTS_CONST] = dim_const(cx, is_const_weights(op, 1));
+    f[DISC_CV_LAYOUT] = dim_const(cx, 0); /* emit_call sets channels-last operands */
+    f[DISC_CV_POST_RES] = dim_const(cx, DISC_POST_NONE);
     for (int i = 0; i < 3; i++) {
         f[DISC_CV_K + i] = i < nsp ? wt->dims[2 + i] : dim_const(cx, 1);
         f[DISC_CV_OUT + i] = i < nsp ? yt->dims[2 + i] : dim_const(cx, 1);
@@ -179,6 +181,7 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_PL_N] = xt->dims[0];
     f[DISC_PL_C] = xt->dims[1];
     f[DISC_PL_COUNT_PAD] = dim_const(cx, op_attr_int(op, "count_pad", 0));
+    f[DISC_PL_LAYOUT] = dim_const(cx, 0);
     for (int i = 0; i < 3; i++) {
         f[DISC_PL_WINDOW + i] = dim_const(cx, i < nsp ? win->ints[i] : 1);
         f[DISC_PL_OUT + i] = i < nsp ? yt->dims[2 + i] : dim_const(cx, 1);
@@ -191,8 +194,9 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
 typedef struct Fused {
     Value *bias, *residual; /* NULL: none */
     DiscPost post;
+    DiscPost post_res;      /* a convolution's activation after the residual */
     Value *result;          /* the last value of the chain */
-    Op *ops[20];            /* the chain's ops */
+    Op *ops[40];            /* the chain's ops: 1 + 16 + 1 + 16 at most (activation takes 16) */
     int nops;
 } Fused;
 
@@ -216,6 +220,16 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
                       cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 
+/* The channels-last operands of a call (DISC_NHWC_*), as nhwc_plan chose. */
+static int nhwc_bits(const Host *h, const Op *op, const LibCall *c, const Fused *fz)
+{
+    if (!h->nhwc || c->nguards || (op->kind != OP_CONV && op->kind != OP_POOL))
+        return 0;
+    const Value *y = fz ? fz->result : op->out[0];
+    return (h->nhwc[op->in[0]->id] ? DISC_NHWC_SRC : 0) | (h->nhwc[y->id] ? DISC_NHWC_DST : 0) |
+           (fz && fz->residual && h->nhwc[fz->residual->id] ? DISC_NHWC_RES : 0);
+}
+
 /* The call, with the result written to the value's buffer (fz: with the
  * fused epilogue, into the buffer of fz->result). */
 static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
@@ -233,6 +247,12 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
     if (fz && fz->post != DISC_POST_NONE)
         LLVMBuildStore(B, cg_i64(cg, fz->post),
                        host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
+    if (fz && fz->post_res != DISC_POST_NONE)
+        LLVMBuildStore(B, cg_i64(cg, fz->post_res), host_gep(cg, cg->t_i64, fields, DISC_CV_POST_RES));
+    int layout = nhwc_bits(h, op, c, fz);
+    if (layout)
+        LLVMBuildStore(B, cg_i64(cg, layout),
+                       host_gep(cg, cg->t_i64, fields, op->kind == OP_POOL ? DISC_PL_LAYOUT : DISC_CV_LAYOUT));
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
@@ -315,17 +335,20 @@ static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, boo
     LLVMBuildCondBr(B, ok, lib, host);
     Value *y = op->out[0];
     LLVMPositionBuilderAtEnd(B, lib);
+    cg_dim_forget(cg);
     if (!emit_call(h, op, c, NULL, false))
         return false;
     LLVMBuildStore(B, h->vbuf[y->id], res);
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, host);
+    cg_dim_forget(cg);
     h->vbuf[y->id] = NULL;
     if (!host_emit_host_op(h, op))
         return false;
     LLVMBuildStore(B, h->vbuf[y->id], res);
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, join);
+    cg_dim_forget(cg);
     h->vbuf[y->id] = LLVMBuildLoad2(B, cg->t_p8, res, "");
     return true;
 }
@@ -464,6 +487,9 @@ static double post_value(DiscPost p, double x)
     case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case DISC_POST_TANH: return tanh(x);
     case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    case DISC_POST_RELU6: return x > 0 ? (x < 6 ? x : 6) : 0;
+    case DISC_POST_HARDSWISH: return x * (x + 3 > 0 ? (x + 3 < 6 ? x + 3 : 6) : 0) / 6;
+    case DISC_POST_SWISH: return x / (1 + exp(-x));
     default: return x;
     }
 }
@@ -569,14 +595,87 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
             fz->residual = r;
             fz->ops[fz->nops++] = s;
             x = s->out[0];
+            Fused after = {0};
+            if (op->kind == OP_CONV && (act = activation(h, grp, first, nuse, x, &after))) {
+                fz->post_res = after.post;
+                for (int i = 0; i < after.nops; i++)
+                    fz->ops[fz->nops++] = after.ops[i];
+                x = act;
+            }
         }
     }
     fz->result = x;
 }
 
+/* ---- channels last ------------------------------------------------------------
+ *
+ * oneDNN runs convolutions on nhwc (AVX-512's brgconv and brdgmm) or
+ * blocked layouts; on the graph's NCHW buffers each call reorders its
+ * input in and its result back, which costs a MobileNet more than its
+ * depthwise convolutions do. A value whose writer and readers are all
+ * convolutions and pools is stored channels-last instead: the writer's
+ * call stores it so and its readers' calls read it so (DISC_NHWC_* in the
+ * calls' fields), and nothing is reordered between them. A reader is a
+ * conv's or pool's input (operand 0) or the residual a conv's epilogue
+ * adds; the writer is a conv or pool whose fused epilogue ends at the
+ * value (no loop kernel reads it). None of the calls has guards (they
+ * may run as host ops, on NCHW); a graph output is a use no call makes,
+ * so it stays NCHW, as do the graph's inputs. */
+
+static const Op *nhwc_root(const Group *grp, int *first)
+{
+    *first = 0;
+    while (*first < grp->nops && grp->ops[*first] != grp->root)
+        (*first)++;
+    (*first)++;
+    return grp->root;
+}
+
+/* Fills h->nhwc from every library group of the plan, once. */
+static bool nhwc_plan(Host *h)
+{
+    Cg *cg = h->cg;
+    Graph *g = cg->g;
+    if (h->nhwc)
+        return true;
+    size_t nv = (size_t)g->nvalues + 1;
+    int *nuse = use_counts(h);
+    int *reads = calloc(nv, sizeof *reads);
+    uint8_t *written = calloc(nv, 1);
+    uint8_t *cl = arena_array(&g->arena, nv, 1);
+    bool ok = nuse && reads && written && cl;
+    for (int i = 0; ok && i < cg->plan->n; i++) {
+        const Group *grp = &cg->plan->groups[i];
+        LibCall c;
+        Fused fz;
+        int first;
+        Op *root = grp->kind == FUSE_LIBRARY ? (Op *)nhwc_root(grp, &first) : NULL;
+        if (!root || (root->kind != OP_CONV && root->kind != OP_POOL) || !lib_call(&g->dims, root, &c) ||
+            c.nguards)
+            continue;
+        match_chain(h, grp, first, root, &c, &fz);
+        written[fz.result->id] = 1;
+        reads[root->in[0]->id]++;
+        if (fz.residual)
+            reads[fz.residual->id]++;
+    }
+    for (size_t v = 0; ok && v < nv; v++) {
+        cl[v] = written[v] && reads[v] == nuse[v];
+        cg->nnhwc += cl[v];
+    }
+    free(reads);
+    free(written);
+    if (!ok)
+        graph_oom(g);
+    h->nhwc = ok ? cl : NULL;
+    return ok;
+}
+
 bool host_emit_library_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
+    if (!nhwc_plan(h))
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     Op *root = grp->root;
     int first = 0;
     while (first < grp->nops && grp->ops[first] != root)

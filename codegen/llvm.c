@@ -17,6 +17,7 @@
 #include <string.h>
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+static bool libmvec;
 
 static void llvm_init(void)
 {
@@ -26,12 +27,19 @@ static void llvm_init(void)
      * vectorised loops (_ZGVdN8v_expf and friends), when it can be loaded
      * into the process for the JIT to find */
     if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) {
+        libmvec = true;
         const char *argv[] = {"disc", "-vector-library=LIBMVEC-X86"};
         LLVMParseCommandLineOptions(2, argv, NULL);
     }
 }
 
 void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init); }
+
+bool cg_llvm_libmvec(void)
+{
+    cg_llvm_init();
+    return libmvec;
+}
 
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d)
 {
@@ -99,8 +107,9 @@ void cg_end_function(Cg *cg, LLVMBasicBlockRef body)
 void cg_fn_save(Cg *cg, CgFnState *s)
 {
     *s = (CgFnState){.here = LLVMGetInsertBlock(cg->b), .entry = cg->entry, .fn = cg->fn, .syms = cg->syms,
-                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist};
+                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist, .memo = cg->memo};
     cg->no_hoist = false;
+    cg->memo = false;
     dimmap_init(&cg->dimcache);
 }
 
@@ -109,6 +118,7 @@ void cg_fn_restore(Cg *cg, CgFnState *s)
     dimmap_free(&cg->dimcache);
     cg->dimcache = s->dimcache;
     cg->no_hoist = s->no_hoist;
+    cg->memo = s->memo;
     cg->fn = s->fn;
     cg->syms = s->syms;
     cg->entry = s->entry;
@@ -186,6 +196,12 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
     }
 }
 
+void cg_dim_forget(Cg *cg)
+{
+    dimmap_free(&cg->dimcache);
+    dimmap_init(&cg->dimcache);
+}
+
 LLVMValueRef cg_dim(Cg *cg, Dim *d)
 {
     if (!d) { /* a dim op that failed: out of memory, or an overflow */
@@ -195,7 +211,7 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d)
     }
     if (d->kind == DIM_CONST)
         return cg_i64(cg, d->c);
-    if (cg->no_hoist)
+    if (cg->no_hoist && !cg->memo)
         return dim_rec(cg, d);
     Dim *hit = dimmap_get(&cg->dimcache, d);
     if (hit)

@@ -83,6 +83,16 @@ static LLVMValueRef gep(Cg *cg, LLVMTypeRef t, LLVMValueRef p, LLVMValueRef i)
     return LLVMBuildGEP2(B, t, p, &i, 1, "");
 }
 
+/* min(max(x + add, 0), 6) */
+static LLVMValueRef relu6(Kern *k, LLVMValueRef x, double add)
+{
+    LLVMTypeRef f = k->cg->t_f32;
+    if (add != 0)
+        x = LLVMBuildFAdd(k->cg->b, x, LLVMConstReal(f, add), "");
+    x = kern_binary(k, OP_MAX, DT_F32, x, LLVMConstReal(f, 0));
+    return kern_binary(k, OP_MIN, DT_F32, x, LLVMConstReal(f, 6));
+}
+
 /* post(x) as in rt.h's DiscPost. */
 static LLVMValueRef post(Sk *s, LLVMValueRef x)
 {
@@ -93,6 +103,12 @@ static LLVMValueRef post(Sk *s, LLVMValueRef x)
     case DISC_POST_RELU: return kern_binary(&k, OP_MAX, DT_F32, x, LLVMConstReal(f, 0));
     case DISC_POST_TANH: return kern_unary(&k, OP_TANH, DT_F32, x);
     case DISC_POST_SIGMOID: return kern_unary(&k, OP_SIGMOID, DT_F32, x);
+    case DISC_POST_SWISH: return LLVMBuildFMul(B, x, kern_unary(&k, OP_SIGMOID, DT_F32, x), "");
+    case DISC_POST_RELU6: return relu6(&k, x, 0);
+    case DISC_POST_HARDSWISH: {
+        LLVMValueRef r = relu6(&k, x, 3);
+        return LLVMBuildFMul(B, x, LLVMBuildFMul(B, r, LLVMConstReal(f, 1.0 / 6), ""), "");
+    }
     case DISC_POST_GELU_ERF: {
         LLVMValueRef e = kern_unary(&k, OP_ERF, DT_F32, LLVMBuildFMul(B, x, LLVMConstReal(f, 0.70710678118654752), ""));
         LLVMValueRef h = LLVMBuildFMul(B, x, LLVMConstReal(f, 0.5), "");
@@ -287,6 +303,8 @@ int cg_skinny_panel(const Cg *cg)
 {
     return !cg->cpu || cg->cpu->nvregs >= 32 ? DISC_PANEL : DISC_PANEL_NARROW;
 }
+
+_Static_assert(sizeof ((Cg *)0)->skinny >= 4 * DISC_POST_COUNT * sizeof(LLVMValueRef), "a skinny slot per epilogue");
 
 LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
 {

@@ -25,6 +25,7 @@
  * named so that asking for them gives a clear message.
  */
 #include "dcc/dcc.h"
+#include "frontends/model.h"
 #include "frontends/onnx/onnx.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -45,7 +46,8 @@
 #define CHECK_ATOL 1e-7
 
 static const char usage_check_text[] =
-    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-fuse] [--no-shape] [-v]\n"
+    "usage: dcc check DIR [--backend NAME] [--rtol R] [--atol A] [--no-fuse] [--no-shape] [--no-cache]\n"
+    "                 [--cache-dir DIR] [-v]\n"
     "\n"
     "Runs a model on the test data of an ONNX backend-test directory: DIR holds\n"
     "model.onnx and test_data_set_*/{input,output}_K.pb. The model is compiled\n"
@@ -71,13 +73,19 @@ static const char usage_check_text[] =
     "  --dump-after=P  cpu: print the IR after pass P (shape, canon, fusion,\n"
     "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
+    "  --no-cache      cpu: compile from scratch, neither reading nor writing the\n"
+    "                  cache of compiled code (DISC_CACHE=0 does the same)\n"
+    "  --cache-dir DIR cpu: that cache's directory (default $DISC_CACHE_DIR, else\n"
+    "                  $HOME/.cache/disc/jit)\n"
     "  -v              also print per-output errors, full messages, compile times\n"
+    "                  and whether the compile was a cache hit\n"
     "\n"
     "exit status: 0 every data set passed, 1 a failure or an error in the\n"
     "input, 2 usage error\n";
 
 static const char usage_bench[] =
-    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--cpu CPU] [--no-fuse] [-v]\n"
+    "usage: dcc bench DIR [--backend NAME] [--runs N] [--threads N] [--cpu CPU] [--no-fuse] [--no-cache]\n"
+    "                 [--cache-dir DIR] [-v]\n"
     "\n"
     "Compiles the model of an ONNX backend-test directory once (the time is\n"
     "printed), then for every data set checks the outputs once and times N runs\n"
@@ -91,11 +99,15 @@ static const char usage_bench[] =
     "  --threads N     threads per run (default: every core)\n"
     "  --cpu CPU       the CPU to compile for (see dcc check --help)\n"
     "  --no-fuse       one kernel per op (the unfused baseline)\n"
-    "  -v              compile times per stage\n";
+    "  --no-cache      compile from scratch, neither reading nor writing the\n"
+    "                  cache of compiled code (see dcc check --help)\n"
+    "  --cache-dir DIR that cache's directory\n"
+    "  -v              compile times per stage, and whether the compile was a\n"
+    "                  cache hit\n";
 
 static const char usage_run[] =
     "usage: dcc run MODEL --input NAME=FILE.pb ... --output-dir DIR [--backend NAME]\n"
-    "               [--no-shape]\n"
+    "               [--no-shape] [--no-cache]\n"
     "\n"
     "Compiles MODEL (.onnx, or IR text), runs it on the given TensorProto files\n"
     "(every graph input once, by name) and writes DIR/output_K.pb for each\n"
@@ -107,6 +119,8 @@ static const char usage_run[] =
     "  --output-dir DIR   where the outputs go\n"
     "  --backend NAME     interp (the reference interpreter; the default)\n"
     "  --no-shape         skip shape analysis (run the imported graph as is)\n"
+    "  --no-cache         cpu: compile from scratch, neither reading nor writing\n"
+    "                     the cache of compiled code (see dcc check --help)\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
@@ -161,13 +175,20 @@ static bool file_exists(const char *path)
 /* ------------------------------------------------------------------ */
 /* The compiled model                                                   */
 
-typedef struct Model {
+typedef struct Model Model;
+struct Model {
     Graph *g;
     ShapeInfo *si;   /* NULL with --no-shape */
     Exec *exec;      /* the cpu backend's compiled model */
     char **inames;   /* graph input names, as the user sees them */
     char **onames;   /* graph output names */
-} Model;
+    /* how it was compiled, for the untied model (model_exec) */
+    const char *path, *backend;
+    bool no_shape;
+    CgOpts co;
+    Model *untied;
+    bool untied_tried;
+};
 
 static void model_free(Model *m)
 {
@@ -183,6 +204,10 @@ static void model_free(Model *m)
         shape_info_free(m->si);
     exec_free(m->exec);
     graph_free(m->g);
+    if (m->untied) {
+        model_free(m->untied);
+        free(m->untied);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -212,54 +237,92 @@ static char **value_names(Graph *g, Value **vs, int n, char **printed)
     return out;
 }
 
-/* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
- * the error and returns an exit status on failure. */
-static int model_load(Model *m, const char *path, bool no_shape, const char *backend, const CgOpts *co)
+/* Compiles g (taken over) for m's backend, or (unless m->no_shape)
+ * analyses its shapes for the interpreter. False with d set. */
+static bool model_build(Model *m, Graph *g, Diag *d)
 {
-    Diag d = {0};
-    memset(m, 0, sizeof *m);
-    int rc = 0;
-    if (!(m->g = dcc_load(path, &rc)))
-        return rc;
+    m->g = g;
     char **printed = graph_value_names(m->g);
     m->inames = value_names(m->g, m->g->inputs, m->g->ninputs, printed);
     m->onames = value_names(m->g, m->g->outputs, m->g->noutputs, printed);
     graph_value_names_free(m->g, printed);
-    if (!m->inames || !m->onames) {
-        fprintf(stderr, "dcc: error: out of memory\n");
-        model_free(m);
-        return EXIT_SYSTEM;
+    if (!m->inames || !m->onames)
+        return diag_oom(d);
+    if (!strcmp(m->backend, "cpu") || !strcmp(m->backend, "cuda-emu")) {
+        CgOpts o = m->co;
+        o.gpu = strcmp(m->backend, "cpu") ? m->backend : NULL;
+        return (m->exec = exec_compile(m->g, NULL, &o, d)) != NULL;
     }
-    if (!strcmp(backend, "cpu") || !strcmp(backend, "cuda-emu")) {
-        CgOpts o = *co;
-        o.gpu = strcmp(backend, "cpu") ? backend : NULL;
-        m->exec = exec_compile(m->g, NULL, &o, &d);
-        if (!m->exec) {
-            fprintf(stderr, "%s: %s\n", path, d.msg);
-            model_free(m);
-            return dcc_exit_code(&d);
-        }
-    } else if (!no_shape) {
-        ShapeOpts so = {NULL, 0};
-        m->si = shape_analyze(m->g, &so, &d);
-        if (!m->si) {
-            fprintf(stderr, "%s: shape analysis: %s\n", path, d.msg);
-            model_free(m);
-            return dcc_exit_code(&d);
-        }
+    if (m->no_shape)
+        return true;
+    ShapeOpts so = {NULL, 0};
+    return (m->si = shape_analyze(m->g, &so, d)) != NULL;
+}
+
+/* Imports or parses, verifies and (unless no_shape) analyses shapes. Prints
+ * the error and returns an exit status on failure. */
+static int model_open(Model *m, const char *path, bool no_shape, const char *backend, const CgOpts *co)
+{
+    Diag d = {0};
+    *m = (Model){.path = path, .backend = backend, .no_shape = no_shape, .co = *co};
+    int rc = 0;
+    Graph *g = dcc_load(path, &rc);
+    if (!g)
+        return rc;
+    if (!model_build(m, g, &d)) {
+        bool shapes = strcmp(backend, "cpu") && strcmp(backend, "cuda-emu") && m->inames && m->onames;
+        fprintf(stderr, "%s: %s%s\n", path, shapes ? "shape analysis: " : "", d.msg);
+        model_free(m);
+        return dcc_exit_code(&d);
     }
     return 0;
 }
 
+/* The model imported again without the ties its ONNX dim names made
+ * (doc/onnx.md, "Dim names"), compiled the same way, at the first call;
+ * NULL where there is none. */
+static Model *model_untied(Model *m)
+{
+    if (m->untied_tried)
+        return m->untied;
+    m->untied_tried = true;
+    if (!m->g->tied_dims || !model_is_onnx(m->path))
+        return NULL;
+    Diag d = {0};
+    Model *u = calloc(1, sizeof *u);
+    Graph *g = u ? model_load_untied(m->path, &d) : NULL;
+    if (!g) {
+        free(u);
+        return NULL;
+    }
+    *u = (Model){.path = m->path, .backend = m->backend, .no_shape = m->no_shape, .co = m->co};
+    if (!model_build(u, g, &d)) {
+        model_free(u);
+        free(u);
+        return NULL;
+    }
+    if (m->co.verbose)
+        fprintf(stderr, "dcc: the inputs break a tie of the model's dim names; running it as imported "
+                        "without the ties\n");
+    return m->untied = u;
+}
+
 /* Runs the compiled model: the host program's input checks, then the
- * backend. outputs has g->noutputs entries. */
+ * backend. outputs has g->noutputs entries. Inputs that break a tie of
+ * the model's dim names run on the untied model (whose error, where it
+ * refuses them too, is the one the computation itself makes). */
 static bool model_exec(Model *m, const Tensor *in, int nin, Tensor *out, Diag *d)
 {
+    bool ok;
     if (m->exec)
-        return exec_run(m->exec, in, nin, out, m->g->noutputs, d);
-    if (m->si && !shape_check_inputs(m->si, in, nin, d))
-        return false;
-    return interp_run(m->g, in, nin, out, m->g->noutputs, d);
+        ok = exec_run(m->exec, in, nin, out, m->g->noutputs, d);
+    else
+        ok = (!m->si || shape_check_inputs(m->si, in, nin, d)) && interp_run(m->g, in, nin, out, m->g->noutputs, d);
+    Model *u = !ok && d->kind == DIAG_SHAPE ? model_untied(m) : NULL;
+    if (!u)
+        return ok;
+    *d = (Diag){0};
+    return model_exec(u, in, nin, out, d);
 }
 
 static void print_shape(FILE *f, const int64_t *shape, int rank)
@@ -585,7 +648,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
             fputs(usage_check, stdout);
             return 0;
         } else if (!strcmp(a, "--backend") || !strcmp(a, "--rtol") || !strcmp(a, "--atol") ||
-                   !strcmp(a, "--runs") || !strcmp(a, "--threads") || !strcmp(a, "--cpu")) {
+                   !strcmp(a, "--runs") || !strcmp(a, "--threads") || !strcmp(a, "--cpu") ||
+                   !strcmp(a, "--cache-dir")) {
             if (i + 1 >= argc)
                 return usage("%s needs a value", a, usage_check);
             const char *v = argv[++i];
@@ -601,6 +665,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
                 backend = v;
             else if (!strcmp(a, "--cpu"))
                 co.cpu = v;
+            else if (!strcmp(a, "--cache-dir"))
+                co.cache_dir = v;
             else if (!parse_double(v, !strcmp(a, "--rtol") ? &o.rtol : &o.atol))
                 return usage("bad tolerance '%s' (a number >= 0)", v, usage_check);
         } else if (!strcmp(a, "-v")) {
@@ -610,6 +676,8 @@ static int check_or_bench(int argc, char **argv, bool bench)
             no_shape = true;
         } else if (!strcmp(a, "--no-fuse")) {
             co.unfused = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            co.no_cache = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
             co.dump_after = a + 13;
             if (cg_stage_from_name(co.dump_after) == CG_NSTAGES) {
@@ -665,7 +733,7 @@ static int check_or_bench(int argc, char **argv, bool bench)
     char *model = path_join(dir, "model.onnx");
     Model m;
     double t0 = now();
-    rc = model ? model_load(&m, model, no_shape, backend, &co) : EXIT_SYSTEM;
+    rc = model ? model_open(&m, model, no_shape, backend, &co) : EXIT_SYSTEM;
     if (rc == 0 && o.bench)
         printf("%s: compiled once in %.1f ms (backend %s; %d ops, %d kernels)\n", model, 1e3 * (now() - t0), backend,
                m.g->nops, m.exec ? exec_kernel_count(m.exec) : 0);
@@ -688,6 +756,226 @@ static int check_or_bench(int argc, char **argv, bool bench)
         free(sets[i]);
     free(sets);
     return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* dcc fuzz-shapes                                                      */
+
+static const char usage_fuzz[] =
+    "usage: dcc fuzz-shapes DIR [--n N] [--seed S] [--max-dim D] [--backend NAME] [--rtol R]\n"
+    "                       [--atol A] [--threads N] [-v]\n"
+    "\n"
+    "Draws N random bindings of the symbols of the inputs' dims of the model in\n"
+    "DIR (model.onnx; its test_data_set_* give the range of integer inputs, as\n"
+    "token ids), runs each on the backend and on the reference interpreter, and\n"
+    "compares: where the interpreter runs the inputs, the backend must give\n"
+    "its outputs within the tolerance; where it refuses them, the backend must\n"
+    "refuse them too with a shape error that names an input. A symbol is 1\n"
+    "a quarter of the time, else uniform in its bounds up to D; every fourth\n"
+    "binding draws each input dim on its own instead, which breaks the ties of\n"
+    "the model's dim names and, often, its rules: the refusals are tested too.\n"
+    "\n"
+    "options:\n"
+    "  --n N          bindings (default 100)\n"
+    "  --seed S       the random seed (default 1)\n"
+    "  --max-dim D    the largest value drawn for a symbol (default 24)\n"
+    "  --backend NAME cpu (the default) or cuda-emu\n"
+    "  --rtol R       relative tolerance (default 1e-3)\n"
+    "  --atol A       absolute tolerance (default 1e-4)\n"
+    "  --threads N    cpu: threads per run\n"
+    "  -v             a line per binding\n"
+    "\n"
+    "exit status: 0 every binding agreed, 1 a disagreement or an error in the\n"
+    "input, 2 usage error\n";
+
+static uint64_t fuzz_next(uint64_t *st)
+{
+    *st ^= *st << 13;
+    *st ^= *st >> 7;
+    *st ^= *st << 17;
+    return *st;
+}
+
+/* Integer inputs' value ranges from the data sets (token ids must index
+ * their tables): lo[i], hi[i]; 0, 0 where no data set has input i. */
+static void fuzz_ranges(const char *dir, int nin, int64_t *lo, int64_t *hi)
+{
+    for (int i = 0; i < nin; i++)
+        lo[i] = INT64_MAX, hi[i] = INT64_MIN;
+    for (int k = 0;; k++) {
+        char set[64];
+        snprintf(set, sizeof set, "test_data_set_%d", k);
+        char *sdir = path_join(dir, set);
+        Diag d = {0};
+        Tensor *t = sdir && file_exists(sdir) && count_files(sdir, "input") == nin ? read_tensors(sdir, "input", nin, &d)
+                                                                                   : NULL;
+        free(sdir);
+        if (!t)
+            break;
+        for (int i = 0; i < nin; i++)
+            for (size_t e = 0; !dtype_is_float(t[i].dtype) && e < tensor_numel(&t[i]); e++) {
+                int64_t v = interp_load_i(&t[i], e);
+                lo[i] = v < lo[i] ? v : lo[i];
+                hi[i] = v > hi[i] ? v : hi[i];
+            }
+        free_tensors(t, nin);
+    }
+    for (int i = 0; i < nin; i++)
+        if (lo[i] > hi[i])
+            lo[i] = hi[i] = 0;
+}
+
+/* One binding: the inputs' shapes from the symbols' values (where
+ * `loose`, a dim that is a symbol gets a value of its own at each use,
+ * up to maxdim, which breaks the ties of the model's names and often its
+ * rules), random data. */
+static bool fuzz_inputs(const Graph *g, const int64_t *val, const int64_t *lo, const int64_t *hi, uint64_t *st,
+                        bool loose, int64_t maxdim, Tensor *in, Diag *d)
+{
+    bool bound[256];
+    memset(bound, 1, sizeof bound);
+    DimEnv env = {(int64_t *)val, bound, g->dims.nsyms < 256 ? g->dims.nsyms : 256};
+    for (int i = 0; i < g->ninputs; i++) {
+        const Type *t = &g->inputs[i]->type;
+        int64_t shape[MAX_RANK];
+        for (int k = 0; k < t->rank; k++) {
+            uint64_t r = fuzz_next(st);
+            const Dim *y = t->dims[k];
+            if (loose && y->kind == DIM_SYM && y->hi != DIM_INF && r % 2)
+                shape[k] = y->hi + 1; /* past its bound */
+            else if (loose && y->kind == DIM_SYM)
+                shape[k] = 1 + (int64_t)(r / 2 % (uint64_t)maxdim);
+            else if (dim_eval(y, &env, &shape[k]) != DIM_OK || shape[k] < 0)
+                return diag_set(d, "error: input %d dim %d: no value from the symbols", i, k);
+        }
+        if (!tensor_alloc(&in[i], t->dtype, t->rank, shape))
+            return diag_oom(d);
+        for (size_t e = 0; e < tensor_numel(&in[i]); e++) {
+            uint64_t x = fuzz_next(st);
+            if (dtype_is_float(t->dtype))
+                interp_store_f(&in[i], e, (double)(x % 20001) / 5000.0 - 2.0);
+            else
+                interp_store_i(&in[i], e, lo[i] + (int64_t)(x % (uint64_t)(hi[i] - lo[i] + 1)));
+        }
+    }
+    return true;
+}
+
+int dcc_fuzz_shapes(int argc, char **argv)
+{
+    const char *dir = NULL, *backend = "cpu";
+    double n = 100, seed = 1, maxdim = 24, rtol = 1e-3, atol = 1e-4, threads = 0;
+    bool verbose = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_fuzz, stdout);
+            return 0;
+        } else if (!strcmp(a, "-v")) {
+            verbose = true;
+        } else if (!strcmp(a, "--backend")) {
+            if (++i >= argc)
+                return usage("%s needs a value", a, usage_fuzz);
+            backend = argv[i];
+        } else if (!strcmp(a, "--n") || !strcmp(a, "--seed") || !strcmp(a, "--max-dim") || !strcmp(a, "--rtol") ||
+                   !strcmp(a, "--atol") || !strcmp(a, "--threads")) {
+            if (++i >= argc)
+                return usage("%s needs a value", a, usage_fuzz);
+            double *x = !strcmp(a, "--n") ? &n : !strcmp(a, "--seed") ? &seed : !strcmp(a, "--max-dim") ? &maxdim
+                        : !strcmp(a, "--rtol") ? &rtol : !strcmp(a, "--atol") ? &atol : &threads;
+            bool count = x != &rtol && x != &atol;
+            if (!parse_double(argv[i], x) || (count && (*x != (int64_t)*x || *x < (x == &maxdim) || *x > 1e9)))
+                return usage("bad value '%s'", argv[i], usage_fuzz);
+        } else if (a[0] == '-' && a[1]) {
+            return usage("unknown option '%s'", a, usage_fuzz);
+        } else if (dir) {
+            return usage("more than one directory ('%s')", a, usage_fuzz);
+        } else {
+            dir = a;
+        }
+    }
+    if (!dir)
+        return usage("%s", "no model directory", usage_fuzz);
+    if (strcmp(backend, "cpu") && strcmp(backend, "cuda-emu"))
+        return usage("--backend %s: fuzz-shapes compares cpu or cuda-emu with the interpreter", backend, usage_fuzz);
+    char *model = path_join(dir, "model.onnx");
+    CgOpts co = {.opt_level = 3, .threads = (int)threads};
+    Model ref, m;
+    int rc = model ? model_open(&ref, model, false, "interp", &co) : EXIT_SYSTEM;
+    if (rc == 0 && (rc = model_open(&m, model, false, backend, &co)))
+        model_free(&ref);
+    if (rc) {
+        free(model);
+        return rc == EXIT_SYSTEM ? EXIT_INPUT : rc;
+    }
+    Graph *g = ref.g;
+    int nin = g->ninputs, nsyms = g->dims.nsyms < 256 ? g->dims.nsyms : 256;
+    int64_t lo[nin + 1], hi[nin + 1], val[256];
+    fuzz_ranges(dir, nin, lo, hi);
+    uint64_t st = 0x9e3779b97f4a7c15ull ^ (uint64_t)seed * 0xbf58476d1ce4e5b9ull;
+    int nrun = 0, nrefused = 0, nbad = 0;
+    for (int b = 0; b < (int)n; b++) {
+        char shapes[512] = "";
+        size_t sl = 0;
+        for (int s = 0; s < nsyms; s++) {
+            const Dim *y = g->dims.syms[s];
+            int64_t top = y->hi != DIM_INF && y->hi < (int64_t)maxdim ? y->hi : (int64_t)maxdim;
+            int64_t bottom = y->lo > 0 ? y->lo : 1;
+            uint64_t r = fuzz_next(&st);
+            val[s] = r % 4 == 0 || top <= bottom ? bottom : bottom + (int64_t)(r / 4 % (uint64_t)(top - bottom + 1));
+        }
+        Tensor in[nin + 1], want[g->noutputs + 1], got[g->noutputs + 1];
+        memset(in, 0, sizeof in);
+        memset(want, 0, sizeof want);
+        memset(got, 0, sizeof got);
+        Diag d = {0}, dr = {0}, dm = {0};
+        if (!fuzz_inputs(g, val, lo, hi, &st, b % 4 == 3, (int64_t)maxdim, in, &d)) {
+            fprintf(stderr, "dcc: fuzz-shapes: %s\n", d.msg);
+            for (int i = 0; i < nin; i++)
+                tensor_free(&in[i]);
+            nbad++;
+            break;
+        }
+        for (int i = 0; i < nin && sl < sizeof shapes; i++)
+            sl += (size_t)shape_snprint(shapes + sl, sizeof shapes - sl, in[i].shape, in[i].rank);
+        bool rok = model_exec(&ref, in, nin, want, &dr), mok = model_exec(&m, in, nin, got, &dm);
+        char why[DIAG_MAX + 128] = "";
+        if (rok != mok) {
+            snprintf(why, sizeof why, "the interpreter %s, %s %s: %s", rok ? "runs it" : "refuses it", backend,
+                     mok ? "runs it" : "refuses it", rok ? dm.msg : dr.msg);
+        } else if (!rok) {
+            if (dm.kind != DIAG_SHAPE || !strstr(dm.msg, "input \""))
+                snprintf(why, sizeof why, "refused without naming an input: %s", dm.msg);
+        } else {
+            double maxerr;
+            for (int k = 0; k < g->noutputs && !*why; k++)
+                if (!compare(&got[k], &want[k], rtol, atol, why + 64, sizeof why - 64, &maxerr)) {
+                    int w = snprintf(why, 64, "output %d: ", k);
+                    memmove(why + w, why + 64, strlen(why + 64) + 1);
+                }
+        }
+        nrun += rok && mok && !*why;
+        nrefused += !rok && !mok && !*why;
+        if (*why) {
+            printf("binding %d %s: FAIL %s\n", b, shapes, why);
+            nbad++;
+        } else if (verbose) {
+            printf("binding %d %s: %s\n", b, shapes, rok ? "same outputs" : dr.msg);
+        }
+        for (int i = 0; i < nin; i++)
+            tensor_free(&in[i]);
+        for (int k = 0; k < g->noutputs; k++) {
+            tensor_free(&want[k]);
+            tensor_free(&got[k]);
+        }
+    }
+    printf("%s: %d bindings: %d ran with the same outputs on %s and interp, %d refused by both naming an input, "
+           "%d disagreed\n",
+           model, (int)n, nrun, backend, nrefused, nbad);
+    model_free(&ref);
+    model_free(&m);
+    free(model);
+    return nbad ? EXIT_INPUT : 0;
 }
 
 int dcc_check(int argc, char **argv) { return check_or_bench(argc, argv, false); }
@@ -722,7 +1010,7 @@ static bool make_dirs(const char *path)
 int dcc_run(int argc, char **argv)
 {
     const char *model = NULL, *outdir = NULL, *backend = "interp";
-    bool no_shape = false;
+    bool no_shape = false, no_cache = false;
     char **inputs = calloc((size_t)argc + 1, sizeof *inputs); /* NAME=FILE */
     int ninputs = 0, rc = 0;
     if (!inputs) {
@@ -751,6 +1039,8 @@ int dcc_run(int argc, char **argv)
                 inputs[ninputs++] = v;
         } else if (!strcmp(a, "--no-shape")) {
             no_shape = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            no_cache = true;
         } else if (a[0] == '-' && a[1]) {
             rc = usage("unknown option '%s'", a, usage_run);
         } else if (model) {
@@ -771,8 +1061,8 @@ int dcc_run(int argc, char **argv)
     }
 
     Model m;
-    CgOpts co = {.opt_level = 3};
-    if ((rc = model_load(&m, model, no_shape, backend, &co))) {
+    CgOpts co = {.opt_level = 3, .no_cache = no_cache};
+    if ((rc = model_open(&m, model, no_shape, backend, &co))) {
         free(inputs);
         return rc;
     }

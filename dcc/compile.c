@@ -7,6 +7,7 @@
  * DISC_RT_LIB) by the system C compiler (CC, default cc).
  */
 #include "dcc/dcc.h"
+#include "frontends/model.h"
 #include "codegen/codegen.h"
 
 #include <ctype.h>
@@ -206,6 +207,18 @@ int dcc_compile(int argc, char **argv)
     Graph *g = dcc_load(file, &rc);
     if (!g)
         return rc;
+    if (g->tied_dims && model_is_onnx(file)) {
+        /* An object cannot compile again when its inputs break a tie of
+         * the model's dim names, as the JIT does: it is compiled without
+         * them (doc/onnx.md, "Dim names") */
+        graph_free(g);
+        if (!(g = model_load_untied(file, &d))) {
+            fprintf(stderr, "%s\n", d.msg);
+            return dcc_exit_code(&d);
+        }
+        if (verbose)
+            fprintf(stderr, "dcc: %s: compiled without the ties of its dim names\n", file);
+    }
     double t1 = now();
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);

@@ -34,6 +34,7 @@ static const char usage_main[] =
     "  check DIR    run an ONNX backend-test directory (model.onnx, test_data_set_*)\n"
     "  run MODEL    run a model on TensorProto inputs, write the outputs\n"
     "  bench DIR    compile once, then time the runs of every data set\n"
+    "  fuzz-shapes DIR  random shapes on the backend against the interpreter\n"
     "  compile MODEL -o OUT.o   ahead of time into an object (or .so) for C programs\n"
     "\n"
     "options:\n"
@@ -162,7 +163,7 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
         gpu_str_free(&src);
         cg_module_free(&m);
     } else if (s == CG_LLVM) {
-        CgOpts co = {.opt_level = 3, .cpu = cpu};
+        CgOpts co = {.opt_level = 3, .cpu = cpu, .keep_llvm = true};
         Exec *e = exec_compile(g, so, &co, &d);
         if (e)
             exec_print_llvm(e, f);
@@ -308,6 +309,8 @@ int main(int argc, char **argv)
         return dcc_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return dcc_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "fuzz-shapes"))
+        return dcc_fuzz_shapes(argc - 2, argv + 2);
     if (!strcmp(cmd, "compile"))
         return dcc_compile(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd, usage_main);

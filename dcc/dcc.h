@@ -28,6 +28,7 @@ bool dcc_ends_with(const char *s, const char *suffix);
 int dcc_check(int argc, char **argv);
 int dcc_run(int argc, char **argv);
 int dcc_bench(int argc, char **argv);
+int dcc_fuzz_shapes(int argc, char **argv);
 int dcc_compile(int argc, char **argv);
 
 #endif

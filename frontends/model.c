@@ -31,6 +31,12 @@ Graph *model_load(const char *path, Diag *d)
     return verified(graph_parse_file(path, d), true, d);
 }
 
+Graph *model_load_untied(const char *path, Diag *d)
+{
+    OnnxOpts o = {.untie = true};
+    return verified(onnx_import_file(path, &o, d), false, d);
+}
+
 Graph *model_load_text(const char *text, size_t len, const char *name, Diag *d)
 {
     return verified(graph_parse(text, len, name, d), true, d);

@@ -83,6 +83,14 @@ typedef struct disc_options {
                                    "x86-64-v3" (AVX2), "x86-64-v4" or "skylake-avx512" (AVX-512);
                                    NULL or "native": the environment's DISC_CPU, else this
                                    machine. An unknown name fails disc_compile. */
+    /* Added in 0.1.0 after the fields above (code built against the shorter
+     * struct gets them as zero only through disc_default_options): */
+    int no_cache;               /* 1: compile from scratch, neither reading nor writing the
+                                   on-disk cache of compiled code (0, the default: a model
+                                   compiled before with the same options for the same CPU by
+                                   the same disc build links its cached code) */
+    const char *cache_dir;      /* that cache's directory; NULL: $DISC_CACHE_DIR, else
+                                   $HOME/.cache/disc/jit */
 } disc_options;
 
 const char *disc_version(void);

@@ -136,6 +136,8 @@ Graph *graph_clone(Graph *src, Diag *d)
     if (ok && !(ok = graph_keep(g, graph_ref(src), release)))
         graph_free(src); /* the reference graph_keep did not take */
     ok = ok && dim_ctx_copy_syms(&g->dims, &src->dims);
+    if (ok)
+        g->tied_dims = src->tied_dims;
     if (ok && src->file)
         ok = (g->file = arena_strdup(&g->arena, src->file)) != NULL;
     for (int i = 0; ok && i < src->ninputs; i++) {

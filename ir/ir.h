@@ -462,6 +462,8 @@ struct Graph {
     void (**keep_free)(void *);
     int nkeep, capkeep;
     int refs;          /* graph_free frees at the last reference (graph_ref) */
+    int tied_dims;     /* input dims that are another input dim's symbol only
+                          because ONNX gave both one dim_param name (doc/onnx.md) */
 };
 
 Graph *graph_new(const char *name);

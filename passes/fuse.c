@@ -280,6 +280,21 @@ static bool all_loop_ops(Planner *p, const PGroup *g)
     return true;
 }
 
+/* Whether o reads the result of a dot or convolution other than the
+ * library group's root: o then starts that call's own epilogue (ResNet's
+ * bias of conv3, whose sum with the shortcut conv's result is the
+ * shortcut's residual), where the library applies it, rather than run in
+ * the loop after the root's call. */
+static bool starts_epilogue(Planner *p, const Op *o, int root)
+{
+    for (int k = 0; k < o->nin; k++) {
+        const Op *d = o->in[k]->def;
+        if (d && d != p->ops[root] && (d->kind == OP_DOT || d->kind == OP_CONV))
+            return true;
+    }
+    return false;
+}
+
 static void place(Planner *p, int op)
 {
     Op *o = p->ops[op];
@@ -300,7 +315,7 @@ static void place(Planner *p, int op)
         else if (g->kind == FUSE_INPUT)
             fits = n == g->space;
         else if (g->kind == FUSE_LIBRARY) /* the epilogue, after the call */
-            fits = n == g->space && !feeds_root;
+            fits = n == g->space && !feeds_root && !starts_epilogue(p, o, g->root);
         if (fits) {
             join(p, op, gid);
             return;

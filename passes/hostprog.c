@@ -173,26 +173,41 @@ void hostenv_free(HostEnv *e)
 
 DimEnv hostenv_dims(const HostEnv *e) { return (DimEnv){e->val, e->bound, e->nsyms}; }
 
-/* Lists the values of the symbols that a or b use: " with B = 2, S = 13". */
-static void sym_values(const HostEnv *e, const Dim *a, const Dim *b, const Graph *g, char *buf, size_t size)
+/* The step that binds sym from an input, or NULL. */
+static const HostStep *binder(const HostProg *p, const Dim *sym)
 {
-    size_t n = 0;
-    buf[0] = 0;
-    for (int s = 0; s < e->nsyms && n < size; s++) {
-        const Dim *sym = g->dims.syms[s];
-        if (e->bound[s] && a != sym && (dim_mentions(a, sym) || (b && dim_mentions(b, sym))))
-            n += (size_t)snprintf(buf + n, size - n, "%s%s = %lld", n ? ", " : " with ", sym->name,
-                                  (long long)e->val[s]);
-    }
+    for (int i = 0; i < p->n; i++)
+        if (p->steps[i].kind == HS_BIND && p->steps[i].sym == sym)
+            return &p->steps[i];
+    return NULL;
 }
 
 /* " (from input "mask" dim 1)" for a symbol bound from an input. */
 static void bound_from(const Graph *g, const HostProg *p, const Dim *sym, char *buf, size_t size)
 {
+    const HostStep *s = binder(p, sym);
     buf[0] = 0;
-    for (int i = 0; i < p->n; i++)
-        if (p->steps[i].kind == HS_BIND && p->steps[i].sym == sym)
-            snprintf(buf, size, " (from input \"%s\" dim %d)", input_name(g, p->steps[i].input), p->steps[i].axis);
+    if (s)
+        snprintf(buf, size, " (from input \"%s\" dim %d)", input_name(g, s->input), s->axis);
+}
+
+/* Lists the values of the symbols that a or b use, and the inputs they
+ * come from: " with S = 13 (from input "ids" dim 1), S_2 = 2 (...)"; a
+ * itself is left out when it is a symbol (the message gave its value). */
+static void sym_values(const HostEnv *e, const HostProg *p, const Dim *a, const Dim *b, const Graph *g, char *buf,
+                       size_t size)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int s = 0; s < e->nsyms && n < size; s++) {
+        const Dim *sym = g->dims.syms[s];
+        char from[200];
+        if (!e->bound[s] || !(dim_mentions(a, sym) || (b && dim_mentions(b, sym))) || (a == sym && !b))
+            continue;
+        bound_from(g, p, sym, from, sizeof from);
+        n += (size_t)snprintf(buf + n, size - n, "%s%s = %lld%s", n ? ", " : " with ", sym->name,
+                              (long long)e->val[s], from);
+    }
 }
 
 static bool holds(int64_t a, Rel r, int64_t b)
@@ -214,7 +229,7 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
     const HostStep *s = &p->steps[i];
     DimEnv env = hostenv_dims(e);
     int64_t a = 0, b = 0;
-    char buf[256], ex[256], ctx[300];
+    char buf[600], ex[256], ctx[300];
     snprintf(ctx, sizeof ctx, "%s%s", s->what ? s->what : "", s->what ? ": " : "");
     switch (s->kind) {
     case HS_BIND: {
@@ -239,7 +254,7 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
         if (s->lhs->kind == DIM_SYM)
             bound_from(g, p, s->lhs, buf, sizeof buf);
         else
-            sym_values(e, s->lhs, NULL, g, buf, sizeof buf);
+            sym_values(e, p, s->lhs, NULL, g, buf, sizeof buf);
         return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s = %lld%s",
                          input_name(g, s->input), s->axis, (long long)got, ex, (long long)a, buf);
     }
@@ -260,7 +275,7 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
         snprintf(ex + n, sizeof ex - (size_t)n, " %s ", s->kind == HS_BCAST ? "==" : cons_rel_str(s->rel));
         n = (int)strlen(ex);
         dim_snprint(ex + n, sizeof ex - (size_t)n, s->rhs);
-        sym_values(e, s->lhs, s->rhs, g, buf, sizeof buf);
+        sym_values(e, p, s->lhs, s->rhs, g, buf, sizeof buf);
         return diag_setk(d, DIAG_SHAPE, "error: %sinput shapes violate %s%s (%lld vs %lld)%s", ctx, ex,
                          s->kind == HS_BCAST ? " or one of them is 1" : "", (long long)a, (long long)b, buf);
     }

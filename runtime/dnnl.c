@@ -57,9 +57,17 @@
  * be worth a rule), so every convolution takes them. Transposed
  * convolutions (oneDNN's deconvolution) are made the same way; where
  * oneDNN picks gemm:jit on plain layouts for them, nothing is reordered.
- * DISC_CONV_LAYOUT=plain turns it off. The reorder back of a large nhwc
- * result costs some convolutions time that keeping nhwc between
- * consecutive convolutions would save. (The figures: bench/NOTES.md.)
+ * DISC_CONV_LAYOUT=plain turns it off.
+ *
+ * Between convolutions the reorders are not made at all: a value that
+ * only convolutions and pools write and read is kept channels-last by the
+ * host flow (codegen/hostlib.c), and the calls say so (DiscConv.layout):
+ * such an operand's own layout is nhwc, so oneDNN's nhwc choice needs no
+ * reorder, and a conv with both ends channels-last is made on them as
+ * they are (conv_build's keep) unless oneDNN then offers only its
+ * reference code. MobileNetV2 at 1x3x224x224 went from 14.3 to 5.3 ms on
+ * AVX-512 (one thread), ResNet-50 from 72.7 to 54.7 ms. (The figures:
+ * bench/NOTES.md.)
  *
  * Split calls. A matmul on a run of two or more threads is cut into one
  * part per thread, run on our pool (disc_rt_parallel_for), each part a
@@ -131,7 +139,8 @@ typedef struct Entry {
     dnnl_memory_desc_t src_plain;
     dnnl_primitive_t back;     /* a conv's md[MD_DST] to dst_plain, or NULL */
     dnnl_memory_desc_t dst_plain;
-    dnnl_primitive_t res_cvt;  /* dst_plain (the residual) to md[MD_RES], or NULL */
+    dnnl_primitive_t res_cvt;  /* res_plain (the residual) to md[MD_RES], or NULL */
+    dnnl_memory_desc_t res_plain;
     const char *how;           /* "oneDNN <implementation> (<ISA>)", interned */
     int refs;                  /* the cache's own reference, plus users */
     int cached;                /* in the map and the LRU list */
@@ -520,7 +529,8 @@ static uint64_t key_hash(const int64_t *k)
     return h;
 }
 
-static void entry_destroy(Entry *e)
+/* e as calloc left it but for its key, hash and references. */
+static void entry_reset(Entry *e)
 {
     if (e->prim)
         dnnl_primitive_destroy(e->prim);
@@ -530,6 +540,16 @@ static void entry_destroy(Entry *e)
         dnnl_primitive_destroy(e->back);
     if (e->res_cvt)
         dnnl_primitive_destroy(e->res_cvt);
+    Entry keep = *e;
+    memset(e, 0, sizeof *e);
+    memcpy(e->key, keep.key, sizeof e->key);
+    e->hash = keep.hash;
+    e->refs = keep.refs;
+}
+
+static void entry_destroy(Entry *e)
+{
+    entry_reset(e);
     free(e);
 }
 
@@ -666,6 +686,11 @@ void disc_rt_lib_shutdown(void)
 
 /* ---- making and running primitives --------------------------------------- */
 
+/* Appends activation p (if any) to po. Clip's alpha and beta are its
+ * bounds; swish's alpha scales x in the sigmoid; hardswish (oneDNN 2.x)
+ * takes none. */
+static dnnl_status_t append_post(dnnl_post_ops_t po, DiscPost p);
+
 /* What one call builds: op descriptor inputs and the post-ops. */
 typedef struct Build {
     DiscRt *rt;
@@ -673,6 +698,7 @@ typedef struct Build {
     Entry *e;                  /* md[] and has[] to fill */
     DiscPost post;
     int residual;
+    DiscPost post_res;         /* after the residual (convolutions) */
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
     int any;                   /* src, dst, residual in format any (convolution layouts) */
@@ -753,6 +779,24 @@ static int md_dense(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_dat
     return md_strided(b, role, nd, dims, dt, st);
 }
 
+/* dims [n][c][spatial...] dense, or stored channels-last ([n][spatial...][c],
+ * oneDNN's nwc / nhwc / ndhwc) when nhwc. */
+static int md_image(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_data_type_t dt, int nhwc)
+{
+    dnnl_dims_t st;
+    dense(nd, dims, st);
+    if (nhwc) {
+        int64_t s = dims[1] > 0 ? dims[1] : 1;
+        st[1] = 1;
+        for (int i = nd - 1; i >= 2; i--) {
+            st[i] = s;
+            s *= dims[i] > 0 ? dims[i] : 1;
+        }
+        st[0] = s;
+    }
+    return md_strided(b, role, nd, dims, dt, st);
+}
+
 /* Constant weights: keep the plain layout in wei_plain and leave the
  * weights' layout to oneDNN (make_primitive reads its choice back). */
 static int md_weights_any(Build *b)
@@ -776,6 +820,13 @@ static int md_any(Build *b, int role, dnnl_memory_desc_t *plain)
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&e->md[role], plain->ndims, plain->dims, plain->data_type,
                                                    dnnl_format_tag_any);
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, "layout descriptor", s);
+}
+
+/* Role keeps the layout it has (layout_read then finds nothing to do). */
+static int keep(Build *b, int role, dnnl_memory_desc_t *plain)
+{
+    *plain = b->e->md[role];
+    return 0;
 }
 
 /* Whether layout md puts every element where plain (dense, unblocked)
@@ -818,7 +869,7 @@ static dnnl_status_t layouts_read(Entry *e, const_dnnl_primitive_desc_t pd)
         s = layout_read(e, MD_DST, dst, &e->dst_plain, 1, &e->back);
     if (s == dnnl_success && e->has[MD_RES])
         s = layout_read(e, MD_RES, dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->res_arg),
-                        &e->dst_plain, 0, &e->res_cvt);
+                        &e->res_plain, 0, &e->res_cvt);
     return s;
 }
 
@@ -830,8 +881,19 @@ static dnnl_alg_kind_t post_alg(DiscPost p)
     case DISC_POST_GELU_TANH: return dnnl_eltwise_gelu_tanh;
     case DISC_POST_TANH: return dnnl_eltwise_tanh;
     case DISC_POST_SIGMOID: return dnnl_eltwise_logistic;
+    case DISC_POST_RELU6: return dnnl_eltwise_clip;
+    case DISC_POST_HARDSWISH: return dnnl_eltwise_hardswish;
+    case DISC_POST_SWISH: return dnnl_eltwise_swish;
     default: return dnnl_alg_kind_undef;
     }
+}
+
+_Static_assert(DISC_POST_COUNT <= 16, "a convolution's key holds post + 16 * post_res");
+
+static dnnl_status_t append_post(dnnl_post_ops_t po, DiscPost p)
+{
+    float alpha = p == DISC_POST_SWISH ? 1.0f : 0.0f, beta = p == DISC_POST_RELU6 ? 6.0f : 0.0f;
+    return p == DISC_POST_NONE ? dnnl_success : dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(p), alpha, beta);
 }
 
 /* The primitive for op descriptor `desc`, with post-ops, user scratchpad. */
@@ -848,15 +910,15 @@ static int make_primitive(Build *b, const void *desc)
         (s = dnnl_post_ops_create(&po)) != dnnl_success)
         goto out;
     step = "post-ops";
-    if (b->post != DISC_POST_NONE &&
-        (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(b->post), 0.0f, 0.0f)) != dnnl_success)
+    if ((s = append_post(po, b->post)) != dnnl_success)
         goto out;
     if (b->residual) {
         e->res_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(dnnl_post_ops_len(po)) | DNNL_ARG_SRC_1;
         if ((s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &e->md[MD_RES])) != dnnl_success)
             goto out;
     }
-    if ((s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
+    if ((s = append_post(po, b->post_res)) != dnnl_success ||
+        (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
         goto out;
     step = "primitive descriptor";
     if ((s = dnnl_primitive_desc_create(&pd, desc, attr, engine, NULL)) != dnnl_success)
@@ -1075,7 +1137,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     if (e->cvt && !(bind[MD_SRC] = reorder_in(rt, b->what, e->cvt, &e->src_plain, ptr[MD_SRC], &e->md[MD_SRC],
                                               nthr)))
         goto out;
-    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->dst_plain, ptr[MD_RES],
+    if (e->res_cvt && !(bind[MD_RES] = reorder_in(rt, b->what, e->res_cvt, &e->res_plain, ptr[MD_RES],
                                                   &e->md[MD_RES], nthr)))
         goto out;
     if (e->back && !(bind[MD_DST] = disc_rt_alloc(rt, (int64_t)dnnl_memory_desc_get_size(&e->md[MD_DST]))))
@@ -1134,6 +1196,9 @@ static float apply_post(DiscPost p, float x)
     case DISC_POST_GELU_TANH: return 0.5f * x * (1 + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
     case DISC_POST_TANH: return tanhf(x);
     case DISC_POST_SIGMOID: return 1 / (1 + expf(-x));
+    case DISC_POST_RELU6: return x > 0 ? (x < 6 ? x : 6) : 0;
+    case DISC_POST_HARDSWISH: return x * (x + 3 > 0 ? (x + 3 < 6 ? x + 3 : 6) : 0) / 6;
+    case DISC_POST_SWISH: return x / (1 + expf(-x));
     default: return x;
     }
 }
@@ -1549,9 +1614,8 @@ typedef struct Cv {
     int64_t hi[3];             /* the high padding oneDNN is given */
 } Cv;
 
-static int make_conv(Build *b, const void *ctx)
+static int conv_build(Build *b, const Cv *cv, int keep_nhwc)
 {
-    const Cv *cv = ctx;
     const DiscConv *d = cv->d;
     dnnl_data_type_t dt = dt_of(d->dtype);
     int nsp = d->nsp, nd = 2 + nsp;
@@ -1582,13 +1646,18 @@ static int make_conv(Build *b, const void *ctx)
         if (gx)
             ws[0] = cg * og * K;
     }
-    if (md_dense(b, MD_SRC, nd, xd, dt) || md_strided(b, MD_WEI, wnd, wd, dt, ws) || md_weights_any(b) ||
-        md_dense(b, MD_DST, nd, yd, dt) || (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
-        (d->residual && md_dense(b, MD_RES, nd, yd, dt)))
+    int lay = d->layout;
+    if (md_image(b, MD_SRC, nd, xd, dt, lay & DISC_NHWC_SRC) || md_strided(b, MD_WEI, wnd, wd, dt, ws) ||
+        md_weights_any(b) || md_image(b, MD_DST, nd, yd, dt, lay & DISC_NHWC_DST) ||
+        (d->bias && md_dense(b, MD_BIAS, 1, bd, dt)) ||
+        (d->residual && md_image(b, MD_RES, nd, yd, dt, lay & DISC_NHWC_RES)))
         return -1;
-    dnnl_memory_desc_t res_plain;
-    if (b->any && (md_any(b, MD_SRC, &b->e->src_plain) || md_any(b, MD_DST, &b->e->dst_plain) ||
-                   (d->residual && md_any(b, MD_RES, &res_plain))))
+    if (!keep_nhwc)
+        lay = 0;
+    if (b->any && ((lay & DISC_NHWC_SRC ? keep(b, MD_SRC, &b->e->src_plain) : md_any(b, MD_SRC, &b->e->src_plain)) ||
+                   (lay & DISC_NHWC_DST ? keep(b, MD_DST, &b->e->dst_plain) : md_any(b, MD_DST, &b->e->dst_plain)) ||
+                   (d->residual && (lay & DISC_NHWC_RES ? keep(b, MD_RES, &b->e->res_plain)
+                                                         : md_any(b, MD_RES, &b->e->res_plain)))))
         return -1;
     const dnnl_memory_desc_t *bias = d->bias ? &b->e->md[MD_BIAS] : NULL;
     dnnl_status_t s;
@@ -1608,6 +1677,24 @@ static int make_conv(Build *b, const void *ctx)
             return make_primitive(b, &desc);
     }
     return dnnl_failed(b->rt, b->what, "convolution descriptor", s);
+}
+
+/* A convolution whose input and result are both channels-last runs on
+ * them as they are, rather than in layouts of oneDNN's choice (blocked,
+ * for some 1x1 convolutions on AVX-512: a reorder in and one out at every
+ * call). Where oneDNN has only its reference code for that (an operand of
+ * another layout, this ISA), the layouts are left to it after all. */
+static int make_conv(Build *b, const void *ctx)
+{
+    const Cv *cv = ctx;
+    int lay = cv->d->layout;
+    if (!(lay & DISC_NHWC_SRC) || !(lay & DISC_NHWC_DST))
+        return conv_build(b, cv, 0);
+    int rc = conv_build(b, cv, 1);
+    if (rc != 0 || !strstr(b->e->how, " ref"))
+        return rc;
+    entry_reset(b->e);
+    return conv_build(b, cv, 0);
 }
 
 /* Checks the window parameters of axis i; the dense window extent, or -1. */
@@ -1633,10 +1720,33 @@ static int64_t window_count(int64_t span, int64_t stride)
     return (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
 }
 
-int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y)
+/* A 2-D convolution over H x 1 images with an H x 1 window (a 1-D
+ * convolution as exporters write it) turned to 1 x H: the same memory in
+ * every layout (an axis of extent 1 moves nothing), and oneDNN's kernels
+ * block the output's width, not its height. magika's [7, 256, 512, 1]
+ * conv (kernel 5x1, 512 outputs) ran at 14 GFLOP/s so on AVX-512 (brgconv,
+ * one thread, bench/NOTES.md). */
+static const DiscConv *conv_turned(const DiscConv *d, DiscConv *t)
 {
+    if (d->nsp != 2 || d->in[1] != 1 || d->k[1] != 1 || d->out[1] != 1 || d->in[0] == 1 || d->pad_lo[1] ||
+        d->pad_hi[1])
+        return d;
+    *t = *d;
+    int64_t *ax[] = {t->in, t->k, t->out, t->stride, t->dilation, t->pad_lo, t->pad_hi};
+    for (size_t i = 0; i < sizeof ax / sizeof ax[0]; i++) {
+        int64_t v = ax[i][0];
+        ax[i][0] = ax[i][1];
+        ax[i][1] = v;
+    }
+    return t;
+}
+
+int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, void *y)
+{
+    DiscConv turned;
+    const DiscConv *d = conv_turned(d0, &turned);
     const char *what = d->transpose ? "conv_transpose" : "conv";
-    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post))
+    if (check_dtype(rt, what, d->dtype) || check_post(rt, what, d->post) || check_post(rt, what, d->post_res))
         return -1;
     if (d->nsp < 1 || d->nsp > 3) {
         disc_rt_fail(rt, "%s: %d spatial dims; 1 to 3 are supported", what, d->nsp);
@@ -1685,8 +1795,8 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
         disc_rt_fail(rt, "%s: a NULL operand", what);
         return -1;
     }
-    int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose, d->bias != NULL,
-                            d->post, d->residual != NULL};
+    int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
+                            d->bias != NULL, d->post + 16 * d->post_res, d->residual != NULL};
     int64_t *k = key + 11;
     for (int i = 0; i < d->nsp; i++) {
         *k++ = d->in[i];
@@ -1700,7 +1810,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, vo
     double wnum = (double)d->o * (double)(d->c / d->groups);
     for (int i = 0; i < d->nsp; i++)
         wnum *= (double)d->k[i];
-    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL,
+    Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL, .post_res = d->post_res,
                 .any = 1, .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
@@ -1724,7 +1834,8 @@ static int make_pool(Build *b, const void *ctx)
         lo[i] = d->pad_lo[i];
         hi[i] = d->pad_hi[i];
     }
-    if (md_dense(b, MD_SRC, nd, xd, dt) || md_dense(b, MD_DST, nd, yd, dt))
+    if (md_image(b, MD_SRC, nd, xd, dt, d->layout & DISC_NHWC_SRC) ||
+        md_image(b, MD_DST, nd, yd, dt, d->layout & DISC_NHWC_DST))
         return -1;
     dnnl_alg_kind_t alg = d->max         ? dnnl_pooling_max
                           : d->count_pad ? dnnl_pooling_avg_include_padding
@@ -1781,7 +1892,7 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
         disc_rt_fail(rt, "%s: a NULL operand", what);
         return -1;
     }
-    int64_t key[KEY_LEN] = {3, d->dtype, d->nsp, d->max, d->n, d->c, d->count_pad};
+    int64_t key[KEY_LEN] = {3, d->dtype, d->nsp, d->max, d->n, d->c, d->count_pad + 2 * d->layout};
     int64_t *k = key + 7;
     for (int i = 0; i < d->nsp; i++) {
         *k++ = d->in[i];

@@ -13,6 +13,11 @@
  *   DISC_SPLIT=0           oneDNN calls on oneDNN's threads, not in parts
  *   DISC_CONV_LAYOUT=plain convolutions on NCHW, not oneDNN's layouts
  *   DISC_FPMATH=bf16       f32 matmuls on constant weights multiply in bf16
+ *   DISC_CACHE_DIR=DIR     where the JIT keeps compiled code between
+ *                          processes (codegen/cache.h; default
+ *                          $HOME/.cache/disc/jit)
+ *   DISC_CACHE=0           no cache of compiled code: every compile
+ *                          generates and optimises
  *   OMP_WAIT_POLICY, GOMP_SPINCOUNT  libgomp's, read to know whether
  *                          oneDNN's team sleeps between calls (dnnl.c)
  *
@@ -40,6 +45,9 @@ static void read_env(void)
     env.split = !((e = getenv("DISC_SPLIT")) && !strcmp(e, "0"));
     env.conv_plain = (e = getenv("DISC_CONV_LAYOUT")) && !strcmp(e, "plain");
     env.fpmath_bf16 = (e = getenv("DISC_FPMATH")) && !strcmp(e, "bf16");
+    env.cache_dir = getenv("DISC_CACHE_DIR");
+    env.cache_off = (e = getenv("DISC_CACHE")) && !strcmp(e, "0");
+    env.home = getenv("HOME");
     e = getenv("OMP_WAIT_POLICY");
     env.omp_passive = e && !strcasecmp(e, "passive") && !getenv("GOMP_SPINCOUNT");
 }

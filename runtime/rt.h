@@ -97,6 +97,9 @@ typedef struct DiscEnv {
     int conv_plain;       /* DISC_CONV_LAYOUT=plain */
     int fpmath_bf16;      /* DISC_FPMATH=bf16 */
     int omp_passive;      /* OMP_WAIT_POLICY=passive without GOMP_SPINCOUNT */
+    const char *cache_dir; /* DISC_CACHE_DIR, or NULL (codegen/cache.h) */
+    int cache_off;        /* DISC_CACHE=0 */
+    const char *home;     /* HOME, for the cache's default directory */
 } DiscEnv;
 const DiscEnv *disc_env(void);
 
@@ -155,6 +158,9 @@ typedef enum DiscPost {
     DISC_POST_GELU_TANH, /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
     DISC_POST_TANH,
     DISC_POST_SIGMOID,   /* 1 / (1 + exp(-x)) */
+    DISC_POST_RELU6,     /* min(max(x, 0), 6) (MobileNet's clip) */
+    DISC_POST_HARDSWISH, /* x min(max(x + 3, 0), 6) / 6 */
+    DISC_POST_SWISH,     /* x / (1 + exp(-x)) (SiLU) */
     DISC_POST_COUNT
 } DiscPost;
 
@@ -206,7 +212,15 @@ enum { /* the kernel's args: an int64 array (pointers as integers) */
 int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b, void *c,
                           DiscKernelFn *fn, int panel);
 
-/* Convolution (or transposed convolution) in plain dense layouts:
+/* Channels-last operands, bits of DiscConv.layout and DiscPool.layout: the
+ * tensor is stored [n][spatial...][c] rather than [n][c][spatial...]. The
+ * host flow keeps a value so when convolutions and pools are its only
+ * writer and readers (hostlib.c, "Channels last"), so that no reorder to
+ * and from oneDNN's nhwc layouts runs between them. */
+enum { DISC_NHWC_SRC = 1, DISC_NHWC_DST = 2, DISC_NHWC_RES = 4 };
+
+/* Convolution (or transposed convolution) in dense layouts, NCHW unless
+ * layout says otherwise:
  *   x [n][c][in...], y [n][o][out...]
  *   conv:      w [o][c/groups][k...]
  *   transpose: w [c][o/groups][k...]
@@ -222,8 +236,10 @@ typedef struct DiscConv {
     int transpose;                  /* 1: conv_transpose */
     const void *bias;               /* NULL or [o] */
     DiscPost post;
-    const void *residual;           /* NULL or laid out like y, added after post */
+    const void *residual;           /* NULL or shaped like y, added after post */
     int weights_const;              /* 1: w is constant weights (see above), packed once */
+    int layout;                     /* DISC_NHWC_* bits: x, y, the residual channels-last */
+    DiscPost post_res;              /* activation after the residual (ResNet's relu(conv + x)) */
 } DiscConv;
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y);
 
@@ -238,6 +254,7 @@ typedef struct DiscPool {
     int64_t stride[3], dilation[3]; /* >= 1 */
     int64_t pad_lo[3], pad_hi[3];   /* >= 0 */
     int count_pad;                  /* average: divide by the whole window (padding counts) */
+    int layout;                     /* DISC_NHWC_SRC, DISC_NHWC_DST: x, y channels-last */
 } DiscPool;
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 
@@ -260,14 +277,14 @@ enum { /* disc_rt_call_conv: DiscConv */
     DISC_CV_IN, DISC_CV_K = DISC_CV_IN + 3, DISC_CV_OUT = DISC_CV_K + 3, DISC_CV_STRIDE = DISC_CV_OUT + 3,
     DISC_CV_DILATION = DISC_CV_STRIDE + 3, DISC_CV_PAD_LO = DISC_CV_DILATION + 3,
     DISC_CV_PAD_HI = DISC_CV_PAD_LO + 3, DISC_CV_TRANSPOSE = DISC_CV_PAD_HI + 3, DISC_CV_POST,
-    DISC_CV_WEIGHTS_CONST, DISC_CV_NFIELDS
+    DISC_CV_WEIGHTS_CONST, DISC_CV_LAYOUT, DISC_CV_POST_RES, DISC_CV_NFIELDS
 };
 enum { /* disc_rt_call_pool: DiscPool */
     DISC_PL_DTYPE, DISC_PL_NSP, DISC_PL_MAX, DISC_PL_N, DISC_PL_C,
     DISC_PL_IN, DISC_PL_WINDOW = DISC_PL_IN + 3, DISC_PL_OUT = DISC_PL_WINDOW + 3,
     DISC_PL_STRIDE = DISC_PL_OUT + 3, DISC_PL_DILATION = DISC_PL_STRIDE + 3,
     DISC_PL_PAD_LO = DISC_PL_DILATION + 3, DISC_PL_PAD_HI = DISC_PL_PAD_LO + 3,
-    DISC_PL_COUNT_PAD = DISC_PL_PAD_HI + 3, DISC_PL_NFIELDS
+    DISC_PL_COUNT_PAD = DISC_PL_PAD_HI + 3, DISC_PL_LAYOUT, DISC_PL_NFIELDS
 };
 int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
                             const void *residual, void *c);

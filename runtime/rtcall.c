@@ -85,7 +85,7 @@ int32_t disc_rt_call_skinny(DiscRt *rt, const int64_t *f, const void *a, const v
 int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                           const void *residual, void *y)
 {
-    if (bad_post(rt, f[DISC_CV_POST]))
+    if (bad_post(rt, f[DISC_CV_POST]) || bad_post(rt, f[DISC_CV_POST_RES]))
         return -1;
     DiscConv c = {
         .dtype = (int)f[DISC_CV_DTYPE],
@@ -99,6 +99,8 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
         .post = (DiscPost)f[DISC_CV_POST],
         .residual = residual,
         .weights_const = (int)f[DISC_CV_WEIGHTS_CONST],
+        .layout = (int)f[DISC_CV_LAYOUT],
+        .post_res = (DiscPost)f[DISC_CV_POST_RES],
     };
     memcpy(c.in, f + DISC_CV_IN, sizeof c.in);
     memcpy(c.k, f + DISC_CV_K, sizeof c.k);
@@ -121,6 +123,7 @@ int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
         .n = f[DISC_PL_N],
         .c = f[DISC_PL_C],
         .count_pad = (int)f[DISC_PL_COUNT_PAD],
+        .layout = (int)f[DISC_PL_LAYOUT],
     };
     memcpy(p.in, f + DISC_PL_IN, sizeof p.in);
     memcpy(p.window, f + DISC_PL_WINDOW, sizeof p.window);

@@ -24,5 +24,15 @@ foreach(dir ${DISC_MODEL_DIRS})
     set_tests_properties(model/${name} PROPERTIES LABELS "onnx;model")
     # float32 kernels against ONNX Runtime's float32: a looser absolute tolerance
     disc_test_isa(model/${name}/cpu LABELS onnx model cpu COMMAND dcc check ${dir} --backend cpu --atol 1e-5)
+    # random shapes, valid and not, on the cpu backend against the interpreter
+    # (issue 17; fewer under the sanitizers, which run them 10x slower)
+    if(DISC_SANITIZE)
+      set(nbind 30)
+    else()
+      set(nbind 150)
+    endif()
+    add_test(NAME fuzz-shapes/${name} COMMAND dcc fuzz-shapes ${dir} --n ${nbind})
+    set_tests_properties(fuzz-shapes/${name} PROPERTIES LABELS "fuzz-shapes;model"
+                         PASS_REGULAR_EXPRESSION "${nbind} bindings: .* 0 disagreed")
   endif()
 endforeach()

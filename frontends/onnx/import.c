@@ -681,15 +681,16 @@ bool imp_axes(Imp *im, int64_t *axes, int n, int rank)
  * is not an identifier ([A-Za-z_][A-Za-z0-9_]*) has every other byte
  * replaced by '_' ("batch size" -> "batch_size", "2d" -> "_2d"). Equal
  * names stay equal; two names that differ only there would merge, so the
- * mapped name gets a hash suffix when it was changed. */
-static Dim *dim_param_sym(Imp *im, const char *p)
+ * mapped name gets a hash suffix when it was changed. NULL if out of
+ * memory. */
+static const char *dim_param_name(Imp *im, const char *p)
 {
     size_t n = strlen(p);
     bool ok = isalpha((unsigned char)p[0]) || p[0] == '_';
     for (size_t i = 0; ok && i < n; i++)
         ok = isalnum((unsigned char)p[i]) || p[i] == '_';
     if (ok)
-        return dim_sym(&im->g->dims, p);
+        return p;
     char *s = arena_alloc(&im->g->arena, n + 16);
     if (!s)
         return NULL;
@@ -699,7 +700,31 @@ static Dim *dim_param_sym(Imp *im, const char *p)
     for (size_t i = 0; i < n; i++)
         s[k++] = isalnum((unsigned char)p[i]) || p[i] == '_' ? p[i] : '_';
     snprintf(s + k, 16, "_%04x", (unsigned)(str_hash(p) & 0xffff));
-    return dim_sym(&im->g->dims, s);
+    return s;
+}
+
+/* The symbol of a named input dim. A name seen before is the same symbol
+ * (counted in Graph.tied_dims: the ONNX spec's promise that equal names
+ * are equal sizes); with OnnxOpts.untie it is a new symbol named after it
+ * instead ("seq", then "seq_2", "seq_3", ...). See doc/onnx.md. */
+static Dim *dim_param_sym(Imp *im, const char *p)
+{
+    const char *name = dim_param_name(im, p);
+    if (!name)
+        return NULL;
+    Dim *old = dim_sym_find(&im->g->dims, name);
+    if (!old)
+        return dim_sym(&im->g->dims, name);
+    if (!im->untie) {
+        im->g->tied_dims++;
+        return old;
+    }
+    char buf[300];
+    int k = 2;
+    do
+        snprintf(buf, sizeof buf, "%.280s_%d", name, k++);
+    while (dim_sym_find(&im->g->dims, buf));
+    return dim_sym(&im->g->dims, buf);
 }
 
 /* Whether a dim_param is a name exporters write for "unknown" rather than
@@ -1209,7 +1234,6 @@ static void free_model(void *p) { onnx__model_proto__free_unpacked(p, NULL); }
 Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
                           const char *dir, const OnnxOpts *o, Diag *d)
 {
-    (void)o;
     if (!name)
         name = "<buffer>";
     if (!len) {
@@ -1234,7 +1258,7 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
         graph_free(g);
         return NULL;
     }
-    Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : "."};
+    Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : ".", .untie = o && o->untie};
     bool ok = import_graph(&im, m);
     free(im.names);
     free(im.caps);

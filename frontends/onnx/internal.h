@@ -43,6 +43,7 @@ typedef struct Imp {
     const char *dir;   /* where external data lives; NULL: "." */
     int opset;         /* version of the default domain */
     int opset_ml;      /* version of ai.onnx.ml, 0 if not imported */
+    bool untie;        /* OnnxOpts.untie */
     NameSlot *names;   /* ONNX value name -> Value, open addressing */
     int cap, count;
     /* the node being lowered */

@@ -400,6 +400,12 @@ bool onnx_lower_scan(Imp *im)
             Op *r = build_op(im->g, OP_REVERSE, &x, 1, l.v, l.n);
             x = r ? r->out[0] : NULL;
         }
+        if (x && j > 0 && vdims(x)[0] != vdims(xs[0])[0]) { /* as long as the first: checked on entry */
+            Dim *dims[MAX_RANK];
+            memcpy(dims, vdims(x), (size_t)vrank(x) * sizeof *dims);
+            dims[0] = vdims(xs[0])[0];
+            x = imp_reshape(im, x, dims, vrank(x));
+        }
         if (!(xs[j] = x))
             return imp_fail(im);
     }

@@ -373,7 +373,9 @@ bool onnx_lower_rnn(Imp *im)
         return false;
     Value *xf = imp_reshape(im, x, (Dim *[]){dim_mul(CX, S, B), I}, 2);
     Value *slen = build_dim(im->g, x, 0);
-    Value *lens64 = lens ? imp_cvt(im, lens, DT_I64) : NULL;
+    /* sequence_lens and the initial states have X's batch: reshapes the
+     * shape program checks on entry */
+    Value *lens64 = lens ? imp_reshape(im, imp_cvt(im, lens, DT_I64), &B, 1) : NULL;
     if (!xf || !slen || (lens && !lens64))
         return imp_fail(im);
     Value *ys[2] = {0}, *hs[2] = {0}, *cs[2] = {0};
@@ -400,9 +402,11 @@ bool onnx_lower_rnn(Imp *im)
             c.rbh = zeros(im, dt, &H, 1);
         }
         c.xw = imp_reshape(im, xw, (Dim *[]){S, B, GH}, 3);
-        c.h0 = h0 ? pick(im, h0, layout ? 1 : 0, d) : zeros(im, dt, (Dim *[]){B, H}, 2);
+        c.h0 = h0 ? imp_reshape(im, pick(im, h0, layout ? 1 : 0, d), (Dim *[]){B, H}, 2)
+                  : zeros(im, dt, (Dim *[]){B, H}, 2);
         if (kind == KIND_LSTM)
-            c.c0 = c0 ? pick(im, c0, layout ? 1 : 0, d) : zeros(im, dt, (Dim *[]){B, H}, 2);
+            c.c0 = c0 ? imp_reshape(im, pick(im, c0, layout ? 1 : 0, d), (Dim *[]){B, H}, 2)
+                      : zeros(im, dt, (Dim *[]){B, H}, 2);
         c.p = p ? pick(im, p, 0, d) : NULL;
         if (!c.xw || !c.r || !c.h0 || (kind == KIND_LSTM && !c.c0) || (p && !c.p))
             return im->d->set ? false : imp_fail(im);

@@ -20,8 +20,10 @@
 #include "ir/ir.h"
 
 typedef struct OnnxOpts {
-    int reserved; /* no options yet; NULL means defaults */
-} OnnxOpts;
+    /* Each use of a dim_param name is its own symbol ("seq", "seq_2", ...)
+     * instead of one symbol per name (doc/onnx.md, "Dim names"). */
+    bool untie;
+} OnnxOpts; /* NULL means all defaults */
 
 /* Imports a model: NULL with a located message in d on error. */
 Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d);

@@ -20,6 +20,13 @@ after changing a model (pip install onnx==1.17.0 numpy).
             n: ["unk__3", "unk__3"], k: ["-1", "-1"] -> ReduceSum, Neg, Neg;
             every data set but the last has H != W and non-square m, n, k
             (issue 15: each placeholder is a fresh symbol)
+  tied_names  a: ["N", 4] -> Relu and b: ["N", 3] -> Neg, unrelated;
+            x: ["B", "S", 8] + Unsqueeze(m: ["B", "S"]), which broadcasts:
+            the first data set keeps the names' ties, the others break
+            them where the computation allows it (a and b of different
+            lengths, m of shape [1, S] or [B, 1]); ONNX Runtime runs them
+            all, so must disc (issue 15: a tie is an assumption, never a
+            refusal; doc/onnx.md, "Dim names")
   declared_out  x: f32[T, 16] -> MatMul, Unsqueeze: computes [T, 1, 30]
             where the model declares its output [1, "seqlen"] and the
             MatMul's value_info ["seqlen", 5] (as a captcha OCR model
@@ -131,6 +138,30 @@ def placeholder_dims(rng):
     shapes = [[(1, 3, 8, 16), (2, 5), (3, 4), (1, 6)],
               [(2, 3, 13, 6), (4, 1), (2, 7), (5, 2)],
               [(1, 3, 5, 5), (3, 3), (2, 2), (4, 4)]]
+    return g, [[rng.standard_normal(s).astype(np.float32) for s in set_] for set_ in shapes]
+
+
+def tied_names(rng):
+    nodes = [
+        helper.make_node("Relu", ["a"], ["ya"], name="relu_a"),
+        helper.make_node("Neg", ["b"], ["yb"], name="neg_b"),
+        helper.make_node("Unsqueeze", ["m", "axis2"], ["m3"], name="unsqueeze_m"),
+        helper.make_node("Add", ["x", "m3"], ["yx"], name="add_mask"),
+    ]
+    F = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "tied_names",
+        [helper.make_tensor_value_info("a", F, ["N", 4]),
+         helper.make_tensor_value_info("b", F, ["N", 3]),
+         helper.make_tensor_value_info("x", F, ["B", "S", 8]),
+         helper.make_tensor_value_info("m", F, ["B", "S"])],
+        [helper.make_tensor_value_info("ya", F, ["N", 4]),
+         helper.make_tensor_value_info("yb", F, ["N", 3]),
+         helper.make_tensor_value_info("yx", F, ["B", "S", 8])],
+        [init("axis2", np.array([2], np.int64))])
+    shapes = [[(2, 4), (2, 3), (2, 5, 8), (2, 5)],
+              [(3, 4), (5, 3), (2, 5, 8), (1, 5)],
+              [(1, 4), (4, 3), (3, 13, 8), (3, 1)]]
     return g, [[rng.standard_normal(s).astype(np.float32) for s in set_] for set_ in shapes]
 
 
@@ -308,6 +339,7 @@ def main():
     write("seq_heads", *seq_heads(rng))
     rng = np.random.default_rng(15)
     write("placeholder_dims", *placeholder_dims(rng))
+    write("tied_names", *tied_names(np.random.default_rng(19)))
     # the declarations contradict the computed shapes: no strict check
     write("declared_out", *declared_out(rng), full_check=False)
     write("range_anchors", *range_anchors(np.random.default_rng(16)))

@@ -176,6 +176,9 @@ static double post_ref(DiscPost p, double x)
     case DISC_POST_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case DISC_POST_TANH: return tanh(x);
     case DISC_POST_SIGMOID: return 1 / (1 + exp(-x));
+    case DISC_POST_RELU6: return fmin(fmax(x, 0), 6);
+    case DISC_POST_HARDSWISH: return x * fmin(fmax(x + 3, 0), 6) / 6;
+    case DISC_POST_SWISH: return x / (1 + exp(-x));
     default: return x;
     }
 }
@@ -273,6 +276,10 @@ static void test_matmul(void)
         {.name = "gelu tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_GELU_TANH},
         {.name = "tanh", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_TANH},
         {.name = "sigmoid", .batch = 1, .m = 10, .n = 13, .k = 8, .post = DISC_POST_SIGMOID},
+        /* k = 96: sums beyond -3 and 6, where relu6 and hardswish bend */
+        {.name = "relu6", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_RELU6},
+        {.name = "hardswish", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_HARDSWISH},
+        {.name = "swish", .batch = 1, .m = 10, .n = 13, .k = 96, .post = DISC_POST_SWISH},
         {.name = "residual", .batch = 1, .m = 10, .n = 13, .k = 8, .residual = 1},
         {.name = "bias gelu residual batched", .batch = 2, .m = 10, .n = 13, .k = 8, .bias = 1,
          .post = DISC_POST_GELU_ERF, .residual = 1},
@@ -439,8 +446,21 @@ static void conv_ref(const DiscConv *d, const float *x, const float *w, const fl
     }
     for (int64_t i = 0; i < total; i++) {
         int64_t o = i / nout % d->o;
-        y[i] = post_ref(d->post, y[i] + (bias ? bias[o] : 0)) + (res ? res[i] : 0);
+        y[i] = post_ref(d->post_res, post_ref(d->post, y[i] + (bias ? bias[o] : 0)) + (res ? res[i] : 0));
     }
+}
+
+/* [n][c][sp] as [n][sp][c] (back: the other way), a new buffer. */
+static float *channels_last(const float *a, int64_t n, int64_t c, int64_t sp, bool back)
+{
+    float *t = malloc((size_t)(n * c * sp > 0 ? n * c * sp : 1) * sizeof *t);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t p = 0; p < sp; p++) {
+                int64_t first = (b * c + ch) * sp + p, last = (b * sp + p) * c + ch;
+                t[back ? first : last] = a[back ? last : first];
+            }
+    return t;
 }
 
 typedef struct ConvCase {
@@ -449,13 +469,14 @@ typedef struct ConvCase {
     int64_t n, c, o, groups;
     int64_t in[3], k[3], stride[3], dil[3], lo[3], hi[3], opad[3];
     int bias, residual;
-    DiscPost post;
+    DiscPost post, post_res;
+    int layout;   /* DISC_NHWC_*: x, y, the residual given and taken channels-last */
 } ConvCase;
 
 static void run_conv(DiscRt *rt, const ConvCase *t)
 {
     DiscConv d = {.dtype = DT_F32, .nsp = t->nsp, .n = t->n, .c = t->c, .o = t->o, .groups = t->groups,
-                  .transpose = t->transpose, .post = t->post};
+                  .transpose = t->transpose, .post = t->post, .post_res = t->post_res, .layout = t->layout};
     for (int i = 0; i < t->nsp; i++) {
         d.in[i] = t->in[i];
         d.k[i] = t->k[i];
@@ -475,14 +496,21 @@ static void run_conv(DiscRt *rt, const ConvCase *t)
     d.bias = bias;
     d.residual = res;
     conv_ref(&d, x, w, bias, res, want);
-    int rc = disc_rt_conv(rt, &d, x, w, y);
+    int64_t spx = numel_sp(t->nsp, d.in), spy = numel_sp(t->nsp, d.out);
+    float *xl = t->layout & DISC_NHWC_SRC ? channels_last(x, t->n, t->c, spx, false) : NULL;
+    float *rl = res && t->layout & DISC_NHWC_RES ? channels_last(res, t->n, t->o, spy, false) : NULL;
+    if (rl)
+        d.residual = rl;
+    int rc = disc_rt_conv(rt, &d, xl ? xl : x, w, y);
     CHECK_MSG(rc == 0, "%s: %s", t->name, disc_rt_error(rt) ? disc_rt_error(rt) : "");
     if (rc == 0) {
-        double e = max_err(y, want, ny);
+        float *yp = t->layout & DISC_NHWC_DST ? channels_last(y, t->n, t->o, spy, true) : NULL;
+        double e = max_err(yp ? yp : y, want, ny);
         CHECK_MSG(e < 1e-4, "%s: error %g", t->name, e);
+        free(yp);
     }
     disc_rt_reset(rt);
-    free(x), free(w), free(bias), free(res), free(y), free(want);
+    free(x), free(w), free(bias), free(res), free(y), free(want), free(xl), free(rl);
 }
 
 static void test_conv(void)
@@ -505,6 +533,30 @@ static void test_conv(void)
          .stride = {1, 1}, .lo = {1, 1}, .hi = {1, 1}, .bias = 1, .residual = 1, .post = DISC_POST_RELU},
         {.name = "2-D bias sigmoid", .nsp = 2, .n = 1, .c = 3, .o = 4, .groups = 1, .in = {7, 9}, .k = {3, 3},
          .bias = 1, .post = DISC_POST_SIGMOID},
+        /* c = 48: sums beyond -3 and 6, where relu6 and hardswish bend */
+        {.name = "2-D relu6", .nsp = 2, .n = 1, .c = 48, .o = 8, .groups = 1, .in = {5, 6}, .k = {3, 3},
+         .bias = 1, .post = DISC_POST_RELU6},
+        {.name = "2-D depthwise hardswish", .nsp = 2, .n = 2, .c = 16, .o = 16, .groups = 16, .in = {9, 7},
+         .k = {5, 5}, .bias = 1, .post = DISC_POST_HARDSWISH},
+        /* channels-last operands (hostlib.c's plan), with and without oneDNN's choice of layouts */
+        {.name = "2-D nhwc in and out", .nsp = 2, .n = 2, .c = 16, .o = 32, .groups = 1, .in = {7, 6}, .k = {3, 3},
+         .lo = {1, 1}, .hi = {1, 1}, .bias = 1, .post = DISC_POST_RELU, .layout = DISC_NHWC_SRC | DISC_NHWC_DST},
+        {.name = "2-D nhwc residual, relu after it", .nsp = 2, .n = 2, .c = 32, .o = 32, .groups = 1, .in = {5, 9},
+         .k = {1, 1}, .bias = 1, .residual = 1, .post_res = DISC_POST_RELU,
+         .layout = DISC_NHWC_SRC | DISC_NHWC_DST | DISC_NHWC_RES},
+        {.name = "2-D nchw in, nhwc out", .nsp = 2, .n = 1, .c = 8, .o = 16, .groups = 1, .in = {11, 4}, .k = {3, 3},
+         .stride = {2, 2}, .layout = DISC_NHWC_DST},
+        {.name = "2-D depthwise nhwc in, nchw out and residual", .nsp = 2, .n = 2, .c = 16, .o = 16, .groups = 16,
+         .in = {6, 7}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .residual = 1, .layout = DISC_NHWC_SRC},
+        /* H x 1 images and windows: run turned to 1 x H (conv_turned) */
+        {.name = "2-D H x 1", .nsp = 2, .n = 3, .c = 16, .o = 24, .groups = 1, .in = {37, 1}, .k = {5, 1},
+         .stride = {2, 1}, .dil = {2, 1}, .lo = {3, 0}, .hi = {1, 0}, .bias = 1, .residual = 1},
+        {.name = "2-D H x 1 nhwc", .nsp = 2, .n = 2, .c = 8, .o = 16, .groups = 1, .in = {20, 1}, .k = {5, 1},
+         .layout = DISC_NHWC_SRC | DISC_NHWC_DST},
+        {.name = "2-D H x 1 transposed", .nsp = 2, .transpose = 1, .n = 2, .c = 6, .o = 4, .groups = 1,
+         .in = {9, 1}, .k = {3, 1}, .stride = {2, 1}, .opad = {1, 0}},
+        {.name = "2-D 1x1 swish residual", .nsp = 2, .n = 2, .c = 48, .o = 16, .groups = 1, .in = {5, 5},
+         .k = {1, 1}, .residual = 1, .post = DISC_POST_SWISH},
         {.name = "1-D", .nsp = 1, .n = 2, .c = 3, .o = 5, .groups = 1, .in = {20}, .k = {4}, .stride = {3},
          .dil = {2}, .lo = {1}, .hi = {2}},
         {.name = "3-D", .nsp = 3, .n = 1, .c = 2, .o = 3, .groups = 1, .in = {5, 6, 4}, .k = {2, 3, 2},

@@ -94,7 +94,7 @@ static void test_requirements(void)
     in[1].shape[0] = 13;
     Diag e = {0};
     CHECK(!shape_check_inputs(si, in, 2, &e));
-    CHECK_MSG(has(e.msg, "t.disc:2: reshape: input shapes violate B*S == T (12 vs 13) with B = 3, S = 4, T = 13"),
+    CHECK_MSG(has(e.msg, "t.disc:2: reshape: input shapes violate B*S == T (12 vs 13) with B = 3 (from input \"x\" dim 0), S = 4 (from input \"x\" dim 1), T = 13 (from input \"y\" dim 0)"),
               "%s", e.msg);
     in[0].shape[0] = 1;
     in[0].shape[1] = 3;

@@ -1,0 +1,529 @@
+/*
+ * cache.c — the on-disk cache of JIT-compiled code: keys, files, and the
+ * hash both use. What it is for and what a key covers: cache.h.
+ *
+ * A file, all integers little-endian as this machine writes them:
+ *
+ *     "DISCJIT1"          magic, 8 bytes
+ *     u64 payload bytes
+ *     u64 checksum        xxHash64 of the payload
+ *     payload:
+ *       u32 n, n bytes    the key's text (checked against the key's)
+ *       i32 x 6           nkernels nlaunch nlibrary nepilogue nskinny nsplit
+ *       per kernel:       u32 n, n bytes of its description (0: none)
+ *       u32 k             object files (1 to CACHE_MAX_OBJECTS)
+ *       k times: u64 n, n bytes of an object file
+ *
+ * Every read is bounded by the payload's size, so a file cut short or
+ * overwritten anywhere fails the checksum or a bound and is ignored.
+ */
+#include "codegen/cache.h"
+#include "runtime/rt.h"
+
+#include "disc_build_id.h"
+
+#include <llvm-c/TargetMachine.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char magic[8] = "DISCJIT1";
+enum { HEADER = 24 };
+/* The directory is kept under CAP bytes of .jit files: a store that finds
+ * more removes the least recently used (by mtime, which a hit renews)
+ * down to three quarters of it. */
+static const int64_t CAP = (int64_t)1 << 30;
+
+/* ---- xxHash64 (Yann Collet's, as specified in xxhash.h) ----------------- */
+
+#define P1 0x9E3779B185EBCA87ull
+#define P2 0xC2B2AE3D27D4EB4Full
+#define P3 0x165667B19E3779F9ull
+#define P4 0x85EBCA77C2B2AE63ull
+#define P5 0x27D4EB2F165667C5ull
+
+static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t xround(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
+static uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * P1 + P4; }
+
+uint64_t cache_hash(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data, *end = p + n;
+    uint64_t h;
+    if (n >= 32) {
+        uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+        for (; p + 32 <= end; p += 32) {
+            v1 = xround(v1, rd64(p));
+            v2 = xround(v2, rd64(p + 8));
+            v3 = xround(v3, rd64(p + 16));
+            v4 = xround(v4, rd64(p + 24));
+        }
+        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+        h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
+    } else {
+        h = seed + P5;
+    }
+    h += (uint64_t)n;
+    for (; p + 8 <= end; p += 8)
+        h = rotl(h ^ xround(0, rd64(p)), 27) * P1 + P4;
+    if (p + 4 <= end) {
+        h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
+        p += 4;
+    }
+    for (; p < end; p++)
+        h = rotl(h ^ *p * P5, 11) * P1;
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    return h ^ (h >> 32);
+}
+
+/* ---- the key ------------------------------------------------------------ */
+
+/* The constants' bytes, hashed one constant at a time on up to four
+ * threads (a BERT-base has 400 MB of them), then combined in order. */
+typedef struct HashJob {
+    const Op **cst;
+    uint64_t *h;
+    int begin, end;
+} HashJob;
+
+static void *hash_consts(void *arg)
+{
+    HashJob *j = arg;
+    for (int i = j->begin; i < j->end; i++) {
+        const Const *c = j->cst[i]->cst;
+        j->h[i] = cache_hash(c->data ? c->data : "", c->data ? c->nbytes : 0, c->nbytes);
+    }
+    return NULL;
+}
+
+static bool hash_all_consts(const Graph *g, uint64_t *out, int *count)
+{
+    int n = 0;
+    uint64_t total = 0;
+    for (const Op *op = g->first; op; op = op->next)
+        if (op->kind == OP_CONST && op->cst) {
+            n++;
+            total += op->cst->data ? op->cst->nbytes : 0;
+        }
+    const Op **cst = calloc((size_t)n + 1, sizeof *cst);
+    uint64_t *h = calloc((size_t)n + 1, sizeof *h);
+    if (!cst || !h) {
+        free(cst);
+        free(h);
+        return false;
+    }
+    n = 0;
+    for (const Op *op = g->first; op; op = op->next)
+        if (op->kind == OP_CONST && op->cst)
+            cst[n++] = op;
+    enum { MAXT = 4 };
+    int nt = total < (16u << 20) ? 1 : cg_cpus() < MAXT ? cg_cpus() : MAXT;
+    HashJob job[MAXT];
+    pthread_t tid[MAXT];
+    bool started[MAXT] = {false};
+    uint64_t acc = 0;
+    int at = 0;
+    for (int t = 0; t < nt; t++) { /* ranges of about total / nt bytes */
+        job[t] = (HashJob){cst, h, at, at};
+        uint64_t want = total / (uint64_t)nt * (uint64_t)(t + 1);
+        while (job[t].end < n && (t == nt - 1 || acc < want)) {
+            const Const *c = cst[job[t].end++]->cst;
+            acc += c->data ? c->nbytes : 0;
+        }
+        at = job[t].end;
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, hash_consts, &job[t]) == 0;
+    }
+    hash_consts(&job[0]);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            hash_consts(&job[t]);
+    uint64_t hc = 0;
+    for (int i = 0; i < n; i++)
+        hc = cache_hash(&h[i], sizeof h[i], hc);
+    free(cst);
+    free(h);
+    *out = hc;
+    *count = n;
+    return true;
+}
+
+bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, CacheKey *k, Diag *d)
+{
+    memset(k, 0, sizeof *k);
+    char *gtext = NULL;
+    size_t glen = 0;
+    FILE *f = open_memstream(&gtext, &glen);
+    if (!f)
+        return diag_oom(d);
+    graph_print(f, g, &(PrintOpts){16, true, false});
+    bool ok = !ferror(f);
+    if (fclose(f) != 0 || !ok) {
+        free(gtext);
+        return diag_oom(d);
+    }
+    uint64_t hg = cache_hash(gtext, glen, 0), hc;
+    free(gtext);
+    int nconst;
+    if (!hash_all_consts(g, &hc, &nconst))
+        return diag_oom(d);
+    char *text = NULL;
+    size_t tlen = 0;
+    if (!(f = open_memstream(&text, &tlen)))
+        return diag_oom(d);
+    fprintf(f, "disc %s build %s\n", DISC_PROJECT_VERSION, DISC_BUILD_ID);
+    fprintf(f, "cpu %s features %s\n", cpu->name, cpu->features ? cpu->features : "");
+    /* what the JIT's code generator starts from (objects.c) */
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+    fprintf(f, "host %s features %s\n", hcpu ? hcpu : "", hfeat ? hfeat : "");
+    LLVMDisposeMessage(hcpu);
+    LLVMDisposeMessage(hfeat);
+    fprintf(f, "opt %d unfused %d skinny %lld %lld libmvec %d\n", o->opt_level, o->unfused,
+            (long long)disc_rt_skinny_max_m(DISC_PANEL), (long long)disc_rt_skinny_max_m(DISC_PANEL_NARROW),
+            cg_llvm_libmvec());
+    for (int i = 0; so && i < so->nassume; i++)
+        fprintf(f, "assume %s\n", so->assume[i]);
+    fprintf(f, "graph %016llx consts %d %016llx\n", (unsigned long long)hg, nconst, (unsigned long long)hc);
+    ok = !ferror(f);
+    if (fclose(f) != 0 || !ok) {
+        free(text);
+        return diag_oom(d);
+    }
+    k->text = text;
+    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)cache_hash(text, tlen, 0),
+             (unsigned long long)cache_hash(text, tlen, P3));
+    return true;
+}
+
+void cache_key_free(CacheKey *k)
+{
+    free(k->text);
+    k->text = NULL;
+}
+
+/* ---- the directory -------------------------------------------------------- */
+
+bool cache_dir(const CgOpts *o, char *buf, size_t size)
+{
+    const DiscEnv *env = disc_env();
+    if (o->no_cache || env->cache_off)
+        return false;
+    int n;
+    if (o->cache_dir && *o->cache_dir)
+        n = snprintf(buf, size, "%s", o->cache_dir);
+    else if (env->cache_dir && *env->cache_dir)
+        n = snprintf(buf, size, "%s", env->cache_dir);
+    else if (env->home && *env->home)
+        n = snprintf(buf, size, "%s/.cache/disc/jit", env->home);
+    else
+        return false;
+    return n > 0 && (size_t)n < size;
+}
+
+/* mkdir -p */
+static bool make_dirs(const char *dir)
+{
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof p)
+        return false;
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if (p[i] == '/' || p[i] == 0) {
+            char c = p[i];
+            p[i] = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST)
+                return false;
+            p[i] = c;
+        }
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+typedef struct Rd {
+    const unsigned char *p, *end;
+    bool bad;
+} Rd;
+
+static const void *take(Rd *r, uint64_t n)
+{
+    if (r->bad || n > (uint64_t)(r->end - r->p)) {
+        r->bad = true;
+        return NULL;
+    }
+    const void *q = r->p;
+    r->p += n;
+    return q;
+}
+
+static uint32_t take32(Rd *r)
+{
+    const void *q = take(r, 4);
+    return q ? rd32(q) : 0;
+}
+
+static bool fail(char *why, size_t size, const char *msg)
+{
+    snprintf(why, size, "%s", msg);
+    return false;
+}
+
+bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, size_t whysize)
+{
+    memset(e, 0, sizeof *e);
+    why[0] = 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.jit", dir, k->name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? false : fail(why, whysize, "unreadable");
+    struct stat st;
+    unsigned char *mem = NULL;
+    bool ok = fstat(fd, &st) == 0 && st.st_size >= HEADER && (mem = malloc((size_t)st.st_size));
+    size_t got = 0;
+    while (ok && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, mem + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!ok || got != (size_t)st.st_size) {
+        free(mem);
+        return fail(why, whysize, "truncated");
+    }
+    uint64_t size = rd64(mem + 8), sum = rd64(mem + 16);
+    if (memcmp(mem, magic, 8) != 0) {
+        free(mem);
+        return fail(why, whysize, "not a disc cache file");
+    }
+    if (size != (uint64_t)st.st_size - HEADER) {
+        free(mem);
+        return fail(why, whysize, "truncated");
+    }
+    if (cache_hash(mem + HEADER, (size_t)size, 0) != sum) {
+        free(mem);
+        return fail(why, whysize, "checksum mismatch");
+    }
+    Rd r = {mem + HEADER, mem + st.st_size, false};
+    uint32_t tn = take32(&r);
+    const char *text = take(&r, tn);
+    if (!text || tn != strlen(k->text) || memcmp(text, k->text, tn) != 0) {
+        free(mem);
+        return fail(why, whysize, "written for another key");
+    }
+    int32_t counts[6];
+    const void *c = take(&r, sizeof counts);
+    if (c)
+        memcpy(counts, c, sizeof counts);
+    if (!c || counts[0] < 0 || counts[0] > 1 << 20) {
+        free(mem);
+        return fail(why, whysize, "malformed");
+    }
+    e->mem = mem;
+    e->nkernels = counts[0];
+    e->nlaunch = counts[1];
+    e->nlibrary = counts[2];
+    e->nepilogue = counts[3];
+    e->nskinny = counts[4];
+    e->nsplit = counts[5];
+    e->kdesc = calloc((size_t)e->nkernels + 1, sizeof *e->kdesc);
+    if (!e->kdesc) {
+        cache_entry_free(e);
+        return fail(why, whysize, "out of memory");
+    }
+    for (int i = 0; i < e->nkernels && !r.bad; i++) {
+        uint32_t n = take32(&r);
+        const char *s = take(&r, n);
+        if (s && n && !(e->kdesc[i] = strndup(s, n)))
+            r.bad = true;
+    }
+    uint32_t nobj = take32(&r);
+    if (nobj < 1 || nobj > CACHE_MAX_OBJECTS)
+        r.bad = true;
+    for (uint32_t i = 0; !r.bad && i < nobj; i++) {
+        const void *q = take(&r, 8);
+        uint64_t on = q ? rd64(q) : 0;
+        e->obj[i] = take(&r, on);
+        e->objsize[i] = (size_t)on;
+        if (on == 0)
+            r.bad = true;
+    }
+    e->nobj = r.bad ? 0 : (int)nobj;
+    if (r.bad || r.p != r.end) {
+        cache_entry_free(e);
+        return fail(why, whysize, "malformed");
+    }
+    utimensat(AT_FDCWD, path, NULL, 0); /* recently used (see CAP) */
+    return true;
+}
+
+size_t cache_code_bytes(const CacheEntry *e)
+{
+    size_t n = 0;
+    for (int i = 0; i < e->nobj; i++)
+        n += e->objsize[i];
+    return n;
+}
+
+void cache_entry_free(CacheEntry *e)
+{
+    for (int i = 0; e->kdesc && i < e->nkernels; i++)
+        free(e->kdesc[i]);
+    free(e->kdesc);
+    free(e->mem);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+typedef struct Old {
+    time_t mtime;
+    int64_t size;
+    char name[64];
+} Old;
+
+static int old_cmp(const void *a, const void *b)
+{
+    const Old *x = a, *y = b;
+    return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+}
+
+/* Removes the least recently used files past CAP, and temporary files an
+ * interrupted store left more than an hour ago. Best effort: another
+ * process may be trimming too. */
+static void trim(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return;
+    Old *v = NULL;
+    size_t n = 0, cap = 0;
+    int64_t total = 0;
+    time_t now = time(NULL);
+    struct dirent *de;
+    char path[4200];
+    while ((de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        bool jit = len == 36 && !strcmp(de->d_name + 32, ".jit");
+        bool tmp = de->d_name[0] == '.' && len == 40 && de->d_name[33] == '.';
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if ((!jit && !tmp) || stat(path, &st) != 0)
+            continue;
+        if (tmp) {
+            if (now - st.st_mtime > 3600)
+                unlink(path);
+            continue;
+        }
+        if (n == cap) {
+            Old *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        v[n].mtime = st.st_mtime;
+        v[n].size = (int64_t)st.st_size;
+        snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+        total += v[n++].size;
+    }
+    closedir(dp);
+    if (total > CAP) {
+        qsort(v, n, sizeof *v, old_cmp);
+        for (size_t i = 0; i < n && total > CAP / 4 * 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+            if (unlink(path) == 0)
+                total -= v[i].size;
+        }
+    }
+    free(v);
+}
+
+static bool put(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *d)
+{
+    if (!make_dirs(dir))
+        return diag_setk(d, DIAG_RESOURCE, "error: cannot create the cache directory %s: %s", dir, strerror(errno));
+    /* the payload in memory first: its checksum goes before it */
+    char *pay = NULL;
+    size_t plen = 0;
+    FILE *m = open_memstream(&pay, &plen);
+    if (!m)
+        return diag_oom(d);
+    uint32_t tn = (uint32_t)strlen(k->text);
+    int32_t counts[6] = {e->nkernels, e->nlaunch, e->nlibrary, e->nepilogue, e->nskinny, e->nsplit};
+    bool ok = put(m, &tn, 4) && put(m, k->text, tn) &&
+              put(m, counts, sizeof counts);
+    for (int i = 0; ok && i < e->nkernels; i++) {
+        const char *s = e->kdesc ? e->kdesc[i] : NULL;
+        uint32_t n = s ? (uint32_t)strlen(s) : 0;
+        ok = put(m, &n, 4) && put(m, s, n);
+    }
+    uint32_t nobj = (uint32_t)e->nobj;
+    ok = ok && put(m, &nobj, 4);
+    for (int i = 0; ok && i < e->nobj; i++) {
+        uint64_t on = e->objsize[i];
+        ok = put(m, &on, 8) && put(m, e->obj[i], e->objsize[i]);
+    }
+    ok = !ferror(m) && ok;
+    if (fclose(m) != 0 || !ok) {
+        free(pay);
+        return diag_oom(d);
+    }
+    unsigned char hdr[HEADER];
+    uint64_t size = plen, sum = cache_hash(pay, plen, 0);
+    memcpy(hdr, magic, 8);
+    memcpy(hdr + 8, &size, 8);
+    memcpy(hdr + 16, &sum, 8);
+    char tmp[4200], path[4200];
+    snprintf(path, sizeof path, "%s/%s.jit", dir, k->name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, k->name);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(pay);
+        return diag_setk(d, DIAG_RESOURCE, "error: cannot write in the cache directory %s: %s", dir, strerror(errno));
+    }
+    FILE *f = fdopen(fd, "wb");
+    ok = f && fwrite(hdr, 1, HEADER, f) == HEADER && fwrite(pay, 1, plen, f) == plen;
+    ok = (f ? fclose(f) == 0 : close(fd) == 0) && ok;
+    free(pay);
+    /* readable by whoever may read the directory, like a file made by open */
+    ok = ok && chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
+        int err = errno;
+        unlink(tmp);
+        return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, strerror(err));
+    }
+    trim(dir);
+    return true;
+}
