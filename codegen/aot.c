@@ -253,7 +253,9 @@ static LLVMValueRef type_table(Cg *cg, Value **v, int n, bool rank)
 }
 
 /* The graph as IR text with every constant elided (host ops get their
- * operands from the flow). NULL when out of memory. */
+ * operands from the flow), but those inside regions: a loop or if runs
+ * its regions from this text, on the interpreter's code (the JIT compiles
+ * them; an AOT object does not yet). NULL when out of memory. */
 static char *graph_text(const Graph *g)
 {
     char *buf = NULL;
@@ -261,7 +263,7 @@ static char *graph_text(const Graph *g)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    graph_print(f, g, &(PrintOpts){0, true});
+    graph_print(f, g, &(PrintOpts){0, true, true});
     fclose(f);
     return buf;
 }

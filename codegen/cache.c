@@ -183,7 +183,7 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     FILE *f = open_memstream(&gtext, &glen);
     if (!f)
         return diag_oom(d);
-    graph_print(f, g, &(PrintOpts){16, true});
+    graph_print(f, g, &(PrintOpts){16, true, false});
     bool ok = !ferror(f);
     if (fclose(f) != 0 || !ok) {
         free(gtext);

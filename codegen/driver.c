@@ -100,7 +100,7 @@ static void print_canon(FILE *f, const CgModule *m, const PrintOpts *po)
 
 static void print_fusion(FILE *f, const CgModule *m, const PrintOpts *po)
 {
-    graph_print(f, m->g, &(PrintOpts){po->inline_max, true});
+    graph_print(f, m->g, &(PrintOpts){po->inline_max, true, false});
     fputs("\n# fusion plan\n", f);
     fuse_print(f, m->plan);
 }
@@ -171,7 +171,7 @@ bool cg_run_passes(Graph *g, const ShapeOpts *so, const CgOpts *o, CgStage last,
         if (!ok)
             return false;
         if (o->dump_after && !strcmp(o->dump_after, p->name))
-            p->print(stderr, m, &(PrintOpts){16, true});
+            p->print(stderr, m, &(PrintOpts){16, true, false});
     }
     return true;
 }

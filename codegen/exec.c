@@ -18,6 +18,15 @@
  * So the same object serves a later process that compiles the same model:
  * the on-disk cache (cache.h) keeps it, and a hit runs only shape analysis
  * and canonicalisation (for the graph the tables index) and the link.
+ *
+ * Control flow. A loop or if is such a host op too, but its regions are
+ * compiled: exec_compile compiles each region of the compiled graph once,
+ * as a model of its own with the same options (fused kernels, its own
+ * memory plan, every shape), and the thunk hands the interpreter's loop
+ * driver (runtime/interp_region.c: trip count, condition, carried values,
+ * stacking) a region runner that calls that code. Each iteration is one
+ * run of the body's model, whose run memory is kept between runs, so the
+ * body's block is reused across iterations.
  */
 #include "codegen/cache.h"
 #include "codegen/gpu.h"
@@ -39,6 +48,17 @@
 #include <time.h>
 
 typedef int32_t MainFn(void *rt, void **io, int64_t *shapes, int64_t *syms);
+
+/* A loop or if of the model with its regions compiled, each once, as a
+ * model of its own (for every shape, like the model): the op runs on the
+ * host (disc_exec_host_op), which drives the iterations or picks the
+ * branch and calls the region's code. */
+typedef struct RegionExec {
+    const Op *op;
+    Exec *sub[2];
+    Graph *g[2];       /* the regions' copies they were compiled from */
+    int n;
+} RegionExec;
 
 struct Exec {
     Graph *g;
@@ -69,6 +89,8 @@ struct Exec {
     pthread_mutex_t lock;
     DiscRt *idle[8];
     int nidle;
+    RegionExec *regions;
+    int nregions;
 };
 
 static DiscRt *rt_acquire(Exec *e)
@@ -109,12 +131,22 @@ static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what)
 
 /* Runs op on the interpreter's code, then binds the symbols its results
  * define. */
+static bool run_region(void *ctx, const Op *op, int r, const Tensor *in, int nin, Tensor *out, int nout, Diag *d)
+{
+    Exec *e = ctx;
+    for (int i = 0; i < e->nregions; i++)
+        if (e->regions[i].op == op && r < e->regions[i].n)
+            return exec_run(e->regions[i].sub[r], in, nin, out, nout, d);
+    return diag_setk(d, DIAG_INTERNAL, "error: region %d of %s was not compiled", r, op_info(op->kind)->name);
+}
+
 int32_t disc_exec_host_op(void *self, void *rt, int64_t index, void **bufs, int64_t *syms)
 {
     Exec *e = self;
     const Op *op = e->ops[index];
-    int64_t shapes[4][MAX_RANK];
-    if (interp_host_op(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes) != 0)
+    int64_t shapes[MAX_RESULTS][MAX_RANK];
+    if (interp_host_op_regions(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes, op->nregions ? run_region : NULL,
+                               e) != 0)
         return -1;
     for (int i = 0; i < e->si->prog.n; i++) {
         const HostStep *s = &e->si->prog.steps[i];
@@ -340,6 +372,36 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule
     return ok;
 }
 
+/* Compiles the regions of every loop and if that the compiled g still
+ * has, each as a model of its own with the same options. */
+static bool compile_regions(Exec *e, const CgOpts *o, Diag *d)
+{
+    int n = 0;
+    graph_for_each_op(e->g, op) n += op->nregions > 0;
+    if (!n)
+        return true;
+    if (!(e->regions = calloc((size_t)n, sizeof *e->regions)))
+        return diag_oom(d);
+    graph_for_each_op(e->g, op) {
+        if (!op->nregions)
+            continue;
+        RegionExec *re = &e->regions[e->nregions++];
+        re->op = op;
+        for (int r = 0; r < op->nregions && r < 2; r++) {
+            Diag rd = {0};
+            ShapeOpts so = {0};
+            re->g[r] = graph_clone(op->regions[r], &rd);
+            re->sub[r] = re->g[r] ? exec_compile(re->g[r], &so, o, &rd) : NULL;
+            re->n = r + 1;
+            if (!re->sub[r])
+                return diag_setk(d, rd.kind, "error: op %d (%s%s%s), region %d (@%s): %s", op->id,
+                                 op_info(op->kind)->name, op->src ? " " : "", op->src ? op->src : "", r,
+                                 op->regions[r]->name, rd.msg);
+        }
+    }
+    return true;
+}
+
 /* Optimises the module for the CPU, compiles it into objects (cg_objects:
  * in parts on threads), keeps a copy of them for the cache when asked, and
  * links them. */
@@ -527,7 +589,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     if (ok && o->verbose)
         fprintf(stderr, "dcc: compiled in %.1f ms, %.1f ms of CPU time in all threads\n",
                 1e3 * (disc_rt_now() - t_start), 1e3 * (cpu_now() - c_start));
-    if (!ok) {
+    if (!ok || !compile_regions(e, o, d)) {
         exec_free(e);
         return NULL;
     }
@@ -562,6 +624,12 @@ void exec_free(Exec *e)
         return;
     for (int i = 0; i < e->nidle; i++)
         disc_rt_free(e->idle[i]);
+    for (int i = 0; i < e->nregions; i++)
+        for (int r = 0; r < e->regions[i].n; r++) {
+            exec_free(e->regions[i].sub[r]);
+            graph_free(e->regions[i].g[r]);
+        }
+    free(e->regions);
     pthread_mutex_destroy(&e->lock);
     if (e->jit)
         LLVMOrcDisposeLLJIT(e->jit);

@@ -193,7 +193,7 @@ static int cmd_emit(int argc, char **argv)
     const char *file = NULL, *stage = "ir", *out = NULL, *format = "text", *bind = NULL, *cpu = NULL;
     const char *assume[64];
     int nassume = 0;
-    PrintOpts po = {16, false};
+    PrintOpts po = {16, false, false};
     int elide = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];

@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-enum { MAX_RESULTS = 4 };
 
 static Attr *attrs_push(Graph *g, AttrList *l, const char *name, AttrKind kind)
 {
@@ -116,12 +115,22 @@ static Op *fail(Graph *g, OpKind k, const Diag *e)
     return NULL;
 }
 
-Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs)
+static Op *build(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs,
+                 Graph *const *regions, int nregions)
 {
     const OpInfo *info = op_info(k);
     Diag e = {0};
-    Op tmp = {.kind = k, .nin = nin, .nout = info->nout, .in = (Value **)in, .nattrs = nattrs};
+    Op tmp = {.kind = k, .nin = nin, .nout = info->nout, .in = (Value **)in, .nattrs = nattrs,
+              .regions = (Graph **)regions, .nregions = nregions};
+    if (k == OP_LOOP && nregions == 1)
+        tmp.nout = regions[0]->noutputs - 1;
+    else if (k == OP_IF && nregions == 2)
+        tmp.nout = regions[0]->noutputs;
     g->err.set = false;
+    if (tmp.nout < 0 || tmp.nout > MAX_RESULTS) {
+        diag_set(&e, "has %d results, expected 0 to %d", tmp.nout, MAX_RESULTS);
+        return fail(g, k, &e);
+    }
     if (k == OP_CONST) {
         diag_set(&e, "use build_const");
         return fail(g, k, &e);
@@ -160,16 +169,22 @@ Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, i
     if (!info->infer(g, &tmp, out, &e))
         return fail(g, k, &e);
 
-    SymOrigin origin = k == OP_NONZERO ? SYM_DATA : SYM_DERIVED;
+    SymOrigin origin = k == OP_NONZERO || k == OP_LOOP || k == OP_IF ? SYM_DATA : SYM_DERIVED;
+    Dim *trips = NULL; /* a loop's stacked results share their unknown count */
     for (int i = 0; i < tmp.nout; i++) {
         Dim *dims[MAX_RANK];
+        bool stacked = k == OP_LOOP && i >= loop_ncarried(&tmp);
         for (int j = 0; j < out[i].rank; j++) {
             dims[j] = out[i].dims ? out[i].dims[j] : NULL;
             /* topk's two results share the one unknown dim */
-            if (!dims[j] && i > 0 && out[0].rank == out[i].rank)
+            if (!dims[j] && k == OP_TOPK && i > 0 && out[0].rank == out[i].rank)
                 dims[j] = out[0].dims[j];
+            if (!dims[j] && stacked && j == 0 && trips)
+                dims[j] = trips;
             if (!dims[j])
                 dims[j] = dim_sym_fresh(&g->dims, origin);
+            if (stacked && j == 0)
+                trips = dims[j];
         }
         out[i] = type_make(&g->arena, out[i].dtype, out[i].rank, dims);
     }
@@ -180,6 +195,30 @@ Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, i
     }
     op->attrs = sorted;
     op->nattrs = nattrs;
+    return op;
+}
+
+Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs)
+{
+    return build(g, k, in, nin, attrs, nattrs, NULL, 0);
+}
+
+Op *build_region_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs,
+                    Graph *const *regions, int nregions)
+{
+    Op *op = build(g, k, in, nin, attrs, nattrs, regions, nregions);
+    bool ok = op != NULL;
+    for (int r = 0; r < nregions; r++) {
+        if (ok)
+            ok = op_add_region(g, op, regions[r]);
+        else
+            graph_free(regions[r]);
+    }
+    if (op && !ok) {
+        Diag e = {0};
+        diag_oom(&e);
+        return fail(g, k, &e);
+    }
     return op;
 }
 

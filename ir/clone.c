@@ -112,6 +112,11 @@ static bool copy_op(Clone *c, const Op *from)
         v->name = copy_str(c, from->out[i]->name, &ok);
         c->vals[v->id] = v;
     }
+    for (int r = 0; ok && r < from->nregions; r++) { /* regions: deep copies of their own */
+        Diag e = {0};
+        Graph *copy = graph_clone(from->regions[r], &e);
+        ok = copy && op_add_region(c->g, op, copy);
+    }
     if (from->cst) { /* the data is the source's (see above) */
         if (!(op->cst = arena_alloc(&c->g->arena, sizeof *op->cst)))
             return false;

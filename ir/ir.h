@@ -299,6 +299,7 @@ typedef enum OpCat {
 } OpCat;
 
 enum { VARIADIC = -1 };
+enum { MAX_RESULTS = 64 }; /* results of one op (loop and if have many) */
 
 typedef struct Graph Graph;
 typedef struct Op Op;
@@ -438,6 +439,8 @@ struct Op {
     Const *cst;        /* OP_CONST only */
     const char *src;   /* where it came from (ONNX node name), or NULL */
     int line;          /* line in the IR text it was parsed from, or 0 */
+    Graph **regions;   /* loop: the body; if: then, else (region.c) */
+    int nregions;
     Op *prev, *next;   /* program order */
     int id;
 };
@@ -509,6 +512,23 @@ const char *op_attr_str(const Op *op, const char *name, const char *dflt);
 void op_set_attr(Graph *g, Op *op, const Attr *a);
 
 /* ------------------------------------------------------------------ */
+/* Regions (region.c): the bodies of loop and if. A region is a Graph of
+ * its own, with its own arena, symbols and value names; it sees nothing of
+ * the enclosing graph but its inputs: every outer value it uses is an
+ * explicit operand of the op (doc/ir.md, "Regions"). The op's graph owns
+ * its regions and frees them with itself.                                */
+
+/* Appends region r to op (of graph g), which takes ownership of r. */
+bool op_add_region(Graph *g, Op *op, Graph *r);
+/* The copy of dim d (of a region's context) in context `to`, where each
+ * symbol of d is replaced by map(ctx, sym); NULL if one maps to NULL. */
+Dim *dim_translate(DimCtx *to, const Dim *d, Dim *(*map)(void *ctx, const Dim *sym), void *ctx);
+/* loop operands: trip count, condition, carried values, invariants. */
+/* The verifier's check of op's regions (each verified as a graph). */
+bool region_verify(const Op *op, Diag *d);
+static inline int loop_ncarried(const Op *op) { return (int)op_attr_int(op, "ncarried", 0); }
+
+/* ------------------------------------------------------------------ */
 /* Builders (build.c): create an op from operands and attributes, infer
  * and check its result types through its rule, and append it. On error they
  * return NULL, append nothing and leave the message in graph_error(g).    */
@@ -522,6 +542,11 @@ typedef struct AttrList {
 /* The generic builder: runs the rule of kind k; result dims the rule leaves
  * undetermined become fresh SYM_DERIVED symbols. */
 Op *build_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs);
+
+/* build_op for loop and if: the op takes the regions (and frees them when
+ * it fails); its result count follows from them. */
+Op *build_region_op(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attrs, int nattrs,
+                    Graph *const *regions, int nregions);
 
 Value *build_unary(Graph *g, OpKind k, Value *x);
 Value *build_binary(Graph *g, OpKind k, Value *a, Value *b);
@@ -591,6 +616,8 @@ size_t tensor_numel(const Tensor *t);
 typedef struct PrintOpts {
     int inline_max;   /* constants with more elements print as hex (or elided) */
     bool elide;       /* elide large constants instead of printing hex */
+    bool full_regions; /* ... but not those inside regions (the AOT object's
+                          text, from which its loop and if run) */
 } PrintOpts;
 
 void graph_print(FILE *f, const Graph *g, const PrintOpts *o);

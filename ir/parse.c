@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 enum { MAX_DEPTH = 256 }; /* nesting limit of dim expressions */
+enum { MAX_REGION_DEPTH = 32, MAX_REGIONS = 2 }; /* regions in regions; regions of one op */
 
 typedef enum TokKind {
     TK_IDENT, /* [A-Za-z_][A-Za-z0-9_]* */
@@ -108,6 +109,7 @@ typedef struct Parser {
     Graph *g;
     Entry *tab;       /* defined values, open addressing */
     size_t tabcap, tabn;
+    int depth;        /* regions being parsed, one inside the other */
 } Parser;
 
 /* ---- diagnostics ----------------------------------------------------- */
@@ -1338,8 +1340,53 @@ static Token *save_tok(Parser *P, const Token *t)
     return c;
 }
 
+static bool parse_graph(Parser *P);
+static bool parse_sym(Parser *P);
+static void free_region(void *g) { graph_free(g); }
+
+/* region := 'region' '{' symdecl* graph '}'
+ * A region is a graph of its own: its symbols and value names are its own,
+ * and it sees nothing of the enclosing graph. It is kept by the enclosing
+ * graph (freed with it) from here on. */
+static Graph *parse_region(Parser *P)
+{
+    Token *t = peek(P);
+    if (P->depth >= MAX_REGION_DEPTH) {
+        error_at(P, t, "regions nested too deeply (more than %d)", MAX_REGION_DEPTH);
+        return NULL;
+    }
+    P->pos++;
+    if (!expect(P, "{"))
+        return NULL;
+    Graph *outer = P->g;
+    Entry *tab = P->tab;
+    size_t tabcap = P->tabcap, tabn = P->tabn;
+    Graph *r = graph_new(NULL);
+    if (!r || !graph_keep(outer, r, free_region)) {
+        graph_free(r);
+        oom(P, t);
+        return NULL;
+    }
+    r->file = outer->file;
+    P->g = r;
+    P->tab = NULL;
+    P->tabcap = P->tabn = 0;
+    P->depth++;
+    bool ok = true;
+    while (ok && is_word(P, "sym"))
+        ok = parse_sym(P);
+    ok = ok && parse_graph(P) && expect(P, "}");
+    P->depth--;
+    free(P->tab);
+    P->g = outer;
+    P->tab = tab;
+    P->tabcap = tabcap;
+    P->tabn = tabn;
+    return ok ? r : NULL;
+}
+
 /* stmt := VALUE (',' VALUE)* '=' OPNAME ['(' [value (',' value)*] ')'] [attrs]
- *         [payload] ':' type (',' type)*
+ *         [payload] region* ':' type (',' type)*
  * The payload is required for, and only allowed on, 'const'. */
 static bool parse_stmt(Parser *P)
 {
@@ -1405,6 +1452,15 @@ static bool parse_stmt(Parser *P)
             return false;
     }
 
+    Graph *regions[MAX_REGIONS];
+    int nregions = 0;
+    while (is_word(P, "region")) {
+        if (nregions == MAX_REGIONS)
+            return error_at(P, peek(P), "an op has at most %d regions", MAX_REGIONS);
+        if (!(regions[nregions++] = parse_region(P)))
+            return false;
+    }
+
     if (!expect(P, ":"))
         return false;
     Type *types = arena_array(&P->tmp, (size_t)names.n, sizeof *types);
@@ -1430,6 +1486,12 @@ static bool parse_stmt(Parser *P)
     if (!op)
         return oom(P, opt);
     op->line = line;
+    if (nregions) { /* already kept by the graph (parse_region) */
+        if (!(op->regions = arena_array(&P->g->arena, (size_t)nregions, sizeof *op->regions)))
+            return oom(P, opt);
+        memcpy(op->regions, regions, (size_t)nregions * sizeof *regions);
+        op->nregions = nregions;
+    }
     int nattrs = 0;
     for (int i = 0; i < info->nattrs; i++)
         nattrs += have[i];

@@ -35,13 +35,17 @@ typedef struct Printer {
     FILE *f;
     int inline_max; /* from PrintOpts; < 0: no limit */
     bool elide;
+    bool full_regions;
     Arena tmp;
     const Value **vkeys; /* value -> printed name ("%x", "%\"a/b\"", "%3") */
     const char **vnames;
     size_t vcap;
     const char **used;   /* names of named values already printed */
     size_t ucap;
+    const char *indent;  /* of a region's lines: the enclosing op's, and four more */
 } Printer;
+
+static void print_graph(FILE *f, const Graph *g, const PrintOpts *o, const char *indent);
 
 /* ---- names ----------------------------------------------------------- */
 
@@ -538,7 +542,7 @@ static void print_syms(Printer *pr, const Graph *g)
     }
     qsort(v, (size_t)n, sizeof *v, cmp_sym);
     for (int i = 0; i < n; i++) {
-        fprintf(pr->f, "sym %s", v[i]->name);
+        fprintf(pr->f, "%ssym %s", pr->indent, v[i]->name);
         if (v[i]->lo != 1)
             fprintf(pr->f, " >= %" PRId64, v[i]->lo);
         if (v[i]->hi != DIM_INF)
@@ -553,7 +557,7 @@ static void print_op(Printer *pr, const Op *op)
 {
     FILE *f = pr->f;
     const OpInfo *info = op_info(op->kind);
-    fputs("  ", f);
+    fprintf(f, "%s  ", pr->indent);
     for (int i = 0; i < op->nout; i++)
         fprintf(f, "%s%s", i ? ", " : "", vname(pr, op->out[i]));
     fprintf(f, " = %s", info->name);
@@ -566,6 +570,14 @@ static void print_op(Printer *pr, const Op *op)
     print_attrs(pr, op);
     if (op->kind == OP_CONST)
         print_const(pr, op);
+    for (int r = 0; r < op->nregions; r++) {
+        PrintOpts o = {.inline_max = pr->inline_max, .elide = pr->elide && !pr->full_regions,
+                       .full_regions = pr->full_regions};
+        char *in = arena_printf(&pr->tmp, "%s    ", pr->indent);
+        fputs(" region {\n", f);
+        print_graph(f, op->regions[r], &o, in ? in : "    ");
+        fprintf(f, "%s  }", pr->indent);
+    }
     fputs(" : ", f);
     for (int i = 0; i < op->nout; i++) {
         if (i)
@@ -575,29 +587,32 @@ static void print_op(Printer *pr, const Op *op)
     fputc('\n', f);
 }
 
-void graph_print(FILE *f, const Graph *g, const PrintOpts *o)
+void graph_print(FILE *f, const Graph *g, const PrintOpts *o) { print_graph(f, g, o, ""); }
+
+static void print_graph(FILE *f, const Graph *g, const PrintOpts *o, const char *indent)
 {
-    Printer pr = {.f = f, .inline_max = INLINE_MAX_DEFAULT};
+    Printer pr = {.f = f, .inline_max = INLINE_MAX_DEFAULT, .indent = indent};
     if (o) {
         pr.inline_max = o->inline_max;
         pr.elide = o->elide;
+        pr.full_regions = o->full_regions;
     }
     arena_init(&pr.tmp);
     if (!name_values(&pr, g))
-        fputs("# out of memory: value names are missing\n", f);
+        fprintf(f, "%s# out of memory: value names are missing\n", indent);
     print_syms(&pr, g);
     const char *gname = sigil_name(&pr.tmp, '@', g->name ? g->name : "main", true);
-    fprintf(f, "graph %s(", gname ? gname : "@main");
+    fprintf(f, "%sgraph %s(", indent, gname ? gname : "@main");
     for (int i = 0; i < g->ninputs; i++) {
         fprintf(f, "%s%s: ", i ? ", " : "", vname(&pr, g->inputs[i]));
         print_type(f, &g->inputs[i]->type);
     }
     fputs(") {\n", f);
     graph_for_each_op(g, op) print_op(&pr, op);
-    fputs("  return", f);
+    fprintf(f, "%s  return", indent);
     for (int i = 0; i < g->noutputs; i++)
         fprintf(f, "%s%s", i ? ", " : " ", vname(&pr, g->outputs[i]));
-    fputs("\n}\n", f);
+    fprintf(f, "\n%s}\n", indent);
     arena_free(&pr.tmp);
 }
 

@@ -172,7 +172,7 @@ bool graph_verify(Graph *g, Diag *d)
         if (!ok)
             break;
         Diag e = {0};
-        Type inf[4];
+        Type inf[MAX_RESULTS];
         if (!op_check_arity(op, &e) || !op_check_attrs(op, &e)) {
             ok = fail_at(g, op, d, e.kind, e.msg);
             break;
@@ -185,7 +185,11 @@ bool graph_verify(Graph *g, Diag *d)
                 ok = fail_at(g, op, d, DIAG_MODEL, "result has an invalid type");
         if (!ok)
             break;
-        if (op->nout > 4) {
+        if ((op->nregions || op->kind == OP_LOOP || op->kind == OP_IF) && !region_verify(op, &e)) {
+            ok = fail_at(g, op, d, e.kind, e.msg);
+            break;
+        }
+        if (op->nout > MAX_RESULTS) {
             ok = fail_at(g, op, d, DIAG_MODEL, "too many results");
             break;
         }

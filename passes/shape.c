@@ -163,7 +163,7 @@ static void print_constraints(FILE *f, const ShapeInfo *si)
 void shape_print(FILE *f, const ShapeInfo *si)
 {
     const Graph *g = si->g;
-    graph_print(f, g, &(PrintOpts){16, true});
+    graph_print(f, g, &(PrintOpts){16, true, false});
     fputs("\n# shape analysis\n# dim classes (first is the representative):\n", f);
     int n = 0;
     for (int i = 0; i < si->ndclass; i++) {

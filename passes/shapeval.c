@@ -545,10 +545,10 @@ static bool refine(Prop *p, Op *op)
 {
     if (op->kind == OP_CONST)
         return true;
-    Type inf[4];
+    Type inf[MAX_RESULTS];
     Diag e = {0};
     memset(inf, 0, sizeof inf);
-    if (op->nout > 4 || !op_info(op->kind)->infer(p->g, op, inf, &e)) {
+    if (op->nout > MAX_RESULTS || !op_info(op->kind)->infer(p->g, op, inf, &e)) {
         if (op->line && p->g->file)
             return diag_setk(p->d, e.kind, "%s:%d: error: %s: %s", p->g->file, op->line, op_info(op->kind)->name,
                              e.msg);

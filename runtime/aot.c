@@ -308,7 +308,7 @@ int32_t disc_aot_host_op(DiscRt *rt, const DiscAotModel *m, int64_t index, const
     int64_t psyms[nsyms + 1];
     for (int s = 0; s < nsyms; s++)
         psyms[s] = st->model_sym[s] >= 0 ? syms[st->model_sym[s]] : 0;
-    int64_t shapes[4][MAX_RANK];
+    int64_t shapes[MAX_RESULTS][MAX_RANK];
     if (interp_host_op(rt, st->g, st->ops[index], bufs, psyms, nsyms, shapes) != 0)
         return -1;
     for (int64_t i = 0; i < binds[0]; i++) {

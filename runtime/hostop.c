@@ -31,7 +31,13 @@ static void view(Tensor *t, const Value *v, void *data, const int64_t *shape)
 int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
                        int64_t (*out_shapes)[MAX_RANK])
 {
-    enum { MAXOUT = 4 };
+    return interp_host_op_regions(rt, g, op, bufs, syms, nsyms, out_shapes, NULL, NULL);
+}
+
+int32_t interp_host_op_regions(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
+                               int64_t (*out_shapes)[MAX_RANK], InterpRegionFn *fn, void *ctx)
+{
+    enum { MAXOUT = MAX_RESULTS };
     if (op->nout > MAXOUT) {
         disc_rt_fail(rt, "%s: more than %d results", op_info(op->kind)->name, MAXOUT);
         return -1;
@@ -49,7 +55,7 @@ int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int6
     }
     memset(out, 0, sizeof out);
     Diag d = {0};
-    if (!interp_run_op(g, op, syms, nsyms, inp, out, &d)) {
+    if (!interp_run_op_regions(g, op, syms, nsyms, inp, out, &d, fn, ctx)) {
         disc_rt_fail(rt, "%s", d.msg);
         return -1;
     }

@@ -76,6 +76,8 @@ static InterpFn *interp_kernel(OpKind k)
     case OP_SHAPE_OF: return interp_shape_of;
     case OP_SHAPE_CONST: return interp_shape_const;
     case OP_CONST: return interp_const;
+    case OP_LOOP: return interp_loop;
+    case OP_IF: return interp_if;
     case OP_COUNT: break;
     }
     return NULL;
@@ -518,7 +520,7 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
             return interp_failk(ip, DIAG_UNSUPPORTED, "not supported by the interpreter");
         if ((info->nin != VARIADIC && op->nin != info->nin) || (info->nin == VARIADIC && op->nin < 1))
             return interp_fail(ip, "has %d operands", op->nin);
-        if (op->nout != info->nout || op->nout > 2)
+        if ((info->nout != VARIADIC && op->nout != info->nout) || op->nout > MAX_RESULTS)
             return interp_fail(ip, "has %d results", op->nout);
         const Tensor *stack[8], **in = stack;
         if (op->nin > 8 && !(in = malloc((size_t)op->nin * sizeof *in)))
@@ -533,8 +535,8 @@ static bool run_ops(Interp *ip, SlotMap *m, Tensor *outputs)
                 in[i] = &s->t;
             }
         }
-        Tensor out[2];
-        memset(out, 0, sizeof out);
+        Tensor out[MAX_RESULTS];
+        memset(out, 0, (size_t)op->nout * sizeof *out);
         ok = ok && fn(ip, op, in, out);
         for (int r = 0; r < op->nout && ok; r++)
             ok = check_result(ip, op, r, &out[r]);
@@ -659,8 +661,23 @@ bool interp_run(Graph *g, const Tensor *inputs, int ninputs, Tensor *outputs, in
     free(m.table);
     return ok;
 }
+static bool run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                   Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx);
+
 bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
                    Tensor *out, Diag *d)
+{
+    return run_op(g, op, symval, nsyms, in, out, d, NULL, NULL);
+}
+
+bool interp_run_op_regions(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                           Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx)
+{
+    return run_op(g, op, symval, nsyms, in, out, d, region, region_ctx);
+}
+
+static bool run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                   Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx)
 {
     InterpFn *fn = op->kind >= 0 && op->kind < OP_COUNT ? interp_kernel(op->kind) : NULL;
     if (!fn)
@@ -674,7 +691,7 @@ bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, con
             from[i] = -1;
         }
         Interp ip = {.g = g, .d = d, .op = op, .symval = (int64_t *)symval, .symset = set,
-                     .symfrom = from, .nsyms = nsyms};
+                     .symfrom = from, .nsyms = nsyms, .region = region, .region_ctx = region_ctx};
         ip.env = (DimEnv){symval, set, nsyms};
         ok = fn(&ip, op, in, out);
         graph_value_names_free(g, ip.names);

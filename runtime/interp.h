@@ -47,6 +47,21 @@ bool interp_run_op(Graph *g, const Op *op, const int64_t *symval, int nsyms, con
 int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
                        int64_t (*out_shapes)[MAX_RANK]);
 
+/* How loop and if run a region: region r of op on in (nin tensors, the
+ * region's inputs), its outputs allocated (owned) into out. The
+ * interpreter's own runs it through interp_run; a compiled backend passes
+ * one that calls the region's compiled code (codegen/exec.c), so that the
+ * loop's driving (trip count, condition, carried values, stacking) is this
+ * one code for every backend. */
+typedef bool InterpRegionFn(void *ctx, const Op *op, int r, const Tensor *in, int nin, Tensor *out, int nout,
+                            Diag *d);
+/* interp_run_op with the regions of a loop or if run by region(ctx, ...). */
+bool interp_run_op_regions(Graph *g, const Op *op, const int64_t *symval, int nsyms, const Tensor *const *in,
+                           Tensor *out, Diag *d, InterpRegionFn *region, void *region_ctx);
+/* interp_host_op with the regions of a loop or if run by fn(ctx, ...). */
+int32_t interp_host_op_regions(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
+                               int64_t (*out_shapes)[MAX_RANK], InterpRegionFn *fn, void *ctx);
+
 /* The maths of a unary or binary elementwise op on float operands, as the
  * interpreter computes each element in double (before rounding to the
  * result's dtype). False if k is not such an op or not defined on floats.

@@ -12,6 +12,7 @@
  *   interp_resize.c  resize
  *   interp_reduce.c  reduce, argmax/argmin, cumsum, topk
  *   interp_lib.c     dot, conv, conv_transpose, pool
+ *   interp_region.c  loop, if (each region runs through interp_run)
  *
  * A kernel reads its operands, computes the result shapes, allocates the
  * results (interp_alloc) and fills them. It reports errors through
@@ -32,6 +33,8 @@ typedef struct Interp {
     int nsyms;
     DimEnv env;
     char **names;     /* the printer's value names, made on the first error */
+    InterpRegionFn *region; /* how loop and if run regions; NULL: interp_run */
+    void *region_ctx;
 } Interp;
 
 typedef bool InterpFn(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
@@ -97,5 +100,7 @@ InterpFn interp_resize, interp_dyn_resize, interp_dyn_resize_scales;
 InterpFn interp_reduce, interp_dyn_reduce, interp_arg, interp_cumsum, interp_topk;
 InterpFn interp_dot, interp_conv, interp_conv_transpose, interp_pool;
 InterpFn interp_dim, interp_shape_of, interp_shape_const, interp_const;
+InterpFn interp_loop, interp_if;
+
 
 #endif

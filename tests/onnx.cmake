@@ -38,8 +38,8 @@ disc_onnx_test(err_random err_random --fail --kind parse --expect "err_random.on
 disc_onnx_test(err_empty err_empty --fail --kind parse --expect "err_empty.onnx: error: cannot parse ONNX model (empty file)")
 disc_onnx_test(err_bad_attr err_bad_attr --fail --kind model
   --expect "err_bad_attr.onnx: node 0 (Transpose \"tr\"): error: attribute 'perm' must be INTS, not FLOATS")
+# (node 1, an LSTM, was unsupported until issue 14: no error names it now)
 disc_onnx_test(err_unsupported err_unsupported --fail --kind unsupported
-  --expect "node 1 (LSTM \"lstm1\"): error: unsupported op LSTM (opset 17)"
   --expect "node 2 (Unique \"uniq\"): error: unsupported op Unique (opset 17)"
   --expect "node 3 (com.microsoft.FusedMatMul \"fmm\"): error: unsupported op com.microsoft.FusedMatMul")
 disc_onnx_test(err_unsupported_many err_unsupported_many --fail --kind unsupported
@@ -51,6 +51,17 @@ disc_onnx_test(err_cycle err_cycle --fail --kind model --expect "error: the grap
 disc_onnx_test(err_types err_types --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: operand dtypes differ")
 disc_onnx_test(err_shape err_shape --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
 disc_onnx_test(err_opset err_opset --fail --kind unsupported --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
+# control flow and recurrent layers (gen_control_errors.py)
+disc_onnx_test(err_loop_body err_loop_body --fail --kind model
+  --expect "node 0 (Loop \"loop\"): error: the body takes 2 inputs, expected 3 (iteration, condition, 1 carried)")
+disc_onnx_test(err_loop_dtype err_loop_dtype --fail --kind model
+  --expect "node 0 (Loop \"loop\"): error: loop-carried value 0 enters the body as f32 of rank 1 but leaves it as i64")
+disc_onnx_test(err_if_rank err_if_rank --fail --kind unsupported
+  --expect "node 0 (If \"branch\"): error: output 0 is f32 of rank 1 in then_branch but f32 of rank 2 in else_branch")
+disc_onnx_test(err_lstm_direction err_lstm_direction --fail --kind model
+  --expect "node 0 (LSTM \"lstm\"): error: direction 'sideways' is not forward, reverse or bidirectional")
+disc_onnx_test(err_scan_inputs err_scan_inputs --fail --kind model
+  --expect "node 0 (Scan \"scan\"): error: num_scan_inputs is 3, expected 1 to 1")
 disc_onnx_test(err_no_file does_not_exist --fail --kind resource --expect "does_not_exist.onnx: error: cannot open")
 
 # Numerics: the interpreter against onnx.reference on the same inputs.

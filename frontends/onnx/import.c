@@ -151,6 +151,13 @@ static const Lowering lowerings[] = {
     {"Trilu", 14, L(trilu), 0},
     {"OneHot", 9, L(one_hot), 0},
     {"NonZero", 9, L(nonzero), 0},
+    /* control flow and recurrent layers (lower_control.c, lower_rnn.c) */
+    {"Loop", 1, L(loop), 0},
+    {"If", 1, L(if), 0},
+    {"Scan", 9, L(scan), 0},
+    {"RNN", 7, L(rnn), 0},
+    {"GRU", 7, L(rnn), 1},
+    {"LSTM", 7, L(rnn), 2},
     {"DepthToSpace", 1, L(depth_to_space), 0},
     {"SpaceToDepth", 1, L(space_to_depth), 0},
     {"Resize", 11, L(resize), 0},
@@ -278,7 +285,7 @@ Value *imp_lookup(Imp *im, const char *name)
     return map_get(&m, name);
 }
 
-static bool imp_bind(Imp *im, const char *name, Value *v)
+bool imp_bind(Imp *im, const char *name, Value *v)
 {
     StrMap m = {im->names, im->cap, im->count};
     bool ok = map_put(&m, name, v);
@@ -856,6 +863,15 @@ static bool check_supported(Imp *im, const Onnx__GraphProto *gp, const Onnx__Mod
     return diag_setk(im->d, DIAG_UNSUPPORTED, "%s", msg);
 }
 
+/* Whether name is defined here or, in a subgraph, in an enclosing graph. */
+static bool imp_visible(Imp *im, const char *name)
+{
+    for (; im; im = im->parent)
+        if (imp_lookup(im, name))
+            return true;
+    return false;
+}
+
 /* Orders the nodes so every value is defined before use, keeping the
  * file's order where it already is one (iterative depth-first search). */
 static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
@@ -902,7 +918,7 @@ static int *sort_nodes(Imp *im, const Onnx__GraphProto *gp)
                 continue;
             }
             const char *in = nd->input[cursor[t]++];
-            if (!in || !*in || imp_lookup(im, in))
+            if (!in || !*in || imp_visible(im, in))
                 continue;
             intptr_t p = (intptr_t)map_get(&prod, in) - 1;
             im->node = nd;
@@ -1078,7 +1094,7 @@ static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
     for (size_t i = 0; i < n->n_input; i++) {
         if (!n->input[i] || !*n->input[i])
             continue;
-        in[i] = imp_lookup(im, n->input[i]);
+        in[i] = imp_resolve(im, n->input[i]);
         if (!in[i])
             return imp_err(im, "input '%s' is not defined", n->input[i]);
     }
@@ -1115,8 +1131,12 @@ static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
     return true;
 }
 
+static bool add_initializers(Imp *im, const Onnx__GraphProto *gp);
+static bool lower_nodes(Imp *im, const Onnx__GraphProto *gp, Value **outs);
+
 static bool import_graph(Imp *im, const Onnx__ModelProto *m)
 {
+    im->model = m;
     const Onnx__GraphProto *gp = m->graph;
     im->opset = -1;
     im->opset_ml = 0;
@@ -1134,6 +1154,30 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
         im->opset = 0;
     }
     /* Initializers first: an input that is also an initializer is a constant. */
+    if (!add_initializers(im, gp))
+        return false;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *name = gp->input[i]->name;
+        if (!name || !*name)
+            return imp_err(im, "graph input %zu has no name", i);
+        if (imp_lookup(im, name))
+            continue;
+        if (!add_input(im, gp->input[i]))
+            return false;
+    }
+    Value **outs = calloc(gp->n_output + 1, sizeof *outs);
+    if (!outs)
+        return imp_oom(im);
+    bool ok = lower_nodes(im, gp, outs);
+    for (size_t i = 0; ok && i < gp->n_output; i++)
+        if (!graph_add_output(im->g, outs[i]))
+            ok = imp_oom(im);
+    free(outs);
+    return ok;
+}
+
+static bool add_initializers(Imp *im, const Onnx__GraphProto *gp)
+{
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const OTensor *t = gp->initializer[i];
         char what[300];
@@ -1151,16 +1195,13 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
     }
     if (gp->n_sparse_initializer)
         return imp_errk(im, DIAG_UNSUPPORTED, "sparse initializers are not supported");
-    for (size_t i = 0; i < gp->n_input; i++) {
-        const char *name = gp->input[i]->name;
-        if (!name || !*name)
-            return imp_err(im, "graph input %zu has no name", i);
-        if (imp_lookup(im, name))
-            continue;
-        if (!add_input(im, gp->input[i]))
-            return false;
-    }
-    if (!check_supported(im, gp, m))
+    return true;
+}
+
+/* Lowers gp's nodes and resolves its outputs into outs. */
+static bool lower_nodes(Imp *im, const Onnx__GraphProto *gp, Value **outs)
+{
+    if (!check_supported(im, gp, im->model))
         return false;
     int *order = sort_nodes(im, gp);
     if (!order)
@@ -1177,11 +1218,10 @@ static bool import_graph(Imp *im, const Onnx__ModelProto *m)
     im->node = NULL;
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name;
-        Value *v = name ? imp_lookup(im, name) : NULL;
+        Value *v = name ? imp_resolve(im, name) : NULL;
         if (!v)
             return imp_err(im, "graph output '%s' is not defined", name ? name : "");
-        if (!graph_add_output(im->g, v))
-            return imp_oom(im);
+        outs[i] = v;
     }
     return true;
 }
@@ -1221,6 +1261,8 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
     Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : ".", .untie = o && o->untie};
     bool ok = import_graph(&im, m);
     free(im.names);
+    free(im.caps);
+    free(im.capin);
     if (ok) {
         Diag vd = {0};
         if (!graph_verify(g, &vd) && vd.kind == DIAG_RESOURCE)
@@ -1333,4 +1375,159 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
         st[i] = i == axis ? stride : 1;
     }
     return build_slice(im->g, x, s, l, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* Subgraphs as regions                                                 */
+
+/* A symbol of the parent in the region: the region's symbol of the same
+ * name (region symbols made fresh never clash: their counter starts past
+ * the parent's, see imp_sub_begin). */
+static Dim *sym_in_region(void *ctx, const Dim *s)
+{
+    Imp *sub = ctx;
+    Dim *d = dim_sym_find(&sub->g->dims, s->name);
+    if (!d && (d = dim_sym(&sub->g->dims, s->name)))
+        dim_sym_set(d, s->lo, s->hi, SYM_INPUT);
+    return d;
+}
+
+bool imp_sub_begin(Imp *im, Imp *sub, const char *name)
+{
+    memset(sub, 0, sizeof *sub);
+    char where[DIAG_MAX / 4] = "";
+    if (im->node)
+        node_where(where, sizeof where, im->node, im->node_idx);
+    sub->g = graph_new(name);
+    sub->d = im->d;
+    sub->file = arena_printf(&im->g->arena, "%s: %s %s", im->file, where, name);
+    sub->dir = im->dir;
+    sub->opset = im->opset;
+    sub->opset_ml = im->opset_ml;
+    sub->model = im->model;
+    sub->parent = im;
+    if (!sub->g || !sub->file) {
+        graph_free(sub->g);
+        sub->g = NULL;
+        return imp_oom(im);
+    }
+    sub->g->file = im->g->file;
+    sub->g->dims.fresh = im->g->dims.fresh;
+    return true;
+}
+
+Value *imp_sub_input(Imp *sub, const Type *t, const bool *fresh, const char *name)
+{
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < t->rank; i++) {
+        dims[i] = fresh && fresh[i] ? dim_sym_fresh(&sub->g->dims, SYM_INPUT)
+                                    : dim_translate(&sub->g->dims, t->dims[i], sym_in_region, sub);
+        if (!dims[i]) {
+            imp_oom(sub);
+            return NULL;
+        }
+    }
+    Value *v = graph_add_input(sub->g, name, type_make(&sub->g->arena, t->dtype, t->rank, dims));
+    if (!v || (name && !imp_bind(sub, name, v))) {
+        imp_oom(sub);
+        return NULL;
+    }
+    return v;
+}
+
+Value *imp_sub_capture(Imp *sub, Value *v)
+{
+    for (int i = 0; i < sub->ncaps; i++)
+        if (sub->caps[i] == v)
+            return sub->capin[i];
+    size_t n;
+    const Op *def = v->def;
+    if (def && def->kind == OP_CONST && def->cst && def->cst->data && type_static_numel(&v->type, &n) &&
+        def->cst->nbytes == n * dtype_size(vdt(v))) { /* a copy: the region sees the data */
+        Dim *dims[MAX_RANK];
+        for (int i = 0; i < vrank(v); i++)
+            dims[i] = dim_const(&sub->g->dims, vdims(v)[i]->c);
+        Value *k = build_const(sub->g, type_make(&sub->g->arena, vdt(v), vrank(v), dims), def->cst->data,
+                               def->cst->nbytes, true);
+        if (!k)
+            imp_fail(sub);
+        else if (v->name)
+            k->name = arena_strdup(&sub->g->arena, v->name);
+        return k;
+    }
+    if (sub->ncaps == sub->capcaps) {
+        int cap = sub->capcaps ? 2 * sub->capcaps : 8;
+        Value **c = realloc(sub->caps, (size_t)cap * sizeof *c), **ci;
+        if (c)
+            sub->caps = c;
+        ci = c ? realloc(sub->capin, (size_t)cap * sizeof *ci) : NULL;
+        if (!ci) {
+            imp_oom(sub);
+            return NULL;
+        }
+        sub->capin = ci;
+        sub->capcaps = cap;
+    }
+    Value *in = imp_sub_input(sub, &v->type, NULL, NULL);
+    if (!in)
+        return NULL;
+    if (v->name)
+        in->name = arena_strdup(&sub->g->arena, v->name);
+    sub->caps[sub->ncaps] = v;
+    sub->capin[sub->ncaps++] = in;
+    return in;
+}
+
+Value *imp_resolve(Imp *im, const char *name)
+{
+    Value *v = imp_lookup(im, name);
+    if (v || !im->parent)
+        return v;
+    Value *outer = imp_resolve(im->parent, name);
+    if (!outer || im->inlined)
+        return outer;
+    v = imp_sub_capture(im, outer);
+    if (v && !imp_bind(im, name, v)) {
+        imp_oom(im);
+        return NULL;
+    }
+    return v;
+}
+
+bool imp_sub_lower(Imp *sub, const Onnx__GraphProto *gp, Value **outs)
+{
+    return add_initializers(sub, gp) && lower_nodes(sub, gp, outs);
+}
+
+bool imp_inline(Imp *im, const Onnx__GraphProto *gp, const char *name, Value **outs)
+{
+    char where[DIAG_MAX / 4] = "";
+    if (im->node)
+        node_where(where, sizeof where, im->node, im->node_idx);
+    Imp sub = {.g = im->g, .d = im->d, .dir = im->dir, .opset = im->opset, .opset_ml = im->opset_ml,
+               .model = im->model, .parent = im, .inlined = true};
+    if (!(sub.file = arena_printf(&im->g->arena, "%s: %s %s", im->file, where, name)))
+        return imp_oom(im);
+    if (gp->n_input)
+        return imp_err(im, "%s takes %zu inputs, expected none", name, gp->n_input);
+    const Node *node = im->node;
+    int idx = im->node_idx;
+    bool ok = imp_sub_lower(&sub, gp, outs);
+    free(sub.names);
+    im->node = node; /* lowering the branch's nodes moved it */
+    im->node_idx = idx;
+    return ok;
+}
+
+Graph *imp_sub_end(Imp *sub, bool keep)
+{
+    free(sub->names);
+    sub->names = NULL;
+    Graph *g = sub->g;
+    if (!keep) {
+        graph_free(g);
+        g = NULL;
+    }
+    sub->g = NULL;
+    return g;
 }

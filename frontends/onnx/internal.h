@@ -54,6 +54,15 @@ typedef struct Imp {
     int nin;
     Value **out;
     int nout;
+    /* a subgraph (a Loop or Scan body, an If branch) imported as a region */
+    const Onnx__ModelProto *model;
+    struct Imp *parent; /* the enclosing graph's importer, or NULL */
+    Value **caps;       /* values of the parent captured, one region input each */
+    Value **capin;      /* the region input of each */
+    int ncaps, capcaps;
+    bool inlined;       /* a subgraph lowered into the parent's graph itself
+                           (an If on a constant): names of the parent are
+                           used as they are, not captured */
 } Imp;
 
 typedef bool LowerFn(Imp *im);
@@ -118,8 +127,37 @@ static inline bool imp_done(Imp *im, Value *v)
     im->out[0] = v;
     return true;
 }
-/* Value of a name already defined, or NULL. */
+/* Value of a name already defined, or NULL; imp_bind defines one. */
 Value *imp_lookup(Imp *im, const char *name);
+bool imp_bind(Imp *im, const char *name, Value *v);
+/* The same in a subgraph, where a name of an enclosing graph is captured:
+ * a constant is copied into the region, any other value becomes an input
+ * of the region (and, through Imp.caps, an operand of its op). */
+Value *imp_resolve(Imp *im, const char *name);
+
+/* ---- import.c: subgraphs as regions ---- */
+
+/* Starts sub, the importer of a region of the current node of im, named
+ * name ("body", "then_branch"). The caller adds the region's leading
+ * inputs (imp_sub_input), lowers the ONNX subgraph into it
+ * (imp_sub_lower) or builds ops itself, adds the outputs, and ends with
+ * imp_sub_end, which leaves the graph to the caller (or frees it with
+ * keep false). Captured values come as inputs after the leading ones. */
+bool imp_sub_begin(Imp *im, Imp *sub, const char *name);
+/* A region input of type t, a type of the parent's graph: each dim is
+ * the parent's dim (a symbol of the same name in the region), or a fresh
+ * symbol where fresh[i] (fresh may be NULL). name: the ONNX name it binds. */
+Value *imp_sub_input(Imp *sub, const Type *t, const bool *fresh, const char *name);
+/* A parent's value used in the region: a copy of a constant, else a new
+ * captured input. */
+Value *imp_sub_capture(Imp *sub, Value *v);
+/* Lowers gp's initializers and nodes into sub and resolves its outputs
+ * (gp->n_output values into outs). */
+bool imp_sub_lower(Imp *sub, const Onnx__GraphProto *gp, Value **outs);
+Graph *imp_sub_end(Imp *sub, bool keep);
+/* Lowers subgraph gp (no inputs) into im's own graph, in a scope of its
+ * own; its outputs go to outs. For a branch known at import. */
+bool imp_inline(Imp *im, const Onnx__GraphProto *gp, const char *name, Value **outs);
 /* Makes a const op from a TensorProto (an initializer or an attribute). */
 Value *imp_tensor_const(Imp *im, const OTensor *t, const char *what);
 
@@ -192,7 +230,8 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(matmul) X(gemm) X(einsum) X(conv) X(conv_transpose) X(pool)             \
     X(global_pool) X(dequantize) X(quantize) X(dynamic_quantize)              \
     X(matmul_integer) X(conv_integer) X(qlinear_matmul) X(qlinear_conv)       \
-    X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)
+    X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)               \
+    X(loop) X(if) X(scan) X(rnn)
 
 #define X(name) LowerFn onnx_lower_##name;
 LOWERINGS(X)

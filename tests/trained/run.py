@@ -7,6 +7,8 @@ Runs `dcc check DIR/NAME --backend B [options]` and holds the result to
 NAME's line in tests/trained/expect.txt:
 
   pass                    every data set passes (exit 0)
+  refused "TEXT"          the import fails (exit 1) with one located error,
+                          `model.onnx: node N ...`, that contains TEXT
   unsupported OP[,OP...]  the import fails (exit 1) with one located error
                           per unsupported node, `model.onnx: node N (OP
                           "name"): error: unsupported op OP (opset K)`, and
@@ -41,10 +43,13 @@ def expectations(path):
         if not line:
             continue
         f = shlex.split(line)
-        if len(f) < 2 or f[1] not in ("pass", "unsupported") or (f[1] == "unsupported" and len(f) < 3):
-            sys.exit("%s:%d: error: want 'NAME pass [OPTIONS]' or 'NAME unsupported OP[,OP...]'" % (path, lineno))
+        if len(f) < 2 or f[1] not in ("pass", "unsupported", "refused") or (f[1] != "pass" and len(f) < 3):
+            sys.exit("%s:%d: error: want 'NAME pass [OPTIONS]', 'NAME unsupported OP[,OP...]' or "
+                     "'NAME refused \"TEXT\"'" % (path, lineno))
         if f[1] == "pass":
             table[f[0]] = ("pass", [], f[2:])
+        elif f[1] == "refused":
+            table[f[0]] = ("refused", [f[2]], f[3:])
         else:
             table[f[0]] = ("unsupported", f[2].split(","), f[3:])
     return table
@@ -76,6 +81,15 @@ def main():
     rc, out = r
     if kind == "pass":
         return expect_pass(rc)
+    if kind == "refused":  # exit 1 with one located error holding the text
+        errors = [line for line in out.splitlines() if "error:" in line]
+        if rc != 1 or len(errors) != 1 or not re.match(r'^.*model\.onnx: node \d+ ', errors[0]) \
+                or ops[0] not in errors[0]:
+            print("FAIL: expected exit 1 with one located error containing \"%s\"; dcc exited %d: %s"
+                  % (ops[0], rc, out.strip()))
+            return 1
+        print("ok: refused with a located error: " + errors[0])
+        return 0
     # unsupported: exit 1, every error line a located unsupported-op error,
     # naming exactly the expected ops
     if rc != 1:

@@ -20,7 +20,7 @@ static char *print(const Graph *g)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return NULL;
-    graph_print(f, g, &(PrintOpts){16, false});
+    graph_print(f, g, &(PrintOpts){16, false, false});
     fclose(f);
     return text;
 }
