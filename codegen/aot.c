@@ -549,30 +549,10 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
 
 static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path, Diag *d)
 {
-    char *triple = LLVMGetDefaultTargetTriple();
-    LLVMTargetRef target;
-    char *err = NULL;
-    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
-    if (!ok)
-        diag_setk(d, DIAG_RESOURCE, "error: no LLVM target for %s: %s", triple, err ? err : "?");
-    if (ok) {
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->name, t->features,
-                                                          LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-        char *layout = LLVMCopyStringRepOfTargetData(td);
-        LLVMSetTarget(mod, triple);
-        LLVMSetDataLayout(mod, layout);
-        LLVMDisposeMessage(layout);
-        LLVMDisposeTargetData(td);
-        LLVMDisposeMessage(err);
-        err = NULL;
-        if (LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &err))
-            ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, err ? err : "?");
-        LLVMDisposeTargetMachine(tm);
-    }
-    LLVMDisposeMessage(err);
-    LLVMDisposeMessage(triple);
-    return ok;
+    char msg[DIAG_MAX - 64];
+    if (cg_emit_object(mod, t, LLVMCodeGenLevelAggressive, path, NULL, msg, sizeof msg))
+        return true;
+    return diag_setk(d, DIAG_RESOURCE, "%s", msg);
 }
 
 /* The model's description and entry points around the driver's module,

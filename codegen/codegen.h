@@ -37,6 +37,7 @@
 #include "passes/passes.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 typedef struct Exec Exec; /* a compiled model */
 
@@ -329,6 +330,12 @@ bool cg_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget 
 void cg_module_free(CgModule *m);
 /* The LLVM optimiser at `level` for the target CPU. */
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
+/* Compiles an optimised module into an object: for CPU t (NULL: this
+ * machine, as the JIT does), position independent, into the file path or
+ * (path NULL) *out. The module gets the target's triple and data layout.
+ * False with the message in msg. */
+bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel level, const char *path,
+                    LLVMMemoryBufferRef *out, char *msg, size_t size);
 
 /* The JIT's module optimised and compiled into objects in memory, in parts
  * on threads (objects.c). */

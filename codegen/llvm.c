@@ -41,6 +41,45 @@ bool cg_llvm_libmvec(void)
     return libmvec;
 }
 
+bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel level, const char *path,
+                    LLVMMemoryBufferRef *out, char *msg, size_t size)
+{
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *err = NULL;
+    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
+    if (!ok)
+        snprintf(msg, size, "error: no LLVM target for %s: %s", triple, err ? err : "?");
+    LLVMDisposeMessage(err);
+    err = NULL;
+    if (ok) {
+        char *hcpu = t ? NULL : LLVMGetHostCPUName(), *hfeat = t ? NULL : LLVMGetHostCPUFeatures();
+        LLVMTargetMachineRef tm =
+            LLVMCreateTargetMachine(target, triple, t ? t->name : hcpu, t ? t->features : hfeat ? hfeat : "", level,
+                                    LLVMRelocPIC, LLVMCodeModelDefault);
+        LLVMDisposeMessage(hcpu);
+        LLVMDisposeMessage(hfeat);
+        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+        char *layout = LLVMCopyStringRepOfTargetData(td);
+        LLVMSetTarget(mod, triple);
+        LLVMSetDataLayout(mod, layout);
+        LLVMDisposeMessage(layout);
+        LLVMDisposeTargetData(td);
+        if (path ? LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &err)
+                 : LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, out)) {
+            if (path)
+                snprintf(msg, size, "error: cannot write %s: %s", path, err ? err : "?");
+            else
+                snprintf(msg, size, "error: internal: LLVM cannot compile the model: %s", err ? err : "?");
+            ok = false;
+        }
+        LLVMDisposeTargetMachine(tm);
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    return ok;
+}
+
 bool cg_init(Cg *cg, LLVMContextRef ctx, Graph *g, ShapeInfo *si, FusionPlan *plan, Diag *d)
 {
     memset(cg, 0, sizeof *cg);

@@ -42,34 +42,7 @@ enum { SPLIT_MIN = 4000 };
 
 static bool emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out, char *msg, size_t size)
 {
-    char *triple = LLVMGetDefaultTargetTriple();
-    LLVMTargetRef target;
-    char *err = NULL;
-    bool ok = LLVMGetTargetFromTriple(triple, &target, &err) == 0;
-    if (!ok)
-        snprintf(msg, size, "error: no LLVM target for %s: %s", triple, err ? err : "?");
-    LLVMDisposeMessage(err);
-    err = NULL;
-    if (ok) {
-        char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
-        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, hcpu, hfeat ? hfeat : "",
-                                                          LLVMCodeGenLevelDefault, LLVMRelocPIC,
-                                                          LLVMCodeModelDefault);
-        LLVMDisposeMessage(hcpu);
-        LLVMDisposeMessage(hfeat);
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-        char *layout = LLVMCopyStringRepOfTargetData(td);
-        LLVMSetTarget(mod, triple);
-        LLVMSetDataLayout(mod, layout);
-        LLVMDisposeMessage(layout);
-        LLVMDisposeTargetData(td);
-        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, out))
-            ok = snprintf(msg, size, "error: internal: LLVM cannot compile the model: %s", err ? err : "?") < 0;
-        LLVMDisposeTargetMachine(tm);
-    }
-    LLVMDisposeMessage(err);
-    LLVMDisposeMessage(triple);
-    return ok;
+    return cg_emit_object(mod, NULL, LLVMCodeGenLevelDefault, NULL, out, msg, size);
 }
 
 static int64_t fn_size(LLVMValueRef f)
