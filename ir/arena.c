@@ -95,7 +95,7 @@ char *arena_strndup(Arena *a, const char *s, size_t n)
     if (!size_add(n, 1, &total))
         return NULL;
     char *p = arena_alloc(a, total);
-    if (p)
+    if (p && n) /* an empty string may come as NULL (protobuf-c's empty bytes) */
         memcpy(p, s, n);
     return p;
 }
