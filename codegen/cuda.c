@@ -1032,6 +1032,18 @@ static V gelem(Gk *k, Value *v, V *idx)
     return load(k, b, off);
 }
 
+/* An output of a group at an element of its index space (dims of t, at
+ * idx, flat position flat): at idx where it has those dims, else (a
+ * reshape of the same element count) at flat unflattened into its own
+ * dims, through oidx. */
+static V out_elem(Gk *k, Value *out, const Type *t, V *idx, V flat, V *oidx)
+{
+    if (type_same_dims(&out->type, t))
+        return gelem(k, out, idx);
+    unflatten(k, &out->type, flat, oidx);
+    return gelem(k, out, oidx);
+}
+
 /* ---- the loop template ------------------------------------------------------------ */
 
 static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
@@ -1063,14 +1075,7 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
         unflatten(k, rt, i, idx);
         for (int o = 0; o < grp->nouts; o++) {
             Value *out = grp->outs[o];
-            V x;
-            if (type_same_dims(&out->type, rt)) {
-                x = gelem(k, out, idx);
-            } else { /* a reshape of the same element count */
-                unflatten(k, &out->type, i, oidx);
-                x = gelem(k, out, oidx);
-            }
-            store(k, buf_of(k, out), i, x);
+            store(k, buf_of(k, out), i, out_elem(k, out, rt, idx, i, oidx));
         }
     }
     k->ind--;
@@ -1332,14 +1337,7 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
             Value *ov = grp->outs[o];
             if (type_numel(cx, &ov->type) == p)
                 continue;
-            V x;
-            if (type_same_dims(&ov->type, xt)) {
-                x = gelem(k, ov, fi);
-            } else { /* a reshape of the same element count */
-                unflatten(k, &ov->type, off, oidx);
-                x = gelem(k, ov, oidx);
-            }
-            store(k, buf_of(k, ov), off, x);
+            store(k, buf_of(k, ov), off, out_elem(k, ov, xt, fi, off, oidx));
         }
         k->ind--;
         line(k, "}");
