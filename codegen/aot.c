@@ -644,7 +644,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
                 "object %.1f ms; %d kernel launches (%d distinct kernels) and %d library calls (%d applying an "
                 "epilogue) for %d ops; "
-                "%d matmuls with a skinny variant, %d reductions with a split variant, %d values kept channels-last; "
+                "%d matmuls with a skinny variant, %d reductions with a split variant, %d convolutions and pools channels-last; "
                 "%lld bytes of weights in %s; "
                 "kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
                 1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * a.t_opt, 1e3 * (m.t[3] - a.t_opt), m.nlaunch,

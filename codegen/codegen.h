@@ -61,7 +61,14 @@ typedef struct CgOpts {
                           exec_print_llvm (no cache then) */
     int compile_threads; /* cpu-jit: parts of the module optimised and
                             compiled at once (objects.c); 0: one per CPU */
+    bool plain_layout; /* convolutions on the model's NCHW data, not made
+                          channels-last (passes/layout.c); also
+                          DISC_LAYOUT=plain */
 } CgOpts;
+
+/* Whether the layout pass runs for o: CPU targets, unless plain_layout or
+ * DISC_LAYOUT=plain says otherwise. */
+bool cg_channels_last(const CgOpts *o);
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
 
@@ -114,7 +121,7 @@ typedef struct Cg {
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
     int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
-    int nnhwc;                 /* values kept channels-last between them (hostlib.c) */
+    int nnhwc;                 /* library calls of convolutions and pools on channels-last data */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
@@ -298,6 +305,7 @@ struct CgModule {
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit, nnhwc;
+    int nlast;         /* convolutions and pools the layout pass made channels-last */
     double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
 };
@@ -309,9 +317,9 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
  * print shows its result (what dcc emit --stage prints, and --dump-after
  * on stderr). The last, llvm, is codegen and the target's finish, which
  * prints the optimised module itself: it has no run or print here. */
-typedef enum CgStage { CG_SHAPE, CG_CANON, CG_FUSION, CG_MEMPLAN, CG_LLVM, CG_NSTAGES } CgStage;
+typedef enum CgStage { CG_SHAPE, CG_LAYOUT, CG_CANON, CG_FUSION, CG_MEMPLAN, CG_LLVM, CG_NSTAGES } CgStage;
 typedef struct CgPass {
-    const char *name;  /* "shape", "canon", "fusion", "memplan", "llvm" */
+    const char *name;  /* "shape", "layout", "canon", "fusion", "memplan", "llvm" */
     const char *what;  /* what print shows, for --help */
     bool (*run)(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d);
     void (*print)(FILE *f, const CgModule *m, const PrintOpts *po);

@@ -2,7 +2,7 @@
  * driver.c — the pipeline from a verified graph to a module a target
  * finishes, the same for every target:
  *
- *   shape_analyze → canon_run → fuse_plan → memplan_build →
+ *   shape_analyze → layout_run (CPU) → canon_run → fuse_plan → memplan_build →
  *   cg_host (the kernels and the host flow, through the target's hooks) →
  *   the LLVM verifier → target->finish (optimise for the CPU, then JIT it
  *   or write an object; a GPU target compiles its kernels' source)
@@ -70,6 +70,19 @@ static bool run_shape(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d
     return (m->si = shape_analyze(m->g, so, d)) != NULL;
 }
 
+bool cg_channels_last(const CgOpts *o)
+{
+    const char *e = getenv("DISC_LAYOUT");
+    return !o->gpu && !o->plain_layout && !(e && !strcmp(e, "plain"));
+}
+
+static bool run_layout(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
+{
+    if (cg_channels_last(o) && (m->nlast = layout_run(m->g)) < 0)
+        return diag_oom(d);
+    return true;
+}
+
 static bool run_canon(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
     canon_run(m->g, &m->canon);
@@ -88,6 +101,12 @@ static bool run_memplan(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag 
 }
 
 static void print_shape(FILE *f, const CgModule *m, const PrintOpts *po) { shape_print(f, m->si); }
+
+static void print_layout(FILE *f, const CgModule *m, const PrintOpts *po)
+{
+    graph_print(f, m->g, po);
+    fprintf(f, "# layout: %d convolutions and pools channels-last\n", m->nlast);
+}
 
 static void print_canon(FILE *f, const CgModule *m, const PrintOpts *po)
 {
@@ -114,6 +133,8 @@ static void print_memplan(FILE *f, const CgModule *m, const PrintOpts *po)
 const CgPass cg_passes[CG_NSTAGES] = {
     [CG_SHAPE] = {"shape", "after shape analysis: resolved dims, dim and size classes, constraints, the host "
                            "shape program", run_shape, print_shape},
+    [CG_LAYOUT] = {"layout", "after the layout pass: convolutions and pools channels-last between transposes, "
+                             "the transposes moved down (CPU targets)", run_layout, print_layout},
     [CG_CANON] = {"canon", "after canonicalisation (constant folding, CSE, algebraic simplification, DCE)",
                   run_canon, print_canon},
     [CG_FUSION] = {"fusion", "the fusion plan: groups (loop, input, stitch, library, opaque) with their ops, "

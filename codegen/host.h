@@ -14,7 +14,6 @@ typedef struct Host {
     LLVMValueRef rt, io, shapes, syms;
     LLVMValueRef *vbuf; /* by value id: i8* */
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
-    uint8_t *nhwc;      /* by value id: stored channels-last (hostlib.c), once planned */
 } Host;
 
 LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,

@@ -114,15 +114,32 @@ static bool dot_call(DimCtx *cx, const Op *op, LibCall *c)
     return true;
 }
 
+/* Where a conv's or pool's channels are (the layout pass, passes/layout.c:
+ * channels_last 1 reads and writes [N, spatial..., C], 2 writes so from
+ * [N, C, spatial...]): the channel axis and first spatial axis of its
+ * operand (xc, xs) and of its result (yc, ys), and the call's DISC_NHWC_*. */
+typedef struct Chan {
+    int xc, xs, yc, ys, bits;
+} Chan;
+
+static Chan chan(const Op *op, int rank)
+{
+    int64_t m = op_attr_int(op, "channels_last", 0);
+    bool xl = m == 1, yl = m != 0;
+    return (Chan){xl ? rank - 1 : 1, xl ? 1 : 2, yl ? rank - 1 : 1, yl ? 1 : 2,
+                  (xl ? DISC_NHWC_SRC : 0) | (yl ? DISC_NHWC_DST : 0)};
+}
+
 /* Spatial sizes, strides, dilations and pads of a convolution or pooling
  * into f[in], f[stride], ...; pads that are not constants become guards. */
 static bool window(DimCtx *cx, const Op *op, const Type *xt, int nsp, LibCall *c, int in, int stride, int dil,
                    int lo, int hi)
 {
+    int s0 = chan(op, xt->rank).xs;
     const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pd = op_attr(op, "pads");
     for (int i = 0; i < 3; i++) {
         bool sp = i < nsp;
-        c->f[in + i] = sp ? xt->dims[2 + i] : dim_const(cx, 1);
+        c->f[in + i] = sp ? xt->dims[s0 + i] : dim_const(cx, 1);
         c->f[stride + i] = dim_const(cx, sp ? st->ints[i] : 1);
         c->f[dil + i] = dim_const(cx, sp ? dl->ints[i] : 1);
         c->f[lo + i] = sp ? pd->dims[i] : dim_const(cx, 0);
@@ -142,6 +159,7 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c)
 {
     const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *yt = &op->out[0]->type;
     int nsp = xt->rank - 2;
+    Chan ch = chan(op, xt->rank);
     if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3)
         return false;
     c->fn = "disc_rt_call_conv";
@@ -150,17 +168,17 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_CV_DTYPE] = dim_const(cx, DT_F32);
     f[DISC_CV_NSP] = dim_const(cx, nsp);
     f[DISC_CV_N] = xt->dims[0];
-    f[DISC_CV_C] = xt->dims[1];
-    f[DISC_CV_O] = yt->dims[1];
+    f[DISC_CV_C] = xt->dims[ch.xc];
+    f[DISC_CV_O] = yt->dims[ch.yc];
     f[DISC_CV_GROUPS] = dim_const(cx, op_attr_int(op, "groups", 1));
     f[DISC_CV_TRANSPOSE] = dim_const(cx, op->kind == OP_CONV_TRANSPOSE);
     f[DISC_CV_POST] = dim_const(cx, DISC_POST_NONE);
     f[DISC_CV_WEIGHTS_CONST] = dim_const(cx, is_const_weights(op, 1));
-    f[DISC_CV_LAYOUT] = dim_const(cx, 0); /* emit_call sets channels-last operands */
+    f[DISC_CV_LAYOUT] = dim_const(cx, ch.bits); /* and emit_call the residual's */
     f[DISC_CV_POST_RES] = dim_const(cx, DISC_POST_NONE);
     for (int i = 0; i < 3; i++) {
         f[DISC_CV_K + i] = i < nsp ? wt->dims[2 + i] : dim_const(cx, 1);
-        f[DISC_CV_OUT + i] = i < nsp ? yt->dims[2 + i] : dim_const(cx, 1);
+        f[DISC_CV_OUT + i] = i < nsp ? yt->dims[ch.ys + i] : dim_const(cx, 1);
     }
     return window(cx, op, xt, nsp, c, DISC_CV_IN, DISC_CV_STRIDE, DISC_CV_DILATION, DISC_CV_PAD_LO, DISC_CV_PAD_HI);
 }
@@ -169,6 +187,7 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
 {
     const Type *xt = &op->in[0]->type, *yt = &op->out[0]->type;
     int nsp = xt->rank - 2;
+    Chan ch = chan(op, xt->rank);
     if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || op_attr_int(op, "ceil", 0))
         return false;
     c->fn = "disc_rt_call_pool";
@@ -179,12 +198,12 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
     f[DISC_PL_NSP] = dim_const(cx, nsp);
     f[DISC_PL_MAX] = dim_const(cx, !strcmp(op_attr_str(op, "kind", "max"), "max"));
     f[DISC_PL_N] = xt->dims[0];
-    f[DISC_PL_C] = xt->dims[1];
+    f[DISC_PL_C] = xt->dims[ch.xc];
     f[DISC_PL_COUNT_PAD] = dim_const(cx, op_attr_int(op, "count_pad", 0));
-    f[DISC_PL_LAYOUT] = dim_const(cx, 0);
+    f[DISC_PL_LAYOUT] = dim_const(cx, ch.bits);
     for (int i = 0; i < 3; i++) {
         f[DISC_PL_WINDOW + i] = dim_const(cx, i < nsp ? win->ints[i] : 1);
-        f[DISC_PL_OUT + i] = i < nsp ? yt->dims[2 + i] : dim_const(cx, 1);
+        f[DISC_PL_OUT + i] = i < nsp ? yt->dims[ch.ys + i] : dim_const(cx, 1);
     }
     return window(cx, op, xt, nsp, c, DISC_PL_IN, DISC_PL_STRIDE, DISC_PL_DILATION, DISC_PL_PAD_LO, DISC_PL_PAD_HI);
 }
@@ -196,7 +215,7 @@ typedef struct Fused {
     DiscPost post;
     DiscPost post_res;      /* a convolution's activation after the residual */
     Value *result;          /* the last value of the chain */
-    Op *ops[40];            /* the chain's ops: 1 + 16 + 1 + 16 at most (activation takes 16) */
+    Op *ops[40];            /* the chain's ops: 2 + 16 + 1 + 16 at most (activation takes 16) */
     int nops;
 } Fused;
 
@@ -220,16 +239,6 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
                       cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 
-/* The channels-last operands of a call (DISC_NHWC_*), as nhwc_plan chose. */
-static int nhwc_bits(const Host *h, const Op *op, const LibCall *c, const Fused *fz)
-{
-    if (!h->nhwc || c->nguards || (op->kind != OP_CONV && op->kind != OP_POOL))
-        return 0;
-    const Value *y = fz ? fz->result : op->out[0];
-    return (h->nhwc[op->in[0]->id] ? DISC_NHWC_SRC : 0) | (h->nhwc[y->id] ? DISC_NHWC_DST : 0) |
-           (fz && fz->residual && h->nhwc[fz->residual->id] ? DISC_NHWC_RES : 0);
-}
-
 /* The call, with the result written to the value's buffer (fz: with the
  * fused epilogue, into the buffer of fz->result). */
 static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
@@ -249,10 +258,9 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
                        host_gep(cg, cg->t_i64, fields, op->kind == OP_DOT ? DISC_MM_POST : DISC_CV_POST));
     if (fz && fz->post_res != DISC_POST_NONE)
         LLVMBuildStore(B, cg_i64(cg, fz->post_res), host_gep(cg, cg->t_i64, fields, DISC_CV_POST_RES));
-    int layout = nhwc_bits(h, op, c, fz);
-    if (layout)
-        LLVMBuildStore(B, cg_i64(cg, layout),
-                       host_gep(cg, cg->t_i64, fields, op->kind == OP_POOL ? DISC_PL_LAYOUT : DISC_CV_LAYOUT));
+    int bits = chan(op, op->in[0]->type.rank).bits;
+    if (fz && fz->residual && op->kind == OP_CONV && (bits & DISC_NHWC_DST))
+        LLVMBuildStore(B, cg_i64(cg, bits | DISC_NHWC_RES), host_gep(cg, cg->t_i64, fields, DISC_CV_LAYOUT));
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
@@ -322,6 +330,7 @@ static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, boo
     Cg *cg = h->cg;
     cg->nlibrary++;
     cg->nepilogue += fz != NULL;
+    cg->nnhwc += (op->kind == OP_CONV || op->kind == OP_POOL) && op_attr_int(op, "channels_last", 0);
     if (c->nguards == 0)
         return emit_call(h, op, c, fz, alloc_result);
     /* pads known only at run time: the library where they are all >= 0 */
@@ -577,12 +586,21 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     fz->result = x;
     if (!nuse || op->kind == OP_POOL || x->type.dtype != DT_F32 || c->nguards)
         return;
-    int axis = op->kind == OP_DOT ? x->type.rank - 1 : 1;
+    int axis = op->kind == OP_DOT ? x->type.rank - 1 : chan(op, x->type.rank).yc;
     if (op->kind == OP_DOT && c->f[DISC_MM_N] != x->type.dims[axis])
         return; /* the columns span several axes */
     Op *s = sole(grp, first, nuse, x, OP_ADD);
-    if (s && other(s, x) != x && bias_fits(&x->type, other(s, x), axis) && !in_epilogue(grp, first, other(s, x))) {
-        fz->bias = other(s, x);
+    Value *b = s ? other(s, x) : NULL;
+    /* a reshape of a bias is the same memory (a channels-last
+     * convolution's [C, 1, 1] bias as [1, 1, C], passes/layout.c) */
+    Op *via = b && b->def && b->def->kind == OP_RESHAPE && nuse[b->id] == 1 && in_epilogue(grp, first, b) ? b->def
+                                                                                                          : NULL;
+    Value *bb = via ? via->in[0] : b;
+    if (b && b != x && bias_fits(&x->type, b, axis) && !in_epilogue(grp, first, bb) &&
+        type_numel(&h->cg->g->dims, &bb->type) == x->type.dims[axis]) {
+        fz->bias = bb;
+        if (via)
+            fz->ops[fz->nops++] = via;
         fz->ops[fz->nops++] = s;
         x = s->out[0];
     }
@@ -607,75 +625,9 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     fz->result = x;
 }
 
-/* ---- channels last ------------------------------------------------------------
- *
- * oneDNN runs convolutions on nhwc (AVX-512's brgconv and brdgmm) or
- * blocked layouts; on the graph's NCHW buffers each call reorders its
- * input in and its result back, which costs a MobileNet more than its
- * depthwise convolutions do. A value whose writer and readers are all
- * convolutions and pools is stored channels-last instead: the writer's
- * call stores it so and its readers' calls read it so (DISC_NHWC_* in the
- * calls' fields), and nothing is reordered between them. A reader is a
- * conv's or pool's input (operand 0) or the residual a conv's epilogue
- * adds; the writer is a conv or pool whose fused epilogue ends at the
- * value (no loop kernel reads it). None of the calls has guards (they
- * may run as host ops, on NCHW); a graph output is a use no call makes,
- * so it stays NCHW, as do the graph's inputs. */
-
-static const Op *nhwc_root(const Group *grp, int *first)
-{
-    *first = 0;
-    while (*first < grp->nops && grp->ops[*first] != grp->root)
-        (*first)++;
-    (*first)++;
-    return grp->root;
-}
-
-/* Fills h->nhwc from every library group of the plan, once. */
-static bool nhwc_plan(Host *h)
-{
-    Cg *cg = h->cg;
-    Graph *g = cg->g;
-    if (h->nhwc)
-        return true;
-    size_t nv = (size_t)g->nvalues + 1;
-    int *nuse = use_counts(h);
-    int *reads = calloc(nv, sizeof *reads);
-    uint8_t *written = calloc(nv, 1);
-    uint8_t *cl = arena_array(&g->arena, nv, 1);
-    bool ok = nuse && reads && written && cl;
-    for (int i = 0; ok && i < cg->plan->n; i++) {
-        const Group *grp = &cg->plan->groups[i];
-        LibCall c;
-        Fused fz;
-        int first;
-        Op *root = grp->kind == FUSE_LIBRARY ? (Op *)nhwc_root(grp, &first) : NULL;
-        if (!root || (root->kind != OP_CONV && root->kind != OP_POOL) || !lib_call(&g->dims, root, &c) ||
-            c.nguards)
-            continue;
-        match_chain(h, grp, first, root, &c, &fz);
-        written[fz.result->id] = 1;
-        reads[root->in[0]->id]++;
-        if (fz.residual)
-            reads[fz.residual->id]++;
-    }
-    for (size_t v = 0; ok && v < nv; v++) {
-        cl[v] = written[v] && reads[v] == nuse[v];
-        cg->nnhwc += cl[v];
-    }
-    free(reads);
-    free(written);
-    if (!ok)
-        graph_oom(g);
-    h->nhwc = ok ? cl : NULL;
-    return ok;
-}
-
 bool host_emit_library_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
-    if (!nhwc_plan(h))
-        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     Op *root = grp->root;
     int first = 0;
     while (first < grp->nops && grp->ops[first] != root)

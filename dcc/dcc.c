@@ -151,7 +151,7 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
     int rc = 0;
     if (!strcmp(stage, "cuda") || !strcmp(stage, "hip")) {
         CgModule m;
-        CgOpts co = {.opt_level = 3};
+        CgOpts co = {.opt_level = 3, .gpu = stage}; /* no CPU layout pass */
         GpuStr src = {0};
         int nk, nu;
         if (cg_run_passes(g, so, &co, CG_MEMPLAN, &m, &d) &&

@@ -674,12 +674,52 @@ static Dim *window_out(Graph *g, Dim *h, Dim *pb, Dim *pe, Dim *k, int64_t dil, 
     return dim_min(cx, n, dim_ceildiv(cx, dim_add(cx, h, pb), dim_const(cx, s)));
 }
 
+/* conv and pool with channels_last = 1 read [N, spatial..., C] and write
+ * [N, spatial..., O]; a conv with 2 reads [N, C, spatial...] and writes
+ * so. The rules below see the operand with its channels at axis 1 and
+ * move the result's (doc/ops.md, "conv"). */
+static int64_t layout(const Op *op)
+{
+    const Attr *cl = attr(op, "channels_last");
+    return cl ? cl->i : 0;
+}
+
+static Type channels_first(Graph *g, const Op *op, const Type *t)
+{
+    if (layout(op) != 1 || t->rank < 3)
+        return *t;
+    Dim *dims[MAX_RANK] = {t->dims[0], t->dims[t->rank - 1]};
+    for (int i = 1; i < t->rank - 1; i++)
+        dims[i + 1] = t->dims[i];
+    return type_make(&g->arena, t->dtype, t->rank, dims);
+}
+
+static Type channels_back(Graph *g, const Op *op, const Type *t)
+{
+    if (layout(op) == 0 || t->rank < 3)
+        return *t;
+    Dim *dims[MAX_RANK] = {t->dims[0]};
+    for (int i = 2; i < t->rank; i++)
+        dims[i - 1] = t->dims[i];
+    dims[t->rank - 1] = t->dims[1];
+    return type_make(&g->arena, t->dtype, t->rank, dims);
+}
+
+static bool check_layout(const Op *op, Diag *d)
+{
+    int64_t m = layout(op);
+    if (m < 0 || m > (op->kind == OP_CONV ? 2 : 1))
+        return diag_set(d, "channels_last must be 0 or 1%s", op->kind == OP_CONV ? " or 2" : "");
+    return true;
+}
+
 bool infer_conv(Graph *g, const Op *op, Type *out, Diag *d)
 {
-    const Type *x = IN(0), *w = IN(1);
+    Type xv = channels_first(g, op, IN(0));
+    const Type *x = &xv, *w = IN(1);
     int nsp = x->rank - 2;
     int64_t groups = attr(op, "groups")->i;
-    if (!same_dtype(x, w, d) || !check_dtype(x, dtype_is_float(x->dtype), "conv", d))
+    if (!check_layout(op, d) || !same_dtype(x, w, d) || !check_dtype(x, dtype_is_float(x->dtype), "conv", d))
         return false;
     if (nsp < 1 || w->rank != x->rank)
         return diag_set(d, "conv needs data [N, C, spatial...] and weights of the same rank");
@@ -698,7 +738,8 @@ bool infer_conv(Graph *g, const Op *op, Type *out, Diag *d)
         if (!dims[2 + i])
             return diag_set(d, "output size on spatial axis %d overflows", i);
     }
-    *out = type_make(&g->arena, x->dtype, x->rank, dims);
+    Type r = type_make(&g->arena, x->dtype, x->rank, dims);
+    *out = channels_back(g, op, &r);
     return true;
 }
 
@@ -739,11 +780,12 @@ bool infer_conv_transpose(Graph *g, const Op *op, Type *out, Diag *d)
 
 bool infer_pool(Graph *g, const Op *op, Type *out, Diag *d)
 {
-    const Type *x = IN(0);
+    Type xv = channels_first(g, op, IN(0));
+    const Type *x = &xv;
     int nsp = x->rank - 2;
     if (nsp < 1)
         return diag_set(d, "pool needs data [N, C, spatial...]");
-    if (!check_dtype(x, dtype_is_float(x->dtype) || !strcmp(attr(op, "kind")->s, "max"), "avg pool", d))
+    if (!check_layout(op, d) || !check_dtype(x, dtype_is_float(x->dtype) || !strcmp(attr(op, "kind")->s, "max"), "avg pool", d))
         return false;
     if (!window_attrs(op, nsp, true, d))
         return false;
@@ -757,7 +799,8 @@ bool infer_pool(Graph *g, const Op *op, Type *out, Diag *d)
         if (!dims[2 + i])
             return diag_set(d, "output size on spatial axis %d overflows", i);
     }
-    *out = type_make(&g->arena, x->dtype, x->rank, dims);
+    Type r = type_make(&g->arena, x->dtype, x->rank, dims);
+    *out = channels_back(g, op, &r);
     return true;
 }
 

@@ -161,7 +161,7 @@ static void facts(Eq *q, const Op *op)
         break;
     }
     case OP_CONV:
-        require(q, op->in[0]->type.dims[1], REL_EQ,
+        require(q, op->in[0]->type.dims[op_attr_int(op, "channels_last", 0) == 1 ? op->in[0]->type.rank - 1 : 1], REL_EQ,
                 dim_mulc(cx, op->in[1]->type.dims[1], op_attr_int(op, "groups", 1)), op, true);
         break;
     case OP_RESHAPE:

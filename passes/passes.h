@@ -76,6 +76,13 @@ int canon_hfuse(Graph *g);
 /* canon_run(g, NULL). */
 int canon_simplify(Graph *g);
 
+/* Channels-last convolutions and pools (layout.c): every 2-D f32 conv and
+ * pool of g made channels_last between transposes, and the transposes
+ * moved down past the ops they commute with (canon then cancels the pairs
+ * that meet). After shape analysis, before canon. Returns the number of
+ * ops made channels-last, or -1 when out of memory. */
+int layout_run(Graph *g);
+
 /* ---- shape analysis -------------------------------------------------- */
 
 typedef enum HostStepKind {

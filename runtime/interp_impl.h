@@ -69,6 +69,8 @@ int64_t interp_f2i(DType to, double v);
 /* Wraps v to the integer type (two's complement), or bool: v != 0. */
 int64_t interp_wrap(DType to, int64_t v);
 void interp_strides(int rank, const int64_t *shape, int64_t *st);
+/* x [N, C, s...] as [N, s..., C] (to_last), or back. */
+bool interp_move_channels(Interp *ip, const Tensor *x, bool to_last, Tensor *out);
 size_t interp_numel(int rank, const int64_t *shape);
 /* numpy broadcasting of n tensors; false with a message if incompatible. */
 bool interp_bcast_shape(Interp *ip, const Tensor *const *ts, int n, int *rank, int64_t *shape);

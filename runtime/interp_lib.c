@@ -225,7 +225,33 @@ static bool conv_common(Interp *ip, const Tensor *x, const Tensor *w, Window *wi
     return true;
 }
 
+/* conv and pool with channels_last: the op on the data moved to
+ * [N, C, spatial...] (channels_last 1), its result moved to [N,
+ * spatial..., C] (1 and 2; doc/ops.md). */
+static bool on_channels_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out, InterpFn *fn)
+{
+    Tensor x = {0}, y = {0};
+    int64_t m = op_attr_int(op, "channels_last", 0); /* 2: the operand is [N, C, spatial...] already */
+    const Tensor *args[2] = {m == 1 ? &x : in[0], op->nin > 1 ? in[1] : NULL};
+    if (in[0]->rank < 3)
+        return interp_fail(ip, "channels_last needs data [N, spatial..., C], has rank %d", in[0]->rank);
+    bool ok = (m != 1 || interp_move_channels(ip, in[0], false, &x)) && fn(ip, op, args, &y) &&
+              interp_move_channels(ip, &y, true, out);
+    tensor_free(&x);
+    tensor_free(&y);
+    return ok;
+}
+
+static bool conv_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
+
 bool interp_conv(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+{
+    if (op_attr_int(op, "channels_last", 0))
+        return on_channels_first(ip, op, in, out, conv_first);
+    return conv_first(ip, op, in, out);
+}
+
+static bool conv_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *x = in[0], *w = in[1];
     Window win;
@@ -375,7 +401,16 @@ bool interp_conv_transpose(Interp *ip, const Op *op, const Tensor *const *in, Te
 
 /* ---- pool ------------------------------------------------------------------ */
 
+static bool pool_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out);
+
 bool interp_pool(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+{
+    if (op_attr_int(op, "channels_last", 0))
+        return on_channels_first(ip, op, in, out, pool_first);
+    return pool_first(ip, op, in, out);
+}
+
+static bool pool_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *x = in[0];
     int nsp = x->rank - 2;

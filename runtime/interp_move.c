@@ -143,6 +143,24 @@ bool interp_transpose(Interp *ip, const Op *op, const Tensor *const *in, Tensor 
     return true;
 }
 
+/* x with its channels moved: [N, C, s...] to [N, s..., C] (to_last), or
+ * back; conv and pool with channels_last are defined through it. */
+bool interp_move_channels(Interp *ip, const Tensor *x, bool to_last, Tensor *out)
+{
+    int r = x->rank;
+    int64_t xst[MAX_RANK], st[MAX_RANK], shape[MAX_RANK];
+    interp_strides(r, x->shape, xst);
+    for (int i = 0; i < r; i++) {
+        int from = i == 0 ? 0 : to_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
+        shape[i] = x->shape[from];
+        st[i] = xst[from];
+    }
+    if (!interp_alloc(ip, out, x->dtype, r, shape))
+        return false;
+    strided_copy(out, x, 0, st);
+    return true;
+}
+
 bool interp_slice(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *x = in[0];

@@ -13,9 +13,9 @@ foreach(f ${DISC_CPU_INTERP_TESTS})
   get_filename_component(name ${f} NAME_WE)
   disc_test_isa(cpu/interp/${name} LABELS unit cpu COMMAND test_interp --cpu ${f})
 endforeach()
-# The channels-last plan (codegen/hostlib.c): the four values of
-# conv_nhwc.disc that only convolutions and pools write and read
+# The layout pass (passes/layout.c): the five convolutions and pools of
+# conv_nhwc.disc run channels-last
 add_test(NAME cpu/conv_nhwc/kept
          COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/cpu/conv_nhwc.disc -o ${CMAKE_BINARY_DIR}/conv_nhwc.o -v)
 set_tests_properties(cpu/conv_nhwc/kept PROPERTIES LABELS "unit;cpu"
-                     PASS_REGULAR_EXPRESSION "library calls \\(3 applying an epilogue\\).* 4 values kept channels-last")
+                     PASS_REGULAR_EXPRESSION "library calls \\(3 applying an epilogue\\).* 5 convolutions and pools channels-last")

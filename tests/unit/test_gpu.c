@@ -37,7 +37,7 @@ static bool module_source_lang(const char *path, const char *src, GpuLang lang, 
     if (!g)
         return false;
     CgModule m;
-    CgOpts co = {.opt_level = 3};
+    CgOpts co = {.opt_level = 3, .gpu = lang == GPU_HIP ? "hip" : "cuda"}; /* no CPU layout pass */
     bool ok = cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, d) && gpu_module_source(&m, lang, out, nk, nu, why, d);
     cg_module_free(&m);
     graph_free(g);
