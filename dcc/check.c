@@ -70,7 +70,7 @@ static const char usage_check_text[] =
     "  --cpu CPU       cpu: the CPU to compile for, as LLVM names it (x86-64,\n"
     "                  x86-64-v3, x86-64-v4, skylake-avx512; default native, or\n"
     "                  the environment's DISC_CPU)\n"
-    "  --dump-after=P  cpu: print the IR after pass P (shape, canon, fusion,\n"
+    "  --dump-after=P  cpu: print the IR after pass P (shape, layout, canon, fusion,\n"
     "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
     "  --no-cache      cpu: compile from scratch, neither reading nor writing the\n"

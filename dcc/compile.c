@@ -47,7 +47,7 @@ static const char usage_compile[] =
     "  --assume HINT      a fact about the symbols, e.g. 'S %% 8 == 0' (repeatable)\n"
     "  -O N               LLVM optimisation level, 0..3 (default 3)\n"
     "  -v                 times per stage\n"
-    "  --dump-after=PASS  the IR after PASS on stderr: shape, canon, fusion, memplan\n"
+    "  --dump-after=PASS  the IR after PASS on stderr: shape, layout, canon, fusion, memplan\n"
     "                     or llvm (the optimised module, entry points included)\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
