@@ -295,6 +295,44 @@ static bool starts_epilogue(Planner *p, const Op *o, int root)
     return false;
 }
 
+/* A transcendental op (exp, sigmoid, tanh, erf, log, sqrt, pow, ...)
+ * whose result a loop group would recompute at every element it is
+ * broadcast to: its result has a dim 1 where the group's result has one
+ * that is not (right-aligned). A squeeze-excite gate's sigmoid over
+ * [N, C, 1, 1], read at every pixel of [N, C, H, W]: it gets a kernel (or
+ * a library epilogue) of its own and is computed once. Not a function of
+ * a reduction's result (LayerNorm's rsqrt of the variance), which the
+ * stitch group the reduction makes computes once per row. */
+static bool after_reduction(const Op *o, int depth)
+{
+    if (!o || depth > 8)
+        return false;
+    if (class_of(o) == C_REDUCE)
+        return true;
+    if (class_of(o) != C_ELEM && !cheap(o))
+        return false;
+    for (int k = 0; k < o->nin; k++)
+        if (after_reduction(o->in[k]->def, depth + 1))
+            return true;
+    return false;
+}
+
+static bool costly_broadcast(Planner *p, const Op *o, const PGroup *g)
+{
+    if (after_reduction(o, 0))
+        return false; /* a row's own value: the group may become its stitch */
+    switch (o->kind) {
+    case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH: case OP_SIGMOID: case OP_ERF:
+    case OP_SIN: case OP_COS: case OP_TAN: case OP_ATAN: case OP_POW: break;
+    default: return false;
+    }
+    const Type *t = &o->out[0]->type, *rt = &p->ops[g->root]->out[0]->type;
+    for (int i = 1; i <= t->rank && i <= rt->rank; i++)
+        if (dim_is(t->dims[t->rank - i], 1) && !dim_is(rt->dims[rt->rank - i], 1))
+            return true;
+    return false;
+}
+
 static void place(Planner *p, int op)
 {
     Op *o = p->ops[op];
@@ -309,7 +347,8 @@ static void place(Planner *p, int op)
         if (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH)
             /* smaller values (a row's rsqrt, a broadcast bias) are
              * recomputed where they are read */
-            fits = n == g->space || (!is_output(p, o) && (cheap(o) || c == C_ELEM));
+            fits = n == g->space ||
+                   (!is_output(p, o) && (cheap(o) || (c == C_ELEM && !(g->kind == FUSE_LOOP && costly_broadcast(p, o, g)))));
         if (g->kind == FUSE_STITCH)
             fits = fits && row_safe(o);
         else if (g->kind == FUSE_INPUT)
