@@ -25,6 +25,13 @@ disc for.
                 torchvision's, batch, height and width dynamic
   vit_b_16      torchvision's, 224 x 224 (its position embeddings fix the
                 image size), batch dynamic
+
+RNN lists the recurrent models `make bench` runs beside BERT-base and
+GPT-2 (the LSTM of issue 14, which ONNX exports as its LSTM op):
+
+  lstm_small    token tagger: embedding 128, one LSTM layer of 128, a
+                linear head per step
+  lstm_bidir    the same with two bidirectional LSTM layers of 256
 """
 import math
 import os
@@ -165,6 +172,18 @@ class EncDec(nn.Module):
         return self.head(x)
 
 
+class LstmTagger(nn.Module):
+    def __init__(self, vocab=8000, emb=128, hidden=128, layers=1, bidir=False, tags=32):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, emb)
+        self.rnn = nn.LSTM(emb, hidden, num_layers=layers, bidirectional=bidir, batch_first=True)
+        self.head = nn.Linear(hidden * (2 if bidir else 1), tags)
+
+    def forward(self, ids):
+        y, _ = self.rnn(self.emb(ids))
+        return self.head(y)
+
+
 SEQ = {0: "batch", 1: "seq"}
 IMG = {0: "batch", 2: "height", 3: "width"}
 
@@ -194,6 +213,10 @@ def generate(name):
         export(name, gen_torch.Recommender(items=100000, dim=64), ["hist_ids", "target_id", "dense"],
                {"hist_ids": {0: "batch", 1: "len"}, "target_id": {0: "batch"}, "dense": {0: "batch"},
                 "out": {0: "batch"}}, ex)
+    elif name in ("lstm_small", "lstm_bidir"):
+        big = name == "lstm_bidir"
+        m = LstmTagger(hidden=256 if big else 128, layers=2 if big else 1, bidir=big)
+        export(name, m, ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
     elif name == "vit_b_16":
         import torchvision
         export(name, torchvision.models.vit_b_16(), ["x"], {"x": {0: "batch"}, "out": {0: "batch"}}, (img,))
@@ -206,14 +229,15 @@ def generate(name):
 
 BROAD = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "bert_small",
          "bert_base", "gpt_small", "gpt2", "llama_block", "encdec", "recommender"]
+RNN = ["lstm_small", "lstm_bidir"]
 
 
 def main():
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)  # the fused attention op has no ONNX export
     for name in sys.argv[1:] or ["bert_base", "gpt2"]:
-        if name not in BROAD:
-            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD)})")
+        if name not in BROAD + RNN:
+            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD + RNN)})")
         generate(name)
 
 

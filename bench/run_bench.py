@@ -9,9 +9,9 @@ bench/gen_bench.py's BROAD list (CNNs, a ViT, transformer encoders and
 decoders of two sizes, a LLaMA block, an encoder-decoder, a recommender),
 generated on first use, each at four shapes (BROAD_SHAPES).
 
-For every model (the committed tests/models/* and the BERT-base and GPT-2
-size models that bench/gen_bench.py generates into bench/models/, never
-committed) and every shape of its spread, it writes a data set (inputs,
+For every model (the committed tests/models/*, the BERT-base and GPT-2
+size models and two LSTM taggers that bench/gen_bench.py generates into
+bench/models/, never committed) and every shape of its spread, it writes a data set (inputs,
 and the outputs ONNX Runtime computes, so disc's results are checked
 first), then times both: disc through `dcc bench` (the model compiled once
 for all shapes) and ONNX Runtime (CPU, the same number of threads, every
@@ -54,6 +54,9 @@ IMG_SPREAD = [(1, 32, 32), (2, 17, 29), (1, 64, 197), (4, 64, 64)]
 # dynamic, in order; fixed dims are skipped over by position)
 CNN_SHAPES = [(1, 3, 224, 224), (2, 3, 160, 200), (1, 3, 197, 231), (4, 3, 224, 224)]
 ENC_SHAPES = [(1, 8), (1, 13), (4, 64), (8, 33)]
+# the recurrent models make bench runs beside BERT-base and GPT-2 (gen_bench.py's RNN)
+RNN_SHAPES = {"lstm_small": [(1, 13), (4, 64), (8, 33), (1, 197)],
+              "lstm_bidir": [(1, 13), (4, 64), (8, 33), (1, 197)]}
 BROAD_SHAPES = {
     "resnet50": CNN_SHAPES, "mobilenet_v2": CNN_SHAPES, "mobilenet_v3_small": CNN_SHAPES,
     "efficientnet_b0": CNN_SHAPES, "vit_b_16": [(1,), (2,), (3,), (8,)],
@@ -224,10 +227,15 @@ def main():
         names = [n for n in BROAD_SHAPES if not want or n in want]
         subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + names, check=True)
         models += [(n, os.path.join(big, n, "model.onnx"), BROAD_SHAPES[n]) for n in names]
-    elif not want or want & {"bert_base", "gpt2"}:
-        subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")], check=True)
-        models += [("bert_base", os.path.join(big, "bert_base", "model.onnx"), seq),
-                   ("gpt2", os.path.join(big, "gpt2", "model.onnx"), seq)]
+    else:
+        if not want or want & {"bert_base", "gpt2"}:
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")], check=True)
+            models += [("bert_base", os.path.join(big, "bert_base", "model.onnx"), seq),
+                       ("gpt2", os.path.join(big, "gpt2", "model.onnx"), seq)]
+        rnn = [n for n in RNN_SHAPES if not want or n in want]
+        if rnn:
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + rnn, check=True)
+            models += [(n, os.path.join(big, n, "model.onnx"), RNN_SHAPES[n]) for n in rnn]
     for name in [] if args.broad else ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
         path = os.path.join(ROOT, "tests", "models", name, "model.onnx")
         if os.path.exists(path):

@@ -374,6 +374,36 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule
 
 /* Compiles the regions of every loop and if that the compiled g still
  * has, each as a model of its own with the same options. */
+/* The invariant operands of op (a loop's x_1..x_m, an if's operands) that
+ * are constants with data become constants of region r's copy g: the
+ * body's matmuls then have constant weights (packed once, the skinny
+ * variant) where the recurrent weights of an LSTM come in, and the
+ * constants fold into the body. The data stays the enclosing graph's,
+ * which outlives the region's compile. */
+static bool const_invariants(const Op *op, Graph *g)
+{
+    int first = op->kind == OP_LOOP ? 2 + loop_ncarried(op) : 1, shift = op->kind == OP_LOOP ? 0 : 1;
+    for (int k = first; k < op->nin; k++) {
+        const Value *v = op->in[k];
+        const Op *def = v->def;
+        int j = k - shift;
+        size_t n;
+        if (!def || def->kind != OP_CONST || !def->cst || !def->cst->data || j >= g->ninputs ||
+            !type_static_numel(&v->type, &n) || def->cst->nbytes != n * dtype_size(v->type.dtype))
+            continue;
+        Dim *dims[MAX_RANK];
+        for (int i = 0; i < v->type.rank; i++)
+            dims[i] = dim_const(&g->dims, v->type.dims[i]->c);
+        Value *c = build_const(g, type_make(&g->arena, v->type.dtype, v->type.rank, dims), def->cst->data,
+                               def->cst->nbytes, false);
+        if (!c)
+            return false;
+        graph_move_op(g, c->def, g->first);
+        graph_replace_uses(g, g->inputs[j], c);
+    }
+    return true;
+}
+
 static bool compile_regions(Exec *e, const CgOpts *o, Diag *d)
 {
     int n = 0;
@@ -391,7 +421,9 @@ static bool compile_regions(Exec *e, const CgOpts *o, Diag *d)
             Diag rd = {0};
             ShapeOpts so = {0};
             re->g[r] = graph_clone(op->regions[r], &rd);
-            re->sub[r] = re->g[r] ? exec_compile(re->g[r], &so, o, &rd) : NULL;
+            if (re->g[r] && !const_invariants(op, re->g[r]))
+                diag_copy(&rd, &re->g[r]->err);
+            re->sub[r] = re->g[r] && !rd.set ? exec_compile(re->g[r], &so, o, &rd) : NULL;
             re->n = r + 1;
             if (!re->sub[r])
                 return diag_setk(d, rd.kind, "error: op %d (%s%s%s), region %d (@%s): %s", op->id,
