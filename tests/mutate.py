@@ -77,7 +77,8 @@ MUTANTS = [
      "the reference interpreter's sigmoid is wrong for negative x"),
 ]
 
-FAST_LABELS = "unit|golden|cpu|model|aot|interp"
+FAST_LABELS = "unit|golden|cpu|model|aot|interp|onnx"
+SLOW_TESTS = "node_tests|fuzz-shapes"  # by name: the long ones among those labels
 
 
 def run(cmd, timeout, **kw):
@@ -92,7 +93,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build-mutate"))
     ap.add_argument("--labels", default=FAST_LABELS, help="ctest -L regex (default: %(default)s)")
-    ap.add_argument("--exclude", default="onnx|zoo|trained|gpu-compile|@", help="ctest -LE regex")
+    ap.add_argument("--exclude", default="zoo|trained|gpu|@", help="ctest -LE regex (default: %(default)s)")
+    ap.add_argument("--exclude-tests", default=SLOW_TESTS, help="ctest -E regex (default: %(default)s)")
     ap.add_argument("--only", default="", help="comma-separated mutant numbers (1-based)")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
@@ -131,8 +133,8 @@ def main():
             if rc != 0:
                 verdict, detail = "stillborn", "does not compile"
             else:
-                rc, out = run(["ctest", "-j", str(args.jobs), "-L", args.labels, "-LE", args.exclude,
-                               "--timeout", "300"], args.timeout, cwd=args.build)
+                rc, out = run(["ctest", "-j", str(args.jobs), "-L", args.labels, "-LE", args.exclude, "-E",
+                               args.exclude_tests, "--timeout", "300"], args.timeout, cwd=args.build)
                 failed = [ln.split(" - ", 1)[1].split(" (")[0].strip() for ln in out.splitlines()
                           if " - " in ln and ("(Failed)" in ln or "(Timeout)" in ln or "(SEGFAULT)" in ln
                                               or "Exception" in ln or "(Subprocess" in ln)]
