@@ -689,11 +689,24 @@ static void split_dims(Gk *k, Dim **d, int n, V flat, V *out)
     }
 }
 
+/* An index in [N, C, S...] order as the index of a tensor of that rank
+ * stored [N, S..., C] when last (xi is rewritten in place). */
+static V *channels_at(V *xi, int rank, bool last)
+{
+    if (!last)
+        return xi;
+    V c = xi[1];
+    for (int i = 1; i < rank - 1; i++)
+        xi[i] = xi[i + 1];
+    xi[rank - 1] = c;
+    return xi;
+}
+
 /* One element of a conv, conv_transpose or pool: a thread per result
  * element, loops over the window's taps (and the group's channels), as
  * the interpreter computes it (runtime/interp_lib.c): a tap outside the
  * input reads nothing. */
-static V window_elem(Gk *k, const Op *op, V *idx)
+static V window_elem(Gk *k, const Op *op, V *oidx)
 {
     DimCtx *cx = &k->cg->g->dims;
     Value *x = op->in[0];
@@ -701,6 +714,15 @@ static V window_elem(Gk *k, const Op *op, V *idx)
     DType dt = xt->dtype;
     const char *t = ctype(dt);
     int nsp = xt->rank - 2;
+    /* channels_last (doc/ops.md): 1 reads [N, S..., C] and writes [N, S..., O],
+     * 2 reads [N, C, S...]; below, idx and xi are in [N, C, S...] order */
+    int64_t cl = op->kind == OP_CONV_TRANSPOSE ? 0 : op_attr_int(op, "channels_last", 0);
+    int xs = cl == 1 ? 1 : 2;
+    V idx[MAX_RANK];
+    idx[0] = oidx[0];
+    idx[1] = oidx[cl ? xt->rank - 1 : 1];
+    for (int i = 0; i < nsp; i++)
+        idx[2 + i] = oidx[(cl ? 1 : 2) + i];
     const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pads = op_attr(op, "pads");
     bool pool = op->kind == OP_POOL, tr = op->kind == OP_CONV_TRANSPOSE;
     Dim *kd[MAX_RANK], *taps = dim_const(cx, 1);
@@ -719,7 +741,7 @@ static V window_elem(Gk *k, const Op *op, V *idx)
     split_dims(k, kd, nsp, lit("v%d", kf), ks);
     V inside = lit("true"), padded = lit("true");
     for (int i = 0; i < nsp; i++) {
-        V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[2 + i]);
+        V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[xs + i]);
         long long s = (long long)st->ints[i], dil = (long long)dl->ints[i];
         if (!tr) {
             pos[i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
@@ -746,7 +768,7 @@ static V window_elem(Gk *k, const Op *op, V *idx)
     xi[0] = idx[0];
     if (pool) {
         xi[1] = idx[1];
-        V v = gelem(k, x, xi);
+        V v = gelem(k, x, channels_at(xi, xt->rank, cl == 1));
         if (!is_max)
             line(k, "%s += %s;", acc.s, v.s);
         else if (is_f(dt))
@@ -777,7 +799,7 @@ static V window_elem(Gk *k, const Op *op, V *idx)
         }
         for (int i = 0; i < nsp; i++)
             wi[2 + i] = ks[i];
-        V a = gelem(k, x, xi), b = gelem(k, op->in[1], wi);
+        V a = gelem(k, x, channels_at(xi, xt->rank, cl == 1)), b = gelem(k, op->in[1], wi);
         line(k, "%s += %s * %s;", acc.s, a.s, b.s);
         k->ind--;
         line(k, "}");
