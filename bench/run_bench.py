@@ -133,6 +133,43 @@ def time_ort(sess, feeds, runs):
     return statistics.median(ts) * 1e3
 
 
+def profile(dcc, work, runs):
+    """Library-call and kernel ms summed by DISC_PROFILE over a dcc bench of
+    `runs` runs a data set, and the runs' median ms summed over the sets."""
+    env = dict(os.environ, DISC_PROFILE="1", DISC_PROFILE_TOP="100000")
+    p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--threads", str(threads())],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lib = kern = med = 0.0
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s+([\d.]+) ms\s+[\d.]+%\s+\d+ calls\s+(.*)", line)
+        if m:
+            if m.group(2).startswith(("disc_k", "kernel")):
+                kern += float(m.group(1))
+            else:
+                lib += float(m.group(1))
+        m = re.match(r"test_data_set_\d+: .* median ([\d.]+) ms", line)
+        if m:
+            med += float(m.group(1))
+    return p.returncode == 0, lib, kern, med
+
+
+def where_time_goes(dcc, work, runs):
+    """"; time: L% library calls, K% generated kernels, H% host flow": the
+    difference of two profiled dcc bench runs (runs and 2 * runs a data set,
+    so the first run's primitive creation and weight packing cancel out);
+    time. The profile's timers add to every call, so where calls take a few
+    microseconds (an LSTM's steps) the host flow's share reads low."""
+    ok1, lib1, kern1, _ = profile(dcc, work, runs)
+    ok2, lib2, kern2, med = profile(dcc, work, 2 * runs)
+    lib, kern, wall = max(0.0, lib2 - lib1), max(0.0, kern2 - kern1), med * runs
+    if not (ok1 and ok2) or wall <= 0 or lib + kern <= 0:
+        return ""
+    total = max(wall, lib + kern)
+    host = total - lib - kern
+    return (f"; time: {100 * lib / total:.0f}% library calls, {100 * kern / total:.0f}% generated kernels, "
+            f"{100 * host / total:.0f}% host flow and runtime")
+
+
 def bench_model(name, path, shapes, dcc, runs, rounds, rows):
     sess = ort_session(path)
     rng = np.random.default_rng(0)
@@ -180,6 +217,7 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
                 else:
                     for k in range(len(shapes)):
                         ort_t[k].append(time_ort(sess, feeds[k], runs))
+        split = where_time_goes(dcc, work, runs)
         onnx_nodes = len(onnx.load(path, load_external_data=False).graph.node)
         ratios = []
         for k, shape in enumerate(shapes):
@@ -195,7 +233,7 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
                   f"  ort {ort_ms:9.3f} ms  ratio {ratio:6.2f}{spread}", flush=True)
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
         print(f"{name:14s} geomean ratio {geo:.2f}; compiled once in {compile_ms:.0f} ms; "
-              f"{nkern} kernels for {nops} core ops ({onnx_nodes} ONNX nodes)\n", flush=True)
+              f"{nkern} kernels for {nops} core ops ({onnx_nodes} ONNX nodes){split}\n", flush=True)
         return geo
     finally:
         shutil.rmtree(work, ignore_errors=True)
