@@ -19,6 +19,7 @@ bug the tests would let through: add the test that kills it.
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -102,6 +103,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per mutant's tests")
     args = ap.parse_args()
+    # a kill (SIGTERM, SIGHUP) unwinds through the finally that restores
+    # the mutated file, as Ctrl-C does
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(130))
     if args.list:
         for i, (f, _, _, what) in enumerate(MUTANTS, 1):
             print(f"{i:2d}  {f}: {what}")
