@@ -6,12 +6,16 @@ outputs at several shapes (the layout and writer of gen_small.py).
             -> bidirectional LSTM (hidden 4) with peepholes, biases and
             clip 2.5; (S, B) = (13, 3) with lengths 13, 6, 1 (shorter than
             the sequence), (1, 1), (4, 2) with lengths 4, 2
+  lstm_stack2  x: f32[S, B, 5] -> two bidirectional LSTM layers (hidden 4,
+            then 3) as PyTorch exports a stacked LSTM (Transpose and
+            Reshape between them); (S, B) = (13, 3), (1, 1), (4, 2), (7, 5),
+            (2, 4)
   lstm_batchwise  x: f32[B, S, 3] -> reverse LSTM, layout 1, input_forget,
             activations HardSigmoid(0.3, 0.4), Softsign, ScaledTanh(1.5,
-            0.5); (B, S) = (1, 13), (3, 1), (2, 6)
+            0.5); (B, S) = (1, 13), (3, 1), (2, 6), (4, 9), (1, 2)
   gru_bidir  x: f32[B, S, 3] -> bidirectional GRU, layout 1,
             linear_before_reset, biases, no initial state; (B, S) =
-            (1, 13), (3, 1), (2, 6)
+            (1, 13), (3, 1), (2, 6), (4, 9), (1, 2)
   gru_lbr0  x: f32[S, B, 3], h0 -> forward GRU, linear_before_reset 0,
             sequence_lens; (S, B) = (13, 2), (1, 1), (5, 3)
   rnn_reverse  x: f32[S, B, 3], sequence_lens -> reverse RNN, Relu,
@@ -22,7 +26,8 @@ outputs at several shapes (the layout and writer of gen_small.py).
             value whose shape changes), the step's h', token and h . W
             stacked (five results), stopping
             early when the token of batch entry 0 is 2 (after 2 of 7 steps
-            in the last data set); m = 0, 1, 7
+            in the third data set); (B, m) = (2, 0), (1, 1), (3, 7),
+            (2, 3), (1, 5)
   if_branch  c: bool[], x: f32[N] -> If whose branches give [2N] and
             [N - 1] (a fresh dim), and a second output of x's shape
   scan_rev  s: f32[2], a: f32[T, 2], b: f32[2, T] -> Scan with a running
@@ -65,6 +70,30 @@ def lstm_bidir_lens(rng):
     return graph, sets
 
 
+def lstm_stack2(rng):
+    i, h1, h2 = 5, 4, 3
+    w1 = rng.standard_normal((2, 4 * h1, i)).astype(np.float32) * 0.5
+    r1 = rng.standard_normal((2, 4 * h1, h1)).astype(np.float32) * 0.5
+    b1 = rng.standard_normal((2, 8 * h1)).astype(np.float32) * 0.2
+    w2 = rng.standard_normal((2, 4 * h2, 2 * h1)).astype(np.float32) * 0.5
+    r2 = rng.standard_normal((2, 4 * h2, h2)).astype(np.float32) * 0.5
+    b2 = rng.standard_normal((2, 8 * h2)).astype(np.float32) * 0.2
+    shape = np.array([0, 0, -1], np.int64)
+    nodes = [helper.make_node("LSTM", ["x", "w1", "r1", "b1"], ["y1"], direction="bidirectional", hidden_size=h1,
+                              name="lstm1"),
+             helper.make_node("Transpose", ["y1"], ["y1t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["y1t", "shape"], ["x2"]),
+             helper.make_node("LSTM", ["x2", "w2", "r2", "b2"], ["y2", "yh2", "yc2"], direction="bidirectional",
+                              hidden_size=h2, name="lstm2")]
+    graph = helper.make_graph(
+        nodes, "lstm_stack2", [vi("x", F, ["S", "B", i])],
+        [vi("y2", F, ["S", 2, "B", h2]), vi("yh2", F, [2, "B", h2]), vi("yc2", F, [2, "B", h2])],
+        [init("w1", w1), init("r1", r1), init("b1", b1), init("w2", w2), init("r2", r2), init("b2", b2),
+         init("shape", shape)])
+    return graph, [[rng.standard_normal((s, bt, i)).astype(np.float32)]
+                   for s, bt in [(13, 3), (1, 1), (4, 2), (7, 5), (2, 4)]]
+
+
 def lstm_batchwise(rng):
     i, h = 3, 5
     w = rng.standard_normal((1, 4 * h, i)).astype(np.float32) * 0.5
@@ -75,7 +104,8 @@ def lstm_batchwise(rng):
     graph = helper.make_graph([node], "lstm_batchwise", [vi("x", F, ["B", "S", i])],
                               [vi("y", F, ["B", "S", 1, h]), vi("yh", F, ["B", 1, h])],
                               [init("w", w), init("r", r)])
-    return graph, [[rng.standard_normal((bt, s, i)).astype(np.float32)] for bt, s in [(1, 13), (3, 1), (2, 6)]]
+    return graph, [[rng.standard_normal((bt, s, i)).astype(np.float32)]
+                   for bt, s in [(1, 13), (3, 1), (2, 6), (4, 9), (1, 2)]]
 
 
 def gru_bidir(rng):
@@ -88,7 +118,8 @@ def gru_bidir(rng):
     graph = helper.make_graph([node], "gru_bidir", [vi("x", F, ["B", "S", i])],
                               [vi("y", F, ["B", "S", 2, h]), vi("yh", F, ["B", 2, h])],
                               [init("w", w), init("r", r), init("b", b)])
-    return graph, [[rng.standard_normal((bt, s, i)).astype(np.float32)] for bt, s in [(1, 13), (3, 1), (2, 6)]]
+    return graph, [[rng.standard_normal((bt, s, i)).astype(np.float32)]
+                   for bt, s in [(1, 13), (3, 1), (2, 6), (4, 9), (1, 2)]]
 
 
 def gru_lbr0(rng):
@@ -153,7 +184,7 @@ def loop_decode(rng):
          vi("ts", TensorProto.INT64, ["N", "B", 1]), vi("hws", F, ["N", "B", d])],
         [init("w", w)])
     sets = []
-    for bt, m in [(2, 0), (1, 1), (3, 7)]:
+    for bt, m in [(2, 0), (1, 1), (3, 7), (2, 3), (1, 5)]:
         sets.append([rng.standard_normal((bt, d)).astype(np.float32), np.zeros((bt, 1), np.int64),
                      np.array(m, np.int64)])
     return graph, sets
@@ -233,7 +264,7 @@ def loop_reference(model, feeds):
 
 def main():
     for k, fn in enumerate([lstm_bidir_lens, lstm_batchwise, gru_bidir, gru_lbr0, rnn_reverse, loop_decode,
-                            if_branch, scan_rev]):
+                            if_branch, scan_rev, lstm_stack2]):
         ref = ort_layout0 if fn in (lstm_batchwise, gru_bidir) else loop_reference if fn == loop_decode \
             else ort_reference
         write(fn.__name__, *fn(np.random.default_rng(140 + k)), full_check=False, reference=ref)
