@@ -16,7 +16,12 @@
  * (an entry point), DISC_FN (a device helper), DISC_TID and DISC_NTHREADS
  * (this thread's index in the grid and the grid's size), DISC_AT(p, i, n)
  * (element i of buffer p of n elements), DISC_SH(p, i) (of a __shared__
- * array), DISC_INF and DISC_NAN, the
+ * array), DISC_DSH(T, i) (element i of dynamic shared memory as T),
+ * DISC_WARP (lanes of a warp: 32 on CUDA, the wavefront on HIP, 32 or 64
+ * on the emulator as it was compiled), DISC_SHFL_XOR(x, o) (x of the lane
+ * whose index is this one's xor o, every lane of the warp taking part:
+ * CUDA's __shfl_xor_sync, HIP 5.2's __shfl_xor, which has no _sync
+ * variant), DISC_INF and DISC_NAN, the
  * f16/bf16 conversions (disc_h2f, disc_f2h, disc_bf2f, disc_f2bf), and the
  * maths helpers of the op tables. The head is the target's own; the
  * helpers are one text for every target. */
@@ -39,7 +44,22 @@ static const char prelude_cuda[] =
     "DISC_FN float disc_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
     "DISC_FN uint16_t disc_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
     "DISC_FN float disc_bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"
-    "DISC_FN uint16_t disc_f2bf(float f) { uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+    "DISC_FN uint16_t disc_f2bf(float f) { uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "/* a warp: 32 lanes; the shuffles take every lane of it */\n"
+    "#define DISC_WARP 32\n"
+    "DISC_FN float disc_shfl_xor(float x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN double disc_shfl_xor(double x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN int64_t disc_shfl_xor(int64_t x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN uint64_t disc_shfl_xor(uint64_t x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN int32_t disc_shfl_xor(int32_t x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN uint32_t disc_shfl_xor(uint32_t x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
+    "DISC_FN uint32_t disc_cas32(uint32_t *p, uint32_t e, uint32_t d) { return atomicCAS(p, e, d); }\n"
+    "DISC_FN uint64_t disc_cas64(uint64_t *p, uint64_t e, uint64_t d) { return atomicCAS(p, e, d); }\n"
+    "#define disc_d2u(x) ((uint64_t)__double_as_longlong(x))\n"
+    "#define disc_u2d(x) __longlong_as_double((long long)(x))\n"
+    "/* dynamic shared memory: its size is the launch's */\n"
+    "extern __shared__ __align__(16) unsigned char disc_smem[];\n"
+    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n";
 
 static const char prelude_hip[] =
     "/* disc_hip.h: the prelude of disc's HIP kernels (HIPRTC) */\n"
@@ -57,13 +77,32 @@ static const char prelude_hip[] =
     "DISC_FN uint32_t disc_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }\n"
     "DISC_FN float disc_u2f(uint32_t u) { return __builtin_bit_cast(float, u); }\n"
     "DISC_FN float disc_h2f(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }\n"
-    "DISC_FN uint16_t disc_f2h(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }\n";
+    "DISC_FN uint16_t disc_f2h(float f) { return __builtin_bit_cast(uint16_t, (_Float16)f); }\n"
+    "/* a wavefront: 64 lanes (gfx90a, gfx908, gfx906) or 32 (gfx1030);\n"
+    "   HIP 5.2's shuffles have no _sync variants and take the whole wavefront */\n"
+    "#define DISC_WARP __AMDGCN_WAVEFRONT_SIZE\n"
+    "DISC_FN float disc_shfl_xor(float x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN double disc_shfl_xor(double x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN int64_t disc_shfl_xor(int64_t x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN uint64_t disc_shfl_xor(uint64_t x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN int32_t disc_shfl_xor(int32_t x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN uint32_t disc_shfl_xor(uint32_t x, int o) { return __shfl_xor(x, o); }\n"
+    "DISC_FN uint32_t disc_cas32(uint32_t *p, uint32_t e, uint32_t d) { return atomicCAS(p, e, d); }\n"
+    "DISC_FN uint64_t disc_cas64(uint64_t *p, uint64_t e, uint64_t d) { return atomicCAS(p, e, d); }\n"
+    "DISC_FN uint64_t disc_d2u(double f) { return __builtin_bit_cast(uint64_t, f); }\n"
+    "DISC_FN double disc_u2d(uint64_t u) { return __builtin_bit_cast(double, u); }\n"
+    "extern __shared__ __attribute__((aligned(16))) unsigned char disc_smem[];\n"
+    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n";
 
-/* The emulator's: C for the host compiler (emu.c). A block's threads are
- * fibers that take turns in a shuffled order and meet at __syncthreads;
- * __shared__ memory is per OS thread (a block runs on one); every buffer
- * access is bounds-checked. A fault stops the process with the kernel,
- * what went wrong, the block and the thread. */
+/* The emulator's: C for the host compiler (emu.c), after a definition of
+ * DISC_WARP (32 or 64). A block's threads are fibers that take turns in a
+ * shuffled order and meet at __syncthreads; a shuffle is a meeting of the
+ * warp's lanes (each offers its value, waits for the others, takes its
+ * partner's and waits again); __shared__ memory is per OS thread (a block
+ * runs on one), dynamic shared memory too, sized per launch and filled
+ * with a pattern per block; every buffer access, and every dynamic
+ * shared one, is bounds-checked. A fault stops the process with the
+ * kernel, what went wrong, the block and the thread. */
 static const char prelude_emu[] =
     "/* disc_emu.h: the prelude of disc's GPU kernels on the emulator (cuda-emu) */\n"
     "#include <stdint.h>\n#include <stdbool.h>\n#include <math.h>\n#include <stdio.h>\n"
@@ -78,6 +117,18 @@ static const char prelude_emu[] =
     "#define DISC_NAN NAN\n"
     "DISC_FN uint32_t disc_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
     "DISC_FN float disc_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "DISC_FN uint64_t disc_d2u(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n"
+    "DISC_FN double disc_u2d(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }\n"
+    "DISC_FN uint32_t disc_cas32(uint32_t *p, uint32_t e, uint32_t d)\n"
+    "{\n"
+    "    __atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);\n"
+    "    return e;\n"
+    "}\n"
+    "DISC_FN uint64_t disc_cas64(uint64_t *p, uint64_t e, uint64_t d)\n"
+    "{\n"
+    "    __atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);\n"
+    "    return e;\n"
+    "}\n"
     "static void disc_emu_fail(const char *what, const char *fn, int line)\n"
     "{\n"
     "    fprintf(stderr, \"cuda-emu: %s: %s (generated line %d, block %u of %u, thread %u)\\n\", fn, what, line,\n"
@@ -97,6 +148,9 @@ static const char prelude_emu[] =
     "#define DISC_SH(p, i) DISC_AT(p, i, (int64_t)(sizeof(p) / sizeof((p)[0])))\n"
     "/* ---- threads as fibers: a block's threads take turns on one OS thread,\n"
     "   each on its own stack, switching at __syncthreads (and when done) ---- */\n"
+    "#if !defined(DISC_WARP)\n"
+    "#error \"cuda-emu: DISC_WARP (32 or 64) is defined before the prelude\"\n"
+    "#endif\n"
     "#if !defined(__x86_64__)\n"
     "#error \"cuda-emu: the fibers' context switch is written for x86-64\"\n"
     "#endif\n"
@@ -108,17 +162,23 @@ static const char prelude_emu[] =
     "        \"  movq %rsp, (%rdi)\\n  movq %rsi, %rsp\\n\"\n"
     "        \"  popq %r15\\n  popq %r14\\n  popq %r13\\n  popq %r12\\n  popq %rbx\\n  popq %rbp\\n  ret\\n\");\n"
     "enum { DISC_EMU_STACK = 64 << 10, DISC_EMU_MAXT = 1024 };\n"
-    "enum { DISC_EMU_READY, DISC_EMU_BARRIER, DISC_EMU_DONE };\n"
+    "/* a fiber runs (READY), waits at __syncthreads (BARRIER) or at a shuffle\n"
+    "   among its warp's lanes (WARP), or has ended (DONE) */\n"
+    "enum { DISC_EMU_READY, DISC_EMU_BARRIER, DISC_EMU_WARP, DISC_EMU_DONE };\n"
     "typedef struct { void *sp; int state, line; unsigned tid; } disc_fiber;\n"
     "static _Thread_local struct {\n"
     "    void *sched;                 /* the scheduler's stack pointer */\n"
     "    char *stacks;                /* nstacks stacks, per OS thread */\n"
     "    int nstacks;\n"
     "    disc_fiber f[DISC_EMU_MAXT];\n"
+    "    int bytid[DISC_EMU_MAXT];    /* the fiber of each thread index */\n"
+    "    uint64_t lane[DISC_EMU_MAXT]; /* what each thread offers a shuffle */\n"
     "    int cur;\n"
     "    void (*fn)(void **);\n"
     "    void **args;\n"
     "    const char *name;\n"
+    "    unsigned char *dyn;          /* dynamic shared memory: dynn bytes of dyncap */\n"
+    "    int64_t dynn, dyncap;\n"
     "} disc_emu;\n"
     "static unsigned disc_emu_seed;\n"
     "static void disc_emu_fiber(void)\n"
@@ -128,40 +188,112 @@ static const char prelude_emu[] =
     "    f->state = DISC_EMU_DONE;\n"
     "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
     "}\n"
-    "static void disc_emu_barrier(int line)\n"
+    "static void disc_emu_wait(int state, int line)\n"
     "{\n"
     "    disc_fiber *f = &disc_emu.f[disc_emu.cur];\n"
-    "    f->state = DISC_EMU_BARRIER;\n"
+    "    f->state = state;\n"
     "    f->line = line;\n"
     "    disc_emu_switch(&f->sp, disc_emu.sched);\n"
     "}\n"
-    "#define __syncthreads() disc_emu_barrier(__LINE__)\n"
+    "#define __syncthreads() disc_emu_wait(DISC_EMU_BARRIER, __LINE__)\n"
     "#define __shared__ static _Thread_local\n"
-    "/* Runs blocks [begin, end) of a grid of `grid` blocks of `block` threads,\n"
-    "   fn being one thread. Threads run in an order shuffled per launch, each\n"
-    "   until it waits at a barrier or ends; when every thread waits at the\n"
-    "   same barrier they all go on. A thread that ends while others wait, or\n"
-    "   threads waiting at different barriers, is reported (a deadlock or\n"
-    "   undefined behaviour on a GPU), not a hang. */\n"
-    "static void disc_emu_run(int64_t begin, int64_t end, int64_t grid, int block, void (*fn)(void **), void **args,\n"
-    "                         const char *name)\n"
+    "/* A shuffle: every lane of the warp offers its value, waits for the\n"
+    "   others, takes its partner's (lane ^ o) and waits again, so that no\n"
+    "   lane offers its next value before every lane has taken this one. */\n"
+    "static void disc_emu_shfl(void *v, size_t n, int o, int line)\n"
+    "{\n"
+    "    unsigned tid = threadIdx.x;\n"
+    "    if (o <= 0 || o >= DISC_WARP)\n"
+    "        disc_emu_fail(\"a shuffle's lane mask outside the warp\", disc_emu.name, line);\n"
+    "    memcpy(&disc_emu.lane[tid], v, n);\n"
+    "    disc_emu_wait(DISC_EMU_WARP, line);\n"
+    "    memcpy(v, &disc_emu.lane[tid ^ (unsigned)o], n);\n"
+    "    disc_emu_wait(DISC_EMU_WARP, line);\n"
+    "}\n"
+    "#define DISC_SHFL_XOR(x, o) __extension__({ __typeof__(x) disc_v_ = (x); \\\n"
+    "    disc_emu_shfl(&disc_v_, sizeof disc_v_, (o), __LINE__); disc_v_; })\n"
+    "/* dynamic shared memory, checked against the launch's size */\n"
+    "#define DISC_DSH(T, i) ((T *)disc_emu.dyn)[disc_emu_at((i), disc_emu.dynn / (int64_t)sizeof(T), \\\n"
+    "    \"dynamic shared memory\", __func__, __LINE__)]\n"
+    "/* The warps once no thread runs: a warp whose lanes all wait at the same\n"
+    "   shuffle goes on (true); lanes of one warp at different shuffles, at a\n"
+    "   shuffle and a barrier, or at a shuffle while some have ended (a hang or\n"
+    "   undefined behaviour on a GPU) are reported. */\n"
+    "static bool disc_emu_warps(int block, const char *name)\n"
+    "{\n"
+    "    bool moved = false;\n"
+    "    for (int w = 0; w < block / DISC_WARP; w++) {\n"
+    "        int at = -1, other = -1, done = 0;\n"
+    "        for (int l = 0; l < DISC_WARP && at < 0; l++)\n"
+    "            if (disc_emu.f[disc_emu.bytid[w * DISC_WARP + l]].state == DISC_EMU_WARP)\n"
+    "                at = disc_emu.bytid[w * DISC_WARP + l];\n"
+    "        if (at < 0)\n"
+    "            continue;\n"
+    "        for (int l = 0; l < DISC_WARP; l++) {\n"
+    "            disc_fiber *f = &disc_emu.f[disc_emu.bytid[w * DISC_WARP + l]];\n"
+    "            if (f->state == DISC_EMU_DONE)\n"
+    "                done++;\n"
+    "            else if (other < 0 && (f->state != DISC_EMU_WARP || f->line != disc_emu.f[at].line))\n"
+    "                other = disc_emu.bytid[w * DISC_WARP + l];\n"
+    "        }\n"
+    "        char what[200];\n"
+    "        disc_fiber *a = &disc_emu.f[at];\n"
+    "        threadIdx.x = a->tid;\n"
+    "        if (other >= 0) {\n"
+    "            disc_fiber *b = &disc_emu.f[other];\n"
+    "            snprintf(what, sizeof what, \"lanes %u and %u of one warp wait at %s (generated lines %d and %d)\", a->tid,\n"
+    "                     b->tid, b->state == DISC_EMU_WARP ? \"different shuffles\" : \"a shuffle and a barrier\", a->line,\n"
+    "                     b->line);\n"
+    "            disc_emu_fail(what, name, a->line);\n"
+    "        }\n"
+    "        if (done) {\n"
+    "            snprintf(what, sizeof what, \"%d lanes of the warp ended while this one waits at a shuffle\", done);\n"
+    "            disc_emu_fail(what, name, a->line);\n"
+    "        }\n"
+    "        for (int l = 0; l < DISC_WARP; l++)\n"
+    "            disc_emu.f[disc_emu.bytid[w * DISC_WARP + l]].state = DISC_EMU_READY;\n"
+    "        moved = true;\n"
+    "    }\n"
+    "    return moved;\n"
+    "}\n"
+    "/* Runs blocks [begin, end) of a grid of `grid` blocks of `block` threads\n"
+    "   with dyn bytes of dynamic shared memory, fn being one thread. Threads\n"
+    "   run in an order shuffled per launch, each until it waits at a barrier\n"
+    "   or a shuffle, or ends; when every lane of a warp waits at the same\n"
+    "   shuffle they go on, and when every thread waits at the same barrier\n"
+    "   they all go on. A thread that ends while others wait, or threads\n"
+    "   waiting at different barriers, is reported (a deadlock or undefined\n"
+    "   behaviour on a GPU), not a hang. */\n"
+    "static void disc_emu_run(int64_t begin, int64_t end, int64_t grid, int block, int64_t dyn, void (*fn)(void **),\n"
+    "                         void **args, const char *name)\n"
     "{\n"
     "    gridDim.x = (unsigned)grid; gridDim.y = gridDim.z = 1;\n"
     "    blockDim.x = (unsigned)block; blockDim.y = blockDim.z = 1;\n"
-    "    if (end > grid || block > DISC_EMU_MAXT || (block & (block - 1)))\n"
-    "        disc_emu_fail(\"launched past its grid, or a block size that is not a power of 2\", name, 0);\n"
+    "    if (end > grid || block > DISC_EMU_MAXT || (block & (block - 1)) || block % DISC_WARP)\n"
+    "        disc_emu_fail(\"launched past its grid, or a block size that is not a power of 2 and whole warps\", name, 0);\n"
     "    if (disc_emu.nstacks < block) { /* a stack per thread of a block, kept for the next launch */\n"
     "        free(disc_emu.stacks);\n"
     "        if (!(disc_emu.stacks = (char *)malloc((size_t)block * DISC_EMU_STACK)))\n"
     "            disc_emu_fail(\"out of memory for the threads' stacks\", name, 0);\n"
     "        disc_emu.nstacks = block;\n"
     "    }\n"
+    "    if (dyn < 0 || dyn > (1 << 20))\n"
+    "        disc_emu_fail(\"dynamic shared memory out of [0, 1 MiB]\", name, 0);\n"
+    "    if (disc_emu.dyncap < dyn) {\n"
+    "        free(disc_emu.dyn);\n"
+    "        if (!(disc_emu.dyn = (unsigned char *)malloc((size_t)dyn)))\n"
+    "            disc_emu_fail(\"out of memory for dynamic shared memory\", name, 0);\n"
+    "        disc_emu.dyncap = dyn;\n"
+    "    }\n"
+    "    disc_emu.dynn = dyn;\n"
     "    disc_emu.fn = fn;\n"
     "    disc_emu.args = args;\n"
     "    disc_emu.name = name;\n"
     "    unsigned seed = __atomic_fetch_add(&disc_emu_seed, 1u, __ATOMIC_RELAXED) * 61u;\n"
     "    for (int64_t b = begin; b < end; b++) {\n"
     "        blockIdx.x = (unsigned)b; blockIdx.y = blockIdx.z = 0;\n"
+    "        if (dyn) /* what a block finds there: not zeros, not the last block's */\n"
+    "            memset(disc_emu.dyn, 0x7f ^ (int)((seed + (unsigned)b) & 0x3f), (size_t)dyn);\n"
     "        for (int i = 0; i < block; i++) {\n"
     "            disc_fiber *f = &disc_emu.f[i];\n"
     "            /* a frame that returns into disc_emu_fiber with the stack as after a call */\n"
@@ -173,6 +305,7 @@ static const char prelude_emu[] =
     "            f->sp = sp;\n"
     "            f->state = DISC_EMU_READY;\n"
     "            f->tid = ((unsigned)i * 61u + seed) % (unsigned)block; /* block: a power of 2 */\n"
+    "            disc_emu.bytid[f->tid] = i;\n"
     "        }\n"
     "        for (;;) {\n"
     "            for (int i = 0; i < block; i++) {\n"
@@ -183,6 +316,8 @@ static const char prelude_emu[] =
     "                threadIdx.x = f->tid; threadIdx.y = threadIdx.z = 0;\n"
     "                disc_emu_switch(&disc_emu.sched, f->sp);\n"
     "            }\n"
+    "            if (disc_emu_warps(block, name))\n"
+    "                continue;\n"
     "            int done = 0, wait = -1;\n"
     "            for (int i = 0; i < block; i++) {\n"
     "                disc_fiber *f = &disc_emu.f[i];\n"
@@ -214,6 +349,17 @@ static const char prelude_emu[] =
     "        }\n"
     "    }\n"
     "}\n";
+
+/* NVRTC's and HIPRTC's: shuffles of the narrow types through 32 bits
+ * (C++ overloads; the emulator's DISC_SHFL_XOR takes any type). */
+static const char prelude_shfl[] =
+    "DISC_FN int8_t disc_shfl_xor(int8_t x, int o) { return (int8_t)disc_shfl_xor((int32_t)x, o); }\n"
+    "DISC_FN uint8_t disc_shfl_xor(uint8_t x, int o) { return (uint8_t)disc_shfl_xor((uint32_t)x, o); }\n"
+    "DISC_FN int16_t disc_shfl_xor(int16_t x, int o) { return (int16_t)disc_shfl_xor((int32_t)x, o); }\n"
+    "DISC_FN uint16_t disc_shfl_xor(uint16_t x, int o) { return (uint16_t)disc_shfl_xor((uint32_t)x, o); }\n"
+    "DISC_FN bool disc_shfl_xor(bool x, int o) { return disc_shfl_xor((int32_t)x, o) != 0; }\n"
+    "/* x of the lane whose index is this one's xor o: a butterfly step */\n"
+    "#define DISC_SHFL_XOR(x, o) disc_shfl_xor(x, o)\n";
 
 static const char prelude_common[] =
     "/* ---- every target: dims, integer division, float helpers, f16/bf16 bits ---- */\n"
@@ -258,6 +404,24 @@ static const char prelude_common[] =
     "DISC_FN float disc_fminf(float a, float b) { return a != a || b != b ? DISC_NAN : a < b ? a : b; }\n"
     "DISC_FN double disc_fmax(double a, double b) { return a != a || b != b ? DISC_NAN : a > b ? a : b; }\n"
     "DISC_FN double disc_fmin(double a, double b) { return a != a || b != b ? DISC_NAN : a < b ? a : b; }\n"
+    "/* atomic combines into global memory (a column split's parts): a loop of\n"
+    "   compare-and-swap, so max and min propagate NaN as above */\n"
+    "#define DISC_ATOMIC(name, T, U, cas, t2u, u2t, expr) \\\n"
+    "    DISC_FN void name(T *p, T v) \\\n"
+    "    { \\\n"
+    "        U o = t2u(*p), a; \\\n"
+    "        do { \\\n"
+    "            a = o; \\\n"
+    "            T x = u2t(a); \\\n"
+    "            o = cas((U *)p, a, t2u(expr)); \\\n"
+    "        } while (o != a); \\\n"
+    "    }\n"
+    "DISC_ATOMIC(disc_atomic_addf, float, uint32_t, disc_cas32, disc_f2u, disc_u2f, x + v)\n"
+    "DISC_ATOMIC(disc_atomic_maxf, float, uint32_t, disc_cas32, disc_f2u, disc_u2f, disc_fmaxf(x, v))\n"
+    "DISC_ATOMIC(disc_atomic_minf, float, uint32_t, disc_cas32, disc_f2u, disc_u2f, disc_fminf(x, v))\n"
+    "DISC_ATOMIC(disc_atomic_add, double, uint64_t, disc_cas64, disc_d2u, disc_u2d, x + v)\n"
+    "DISC_ATOMIC(disc_atomic_max, double, uint64_t, disc_cas64, disc_d2u, disc_u2d, disc_fmax(x, v))\n"
+    "DISC_ATOMIC(disc_atomic_min, double, uint64_t, disc_cas64, disc_d2u, disc_u2d, disc_fmin(x, v))\n"
     "/* floored modulo; a zero result takes the divisor's sign */\n"
     "DISC_FN float disc_fmodf(float a, float b)\n"
     "{\n"
@@ -343,9 +507,10 @@ static char prelude_text[3][32768];
 static void prelude_init(void)
 {
     int n[3];
-    n[GPU_CUDA] = snprintf(prelude_text[GPU_CUDA], sizeof prelude_text[0], "%s%s", prelude_cuda, prelude_common);
-    n[GPU_HIP] = snprintf(prelude_text[GPU_HIP], sizeof prelude_text[0], "%s%s%s", prelude_hip, prelude_common,
-                          tail_hip);
+    n[GPU_CUDA] = snprintf(prelude_text[GPU_CUDA], sizeof prelude_text[0], "%s%s%s", prelude_cuda, prelude_shfl,
+                           prelude_common);
+    n[GPU_HIP] = snprintf(prelude_text[GPU_HIP], sizeof prelude_text[0], "%s%s%s%s", prelude_hip, prelude_shfl,
+                          prelude_common, tail_hip);
     n[GPU_EMU] = snprintf(prelude_text[GPU_EMU], sizeof prelude_text[0], "%s%s%s", prelude_emu, prelude_common,
                           tail_emu);
     for (int i = 0; i < 3; i++) /* the texts are constants: too long is a bug, caught by any test */

@@ -35,12 +35,18 @@ endforeach()
 # cpu backend. A file the GPU path does not take yet (reductions, library
 # calls) is skipped (exit 77) with the located "not supported on cuda yet"
 # error as the reason.
-foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU})
+# Each at warps of 32 lanes (gpu-emu/...) and of 64 (gpu-emu64/..., the
+# emulator as a wave-64 AMD GPU); tests/gpu holds files for the GPU's
+# run-time variants (shapes on both sides of each choice).
+file(GLOB DISC_GPU_VARIANTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/*.disc)
+foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU} ${DISC_GPU_VARIANTS})
   get_filename_component(name ${f} NAME_WE)
   get_filename_component(dir ${f} DIRECTORY)
   get_filename_component(dir ${dir} NAME)
   add_test(NAME gpu-emu/${dir}/${name} COMMAND test_interp --emu ${f})
   set_tests_properties(gpu-emu/${dir}/${name} PROPERTIES LABELS gpu-emu SKIP_RETURN_CODE 77)
+  add_test(NAME gpu-emu64/${dir}/${name} COMMAND test_interp --emu64 ${f})
+  set_tests_properties(gpu-emu64/${dir}/${name} PROPERTIES LABELS gpu-emu SKIP_RETURN_CODE 77)
 endforeach()
 # The model tests (tests/models) on the emulator against ONNX Runtime's
 # outputs, as model/NAME/cpu runs them; skipped where the model needs what
@@ -50,9 +56,12 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
   file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
   if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
     get_filename_component(name ${dir} NAME)
-    add_test(NAME gpu-emu/model/${name} COMMAND dcc check ${dir} --backend cuda-emu --atol 1e-5)
-    set_tests_properties(gpu-emu/model/${name} PROPERTIES LABELS "gpu-emu;model"
-                         SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
+    foreach(emu cuda-emu cuda-emu64)
+      string(REPLACE "cuda-" "gpu-" t ${emu})
+      add_test(NAME ${t}/model/${name} COMMAND dcc check ${dir} --backend ${emu} --atol 1e-5)
+      set_tests_properties(${t}/model/${name} PROPERTIES LABELS "gpu-emu;model"
+                           SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
+    endforeach()
   endif()
 endforeach()
 # ONNX's node tests on the emulator: every test the interpreter must pass

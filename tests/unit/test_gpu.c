@@ -23,6 +23,7 @@
 #include "tests/unit/check.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,14 @@ static void test_source(void)
      * buffers, then the one symbol it reads */
     CHECK_MSG(strstr(s.p, "DISC_KERNEL void disc_k0(const uint16_t *b0, float *b1, int64_t s1)"), "%s", s.p);
     CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
-    /* the reduction: a block per row, a tree in shared memory */
-    CHECK_MSG(strstr(s.p, "__shared__ float r0[256];") && strstr(s.p, "__syncthreads();"), "%s", s.p);
+    /* the reduction: a warp per row or a block per row, as the host flow
+     * says in the last parameter (the row's length is symbolic); a
+     * butterfly of shuffles in each warp, the block's warps' partials
+     * through shared memory */
+    CHECK_MSG(strstr(s.p, "int64_t s0, int64_t s1, int64_t var)") && strstr(s.p, "if ((var & 1) == 0) {") &&
+              strstr(s.p, "/* a row per warp */") && strstr(s.p, "/* a row per block */"), "%s", s.p);
+    CHECK_MSG(strstr(s.p, "DISC_SHFL_XOR(") && strstr(s.p, "__shared__ float r0[8];") &&
+              strstr(s.p, "__syncthreads();"), "%s", s.p);
     /* the dot: a thread per element, a loop over the contracted dim; the
      * pool a loop over its taps */
     CHECK_MSG(strstr(s.p, "/* disc_k2: library group"), "%s", s.p);
@@ -139,7 +146,7 @@ static const char emu_src[] =
     "    DISC_AT(y, threadIdx.x, 256) = DISC_SH(t, 255 - threadIdx.x);\n"
     "}\n"
     "static void rev_thread(void **a) { rev((const float *)a[0], (float *)a[1], *(int *)a[2], *(int *)a[3]); }\n"
-    "void rev_emu(int64_t begin, int64_t end, void *args) { disc_emu_run(begin, end, 1, 256, rev_thread, (void **)args, \"rev\"); }\n";
+    "void rev_emu(int64_t begin, int64_t end, void *args) { disc_emu_run(begin, end, 1, 256, 0, rev_thread, (void **)args, \"rev\"); }\n";
 
 typedef void EmuFn(int64_t, int64_t, void *);
 
@@ -187,7 +194,7 @@ static bool rev_aborts(EmuFn *fn, int split, const char *msg)
 static void test_emu_barriers(void)
 {
     Diag d = {0};
-    void *lib = gpu_emu_load(emu_src, &d);
+    void *lib = gpu_emu_load(emu_src, 32, &d);
     CHECK_MSG(lib, "%s", d.msg);
     if (!lib)
         return;
@@ -201,6 +208,220 @@ static void test_emu_barriers(void)
         CHECK(rev_aborts(fn, 2, "wait at different barriers"));
     }
     dlclose(lib);
+}
+
+/* The emulator's shuffles: a butterfly sum over each warp (every lane
+ * ends with its warp's sum) at warps of 32 and 64 lanes; a shuffle some
+ * lanes skip, or lanes at different shuffles, are reported; dynamic
+ * shared memory is checked against the launch's size. */
+static const char shfl_src[] =
+    "DISC_KERNEL void bfly(const float *x, float *y, int mode)\n"
+    "{\n"
+    "    float v = DISC_AT(x, threadIdx.x, 256);\n"
+    "    if (mode == 3) {\n"
+    "        DISC_DSH(float, threadIdx.x) = v;\n"
+    "        v = DISC_DSH(float, 255 - threadIdx.x);\n"
+    "    }\n"
+    "    for (int o = DISC_WARP / 2; o > 0; o >>= 1) {\n"
+    "        if (mode == 1 && threadIdx.x % DISC_WARP == 5)\n"
+    "            return;\n"
+    "        if (mode == 2 && threadIdx.x % DISC_WARP == 5)\n"
+    "            v += DISC_SHFL_XOR(v, o);\n"
+    "        else\n"
+    "            v += DISC_SHFL_XOR(v, o);\n"
+    "    }\n"
+    "    DISC_AT(y, threadIdx.x, 256) = v;\n"
+    "}\n"
+    "static void bfly_thread(void **a) { bfly((const float *)a[0], (float *)a[1], *(int *)a[2]); }\n"
+    "void bfly_emu(int64_t begin, int64_t end, void *args)\n"
+    "{\n"
+    "    int mode = *(int *)((void **)args)[2];\n"
+    "    disc_emu_run(begin, end, 1, 256, mode == 3 ? 128 * 4 : 0, bfly_thread, (void **)args, \"bfly\");\n"
+    "}\n";
+
+/* bfly's run in mode (in a child for a mode that must stop the process):
+ * the lanes whose sum is wrong, or -1 if stopped with msg on stderr. */
+static int bfly_run(EmuFn *fn, int warp, int mode, const char *msg)
+{
+    float x[256], y[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = (float)(i % 7);
+    void *args[3] = {x, y, &mode};
+    if (!msg) {
+        fn(0, 1, args);
+        int wrong = 0;
+        for (int i = 0; i < 256; i++) {
+            float sum = 0;
+            for (int l = 0; l < warp; l++)
+                sum += x[i / warp * warp + l];
+            wrong += y[i] != sum;
+        }
+        return wrong;
+    }
+    int fd[2];
+    if (pipe(fd))
+        return -2;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        fn(0, 1, args);
+        _exit(0);
+    }
+    close(fd[1]);
+    char buf[512] = "";
+    ssize_t n = read(fd[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    bool ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(buf, msg);
+    if (!ok)
+        fprintf(stderr, "bfly mode %d: status %d, stderr: %s\n", mode, st, buf);
+    return ok ? -1 : -2;
+}
+
+static void test_emu_shuffles(void)
+{
+    for (int warp = 32; warp <= 64; warp *= 2) {
+        Diag d = {0};
+        void *lib = gpu_emu_load(shfl_src, warp, &d);
+        CHECK_MSG(lib, "%s", d.msg);
+        if (!lib)
+            return;
+        EmuFn *fn = (EmuFn *)(uintptr_t)dlsym(lib, "bfly_emu");
+        CHECK(fn);
+        if (fn) {
+            CHECK_MSG(bfly_run(fn, warp, 0, NULL) == 0, "warp %d", warp);
+            CHECK(bfly_run(fn, warp, 1, "lanes of the warp ended while this one waits at a shuffle") == -1);
+            CHECK(bfly_run(fn, warp, 2, "wait at different shuffles") == -1);
+            CHECK(bfly_run(fn, warp, 3, "out of bounds [0, 128)") == -1);
+        }
+        dlclose(lib);
+    }
+}
+
+/* The row template's run-time variants on the emulator, and that they
+ * can fail: a softmax's kernel (its module's source for the emulator)
+ * run directly on rows on both sides of each choice, right as generated,
+ * and wrong or stopped with a report once mutated: the barrier after the
+ * warps' partials removed (a block per row reads partials not written
+ * yet), a butterfly that skips its first step (a warp per row misses
+ * half its lanes), dynamic shared memory half the size the row needs
+ * (out of bounds). */
+static const char softmax_src[] = "graph @t(%x: f32[R, N]) {\n"
+                                  "  %mx = reduce(%x) {kind = max, axes = [1], keepdims = 1} : f32[R, 1]\n"
+                                  "  %sh = sub(%x, %mx) : f32[R, N]\n"
+                                  "  %ex = exp(%sh) : f32[R, N]\n"
+                                  "  %sm = reduce(%ex) {kind = sum, axes = [1], keepdims = 1} : f32[R, 1]\n"
+                                  "  %p = div(%ex, %sm) : f32[R, N]\n"
+                                  "  return %p\n"
+                                  "}\n";
+
+/* src with the first occurrence of from (after the text at) replaced by
+ * to; NULL where there is none. */
+static char *mutate(const char *src, const char *at, const char *from, const char *to)
+{
+    const char *a = at ? strstr(src, at) : src;
+    const char *p = a ? strstr(a, from) : NULL;
+    if (!p)
+        return NULL;
+    size_t n = strlen(src) - strlen(from) + strlen(to) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%.*s%s%s", (int)(p - src), src, to, p + strlen(from));
+    return s;
+}
+
+/* The softmax kernel of src (at warps of warp lanes) on rows x rows of n
+ * (one block's worth: the launch's grid is 1): the elements off by more
+ * than 1e-5, or -1 if the process was stopped (a report on stderr, kept
+ * in msg). */
+static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char *msg, size_t size)
+{
+    int fd[2];
+    if (pipe(fd))
+        return -2;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        Diag d = {0};
+        void *lib = gpu_emu_load(src, warp, &d);
+        EmuFn *fn = lib ? (EmuFn *)(uintptr_t)dlsym(lib, "disc_k0_emu") : NULL;
+        float *x = malloc((size_t)(rows * n) * sizeof *x), *y = malloc((size_t)(rows * n) * sizeof *y);
+        if (!fn || !x || !y) {
+            fprintf(stderr, "cannot run: %s\n", d.msg);
+            _exit(3);
+        }
+        for (int64_t i = 0; i < rows * n; i++)
+            x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        int64_t s[2] = {rows, n};
+        void *args[3] = {x, y, s};
+        fn(0, 1, args);
+        int wrong = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < n; j++)
+                mx = x[r * n + j] > mx ? x[r * n + j] : mx;
+            for (int64_t j = 0; j < n; j++)
+                sum += exp(x[r * n + j] - mx);
+            for (int64_t j = 0; j < n; j++)
+                wrong += fabs(y[r * n + j] - exp(x[r * n + j] - mx) / sum) > 1e-5;
+        }
+        _exit(wrong > 100 ? 100 : wrong);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], msg, size - 1);
+    msg[got > 0 ? got : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFSIGNALED(st) ? -1 : WEXITSTATUS(st);
+}
+
+static void test_row_mutations(void)
+{
+    GpuStr s = {0};
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang("softmax.disc", softmax_src, GPU_EMU, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1, "%s", d.msg);
+    if (!ok)
+        return;
+    char msg[512];
+    /* rows of a warp (8 and 4 rows a block at 32 and 64 lanes: a grid of
+     * 1), of a block kept in shared memory (1 row), read again */
+    static const int64_t shapes[][2] = {{4, 1}, {4, 100}, {4, 1024}, {1, 1025}, {1, 10240}, {1, 10241}};
+    for (int warp = 32; warp <= 64; warp *= 2)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            int w = softmax_run(s.p, warp, shapes[i][0], shapes[i][1], msg, sizeof msg);
+            CHECK_MSG(w == 0, "warp %d, %lld x %lld: %d wrong: %s", warp, (long long)shapes[i][0],
+                      (long long)shapes[i][1], w, msg);
+        }
+    /* the barrier after the warps' partials of the sum (those of the max
+     * are alike: every warp's is the row's) */
+    char *m = mutate(s.p, "DISC_SH(r1, ", "__syncthreads();\n", "\n");
+    CHECK(m);
+    if (m)
+        CHECK_MSG(softmax_run(m, 32, 1, 2000, msg, sizeof msg) > 0, "%s", msg);
+    free(m);
+    /* a butterfly that leaves out its first step */
+    m = mutate(s.p, "/* a row per warp */", "DISC_WARP / 2;", "DISC_WARP / 4;");
+    CHECK(m);
+    if (m) {
+        CHECK_MSG(softmax_run(m, 32, 4, 100, msg, sizeof msg) > 0, "%s", msg);
+        CHECK_MSG(softmax_run(m, 64, 4, 100, msg, sizeof msg) > 0, "%s", msg);
+    }
+    free(m);
+    /* dynamic shared memory half the rows' size */
+    m = mutate(s.p, "disc_emu_run(begin, end, ", ", 256, ", ", 256, 0.5 * ");
+    CHECK(m);
+    if (m) {
+        CHECK_MSG(softmax_run(m, 32, 8, 1024, msg, sizeof msg) == -1 && strstr(msg, "dynamic shared memory["), "%s", msg);
+        CHECK_MSG(softmax_run(m, 64, 1, 10240, msg, sizeof msg) == -1 && strstr(msg, "dynamic shared memory["), "%s",
+                  msg);
+    }
+    free(m);
+    gpu_str_free(&s);
 }
 
 /* ptxas's report on one module: false (with the kernel named) if a kernel
@@ -304,5 +525,7 @@ int main(int argc, char **argv)
         return compile_files(argv[2], argv + 3, argc - 3);
     test_source();
     test_emu_barriers();
+    test_emu_shuffles();
+    test_row_mutations();
     return check_done();
 }
