@@ -332,11 +332,13 @@ static char *mutate(const char *src, const char *at, const char *from, const cha
     return s;
 }
 
-/* The softmax kernel of src (at warps of warp lanes) on rows x rows of n
- * (one block's worth: the launch's grid is 1): the elements off by more
- * than 1e-5, or -1 if the process was stopped (a report on stderr, kept
- * in msg). */
-static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char *msg, size_t size)
+/* Runs body (which launches disc_k0 of src, compiled at warps of warp
+ * lanes, and returns how many elements are wrong) in a child process:
+ * that count (at most 100), or -1 if the process was stopped (a report
+ * on stderr, kept in msg). */
+typedef int RunBody(EmuFn *fn, const int64_t *shape);
+
+static int emu_child(const char *src, int warp, RunBody *body, const int64_t *shape, char *msg, size_t size)
 {
     int fd[2];
     if (pipe(fd))
@@ -347,26 +349,11 @@ static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char 
         Diag d = {0};
         void *lib = gpu_emu_load(src, warp, &d);
         EmuFn *fn = lib ? (EmuFn *)(uintptr_t)dlsym(lib, "disc_k0_emu") : NULL;
-        float *x = malloc((size_t)(rows * n) * sizeof *x), *y = malloc((size_t)(rows * n) * sizeof *y);
-        if (!fn || !x || !y) {
+        if (!fn) {
             fprintf(stderr, "cannot run: %s\n", d.msg);
             _exit(3);
         }
-        for (int64_t i = 0; i < rows * n; i++)
-            x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
-        int64_t s[2] = {rows, n};
-        void *args[3] = {x, y, s};
-        fn(0, 1, args);
-        int wrong = 0;
-        for (int64_t r = 0; r < rows; r++) {
-            double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < n; j++)
-                mx = x[r * n + j] > mx ? x[r * n + j] : mx;
-            for (int64_t j = 0; j < n; j++)
-                sum += exp(x[r * n + j] - mx);
-            for (int64_t j = 0; j < n; j++)
-                wrong += fabs(y[r * n + j] - exp(x[r * n + j] - mx) / sum) > 1e-5;
-        }
+        int wrong = body(fn, shape);
         _exit(wrong > 100 ? 100 : wrong);
     }
     close(fd[1]);
@@ -376,6 +363,44 @@ static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char 
     int st = 0;
     waitpid(pid, &st, 0);
     return WIFSIGNALED(st) ? -1 : WEXITSTATUS(st);
+}
+
+static float *test_input(int64_t n)
+{
+    float *x = malloc((size_t)n * sizeof *x + 1);
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    return x;
+}
+
+/* The softmax kernel on shape[0] rows of shape[1] (one block's worth: the
+ * launch's grid is 1). */
+static int softmax_body(EmuFn *fn, const int64_t *shape)
+{
+    int64_t rows = shape[0], n = shape[1];
+    float *x = test_input(rows * n), *y = malloc((size_t)(rows * n) * sizeof *y + 1);
+    if (!x || !y)
+        return 100;
+    int64_t s[2] = {rows, n};
+    void *args[3] = {x, y, s};
+    fn(0, 1, args);
+    int wrong = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; j++)
+            mx = x[r * n + j] > mx ? x[r * n + j] : mx;
+        for (int64_t j = 0; j < n; j++)
+            sum += exp(x[r * n + j] - mx);
+        for (int64_t j = 0; j < n; j++)
+            wrong += fabs(y[r * n + j] - exp(x[r * n + j] - mx) / sum) > 1e-5;
+    }
+    return wrong;
+}
+
+static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char *msg, size_t size)
+{
+    int64_t shape[2] = {rows, n};
+    return emu_child(src, warp, softmax_body, shape, msg, size);
 }
 
 static void test_row_mutations(void)
@@ -420,6 +445,78 @@ static void test_row_mutations(void)
         CHECK_MSG(softmax_run(m, 64, 1, 10240, msg, sizeof msg) == -1 && strstr(msg, "dynamic shared memory["), "%s",
                   msg);
     }
+    free(m);
+    gpu_str_free(&s);
+}
+
+/* The column template's variants, and that they can fail: a column sum
+ * on tiles (at most 32 columns: one block) and split into parts (3
+ * columns of 1025 to 5000: 2 to 5 parts, a block each), right as
+ * generated; wrong once the barrier after the tile's partials is
+ * removed, once the parts store their results in place of adding them,
+ * and once the output is not filled with the identity first. */
+static const char colsum_src[] = "graph @t(%x: f32[L, C]) {\n"
+                                 "  %s = reduce(%x) {kind = sum, axes = [0], keepdims = 0} : f32[C]\n"
+                                 "  return %s\n"
+                                 "}\n";
+
+static int colsum_body(EmuFn *fn, const int64_t *shape)
+{
+    int64_t l = shape[0], c = shape[1];
+    float *x = test_input(l * c), *y = malloc((size_t)c * sizeof *y + 1);
+    if (!x || !y)
+        return 100;
+    for (int64_t j = 0; j < c; j++)
+        y[j] = 1e30f; /* what a buffer may hold before the kernel */
+    int64_t s[2] = {l, c};
+    void *args[3] = {x, y, s};
+    int64_t tiles = (c + 31) / 32, parts = (l + 1023) / 1024;
+    parts = parts > 64 ? 64 : parts;
+    bool split = tiles <= 32 && l > 1024;
+    fn(0, split ? tiles * parts : tiles, args);
+    int wrong = 0;
+    for (int64_t j = 0; j < c; j++) {
+        double sum = 0;
+        for (int64_t i = 0; i < l; i++)
+            sum += x[i * c + j];
+        wrong += fabs(y[j] - sum) > 1e-3;
+    }
+    return wrong;
+}
+
+static void test_col_mutations(void)
+{
+    GpuStr s = {0};
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang("colsum.disc", colsum_src, GPU_EMU, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1, "%s", d.msg);
+    if (!ok)
+        return;
+    CHECK_MSG(strstr(s.p, "/* a tile of 32 columns per block */") && strstr(s.p, "/* a tile's part per block */") &&
+              strstr(s.p, "disc_atomic_addf("), "%s", s.p);
+    char msg[512];
+    static const int64_t shapes[][2] = {{1, 1}, {300, 32}, {1024, 3}, {1025, 3}, {5000, 3}};
+    for (int warp = 32; warp <= 64; warp *= 2)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            int w = emu_child(s.p, warp, colsum_body, shapes[i], msg, sizeof msg);
+            CHECK_MSG(w == 0, "warp %d, %lld x %lld: %d wrong: %s", warp, (long long)shapes[i][0],
+                      (long long)shapes[i][1], w, msg);
+        }
+    static const int64_t tile[2] = {300, 32}, split[2] = {5000, 3};
+    char *m = mutate(s.p, "/* a tile of 32 columns per block */", "__syncthreads();\n", "\n");
+    CHECK(m && emu_child(m, 32, colsum_body, tile, msg, sizeof msg) > 0);
+    free(m);
+    /* (after the prelude: the kernel's atomic add becomes a store) */
+    size_t n = strlen(s.p) + 64;
+    m = malloc(n);
+    if (m) {
+        snprintf(m, n, "#define disc_atomic_addf(p, v) (*(p) = (v))\n%s", s.p);
+        CHECK(emu_child(m, 32, colsum_body, split, msg, sizeof msg) > 0);
+    }
+    free(m);
+    m = mutate(s.p, "void disc_k0_emu", "if (begin == 0 && (var & 1))", "if (0)");
+    CHECK(m && emu_child(m, 32, colsum_body, split, msg, sizeof msg) > 0);
     free(m);
     gpu_str_free(&s);
 }
@@ -527,5 +624,6 @@ int main(int argc, char **argv)
     test_emu_barriers();
     test_emu_shuffles();
     test_row_mutations();
+    test_col_mutations();
     return check_done();
 }
