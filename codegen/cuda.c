@@ -191,6 +191,10 @@ typedef struct Gk {
     V *cache_idx;      /* ... at this index of the row's pass */
     V cache_j;         /* ... which is this position in the row */
     int nshared;       /* reductions whose __shared__ partials are declared */
+    bool vec;          /* the vectorised loop: four elements a thread */
+    int vlane;         /* ... the element being written (0..3) */
+    V vi;              /* ... the vector's index (elements 4 vi .. 4 vi + 3) */
+    V *vload;          /* ... per buffer, its vector loaded in this iteration */
 } Gk;
 
 static V lit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -418,10 +422,31 @@ static void at(Gk *k, int b, V off, char *out, size_t size)
     snprintf(out, size, "DISC_AT(b%d, %s, %s)", b, off.s, n.s);
 }
 
+/* The vector type of four elements of a buffer's storage type: float4,
+ * ushort4, ...; NULL for 8-byte types (not vectorised). */
+static const char *vtype(DType dt)
+{
+    const char *t = stype(dt);
+    return !strcmp(t, "float") ? "float4" : !strcmp(t, "uint16_t") ? "ushort4" : !strcmp(t, "uint8_t") ? "uchar4"
+         : !strcmp(t, "int8_t") ? "char4" : !strcmp(t, "int16_t") ? "short4" : !strcmp(t, "int32_t") ? "int4"
+         : !strcmp(t, "uint32_t") ? "uint4" : NULL;
+}
+
+static const char *const vcomp[4] = {"x", "y", "z", "w"};
+
 static V load(Gk *k, int b, V off)
 {
     char a[200];
-    at(k, b, off, a, sizeof a);
+    if (k->vec && !strcmp(off.s, k->fi.s)) { /* a component of the buffer's vector, loaded once */
+        if (!k->vload[b].s[0]) {
+            V n = kdim(k, type_numel(&k->cg->g->dims, &k->bv[b]->type));
+            const char *vt = vtype(k->bv[b]->type.dtype);
+            k->vload[b] = let(k, vt, "DISC_V4(const %s, b%d, %s, %s)", vt, b, k->vi.s, n.s);
+        }
+        snprintf(a, sizeof a, "%s.%s", k->vload[b].s, vcomp[k->vlane]);
+    } else {
+        at(k, b, off, a, sizeof a);
+    }
     switch (k->bv[b]->type.dtype) {
     case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
     case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
@@ -1098,6 +1123,84 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
     }
     k->ind--;
     line(k, "}");
+}
+
+/* The vectorised loop (flat groups: every value at the flat index): a
+ * thread takes four elements, each buffer read and written as one vector
+ * (float4 for f32, ushort4 for f16, ...), under a guard the kernel tests
+ * once: the element count divisible by 4 (left out where shape analysis
+ * proves it) and every such buffer aligned to its vector's size; else the
+ * scalar loop. Not emitted where the count is proved not divisible, or a
+ * buffer's elements take 8 bytes. */
+static bool loop_vec_ok(Gk *k, Dim *numel, bool *divisible)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    Dim *r = dim_mod(cx, numel, dim_const(cx, 4));
+    if (!r || (dim_is_const(r) && r->c != 0) || (dim_is_const(numel) && numel->c < 4))
+        return false;
+    *divisible = dim_is(r, 0);
+    for (int b = 0; b < k->nb; b++)
+        if (type_numel(cx, &k->bv[b]->type) == numel && !vtype(k->bv[b]->type.dtype))
+            return false;
+    return true;
+}
+
+static void loop_vec(Gk *k, Dim *numel, bool divisible)
+{
+    const Group *grp = k->grp;
+    DimCtx *cx = &k->cg->g->dims;
+    V n = kdim(k, numel);
+    char guard[1024] = "";
+    size_t gn = 0;
+    if (!divisible)
+        gn = (size_t)snprintf(guard, sizeof guard, "%s %% 4 == 0", n.s);
+    for (int b = 0; b < k->nb && gn < sizeof guard; b++)
+        if (type_numel(cx, &k->bv[b]->type) == numel)
+            gn += (size_t)snprintf(guard + gn, sizeof guard - gn, "%s((unsigned long long)b%d & %d) == 0",
+                                   gn ? " && " : "", b, 4 * (int)dtype_size(k->bv[b]->type.dtype) - 1);
+    line(k, "if (%s) { /* four elements a thread */", guard);
+    k->ind++;
+    V n4 = kdim(k, dim_floordiv(cx, numel, dim_const(cx, 4)));
+    int iv = k->nv++;
+    line(k, "for (int64_t v%d = DISC_TID; v%d < %s; v%d += DISC_NTHREADS) {", iv, iv, n4.s, iv);
+    k->ind++;
+    V vload[k->nb + 1];
+    memset(vload, 0, sizeof vload);
+    k->vec = k->flat = true;
+    k->vi = lit("v%d", iv);
+    k->fi = lit("(4 * v%d)", iv); /* a marker: load() reads the lane's component */
+    k->vload = vload;
+    V val[grp->nouts + 1][4];
+    for (int l = 0; l < 4; l++) {
+        k->vlane = l;
+        for (int o = 0; o < grp->nouts; o++)
+            val[o][l] = gelem(k, grp->outs[o], NULL);
+    }
+    k->vec = k->flat = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        int b = buf_of(k, grp->outs[o]);
+        DType dt = grp->outs[o]->type.dtype;
+        const char *vt = vtype(dt);
+        int r = k->nv++;
+        line(k, "%s v%d;", vt, r);
+        for (int l = 0; l < 4; l++) {
+            const char *x = val[o][l].s;
+            if (dt == DT_F16)
+                line(k, "v%d.%s = disc_f2h(%s);", r, vcomp[l], x);
+            else if (dt == DT_BF16)
+                line(k, "v%d.%s = disc_f2bf(%s);", r, vcomp[l], x);
+            else if (dt == DT_BOOL)
+                line(k, "v%d.%s = (uint8_t)%s;", r, vcomp[l], x);
+            else
+                line(k, "v%d.%s = %s;", r, vcomp[l], x);
+        }
+        line(k, "DISC_V4(%s, b%d, v%d, %s) = v%d;", vt, b, iv, n.s, r);
+    }
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "} else {");
+    k->ind++;
 }
 
 /* ---- the row-reduction template ------------------------------------------------ *
@@ -1804,11 +1907,20 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     int np = reduce ? 0 : cg_broadcast_pairs(cg, grp, x, r, 64);
     k.ind = 1;
     Dim *one = dim_const(cx, 1);
+    bool vec = false;
     gk->grid = NULL;
     if (reduce) {
         reduce_body(&k, gk, grid_max, warp);
     } else if (np == 0) {
+        bool divisible = false;
+        vec = flat && rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);
+        if (vec)
+            loop_vec(&k, numel, divisible);
         loop_body(&k, rt, numel, flat);
+        if (vec) {
+            k.ind--;
+            line(&k, "}");
+        }
     } else { /* speculation: the variant without broadcasting where every pair is equal */
         char same[1024] = "true";
         size_t n = 4;
@@ -1829,10 +1941,12 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         k.ind--;
         line(&k, "}");
     }
-    /* the launch: enough blocks for one element per thread, at most grid_max */
+    /* the launch: enough blocks for one element per thread (four where the
+     * loop may be vectorised), at most grid_max */
     if (!gk->grid)
         gk->grid = rt->rank == 0 ? one
-             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK)), dim_const(cx, grid_max)), one);
+             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK * (vec ? 4 : 1))),
+                                   dim_const(cx, grid_max)), one);
     gk->block = GPU_BLOCK;
     gk->nbufs = k.nb;
     gk->syms = malloc(((size_t)cx->nsyms + 1) * sizeof *gk->syms);

@@ -17,6 +17,8 @@
  * (this thread's index in the grid and the grid's size), DISC_AT(p, i, n)
  * (element i of buffer p of n elements), DISC_SH(p, i) (of a __shared__
  * array), DISC_DSH(T, i) (element i of dynamic shared memory as T),
+ * DISC_V4(T4, p, i, n) (vector i of four elements of buffer p, as float4,
+ * ushort4, ...: bounds- and alignment-checked on the emulator),
  * DISC_WARP (lanes of a warp: 32 on CUDA, the wavefront on HIP, 32 or 64
  * on the emulator as it was compiled), DISC_SHFL_XOR(x, o) (x of the lane
  * whose index is this one's xor o, every lane of the warp taking part:
@@ -59,7 +61,9 @@ static const char prelude_cuda[] =
     "#define disc_u2d(x) __longlong_as_double((long long)(x))\n"
     "/* dynamic shared memory: its size is the launch's */\n"
     "extern __shared__ __align__(16) unsigned char disc_smem[];\n"
-    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n";
+    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n"
+    "/* vector i (elements 4i .. 4i + 3) of buffer p of n elements, as T4 (float4, ...) */\n"
+    "#define DISC_V4(T4, p, i, n) ((T4 *)(p))[i]\n";
 
 static const char prelude_hip[] =
     "/* disc_hip.h: the prelude of disc's HIP kernels (HIPRTC) */\n"
@@ -92,7 +96,8 @@ static const char prelude_hip[] =
     "DISC_FN uint64_t disc_d2u(double f) { return __builtin_bit_cast(uint64_t, f); }\n"
     "DISC_FN double disc_u2d(uint64_t u) { return __builtin_bit_cast(double, u); }\n"
     "extern __shared__ __attribute__((aligned(16))) unsigned char disc_smem[];\n"
-    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n";
+    "#define DISC_DSH(T, i) ((T *)disc_smem)[i]\n"
+    "#define DISC_V4(T4, p, i, n) ((T4 *)(p))[i]\n";
 
 /* The emulator's: C for the host compiler (emu.c), after a definition of
  * DISC_WARP (32 or 64). A block's threads are fibers that take turns in a
@@ -144,7 +149,28 @@ static const char prelude_emu[] =
     "    }\n"
     "    return i;\n"
     "}\n"
-    "#define DISC_AT(p, i, n) (p)[disc_emu_at((i), (n), #p, __func__, __LINE__)]\n"    "/* a __shared__ array, checked against its declared size */\n"
+    "#define DISC_AT(p, i, n) (p)[disc_emu_at((i), (n), #p, __func__, __LINE__)]\n"
+    "/* vectors of four elements, aligned to their size as on a GPU */\n"
+    "#define DISC_VEC4(name, T, align) typedef struct { T x, y, z, w; } __attribute__((aligned(align))) name;\n"
+    "DISC_VEC4(float4, float, 16) DISC_VEC4(int4, int32_t, 16) DISC_VEC4(uint4, uint32_t, 16)\n"
+    "DISC_VEC4(short4, int16_t, 8) DISC_VEC4(ushort4, uint16_t, 8) DISC_VEC4(char4, int8_t, 4)\n"
+    "DISC_VEC4(uchar4, uint8_t, 4)\n"
+    "static int64_t disc_emu_v4(int64_t i, int64_t n, const void *p, size_t size, const char *buf, const char *fn,\n"
+    "                           int line)\n"
+    "{\n"
+    "    char what[200];\n"
+    "    if (i < 0 || 4 * i + 3 >= n) {\n"
+    "        snprintf(what, sizeof what, \"%s[%lld .. %lld] out of bounds [0, %lld)\", buf, 4 * (long long)i,\n"
+    "                 4 * (long long)i + 3, (long long)n);\n"
+    "        disc_emu_fail(what, fn, line);\n"
+    "    }\n"
+    "    if ((uintptr_t)p % size) {\n"
+    "        snprintf(what, sizeof what, \"%s: a vector of %zu bytes at a misaligned address\", buf, size);\n"
+    "        disc_emu_fail(what, fn, line);\n"
+    "    }\n"
+    "    return i;\n"
+    "}\n"
+    "#define DISC_V4(T4, p, i, n) ((T4 *)(p))[disc_emu_v4((i), (n), (p), sizeof(T4), #p, __func__, __LINE__)]\n"    "/* a __shared__ array, checked against its declared size */\n"
     "#define DISC_SH(p, i) DISC_AT(p, i, (int64_t)(sizeof(p) / sizeof((p)[0])))\n"
     "/* ---- threads as fibers: a block's threads take turns on one OS thread,\n"
     "   each on its own stack, switching at __syncthreads (and when done) ---- */\n"

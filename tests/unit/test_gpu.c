@@ -521,6 +521,60 @@ static void test_col_mutations(void)
     gpu_str_free(&s);
 }
 
+/* The vectorised loop and its guard: an exp over N elements runs as
+ * vectors where N % 4 == 0 and the buffers are aligned (16 bytes), as
+ * scalars where not (the input one element off its alignment, or 7
+ * elements); wrong or stopped with a report once mutated: the vector
+ * loop starting at the second vector (the vectors do run), the alignment
+ * test removed (a misaligned vector), the divisibility test removed (the
+ * last N % 4 elements left out). shape: N, the input's offset in
+ * elements. */
+static const char exp_src[] = "graph @t(%x: f32[N]) {\n"
+                              "  %y = exp(%x) : f32[N]\n"
+                              "  return %y\n"
+                              "}\n";
+
+static int exp_body(EmuFn *fn, const int64_t *shape)
+{
+    int64_t n = shape[0];
+    float *x = test_input(n + 4), *y = malloc((size_t)n * sizeof *y + 16);
+    if (!x || !y)
+        return 100;
+    int64_t s[1] = {n};
+    void *args[3] = {x + shape[1], y, s};
+    fn(0, 1, args);
+    int wrong = 0;
+    for (int64_t i = 0; i < n; i++)
+        wrong += fabs(y[i] - exp(x[shape[1] + i])) > 1e-5 * exp(x[shape[1] + i]);
+    return wrong;
+}
+
+static void test_vec_mutations(void)
+{
+    GpuStr s = {0};
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang("exp.disc", exp_src, GPU_EMU, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1, "%s", d.msg);
+    if (!ok)
+        return;
+    char msg[512];
+    static const int64_t aligned[2] = {1024, 0}, off[2] = {1024, 1}, seven[2] = {7, 0};
+    CHECK_MSG(emu_child(s.p, 32, exp_body, aligned, msg, sizeof msg) == 0, "%s", msg);
+    CHECK_MSG(emu_child(s.p, 32, exp_body, off, msg, sizeof msg) == 0, "%s", msg);
+    CHECK_MSG(emu_child(s.p, 32, exp_body, seven, msg, sizeof msg) == 0, "%s", msg);
+    char *m = mutate(s.p, "/* four elements a thread */", "DISC_TID;", "DISC_TID + 1;");
+    CHECK(m && emu_child(m, 32, exp_body, aligned, msg, sizeof msg) > 0);
+    free(m);
+    m = mutate(s.p, "DISC_KERNEL", "((unsigned long long)b0 & 15) == 0 && ", "");
+    CHECK(m && emu_child(m, 32, exp_body, off, msg, sizeof msg) == -1 && strstr(msg, "misaligned"));
+    free(m);
+    m = mutate(s.p, "DISC_KERNEL", "s0 % 4 == 0 && ", "");
+    CHECK(m && emu_child(m, 32, exp_body, seven, msg, sizeof msg) > 0);
+    free(m);
+    gpu_str_free(&s);
+}
+
 /* ptxas's report on one module: false (with the kernel named) if a kernel
  * spills registers or takes more static shared memory than a block may
  * (48 KiB); the most registers and shared bytes of any kernel. */
@@ -625,5 +679,6 @@ int main(int argc, char **argv)
     test_emu_shuffles();
     test_row_mutations();
     test_col_mutations();
+    test_vec_mutations();
     return check_done();
 }
