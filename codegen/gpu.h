@@ -10,7 +10,8 @@
  *   prelude.c  the text the kernels are compiled after, per target: CUDA,
  *            HIP and the emulator's differ only there
  *   nvrtc.c  NVRTC and HIPRTC, loaded with dlopen: the module's source to
- *            CUBIN or PTX, or to an AMD code object
+ *            CUBIN or PTX, or to an AMD code object, through the on-disk
+ *            cache of compiled code (cache.h)
  *   emu.c    the cuda-emu target (a test instrument, not a user backend):
  *            the same source compiled by the host C compiler with a prelude
  *            that runs a block's threads on the CPU, bounds-checking every
@@ -131,6 +132,22 @@ const char *gpu_rtc_version(GpuLang lang, Diag *d);
  * object for arch (gfx90a, gfx908, gfx906, gfx1030; another name is
  * refused: HIP 5.2 aborts the process on some). As gpu_nvrtc_compile. */
 bool gpu_hiprtc_compile(const char *src, const char *name, const char *arch, char **out, size_t *n, Diag *d);
+/* What gpu_rtc_compile_cached did. */
+typedef struct GpuCacheInfo {
+    bool hit;          /* read from the cache, not compiled */
+    bool stored;       /* compiled and written to the cache */
+    double seconds;    /* the compile's (0 on a hit) */
+    char file[4200];   /* the cache file ("" when the cache is off) */
+    char note[256];    /* why the cache was not used or written, if so */
+} GpuCacheInfo;
+/* src compiled for arch as gpu_nvrtc_compile (lang GPU_CUDA; bin: CUBIN,
+ * else PTX) or gpu_hiprtc_compile (GPU_HIP) do, through the on-disk cache
+ * of the cpu-jit (cache.h; o's cache_dir and no_cache, DISC_CACHE_DIR,
+ * DISC_CACHE=0): a module compiled before with the same source, prelude,
+ * compiler version, target and disc build is read back. A cache that
+ * cannot be written is no error (ci->note says why). */
+bool gpu_rtc_compile_cached(const CgOpts *o, GpuLang lang, const char *src, const char *name, const char *arch,
+                            bool bin, char **out, size_t *n, GpuCacheInfo *ci, Diag *d);
 /* The CUDA driver, for a real cuda backend: false with an error naming
  * the library when it cannot be loaded. */
 bool gpu_cuda_driver_check(Diag *d);

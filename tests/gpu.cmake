@@ -5,7 +5,8 @@
 #   gpu-compile: every kernel of every test model compiled by NVRTC for
 #                sm_80 and sm_90, to CUBIN and to PTX, and by HIPRTC for
 #                gfx90a and gfx1030, one test per folder of models; skipped
-#                (exit 77) with the reason without NVRTC (HIPRTC)
+#                (exit 77) with the reason without NVRTC (HIPRTC); and the
+#                cache of compiled modules through dcc emit --stage cubin
 file(GLOB DISC_GPU_GOLDEN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/gpu/*.disc)
 foreach(f ${DISC_GPU_GOLDEN})
   get_filename_component(name ${f} NAME_WE)
@@ -29,6 +30,18 @@ foreach(set interp cpu models)
   add_test(NAME gpu-compile/hip/${set} COMMAND test_gpu --compile gfx90a,gfx1030 ${DISC_GPU_${up}})
   set_tests_properties(gpu-compile/hip/${set} PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
 endforeach()
+
+# The cache of compiled modules: dcc emit --stage cubin twice with a cache
+# directory of its own, the second read from the cache (skipped where NVRTC
+# cannot be loaded).
+if(NOT DISC_SANITIZE)
+  set(cdir ${CMAKE_BINARY_DIR}/gpu-cache-test)
+  add_test(NAME gpu-compile/cache
+           COMMAND sh -c "rm -rf ${cdir} && for i in 1 2; do DISC_CACHE_DIR=${cdir} $<TARGET_FILE:dcc> emit ${CMAKE_SOURCE_DIR}/tests/golden/gpu/layernorm.disc --stage cubin --arch sm_80 -v -o ${cdir}.cubin || exit 1; done")
+  set_tests_properties(gpu-compile/cache PROPERTIES LABELS gpu-compile
+                       PASS_REGULAR_EXPRESSION "compiled in [0-9]+ ms, stored in .*from the cache"
+                       SKIP_REGULAR_EXPRESSION "cannot load NVRTC")
+endif()
 
 # gpu-emu: the interpreter's test files and tests/cpu's on the emulator
 # (backend cuda-emu), against the interpreter, as label cpu runs them on the

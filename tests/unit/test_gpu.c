@@ -575,6 +575,66 @@ static void test_vec_mutations(void)
     gpu_str_free(&s);
 }
 
+/* The cache of compiled modules: a module compiled once is read back the
+ * second time (the same bytes), a module for another target or of other
+ * source is compiled again, and a cache file that was damaged is ignored
+ * and replaced. In a directory of its own under /tmp. */
+static void test_module_cache(void)
+{
+    Diag nd = {0};
+    if (!gpu_nvrtc_version(&nd)) {
+        printf("NVRTC not here, the cache of compiled modules not tried: %s\n", nd.msg);
+        return;
+    }
+    char dir[] = "/tmp/disc-gpu-cache-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(false, "%s", "cannot make a directory in /tmp");
+        return;
+    }
+    CgOpts o = {.cache_dir = dir};
+    const char *src = "#include \"disc_cuda.h\"\n"
+                      "DISC_KERNEL void k(float *y) { y[threadIdx.x] = 1.0f; }\n";
+    char *a = NULL, *b = NULL, *c = NULL;
+    size_t na = 0, nb = 0, nc = 0;
+    GpuCacheInfo ia, ib, ic;
+    Diag d = {0};
+    CHECK_MSG(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_80", true, &a, &na, &ia, &d), "%s", d.msg);
+    CHECK_MSG(!ia.hit && ia.stored && ia.seconds > 0, "%s", ia.note);
+    CHECK_MSG(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_80", true, &b, &nb, &ib, &d), "%s", d.msg);
+    CHECK(ib.hit && nb == na && a && b && !memcmp(a, b, na) && !strcmp(ia.file, ib.file));
+    free(b);
+    CHECK_MSG(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_90", true, &c, &nc, &ic, &d), "%s", d.msg);
+    CHECK(!ic.hit && strcmp(ic.file, ia.file));
+    free(c);
+    CHECK_MSG(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_80", false, &c, &nc, &ic, &d), "%s", d.msg);
+    CHECK(!ic.hit && strcmp(ic.file, ia.file) && nc > 0 && c && strstr(c, ".visible .entry k"));
+    free(c);
+    /* a byte of the file flipped: ignored, compiled again and replaced */
+    FILE *f = fopen(ia.file, "r+b");
+    CHECK(f);
+    if (f) {
+        fseek(f, -1, SEEK_END);
+        int ch = fgetc(f);
+        fseek(f, -1, SEEK_END);
+        fputc(ch ^ 0xff, f);
+        fclose(f);
+    }
+    CHECK_MSG(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_80", true, &b, &nb, &ib, &d), "%s", d.msg);
+    CHECK_MSG(!ib.hit && ib.stored && strstr(ib.note, "checksum") && nb == na, "%s", ib.note);
+    free(b);
+    CHECK(gpu_rtc_compile_cached(&o, GPU_CUDA, src, "k.cu", "sm_80", true, &b, &nb, &ib, &d) && ib.hit);
+    free(b);
+    /* the cache off: compiled, nothing written */
+    CgOpts off = {.no_cache = true};
+    CHECK(gpu_rtc_compile_cached(&off, GPU_CUDA, src, "k.cu", "sm_80", true, &b, &nb, &ib, &d) && !ib.hit &&
+          !ib.stored && !ib.file[0]);
+    free(b);
+    free(a);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* ptxas's report on one module: false (with the kernel named) if a kernel
  * spills registers or takes more static shared memory than a block may
  * (48 KiB); the most registers and shared bytes of any kernel. */
@@ -680,5 +740,6 @@ int main(int argc, char **argv)
     test_row_mutations();
     test_col_mutations();
     test_vec_mutations();
+    test_module_cache();
     return check_done();
 }
