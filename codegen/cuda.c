@@ -1819,6 +1819,206 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
     return true;
 }
 
+/* ---- the GEMM template ---------------------------------------------------------------- *
+ *
+ * A library group of a float dot (f32, f16, bf16: computed in f32; f64)
+ * whose other ops are an elementwise epilogue at the dot's own index
+ * (bias, activation, residual): the result seen as [B, I, J] (batch, lhs
+ * free, rhs free dims, each flattened) with the contracted dims as K. A
+ * block takes a tile of 64 x 64 results of one batch, its 256 threads 16
+ * x 16, each 4 x 4 results in registers; the K axis in steps of 16, the
+ * A and B tiles of a step staged in __shared__ memory (16 x 64 each, four
+ * elements a thread, neighbouring threads at neighbouring k of A and j of
+ * B; out of range: zeros) between two barriers. Each result accumulates
+ * its products in k order, as the interpreter and the thread-per-element
+ * template do, then the epilogue runs per result with the accumulator as
+ * the dot's value. Integer dots, and groups that read the dot elsewhere
+ * than at its own index, keep the thread-per-element template. */
+
+enum { GEMM_TILE = 64, GEMM_TK = 16 };
+
+/* The group's dot if the GEMM template takes the group. */
+static const Op *gemm_dot(Gk *k)
+{
+    const Group *grp = k->grp;
+    if (grp->kind != FUSE_LIBRARY)
+        return NULL;
+    const Op *dot = NULL;
+    for (int i = 0; i < grp->nops; i++)
+        if (grp->ops[i]->kind == OP_DOT) {
+            if (dot)
+                return NULL;
+            dot = grp->ops[i];
+        }
+    if (!dot)
+        return NULL;
+    const Type *dt = &dot->out[0]->type;
+    if (!is_f(dt->dtype) || dot->in[0]->type.dtype != dt->dtype || dot->in[1]->type.dtype != dt->dtype)
+        return NULL;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        if (op == dot || op->kind == OP_CONST)
+            continue;
+        OpCat cat = op_info(op->kind)->cat;
+        bool ew = cat == CAT_UNARY || cat == CAT_BINARY || op->kind == OP_CMP || op->kind == OP_SELECT ||
+                  op->kind == OP_CONVERT;
+        if (!ew || !type_same_dims(&op->out[0]->type, dt))
+            return NULL;
+        for (int j = 0; j < op->nin; j++)
+            if (in_group(k, op->in[j]) && op->in[j]->def->kind != OP_CONST && !type_same_dims(&op->in[j]->type, dt))
+                return NULL;
+    }
+    for (int o = 0; o < grp->nouts; o++)
+        if (!type_same_dims(&grp->outs[o]->type, dt))
+            return NULL;
+    return dot;
+}
+
+static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    const Attr *lb = op_attr(dot, "lhs_batch"), *rb = op_attr(dot, "rhs_batch");
+    const Attr *lc = op_attr(dot, "lhs_contract"), *rc = op_attr(dot, "rhs_contract");
+    Value *a = dot->in[0], *b = dot->in[1], *c = dot->out[0];
+    const Type *at = &a->type, *bt = &b->type, *ct = &c->type;
+    DType dt = ct->dtype;
+    const char *T = dt == DT_F64 ? "double" : "float";
+    /* the axes of A and B by role, the result's in its order (batch, lhs free, rhs free) */
+    int ab[MAX_RANK], bb[MAX_RANK], ac[MAX_RANK], bc[MAX_RANK], af[MAX_RANK], bf[MAX_RANK], cb[MAX_RANK],
+        ci[MAX_RANK], cj[MAX_RANK];
+    int nb = (int)lb->n, nc = (int)lc->n, naf = 0, nbf = 0;
+    bool role[2][MAX_RANK];
+    memset(role, 0, sizeof role);
+    for (int i = 0; i < nb; i++) {
+        ab[i] = (int)lb->ints[i];
+        bb[i] = (int)rb->ints[i];
+        role[0][ab[i]] = role[1][bb[i]] = true;
+        cb[i] = i;
+    }
+    for (int i = 0; i < nc; i++) {
+        ac[i] = (int)lc->ints[i];
+        bc[i] = (int)rc->ints[i];
+        role[0][ac[i]] = role[1][bc[i]] = true;
+    }
+    for (int i = 0; i < at->rank; i++)
+        if (!role[0][i])
+            af[naf++] = i;
+    for (int i = 0; i < bt->rank; i++)
+        if (!role[1][i])
+            bf[nbf++] = i;
+    for (int i = 0; i < naf; i++)
+        ci[i] = nb + i;
+    for (int i = 0; i < nbf; i++)
+        cj[i] = nb + naf + i;
+    Dim *Bd = prod_axes(cx, at, ab, nb), *Id = prod_axes(cx, at, af, naf), *Jd = prod_axes(cx, bt, bf, nbf);
+    Dim *Kd = prod_axes(cx, at, ac, nc);
+    Dim *tm = dim_ceildiv(cx, Id, dim_const(cx, GEMM_TILE)), *tn = dim_ceildiv(cx, Jd, dim_const(cx, GEMM_TILE));
+    Dim *ntiles = dim_mul(cx, Bd, dim_mul(cx, tm, tn));
+    gk->grid = dim_max(cx, dim_const(cx, 1), dim_min(cx, ntiles, dim_const(cx, grid_max)));
+    V Iv = kdim(k, Id), Jv = kdim(k, Jd), Kv = kdim(k, Kd), tmv = kdim(k, tm), tnv = kdim(k, tn);
+    V nt = kdim(k, ntiles);
+    gpu_str_printf(&k->shared, "    __shared__ %s ta[%d];\n    __shared__ %s tb[%d];\n", T, GEMM_TK * GEMM_TILE, T,
+                   GEMM_TK * GEMM_TILE);
+    int t = k->nv++;
+    line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a tile of 64 x 64 results */", t, t, nt.s,
+         t);
+    k->ind++;
+    V tnj = let(k, "int64_t", "v%d %% %s * %d", t, tnv.s, GEMM_TILE);
+    V tmi = let(k, "int64_t", "v%d / %s %% %s * %d", t, tnv.s, tmv.s, GEMM_TILE);
+    V bi = let(k, "int64_t", "v%d / %s / %s", t, tnv.s, tmv.s);
+    V tx = let(k, "int64_t", "threadIdx.x %% 16"), ty = let(k, "int64_t", "threadIdx.x / 16");
+    V bidx[MAX_RANK], xi[MAX_RANK], yi[MAX_RANK];
+    split_axes(k, ct, cb, nb, bi, bidx);
+    int acc = k->nv++;
+    line(k, "%s v%d[16];", T, acc);
+    line(k, "#pragma unroll");
+    line(k, "for (int q = 0; q < 16; q++)");
+    line(k, "    v%d[q] = 0;", acc);
+    int k0 = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d += %d) {", k0, k0, Kv.s, k0, GEMM_TK);
+    k->ind++;
+    int r = k->nv++;
+    line(k, "for (int v%d = 0; v%d < %d; v%d++) { /* four elements of each tile a thread */", r, r,
+         GEMM_TK * GEMM_TILE / GPU_BLOCK, r);
+    k->ind++;
+    V e = let(k, "int64_t", "threadIdx.x + v%d * %d", r, GPU_BLOCK);
+    /* A's element (b, i, k) */
+    V kk = let(k, "int64_t", "%s %% %d", e.s, GEMM_TK), mm = let(k, "int64_t", "%s / %d", e.s, GEMM_TK);
+    V ig = let(k, "int64_t", "%s + %s", tmi.s, mm.s), kg = let(k, "int64_t", "v%d + %s", k0, kk.s);
+    int xa = k->nv++;
+    line(k, "%s v%d = 0;", T, xa);
+    line(k, "if (%s < %s && %s < %s) {", ig.s, Iv.s, kg.s, Kv.s);
+    k->ind++;
+    for (int i = 0; i < nb; i++)
+        xi[ab[i]] = bidx[i];
+    split_axes(k, at, af, naf, ig, xi);
+    split_axes(k, at, ac, nc, kg, xi);
+    line(k, "v%d = %s;", xa, gelem(k, a, xi).s);
+    k->ind--;
+    line(k, "}");
+    line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_TILE, mm.s, xa);
+    /* B's element (b, k, j) */
+    V nn = let(k, "int64_t", "%s %% %d", e.s, GEMM_TILE), kb = let(k, "int64_t", "%s / %d", e.s, GEMM_TILE);
+    V jg = let(k, "int64_t", "%s + %s", tnj.s, nn.s), kgb = let(k, "int64_t", "v%d + %s", k0, kb.s);
+    int xb = k->nv++;
+    line(k, "%s v%d = 0;", T, xb);
+    line(k, "if (%s < %s && %s < %s) {", jg.s, Jv.s, kgb.s, Kv.s);
+    k->ind++;
+    for (int i = 0; i < nb; i++)
+        yi[bb[i]] = bidx[i];
+    split_axes(k, bt, bf, nbf, jg, yi);
+    split_axes(k, bt, bc, nc, kgb, yi);
+    line(k, "v%d = %s;", xb, gelem(k, b, yi).s);
+    k->ind--;
+    line(k, "}");
+    line(k, "DISC_SH(tb, %s * %d + %s) = v%d;", kb.s, GEMM_TILE, nn.s, xb);
+    k->ind--;
+    line(k, "}");
+    line(k, "__syncthreads();");
+    line(k, "#pragma unroll");
+    line(k, "for (int kk = 0; kk < %d; kk++) {", GEMM_TK);
+    line(k, "    %s x[4], y[4];", T);
+    line(k, "#pragma unroll");
+    line(k, "    for (int u = 0; u < 4; u++) {");
+    line(k, "        x[u] = DISC_SH(ta, kk * %d + %s * 4 + u);", GEMM_TILE, ty.s);
+    line(k, "        y[u] = DISC_SH(tb, kk * %d + %s * 4 + u);", GEMM_TILE, tx.s);
+    line(k, "    }");
+    line(k, "#pragma unroll");
+    line(k, "    for (int q = 0; q < 16; q++)");
+    line(k, "        v%d[q] += x[q / 4] * y[q %% 4];", acc);
+    line(k, "}");
+    line(k, "__syncthreads(); /* every thread has read the tiles: free for the next step */");
+    k->ind--;
+    line(k, "}");
+    /* the epilogue, per result, with the accumulator as the dot's value */
+    line(k, "#pragma unroll");
+    line(k, "for (int q = 0; q < 16; q++) {");
+    k->ind++;
+    V i = let(k, "int64_t", "%s + %s * 4 + q / 4", tmi.s, ty.s), j = let(k, "int64_t", "%s + %s * 4 + q %% 4", tnj.s,
+                                                                           tx.s);
+    line(k, "if (%s < %s && %s < %s) {", i.s, Iv.s, j.s, Jv.s);
+    k->ind++;
+    V idx[MAX_RANK], oidx[MAX_RANK];
+    memcpy(idx, bidx, sizeof(V) * (size_t)nb);
+    split_axes(k, ct, ci, naf, i, idx);
+    split_axes(k, ct, cj, nbf, j, idx);
+    V flat = ct->rank ? offset(k, ct, idx) : lit("0");
+    k->rv[0] = c;
+    k->rval[0] = lit("v%d[q]", acc);
+    k->nr = 1;
+    for (int o = 0; o < k->grp->nouts; o++) {
+        Value *ov = k->grp->outs[o];
+        store(k, buf_of(k, ov), flat, out_elem(k, ov, ct, idx, flat, oidx));
+    }
+    k->nr = 0;
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+}
+
 static void desc(GpuStr *s, const Group *grp)
 {
     for (int i = 0; i < grp->nops; i++)
@@ -1909,8 +2109,11 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     Dim *one = dim_const(cx, 1);
     bool vec = false;
     gk->grid = NULL;
+    const Op *dot = reduce ? NULL : gemm_dot(&k);
     if (reduce) {
         reduce_body(&k, gk, grid_max, warp);
+    } else if (dot) {
+        gemm_body(&k, dot, gk, grid_max);
     } else if (np == 0) {
         bool divisible = false;
         vec = flat && rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);

@@ -575,6 +575,66 @@ static void test_vec_mutations(void)
     gpu_str_free(&s);
 }
 
+/* The GEMM template: a matmul's kernel on sizes on both sides of the
+ * 64 x 64 tile and the 16-step (one tile: a grid of 1), right as
+ * generated; wrong once the barrier before the tiles are read is
+ * removed, or the one before they are written again, and stopped with a
+ * report when a tile's shared array is half its size. shape: M, K, N. */
+static const char mm_src[] = "graph @t(%a: f32[M, K], %b: f32[K, N]) {\n"
+                             "  %c = dot(%a, %b) {lhs_batch = [], rhs_batch = [], lhs_contract = [1], "
+                             "rhs_contract = [0]} : f32[M, N]\n"
+                             "  return %c\n"
+                             "}\n";
+
+static int mm_body(EmuFn *fn, const int64_t *shape)
+{
+    int64_t m = shape[0], kk = shape[1], n = shape[2];
+    float *a = test_input(m * kk), *b = test_input(kk * n + 5) + 5, *c = malloc((size_t)(m * n) * sizeof *c + 1);
+    if (!a || !b || !c)
+        return 100;
+    int64_t s[3] = {m, kk, n};
+    void *args[4] = {a, b, c, s};
+    fn(0, 1, args);
+    int wrong = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float sum = 0;
+            for (int64_t l = 0; l < kk; l++)
+                sum += a[i * kk + l] * b[l * n + j];
+            wrong += fabsf(c[i * n + j] - sum) > 1e-5f * (1 + fabsf(sum));
+        }
+    return wrong;
+}
+
+static void test_gemm_mutations(void)
+{
+    GpuStr s = {0};
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang("mm.disc", mm_src, GPU_EMU, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1 && strstr(s.p, "/* a tile of 64 x 64 results */"), "%s", d.msg);
+    if (!ok)
+        return;
+    char msg[512];
+    static const int64_t shapes[][3] = {{1, 1, 1}, {15, 16, 17}, {64, 17, 63}, {33, 40, 64}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int w = emu_child(s.p, 32, mm_body, shapes[i], msg, sizeof msg);
+        CHECK_MSG(w == 0, "%lld x %lld x %lld: %d wrong: %s", (long long)shapes[i][0], (long long)shapes[i][1],
+                  (long long)shapes[i][2], w, msg);
+    }
+    static const int64_t big[3] = {33, 40, 64};
+    char *m = mutate(s.p, "DISC_SH(tb, ", "__syncthreads();\n", "\n");
+    CHECK(m && emu_child(m, 32, mm_body, big, msg, sizeof msg) > 0);
+    free(m);
+    m = mutate(s.p, "DISC_KERNEL", "__syncthreads(); /* every thread has read the tiles", "/* (removed)");
+    CHECK(m && emu_child(m, 32, mm_body, big, msg, sizeof msg) > 0);
+    free(m);
+    m = mutate(s.p, "DISC_KERNEL", "__shared__ float ta[1024];", "__shared__ float ta[512];");
+    CHECK(m && emu_child(m, 32, mm_body, big, msg, sizeof msg) == -1 && strstr(msg, "ta["));
+    free(m);
+    gpu_str_free(&s);
+}
+
 /* The cache of compiled modules: a module compiled once is read back the
  * second time (the same bytes), a module for another target or of other
  * source is compiled again, and a cache file that was damaged is ignored
@@ -740,6 +800,7 @@ int main(int argc, char **argv)
     test_row_mutations();
     test_col_mutations();
     test_vec_mutations();
+    test_gemm_mutations();
     test_module_cache();
     return check_done();
 }
