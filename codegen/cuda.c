@@ -1328,7 +1328,6 @@ static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
     return true;
 }
 
-/* How a variant's threads share a row: a warp per row, or a block. */
 /* How a variant's threads share the rows (kept indices): a warp or a
  * block per row, or (the kept axes innermost: columns) a tile of 32
  * columns a block, whole or split over the reduced axis. */
@@ -1336,7 +1335,6 @@ typedef enum RowKind { ROWS_WARP, ROWS_BLOCK, COLS_TILE, COLS_SPLIT } RowKind;
 
 typedef struct Rows {
     RowKind kind;
-    bool warp;         /* a warp per row */
     V t, nt;           /* this thread's place among the row's threads, their number */
     V j0, jend;        /* the part of the row this thread's passes take: [j0 + t, jend) */
     V live;            /* a thread of a column tile has a column (a condition) */
@@ -1542,7 +1540,6 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
     R->j0 = lit("0");
     R->jend = mv;
     R->live = lit("true");
-    R->warp = R->kind == ROWS_WARP;
     if (R->kind == ROWS_WARP || R->kind == ROWS_BLOCK) {
         R->lane = let(k, "int64_t", "threadIdx.x %% DISC_WARP");
         R->wid = let(k, "int64_t", "threadIdx.x / DISC_WARP");
@@ -1586,7 +1583,7 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
     }
     k->ind++;
     bool keep = strcmp(R->keep.s, "false") != 0;
-    R->base = keep && R->warp ? let(k, "int64_t", "%s * %s", R->wid.s, mv.s) : lit("0");
+    R->base = keep && R->kind == ROWS_WARP ? let(k, "int64_t", "%s * %s", R->wid.s, mv.s) : lit("0");
     V idx[MAX_RANK];
     for (int i = 0; i < xt->rank; i++)
         idx[i] = lit("0");
