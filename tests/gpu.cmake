@@ -77,13 +77,17 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
     endforeach()
   endif()
 endforeach()
-# ONNX's node tests on the emulator: every test the interpreter must pass
-# (tests/conformance/expected_pass.txt) must pass there too.
+# ONNX's node tests on the emulator, at warps of 32 and of 64 lanes: every
+# test the interpreter must pass (tests/conformance/expected_pass.txt) must
+# pass there too.
 if(NOT DISC_SANITIZE)
-  add_test(NAME gpu-emu/node_tests
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
-                   --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cuda-emu)
-  set_tests_properties(gpu-emu/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+  foreach(emu cuda-emu cuda-emu64)
+    string(REPLACE "cuda-" "gpu-" t ${emu})
+    add_test(NAME ${t}/node_tests
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                     --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=${emu})
+    set_tests_properties(${t}/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+  endforeach()
 endif()
 # The cuda backend without a driver: one error naming the library, exit 3.
 # (Where libcuda.so.1 exists it says running on a GPU is not supported yet.)
