@@ -186,6 +186,15 @@ typedef struct Gk {
     Value **rv;        /* values computed once per row (reductions) */
     V *rval;
     int nr;
+    const struct Rows *rows; /* the row variant being written */
+    Value *cache_v;    /* the value kept in dynamic shared memory: read there */
+    V *cache_idx;      /* ... at this index of the row's pass */
+    V cache_j;         /* ... which is this position in the row */
+    int nshared;       /* reductions whose __shared__ partials are declared */
+    bool vec;          /* the vectorised loop: four elements a thread */
+    int vlane;         /* ... the element being written (0..3) */
+    V vi;              /* ... the vector's index (elements 4 vi .. 4 vi + 3) */
+    V *vload;          /* ... per buffer, its vector loaded in this iteration */
 } Gk;
 
 static V lit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -413,10 +422,31 @@ static void at(Gk *k, int b, V off, char *out, size_t size)
     snprintf(out, size, "DISC_AT(b%d, %s, %s)", b, off.s, n.s);
 }
 
+/* The vector type of four elements of a buffer's storage type: float4,
+ * ushort4, ...; NULL for 8-byte types (not vectorised). */
+static const char *vtype(DType dt)
+{
+    const char *t = stype(dt);
+    return !strcmp(t, "float") ? "float4" : !strcmp(t, "uint16_t") ? "ushort4" : !strcmp(t, "uint8_t") ? "uchar4"
+         : !strcmp(t, "int8_t") ? "char4" : !strcmp(t, "int16_t") ? "short4" : !strcmp(t, "int32_t") ? "int4"
+         : !strcmp(t, "uint32_t") ? "uint4" : NULL;
+}
+
+static const char *const vcomp[4] = {"x", "y", "z", "w"};
+
 static V load(Gk *k, int b, V off)
 {
     char a[200];
-    at(k, b, off, a, sizeof a);
+    if (k->vec && !strcmp(off.s, k->fi.s)) { /* a component of the buffer's vector, loaded once */
+        if (!k->vload[b].s[0]) {
+            V n = kdim(k, type_numel(&k->cg->g->dims, &k->bv[b]->type));
+            const char *vt = vtype(k->bv[b]->type.dtype);
+            k->vload[b] = let(k, vt, "DISC_V4(const %s, b%d, %s, %s)", vt, b, k->vi.s, n.s);
+        }
+        snprintf(a, sizeof a, "%s.%s", k->vload[b].s, vcomp[k->vlane]);
+    } else {
+        at(k, b, off, a, sizeof a);
+    }
     switch (k->bv[b]->type.dtype) {
     case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
     case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
@@ -1022,12 +1052,25 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
     }
 }
 
+static V kept_elem(Gk *k, Value *x, V *idx);
+
+/* Whether a and b are the same index of rank n. */
+static bool same_idx(const V *a, const V *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(a[i].s, b[i].s))
+            return false;
+    return true;
+}
+
 static V gelem(Gk *k, Value *v, V *idx)
 {
     Cg *cg = k->cg;
     for (int i = 0; i < k->nr; i++)
         if (k->rv[i] == v)
             return k->rval[i];
+    if (v == k->cache_v && k->cache_idx && idx && same_idx(idx, k->cache_idx, v->type.rank))
+        return kept_elem(k, v, idx);
     if (in_group(k, v)) {
         V r;
         if (op_elem(k, v->def, v, idx, &r))
@@ -1104,18 +1147,113 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
     line(k, "}");
 }
 
+/* The vectorised loop (flat groups: every value at the flat index): a
+ * thread takes four elements, each buffer read and written as one vector
+ * (float4 for f32, ushort4 for f16, ...), under a guard the kernel tests
+ * once: the element count divisible by 4 (left out where shape analysis
+ * proves it) and every such buffer aligned to its vector's size; else the
+ * scalar loop. Not emitted where the count is proved not divisible, or a
+ * buffer's elements take 8 bytes. */
+static bool loop_vec_ok(Gk *k, Dim *numel, bool *divisible)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    Dim *r = dim_mod(cx, numel, dim_const(cx, 4));
+    if (!r || (dim_is_const(r) && r->c != 0) || (dim_is_const(numel) && numel->c < 4))
+        return false;
+    *divisible = dim_is(r, 0);
+    for (int b = 0; b < k->nb; b++)
+        if (type_numel(cx, &k->bv[b]->type) == numel && !vtype(k->bv[b]->type.dtype))
+            return false;
+    return true;
+}
+
+static void loop_vec(Gk *k, Dim *numel, bool divisible)
+{
+    const Group *grp = k->grp;
+    DimCtx *cx = &k->cg->g->dims;
+    V n = kdim(k, numel);
+    char guard[1024] = "";
+    size_t gn = 0;
+    if (!divisible)
+        gn = (size_t)snprintf(guard, sizeof guard, "%s %% 4 == 0", n.s);
+    for (int b = 0; b < k->nb && gn < sizeof guard; b++)
+        if (type_numel(cx, &k->bv[b]->type) == numel)
+            gn += (size_t)snprintf(guard + gn, sizeof guard - gn, "%s((unsigned long long)b%d & %d) == 0",
+                                   gn ? " && " : "", b, 4 * (int)dtype_size(k->bv[b]->type.dtype) - 1);
+    line(k, "if (%s) { /* four elements a thread */", guard);
+    k->ind++;
+    V n4 = kdim(k, dim_floordiv(cx, numel, dim_const(cx, 4)));
+    int iv = k->nv++;
+    line(k, "for (int64_t v%d = DISC_TID; v%d < %s; v%d += DISC_NTHREADS) {", iv, iv, n4.s, iv);
+    k->ind++;
+    V vload[k->nb + 1];
+    memset(vload, 0, sizeof vload);
+    k->vec = k->flat = true;
+    k->vi = lit("v%d", iv);
+    k->fi = lit("(4 * v%d)", iv); /* a marker: load() reads the lane's component */
+    k->vload = vload;
+    V val[grp->nouts + 1][4];
+    for (int l = 0; l < 4; l++) {
+        k->vlane = l;
+        for (int o = 0; o < grp->nouts; o++)
+            val[o][l] = gelem(k, grp->outs[o], NULL);
+    }
+    k->vec = k->flat = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        int b = buf_of(k, grp->outs[o]);
+        DType dt = grp->outs[o]->type.dtype;
+        const char *vt = vtype(dt);
+        int r = k->nv++;
+        line(k, "%s v%d;", vt, r);
+        for (int l = 0; l < 4; l++) {
+            const char *x = val[o][l].s;
+            if (dt == DT_F16)
+                line(k, "v%d.%s = disc_f2h(%s);", r, vcomp[l], x);
+            else if (dt == DT_BF16)
+                line(k, "v%d.%s = disc_f2bf(%s);", r, vcomp[l], x);
+            else if (dt == DT_BOOL)
+                line(k, "v%d.%s = (uint8_t)%s;", r, vcomp[l], x);
+            else
+                line(k, "v%d.%s = %s;", r, vcomp[l], x);
+        }
+        line(k, "DISC_V4(%s, b%d, v%d, %s) = v%d;", vt, b, iv, n.s, r);
+    }
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "} else {");
+    k->ind++;
+}
+
 /* ---- the row-reduction template ------------------------------------------------ *
  *
- * INPUT and STITCH groups (kernel.c's row plan): one block per row (the
- * kept dims), striding over the rows when the grid is smaller. Each
- * reduction of the group, in order, is a strided pass of the block's
- * threads over the row's reduced index space, each thread accumulating
- * its own elements in order, then a tree over the threads in shared
- * memory; its result is a row value the later work reads. Row-shaped
- * outputs are stored by thread 0, full-shaped ones in a last strided
+ * INPUT and STITCH groups (kernel.c's row plan), in two variants the host
+ * flow chooses between at run time from the row's length m (the kernel's
+ * last parameter, var, bit 0): a warp per row where m <= GPU_WARP_ROW_MAX
+ * (GPU_BLOCK / DISC_WARP rows a block), a block per row beyond; either
+ * strides over the rows when the grid is smaller. Each reduction of the
+ * group, in order, is a strided pass of the row's threads over its reduced
+ * index space, each thread accumulating its own elements in order, then a
+ * butterfly of shuffles over each warp's lanes (every lane ends with the
+ * warp's result); in the block variant lane 0 of each warp leaves that in
+ * __shared__ partials and, after a barrier, every thread combines them in
+ * warp order (one more barrier before the partials are written again).
+ * The result is a row value the later work reads. Row-shaped outputs are
+ * stored by the row's first thread, full-shaped ones in a last strided
  * pass. Argmax and argmin carry the index (and whether a thread saw any
  * element) and combine as the interpreter's scan would: the first (or
- * with `last` the last) of equal values, and a NaN wins. */
+ * with `last` the last) of equal values, and a NaN wins; that rule is
+ * symmetric, so both lanes of a butterfly step get the same pair.
+ *
+ * Where the first reduction's input is read again (a stitch group:
+ * softmax, LayerNorm, RMSNorm), its pass keeps each element in the row's
+ * place in dynamic shared memory, where the later passes read it (each
+ * thread reads back the positions it wrote, so no barrier is needed);
+ * where a block's rows do not fit in GPU_DYN_SHARED_MAX bytes, the host
+ * flow sets var's bit 1 and gives no shared memory, and the later passes
+ * compute the element again from global memory. Variants that shape
+ * analysis rules out for every warp size (a constant row length) are not
+ * emitted, and a kernel with a single variant has no var. */
 
 /* The combining op of a reduce: bool sums are ors, products ands. */
 static BinaryOp reduce_bin(const Op *op, DType dt)
@@ -1186,85 +1324,6 @@ static Dim *prod_axes(DimCtx *cx, const Type *t, const int *axes, int n)
     return p;
 }
 
-/* One reduction of the row at idx: its value, the same in every thread. */
-static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr, V m)
-{
-    Value *x = op->in[0];
-    DType dt = x->type.dtype;
-    const char *t = ctype(dt);
-    bool arg = op->kind != OP_REDUCE;
-    bool last = arg && op_attr_int(op, "last", 0);
-    gpu_str_printf(&k->shared, "    __shared__ %s r%d[%d];\n", t, id, GPU_BLOCK);
-    if (arg)
-        gpu_str_printf(&k->shared, "    __shared__ int64_t i%d[%d];\n    __shared__ bool h%d[%d];\n", id, GPU_BLOCK,
-                       id, GPU_BLOCK);
-    V acc = let(k, t, "%s", acc_init(op, dt).s);
-    V best = arg ? let(k, "int64_t", "0") : lit("0"), has = arg ? let(k, "bool", "false") : lit("0");
-    int j = k->nv++;
-    line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, m.s, j);
-    k->ind++;
-    V full[MAX_RANK];
-    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
-    split_axes(k, &x->type, rax, nr, lit("v%d", j), full);
-    V v = gelem(k, x, full);
-    if (!arg) {
-        V r;
-        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
-        line(k, "%s = %s;", acc.s, r.s);
-    } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
-        const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
-        V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
-                                  last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
-                            : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
-        line(k, "if (%s || !%s) {", better.s, has.s);
-        line(k, "    %s = %s;", acc.s, v.s);
-        line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
-        line(k, "}");
-        line(k, "%s = true;", has.s);
-    }
-    k->ind--;
-    line(k, "}");
-    /* the tree over the block's threads */
-    line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, acc.s);
-    if (arg)
-        line(k, "DISC_SH(i%d, threadIdx.x) = %s;\n%*sDISC_SH(h%d, threadIdx.x) = %s;", id, best.s, 4 * k->ind, "", id,
-             has.s);
-    line(k, "__syncthreads();");
-    int st = k->nv++;
-    line(k, "for (int v%d = blockDim.x / 2; v%d > 0; v%d >>= 1) {", st, st, st);
-    k->ind++;
-    if (!arg) {
-        line(k, "if (threadIdx.x < v%d) {", st);
-        k->ind++;
-        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), r;
-        V b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
-        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, a, b, &r);
-        line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, r.s);
-    } else {
-        line(k, "if (threadIdx.x < v%d && DISC_SH(h%d, threadIdx.x + v%d)) {", st, id, st);
-        k->ind++;
-        V a = let(k, t, "DISC_SH(r%d, threadIdx.x)", id), b = let(k, t, "DISC_SH(r%d, threadIdx.x + v%d)", id, st);
-        V ia = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x)", id);
-        V ib = let(k, "int64_t", "DISC_SH(i%d, threadIdx.x + v%d)", id, st);
-        V take = arg_take(k, op, dt, a, ia, b, ib);
-        line(k, "if (!DISC_SH(h%d, threadIdx.x) || %s) {", id, take.s);
-        line(k, "    DISC_SH(r%d, threadIdx.x) = %s;", id, b.s);
-        line(k, "    DISC_SH(i%d, threadIdx.x) = %s;", id, ib.s);
-        line(k, "    DISC_SH(h%d, threadIdx.x) = true;", id);
-        line(k, "}");
-    }
-    k->ind--;
-    line(k, "}");
-    line(k, "__syncthreads();");
-    k->ind--;
-    line(k, "}");
-    V r = arg ? let(k, "int64_t", "DISC_SH(i%d, 0)", id) : let(k, t, "DISC_SH(r%d, 0)", id);
-    if (!arg && !strcmp(op_attr_str(op, "kind", "sum"), "mean"))
-        r = let(k, t, is_f(dt) ? "%s / (%s)%s" : "%s / (%s)%s", r.s, t, m.s);
-    line(k, "__syncthreads(); /* every thread has read it: r%d is free for the next row */", id);
-    return r;
-}
-
 /* Column stitch groups (fuse_columns): in the row plan a block takes one
  * column, and a row value stands for the reduction's result at that
  * column only. As kernel.c's column template does (col_reads_at), the group
@@ -1291,7 +1350,424 @@ static bool columns_ok(Gk *k, const Type *xt, const int *kax, int nk, Dim *p)
     return true;
 }
 
-static bool reduce_body(Gk *k, Dim **grid, int grid_max)
+/* How a variant's threads share the rows (kept indices): a warp or a
+ * block per row, or (the kept axes innermost: columns) a tile of 32
+ * columns a block, whole or split over the reduced axis. */
+typedef enum RowKind { ROWS_WARP, ROWS_BLOCK, COLS_TILE, COLS_SPLIT } RowKind;
+
+typedef struct Rows {
+    RowKind kind;
+    V t, nt;           /* this thread's place among the row's threads, their number */
+    V j0, jend;        /* the part of the row this thread's passes take: [j0 + t, jend) */
+    V live;            /* a thread of a column tile has a column (a condition) */
+    V lane, wid, nw;   /* the lane in its warp, the warp in the block, warps per block */
+    V keep;            /* the row is kept in dynamic shared memory: "true", "false", or the variable that says */
+    V base;            /* where this row starts there, in elements */
+} Rows;
+
+/* Element j of the row in dynamic shared memory. */
+static V rows_at(const Rows *R, V j)
+{
+    return strcmp(R->base.s, "0") ? lit("%s + %s", R->base.s, j.s) : j;
+}
+
+/* Combines b (and ib, hb for an arg reduction) into the accumulator acc
+ * (best, has): the reduction's op, or the scan's rule. */
+static void combine(Gk *k, const Op *op, DType dt, V acc, V best, V has, V b, V ib, V hb)
+{
+    if (op->kind == OP_REDUCE) {
+        V r;
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, b, &r);
+        line(k, "%s = %s;", acc.s, r.s);
+        return;
+    }
+    line(k, "if (%s) {", hb.s);
+    k->ind++;
+    V take = arg_take(k, op, dt, acc, best, b, ib);
+    line(k, "if (!%s || %s) {", has.s, take.s);
+    line(k, "    %s = %s;", acc.s, b.s);
+    line(k, "    %s = %s;", best.s, ib.s);
+    line(k, "    %s = true;", has.s);
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+}
+
+/* One reduction of the row at idx: its value, the same in every thread
+ * of the row. With fill, the pass keeps each element of its input in the
+ * row's place in dynamic shared memory where R->keep says so. */
+static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr, V m, const Rows *R, bool fill)
+{
+    Value *x = op->in[0];
+    DType dt = x->type.dtype;
+    const char *t = ctype(dt);
+    bool arg = op->kind != OP_REDUCE;
+    bool last = arg && op_attr_int(op, "last", 0);
+    bool cols = R->kind == COLS_TILE || R->kind == COLS_SPLIT;
+    if (R->kind != ROWS_WARP && id >= k->nshared) { /* a partial result per warp, or per thread of a tile */
+        int n = cols ? GPU_BLOCK : GPU_BLOCK / 32;
+        gpu_str_printf(&k->shared, "    __shared__ %s r%d[%d];\n", t, id, n);
+        if (arg)
+            gpu_str_printf(&k->shared, "    __shared__ int64_t i%d[%d];\n    __shared__ bool h%d[%d];\n", id, n, id, n);
+        k->nshared = id + 1;
+    }
+    V acc = let(k, t, "%s", acc_init(op, dt).s);
+    V best = arg ? let(k, "int64_t", "0") : lit("0"), has = arg ? let(k, "bool", "false") : lit("0");
+    int j = k->nv++;
+    if (strcmp(R->j0.s, "0"))
+        line(k, "for (int64_t v%d = %s + %s; v%d < %s; v%d += %s) {", j, R->j0.s, R->t.s, j, R->jend.s, j, R->nt.s);
+    else
+        line(k, "for (int64_t v%d = %s; v%d < %s; v%d += %s) {", j, R->t.s, j, R->jend.s, j, R->nt.s);
+    k->ind++;
+    V full[MAX_RANK];
+    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+    split_axes(k, &x->type, rax, nr, lit("v%d", j), full);
+    V v;
+    if (fill) {
+        v = gelem(k, x, full);
+        V at = rows_at(R, lit("v%d", j));
+        if (!strcmp(R->keep.s, "true"))
+            line(k, "DISC_DSH(%s, %s) = %s;", t, at.s, v.s);
+        else if (strcmp(R->keep.s, "false"))
+            line(k, "if (%s)\n%*s    DISC_DSH(%s, %s) = %s;", R->keep.s, 4 * k->ind, "", t, at.s, v.s);
+    } else {
+        k->cache_idx = full;
+        k->cache_j = lit("v%d", j);
+        v = gelem(k, x, full);
+        k->cache_idx = NULL;
+    }
+    if (!arg) {
+        V r;
+        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
+        line(k, "%s = %s;", acc.s, r.s);
+    } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
+        const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
+        V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
+                                  last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
+                            : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
+        line(k, "if (%s || !%s) {", better.s, has.s);
+        line(k, "    %s = %s;", acc.s, v.s);
+        line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
+        line(k, "}");
+        line(k, "%s = true;", has.s);
+    }
+    k->ind--;
+    line(k, "}");
+    if (cols) { /* the tile's partials of a column, combined in order by every thread of it */
+        line(k, "DISC_SH(r%d, threadIdx.x) = %s;", id, acc.s);
+        if (arg)
+            line(k, "DISC_SH(i%d, threadIdx.x) = %s;\n%*sDISC_SH(h%d, threadIdx.x) = %s;", id, best.s, 4 * k->ind, "",
+                 id, has.s);
+        line(k, "__syncthreads();");
+        line(k, "%s = DISC_SH(r%d, %s);", acc.s, id, R->lane.s);
+        if (arg)
+            line(k, "%s = DISC_SH(i%d, %s);\n%*s%s = DISC_SH(h%d, %s);", best.s, id, R->lane.s, 4 * k->ind, "", has.s,
+                 id, R->lane.s);
+        int w = k->nv++;
+        line(k, "for (int64_t v%d = 1; v%d < %s; v%d++) {", w, w, R->nt.s, w);
+        k->ind++;
+        V wb = let(k, t, "DISC_SH(r%d, v%d * 32 + %s)", id, w, R->lane.s);
+        V wib = arg ? let(k, "int64_t", "DISC_SH(i%d, v%d * 32 + %s)", id, w, R->lane.s) : lit("0");
+        V whb = arg ? let(k, "bool", "DISC_SH(h%d, v%d * 32 + %s)", id, w, R->lane.s) : lit("0");
+        combine(k, op, dt, acc, best, has, wb, wib, whb);
+        k->ind--;
+        line(k, "}");
+        line(k, "__syncthreads(); /* every thread has read r%d: free for the next tile */", id);
+        V r = arg ? best : acc;
+        if (!arg && !strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+            r = let(k, t, "%s / (%s)%s", r.s, t, m.s);
+        return r;
+    }
+    /* a butterfly over the warp's lanes: each ends with the warp's result */
+    int o = k->nv++;
+    line(k, "for (int v%d = DISC_WARP / 2; v%d > 0; v%d >>= 1) {", o, o, o);
+    k->ind++;
+    V b = let(k, t, "DISC_SHFL_XOR(%s, v%d)", acc.s, o);
+    V ib = arg ? let(k, "int64_t", "DISC_SHFL_XOR(%s, v%d)", best.s, o) : lit("0");
+    V hb = arg ? let(k, "bool", "DISC_SHFL_XOR(%s, v%d)", has.s, o) : lit("0");
+    combine(k, op, dt, acc, best, has, b, ib, hb);
+    k->ind--;
+    line(k, "}");
+    if (R->kind == ROWS_BLOCK) { /* the warps' results through shared memory, combined in order by every thread */
+        line(k, "if (%s == 0) {", R->lane.s);
+        line(k, "    DISC_SH(r%d, %s) = %s;", id, R->wid.s, acc.s);
+        if (arg)
+            line(k, "    DISC_SH(i%d, %s) = %s;\n%*s    DISC_SH(h%d, %s) = %s;", id, R->wid.s, best.s, 4 * k->ind, "",
+                 id, R->wid.s, has.s);
+        line(k, "}");
+        line(k, "__syncthreads();");
+        line(k, "%s = DISC_SH(r%d, 0);", acc.s, id);
+        if (arg)
+            line(k, "%s = DISC_SH(i%d, 0);\n%*s%s = DISC_SH(h%d, 0);", best.s, id, 4 * k->ind, "", has.s, id);
+        int w = k->nv++;
+        line(k, "for (int64_t v%d = 1; v%d < %s; v%d++) {", w, w, R->nw.s, w);
+        k->ind++;
+        V wb = let(k, t, "DISC_SH(r%d, v%d)", id, w);
+        V wib = arg ? let(k, "int64_t", "DISC_SH(i%d, v%d)", id, w) : lit("0");
+        V whb = arg ? let(k, "bool", "DISC_SH(h%d, v%d)", id, w) : lit("0");
+        combine(k, op, dt, acc, best, has, wb, wib, whb);
+        k->ind--;
+        line(k, "}");
+        line(k, "__syncthreads(); /* every thread has read r%d: free for the next row */", id);
+    }
+    V r = arg ? best : acc;
+    if (!arg && !strcmp(op_attr_str(op, "kind", "sum"), "mean"))
+        r = let(k, t, "%s / (%s)%s", r.s, t, m.s);
+    return r;
+}
+
+/* Element x of the row, where the first pass kept it in dynamic shared
+ * memory (gelem's hook): read there, or (kept only at some sizes) read
+ * there or computed again, as the variant says. */
+static V kept_elem(Gk *k, Value *x, V *idx)
+{
+    const Rows *R = k->rows;
+    const char *t = ctype(x->type.dtype);
+    V at = rows_at(R, k->cache_j);
+    if (!strcmp(R->keep.s, "true"))
+        return let(k, t, "DISC_DSH(%s, %s)", t, at.s);
+    int r = k->nv++;
+    line(k, "%s v%d;", t, r);
+    line(k, "if (%s) {", R->keep.s);
+    line(k, "    v%d = DISC_DSH(%s, %s);", r, t, at.s);
+    line(k, "} else {");
+    k->ind++;
+    V *saved = k->cache_idx;
+    k->cache_idx = NULL;
+    V v = gelem(k, x, idx);
+    k->cache_idx = saved;
+    line(k, "v%d = %s;", r, v.s);
+    k->ind--;
+    line(k, "}");
+    return lit("v%d", r);
+}
+
+/* The parts a column split takes the reduced axis in (at least 1). */
+static Dim *col_parts(DimCtx *cx, Dim *m)
+{
+    return dim_max(cx, dim_const(cx, 1), dim_min(cx, dim_const(cx, GPU_COL_SPLIT_MAX),
+                                                 dim_ceildiv(cx, m, dim_const(cx, GPU_COL_SPLIT_ROWS))));
+}
+
+/* The rows of a reduction group in one variant: the reductions in order,
+ * then the row-shaped outputs (by the row's first thread) and the
+ * full-shaped ones (a last pass over the row). */
+static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk, const int *rax, int nr, Dim *p)
+{
+    Cg *cg = k->cg;
+    const Group *grp = k->grp;
+    DimCtx *cx = &cg->g->dims;
+    V pv = kdim(k, p), mv = kdim(k, prod_axes(cx, xt, rax, nr));
+    int q = k->nv++;
+    R->j0 = lit("0");
+    R->jend = mv;
+    R->live = lit("true");
+    if (R->kind == ROWS_WARP || R->kind == ROWS_BLOCK) {
+        R->lane = let(k, "int64_t", "threadIdx.x %% DISC_WARP");
+        R->wid = let(k, "int64_t", "threadIdx.x / DISC_WARP");
+        R->nw = let(k, "int64_t", "blockDim.x / DISC_WARP");
+    } else { /* a tile: 32 columns across, blockDim.x / 32 threads down each */
+        R->lane = let(k, "int64_t", "threadIdx.x %% 32");
+        R->t = let(k, "int64_t", "threadIdx.x / 32");
+        R->nt = let(k, "int64_t", "blockDim.x / 32");
+    }
+    V tiles = R->kind == COLS_TILE || R->kind == COLS_SPLIT ? kdim(k, dim_ceildiv(cx, p, dim_const(cx, 32))) : lit("0");
+    if (R->kind == ROWS_WARP) {
+        R->t = R->lane;
+        R->nt = lit("DISC_WARP");
+        line(k, "for (int64_t v%d = blockIdx.x * %s + %s; v%d < %s; v%d += gridDim.x * %s) { /* a row per warp */",
+             q, R->nw.s, R->wid.s, q, pv.s, q, R->nw.s);
+    } else if (R->kind == ROWS_BLOCK) {
+        R->t = lit("threadIdx.x");
+        R->nt = lit("blockDim.x");
+        line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a row per block */", q, q, pv.s, q);
+    } else if (R->kind == COLS_TILE) {
+        int tl = k->nv++;
+        line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a tile of 32 columns per block */",
+             tl, tl, tiles.s, tl);
+        k->ind++;
+        line(k, "const int64_t v%d = v%d * 32 + %s;", q, tl, R->lane.s);
+        R->live = let(k, "bool", "v%d < %s", q, pv.s);
+        R->jend = let(k, "int64_t", "%s ? %s : 0", R->live.s, mv.s);
+        k->ind--;
+    } else { /* COLS_SPLIT: each (tile, part) pair a block, the parts' results combined by atomics */
+        V parts = kdim(k, col_parts(cx, prod_axes(cx, xt, rax, nr)));
+        V chunk = kdim(k, dim_ceildiv(cx, prod_axes(cx, xt, rax, nr), col_parts(cx, prod_axes(cx, xt, rax, nr))));
+        int w = k->nv++;
+        line(k, "for (int64_t v%d = blockIdx.x; v%d < %s * %s; v%d += gridDim.x) { /* a tile's part per block */", w, w,
+             tiles.s, parts.s, w);
+        k->ind++;
+        line(k, "const int64_t v%d = v%d %% %s * 32 + %s;", q, w, tiles.s, R->lane.s);
+        R->live = let(k, "bool", "v%d < %s", q, pv.s);
+        R->j0 = let(k, "int64_t", "v%d / %s * %s", w, tiles.s, chunk.s);
+        R->jend = let(k, "int64_t", "%s ? disc_min64(%s, %s + %s) : 0", R->live.s, mv.s, R->j0.s, chunk.s);
+        k->ind--;
+    }
+    k->ind++;
+    bool keep = strcmp(R->keep.s, "false") != 0;
+    R->base = keep && R->kind == ROWS_WARP ? let(k, "int64_t", "%s * %s", R->wid.s, mv.s) : lit("0");
+    V idx[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++)
+        idx[i] = lit("0");
+    split_axes(k, xt, kax, nk, lit("v%d", q), idx);
+    k->nr = 0;
+    k->rows = R;
+    k->cache_v = NULL;
+    for (int i = 0; i < grp->nops; i++)
+        if (kern_is_reduction(grp->ops[i])) {
+            bool fill = keep && k->nr == 0;
+            k->rv[k->nr] = grp->ops[i]->out[0];
+            k->rval[k->nr] = reduce_row(k, grp->ops[i], k->nr, idx, rax, nr, mv, R, fill);
+            if (fill)
+                k->cache_v = grp->ops[i]->in[0];
+            k->nr++;
+        }
+    bool any_row = false, any_full = false;
+    for (int o = 0; o < grp->nouts; o++) {
+        bool row = type_numel(cx, &grp->outs[o]->type) == p;
+        any_row |= row;
+        any_full |= !row;
+    }
+    if (any_row) {
+        if (strcmp(R->live.s, "true"))
+            line(k, "if (%s == 0 && %s) {", R->t.s, R->live.s);
+        else
+            line(k, "if (%s == 0) {", R->t.s);
+        k->ind++;
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) != p)
+                continue;
+            V oidx[MAX_RANK];
+            unflatten(k, &ov->type, lit("v%d", q), oidx);
+            V x = gelem(k, ov, oidx);
+            if (R->kind == COLS_SPLIT) { /* a part's result into the output (filled with the identity first) */
+                char a[200];
+                at(k, buf_of(k, ov), lit("v%d", q), a, sizeof a);
+                const char *kind = op_attr_str(ov->def, "kind", "sum");
+                line(k, "disc_atomic_%s%s(&%s, %s);", !strcmp(kind, "max") || !strcmp(kind, "min") ? kind : "add",
+                     ov->type.dtype == DT_F64 ? "" : "f", a, x.s);
+            } else {
+                store(k, buf_of(k, ov), lit("v%d", q), x);
+            }
+        }
+        k->ind--;
+        line(k, "}");
+    }
+    if (any_full) {
+        int j = k->nv++;
+        line(k, "for (int64_t v%d = %s; v%d < %s; v%d += %s) {", j, R->t.s, j, R->jend.s, j, R->nt.s);
+        k->ind++;
+        V fi[MAX_RANK], oidx[MAX_RANK];
+        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
+        split_axes(k, xt, rax, nr, lit("v%d", j), fi);
+        k->cache_idx = fi;
+        k->cache_j = lit("v%d", j);
+        V off = offset(k, xt, fi);
+        for (int o = 0; o < grp->nouts; o++) {
+            Value *ov = grp->outs[o];
+            if (type_numel(cx, &ov->type) == p)
+                continue;
+            store(k, buf_of(k, ov), off, out_elem(k, ov, xt, fi, off, oidx));
+        }
+        k->cache_idx = NULL;
+        k->ind--;
+        line(k, "}");
+    }
+    k->cache_v = NULL;
+    k->rows = NULL;
+    k->ind--;
+    line(k, "}");
+}
+
+/* The size in bytes of a compute type (the row kept in shared memory). */
+static int64_t csize(DType dt)
+{
+    return dt == DT_F16 || dt == DT_BF16 ? 4 : dt == DT_BOOL ? 1 : (int64_t)dtype_size(dt);
+}
+
+/* 1 where d > c, else 0, as a dim: the host flow's test. */
+static Dim *dim_gt(DimCtx *cx, Dim *d, int64_t c)
+{
+    return dim_min(cx, dim_const(cx, 1), dim_max(cx, dim_const(cx, 0), dim_addc(cx, d, -c)));
+}
+
+/* 1 where the rows of a block (rows of m elements of esize bytes) do not
+ * fit in the dynamic shared memory a row kernel may take. */
+static Dim *too_big(DimCtx *cx, Dim *m, int64_t rows, int64_t esize)
+{
+    return dim_gt(cx, dim_mulc(cx, m, rows * esize), GPU_DYN_SHARED_MAX);
+}
+
+/* Whether both dims are the constant c. */
+static bool both_are(Dim *a, Dim *b, int64_t c) { return dim_is(a, c) && dim_is(b, c); }
+
+/* Whether the split variant takes the group: every output a sum, mean,
+ * max or min of f32 or f64 itself (combined by atomics into it). */
+static bool col_split_ok(const Group *grp)
+{
+    if (grp->kind != FUSE_INPUT || grp->nouts > GPU_INIT_MAX)
+        return false;
+    for (int o = 0; o < grp->nouts; o++) {
+        const Op *op = grp->outs[o]->def;
+        const char *kind = op && op->kind == OP_REDUCE ? op_attr_str(op, "kind", "sum") : "";
+        DType dt = grp->outs[o]->type.dtype;
+        if (strcmp(kind, "sum") && strcmp(kind, "mean") && strcmp(kind, "max") && strcmp(kind, "min"))
+            return false;
+        if ((dt != DT_F32 && dt != DT_F64) || op->in[0]->type.dtype != dt)
+            return false;
+    }
+    return true;
+}
+
+/* Columns (the innermost axis kept): tiles of 32 columns, a block's
+ * threads across them (coalesced reads) and down the reduced axis; where
+ * there are few tiles and long columns (an INPUT group of sums, means,
+ * maxima and minima of floats) the host flow may split each column into
+ * parts, a block per tile and part, the parts' results combined into the
+ * outputs by atomics after the flow has filled them with the identity. */
+static bool cols_body(Gk *k, GpuKernel *gk, int grid_max, const Type *xt, const int *kax, int nk, const int *rax,
+                      int nr, Dim *p, Dim *m)
+{
+    Cg *cg = k->cg;
+    const Group *grp = k->grp;
+    DimCtx *cx = &cg->g->dims;
+    Dim *one = dim_const(cx, 1);
+    Dim *tiles = dim_ceildiv(cx, p, dim_const(cx, 32));
+    Dim *split = col_split_ok(grp) ? dim_min(cx, dim_sub(cx, one, dim_gt(cx, tiles, GPU_COL_SPLIT_TILES)),
+                                             dim_gt(cx, m, GPU_COL_SPLIT_ROWS))
+                                   : dim_const(cx, 0);
+    Dim *g_tile = dim_max(cx, one, dim_min(cx, tiles, dim_const(cx, grid_max)));
+    Dim *g_split = dim_max(cx, one, dim_min(cx, dim_mul(cx, tiles, col_parts(cx, m)), dim_const(cx, grid_max)));
+    gk->grid = dim_add(cx, g_tile, dim_mul(cx, split, dim_sub(cx, g_split, g_tile)));
+    if (!split || !gk->grid)
+        return diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a column kernel's launch overflows");
+    bool tile = !dim_is(split, 1), spl = !dim_is(split, 0);
+    gk->var = tile && spl ? split : NULL;
+    for (int o = 0; spl && o < grp->nouts; o++) {
+        const char *kind = op_attr_str(grp->outs[o]->def, "kind", "sum");
+        gk->init[gk->ninit++] = (GpuInit){.buf = grp->nins + o, .dtype = grp->outs[o]->type.dtype,
+                                          .value = !strcmp(kind, "max") ? -INFINITY : !strcmp(kind, "min") ? INFINITY : 0,
+                                          .n = type_numel(cx, &grp->outs[o]->type)};
+    }
+    Rows rt = {.kind = COLS_TILE, .keep = lit("false")}, rs = {.kind = COLS_SPLIT, .keep = lit("false")};
+    if (tile && spl) {
+        line(k, "if ((var & 1) == 0) {");
+        k->ind++;
+        rows_variant(k, &rt, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "} else {");
+        k->ind++;
+        rows_variant(k, &rs, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "}");
+    } else {
+        rows_variant(k, tile ? &rt : &rs, xt, kax, nk, rax, nr, p);
+    }
+    return true;
+}
+
+static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
 {
     Cg *cg = k->cg;
     const Group *grp = k->grp;
@@ -1306,67 +1782,260 @@ static bool reduce_body(Gk *k, Dim **grid, int grid_max)
     Dim *p = prod_axes(cx, xt, kax, nk), *m = prod_axes(cx, xt, rax, nr), *full = type_numel(cx, xt);
     if (grp->kind == FUSE_STITCH && fuse_columns(grp) && !columns_ok(k, xt, kax, nk, p))
         return diag_set(cg->d, "codegen: group %d reads a column reduction's result off its column", grp->id);
+    int nred = 0;
+    bool any_full = false;
+    for (int i = 0; i < grp->nops; i++)
+        nred += kern_is_reduction(grp->ops[i]);
     for (int o = 0; o < grp->nouts; o++) {
         Dim *n = type_numel(cx, &grp->outs[o]->type);
         if (n != p && n != full)
             return unsupported(cg, grp->outs[o]->def, "an output neither row- nor input-shaped");
+        any_full |= n != p;
     }
-    *grid = dim_max(cx, dim_min(cx, p, dim_const(cx, grid_max)), dim_const(cx, 1));
-    V pv = kdim(k, p), mv = kdim(k, m);
-    int q = k->nv++;
-    line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a row per block */", q, q, pv.s, q);
-    k->ind++;
-    V idx[MAX_RANK];
-    for (int i = 0; i < xt->rank; i++)
-        idx[i] = lit("0");
-    split_axes(k, xt, kax, nk, lit("v%d", q), idx);
-    k->nr = 0;
+    if (nk > 0 && nr > 0 && kax[nk - 1] == xt->rank - 1)
+        return cols_body(k, gk, grid_max, xt, kax, nk, rax, nr, p, m);
+    /* The launch, computed by the host flow from the symbols: a warp per
+     * row up to GPU_WARP_ROW_MAX elements (GPU_BLOCK / warp rows a block),
+     * a block per row beyond; the first reduction's input kept in dynamic
+     * shared memory where it is read again and the block's rows fit. The
+     * variant is the last parameter, var: bit 0 a block per row, bit 1
+     * the row read again from global memory. */
+    bool keep = nred > 1 || any_full;
+    int64_t esize = csize(first->in[0]->type.dtype), rw = GPU_BLOCK / warp;
+    Dim *blk = dim_gt(cx, m, GPU_WARP_ROW_MAX);
+    Dim *rows = dim_sub(cx, dim_const(cx, rw), dim_mulc(cx, blk, rw - 1));
+    Dim *bw = too_big(cx, m, rw, esize), *bb = too_big(cx, m, 1, esize);
+    Dim *bw32 = too_big(cx, m, GPU_BLOCK / 32, esize), *bw64 = too_big(cx, m, GPU_BLOCK / 64, esize);
+    Dim *reread = keep ? dim_add(cx, bw, dim_mul(cx, blk, dim_sub(cx, bb, bw))) : dim_const(cx, 1);
+    Dim *shmem = dim_mul(cx, dim_sub(cx, dim_const(cx, 1), reread), dim_mulc(cx, dim_mul(cx, rows, m), esize));
+    Dim *var = dim_add(cx, blk, dim_mulc(cx, reread, 2));
+    gk->grid = dim_max(cx, dim_min(cx, dim_ceildiv(cx, p, rows), dim_const(cx, grid_max)), dim_const(cx, 1));
+    if (!blk || !rows || !bw32 || !bw64 || !bb || !shmem || !var || !gk->grid)
+        return diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a row kernel's launch overflows");
+    /* the variants shape analysis does not rule out, the same text at any warp size */
+    bool warp_rows = !dim_is(blk, 1), block_rows = !dim_is(blk, 0);
+    Rows rwv = {.kind = ROWS_WARP}, rb = {.kind = ROWS_BLOCK};
+    rwv.keep = !keep || both_are(bw32, bw64, 1) ? lit("false") : both_are(bw32, bw64, 0) ? lit("true") : lit("vk");
+    rb.keep = !keep || dim_is(bb, 1) ? lit("false") : dim_is(bb, 0) ? lit("true") : lit("vk");
+    bool uses_vk = (warp_rows && !strcmp(rwv.keep.s, "vk")) || (block_rows && !strcmp(rb.keep.s, "vk"));
+    gk->var = (warp_rows && block_rows) || uses_vk ? var : NULL;
+    gk->shmem = dim_is(shmem, 0) ? NULL : shmem;
+    if (uses_vk)
+        line(k, "const bool vk = (var & 2) == 0; /* the row kept in shared memory */");
+    if (warp_rows && block_rows) {
+        line(k, "if ((var & 1) == 0) {");
+        k->ind++;
+        rows_variant(k, &rwv, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "} else {");
+        k->ind++;
+        rows_variant(k, &rb, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "}");
+    } else {
+        rows_variant(k, warp_rows ? &rwv : &rb, xt, kax, nk, rax, nr, p);
+    }
+    return true;
+}
+
+/* ---- the GEMM template ---------------------------------------------------------------- *
+ *
+ * A library group of a float dot (f32, f16, bf16: computed in f32; f64)
+ * whose other ops are an elementwise epilogue at the dot's own index
+ * (bias, activation, residual): the result seen as [B, I, J] (batch, lhs
+ * free, rhs free dims, each flattened) with the contracted dims as K. A
+ * block takes a tile of 64 x 64 results of one batch, its 256 threads 16
+ * x 16, each 4 x 4 results in registers; the K axis in steps of 16, the
+ * A and B tiles of a step staged in __shared__ memory (16 x 64 each, four
+ * elements a thread, neighbouring threads at neighbouring k of A and j of
+ * B; out of range: zeros) between two barriers. Each result accumulates
+ * its products in k order, as the interpreter and the thread-per-element
+ * template do, then the epilogue runs per result with the accumulator as
+ * the dot's value. Integer dots, and groups that read the dot elsewhere
+ * than at its own index, keep the thread-per-element template. */
+
+enum { GEMM_TILE = 64, GEMM_TK = 16 };
+
+/* The group's dot if the GEMM template takes the group. */
+static const Op *gemm_dot(Gk *k)
+{
+    const Group *grp = k->grp;
+    if (grp->kind != FUSE_LIBRARY)
+        return NULL;
+    const Op *dot = NULL;
     for (int i = 0; i < grp->nops; i++)
-        if (kern_is_reduction(grp->ops[i])) {
-            k->rv[k->nr] = grp->ops[i]->out[0];
-            k->rval[k->nr] = reduce_row(k, grp->ops[i], k->nr, idx, rax, nr, mv);
-            k->nr++;
+        if (grp->ops[i]->kind == OP_DOT) {
+            if (dot)
+                return NULL;
+            dot = grp->ops[i];
         }
-    bool any_row = false, any_full = false;
-    for (int o = 0; o < grp->nouts; o++) {
-        bool row = type_numel(cx, &grp->outs[o]->type) == p;
-        any_row |= row;
-        any_full |= !row;
+    if (!dot)
+        return NULL;
+    const Type *dt = &dot->out[0]->type;
+    if (!is_f(dt->dtype) || dot->in[0]->type.dtype != dt->dtype || dot->in[1]->type.dtype != dt->dtype)
+        return NULL;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        if (op == dot || op->kind == OP_CONST)
+            continue;
+        OpCat cat = op_info(op->kind)->cat;
+        bool ew = cat == CAT_UNARY || cat == CAT_BINARY || op->kind == OP_CMP || op->kind == OP_SELECT ||
+                  op->kind == OP_CONVERT;
+        if (!ew || !type_same_dims(&op->out[0]->type, dt))
+            return NULL;
+        for (int j = 0; j < op->nin; j++)
+            if (in_group(k, op->in[j]) && op->in[j]->def->kind != OP_CONST && !type_same_dims(&op->in[j]->type, dt))
+                return NULL;
     }
-    if (any_row) {
-        line(k, "if (threadIdx.x == 0) {");
-        k->ind++;
-        for (int o = 0; o < grp->nouts; o++) {
-            Value *ov = grp->outs[o];
-            if (type_numel(cx, &ov->type) != p)
-                continue;
-            V oidx[MAX_RANK];
-            unflatten(k, &ov->type, lit("v%d", q), oidx);
-            store(k, buf_of(k, ov), lit("v%d", q), gelem(k, ov, oidx));
-        }
-        k->ind--;
-        line(k, "}");
+    for (int o = 0; o < grp->nouts; o++)
+        if (!type_same_dims(&grp->outs[o]->type, dt))
+            return NULL;
+    return dot;
+}
+
+static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    const Attr *lb = op_attr(dot, "lhs_batch"), *rb = op_attr(dot, "rhs_batch");
+    const Attr *lc = op_attr(dot, "lhs_contract"), *rc = op_attr(dot, "rhs_contract");
+    Value *a = dot->in[0], *b = dot->in[1], *c = dot->out[0];
+    const Type *at = &a->type, *bt = &b->type, *ct = &c->type;
+    DType dt = ct->dtype;
+    const char *T = dt == DT_F64 ? "double" : "float";
+    /* the axes of A and B by role, the result's in its order (batch, lhs free, rhs free) */
+    int ab[MAX_RANK], bb[MAX_RANK], ac[MAX_RANK], bc[MAX_RANK], af[MAX_RANK], bf[MAX_RANK], cb[MAX_RANK],
+        ci[MAX_RANK], cj[MAX_RANK];
+    int nb = (int)lb->n, nc = (int)lc->n, naf = 0, nbf = 0;
+    bool role[2][MAX_RANK];
+    memset(role, 0, sizeof role);
+    for (int i = 0; i < nb; i++) {
+        ab[i] = (int)lb->ints[i];
+        bb[i] = (int)rb->ints[i];
+        role[0][ab[i]] = role[1][bb[i]] = true;
+        cb[i] = i;
     }
-    if (any_full) {
-        int j = k->nv++;
-        line(k, "for (int64_t v%d = threadIdx.x; v%d < %s; v%d += blockDim.x) {", j, j, mv.s, j);
-        k->ind++;
-        V fi[MAX_RANK], oidx[MAX_RANK];
-        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
-        split_axes(k, xt, rax, nr, lit("v%d", j), fi);
-        V off = offset(k, xt, fi);
-        for (int o = 0; o < grp->nouts; o++) {
-            Value *ov = grp->outs[o];
-            if (type_numel(cx, &ov->type) == p)
-                continue;
-            store(k, buf_of(k, ov), off, out_elem(k, ov, xt, fi, off, oidx));
-        }
-        k->ind--;
-        line(k, "}");
+    for (int i = 0; i < nc; i++) {
+        ac[i] = (int)lc->ints[i];
+        bc[i] = (int)rc->ints[i];
+        role[0][ac[i]] = role[1][bc[i]] = true;
     }
+    for (int i = 0; i < at->rank; i++)
+        if (!role[0][i])
+            af[naf++] = i;
+    for (int i = 0; i < bt->rank; i++)
+        if (!role[1][i])
+            bf[nbf++] = i;
+    for (int i = 0; i < naf; i++)
+        ci[i] = nb + i;
+    for (int i = 0; i < nbf; i++)
+        cj[i] = nb + naf + i;
+    Dim *Bd = prod_axes(cx, at, ab, nb), *Id = prod_axes(cx, at, af, naf), *Jd = prod_axes(cx, bt, bf, nbf);
+    Dim *Kd = prod_axes(cx, at, ac, nc);
+    Dim *tm = dim_ceildiv(cx, Id, dim_const(cx, GEMM_TILE)), *tn = dim_ceildiv(cx, Jd, dim_const(cx, GEMM_TILE));
+    Dim *ntiles = dim_mul(cx, Bd, dim_mul(cx, tm, tn));
+    gk->grid = dim_max(cx, dim_const(cx, 1), dim_min(cx, ntiles, dim_const(cx, grid_max)));
+    V Iv = kdim(k, Id), Jv = kdim(k, Jd), Kv = kdim(k, Kd), tmv = kdim(k, tm), tnv = kdim(k, tn);
+    V nt = kdim(k, ntiles);
+    gpu_str_printf(&k->shared, "    __shared__ %s ta[%d];\n    __shared__ %s tb[%d];\n", T, GEMM_TK * GEMM_TILE, T,
+                   GEMM_TK * GEMM_TILE);
+    int t = k->nv++;
+    line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a tile of 64 x 64 results */", t, t, nt.s,
+         t);
+    k->ind++;
+    V tnj = let(k, "int64_t", "v%d %% %s * %d", t, tnv.s, GEMM_TILE);
+    V tmi = let(k, "int64_t", "v%d / %s %% %s * %d", t, tnv.s, tmv.s, GEMM_TILE);
+    V bi = let(k, "int64_t", "v%d / %s / %s", t, tnv.s, tmv.s);
+    V tx = let(k, "int64_t", "threadIdx.x %% 16"), ty = let(k, "int64_t", "threadIdx.x / 16");
+    V bidx[MAX_RANK], xi[MAX_RANK], yi[MAX_RANK];
+    split_axes(k, ct, cb, nb, bi, bidx);
+    int acc = k->nv++;
+    line(k, "%s v%d[16];", T, acc);
+    line(k, "#pragma unroll");
+    line(k, "for (int q = 0; q < 16; q++)");
+    line(k, "    v%d[q] = 0;", acc);
+    int k0 = k->nv++;
+    line(k, "for (int64_t v%d = 0; v%d < %s; v%d += %d) {", k0, k0, Kv.s, k0, GEMM_TK);
+    k->ind++;
+    int r = k->nv++;
+    line(k, "for (int v%d = 0; v%d < %d; v%d++) { /* four elements of each tile a thread */", r, r,
+         GEMM_TK * GEMM_TILE / GPU_BLOCK, r);
+    k->ind++;
+    V e = let(k, "int64_t", "threadIdx.x + v%d * %d", r, GPU_BLOCK);
+    /* A's element (b, i, k) */
+    V kk = let(k, "int64_t", "%s %% %d", e.s, GEMM_TK), mm = let(k, "int64_t", "%s / %d", e.s, GEMM_TK);
+    V ig = let(k, "int64_t", "%s + %s", tmi.s, mm.s), kg = let(k, "int64_t", "v%d + %s", k0, kk.s);
+    int xa = k->nv++;
+    line(k, "%s v%d = 0;", T, xa);
+    line(k, "if (%s < %s && %s < %s) {", ig.s, Iv.s, kg.s, Kv.s);
+    k->ind++;
+    for (int i = 0; i < nb; i++)
+        xi[ab[i]] = bidx[i];
+    split_axes(k, at, af, naf, ig, xi);
+    split_axes(k, at, ac, nc, kg, xi);
+    line(k, "v%d = %s;", xa, gelem(k, a, xi).s);
     k->ind--;
     line(k, "}");
-    return true;
+    line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_TILE, mm.s, xa);
+    /* B's element (b, k, j) */
+    V nn = let(k, "int64_t", "%s %% %d", e.s, GEMM_TILE), kb = let(k, "int64_t", "%s / %d", e.s, GEMM_TILE);
+    V jg = let(k, "int64_t", "%s + %s", tnj.s, nn.s), kgb = let(k, "int64_t", "v%d + %s", k0, kb.s);
+    int xb = k->nv++;
+    line(k, "%s v%d = 0;", T, xb);
+    line(k, "if (%s < %s && %s < %s) {", jg.s, Jv.s, kgb.s, Kv.s);
+    k->ind++;
+    for (int i = 0; i < nb; i++)
+        yi[bb[i]] = bidx[i];
+    split_axes(k, bt, bf, nbf, jg, yi);
+    split_axes(k, bt, bc, nc, kgb, yi);
+    line(k, "v%d = %s;", xb, gelem(k, b, yi).s);
+    k->ind--;
+    line(k, "}");
+    line(k, "DISC_SH(tb, %s * %d + %s) = v%d;", kb.s, GEMM_TILE, nn.s, xb);
+    k->ind--;
+    line(k, "}");
+    line(k, "__syncthreads();");
+    line(k, "#pragma unroll");
+    line(k, "for (int kk = 0; kk < %d; kk++) {", GEMM_TK);
+    line(k, "    %s x[4], y[4];", T);
+    line(k, "#pragma unroll");
+    line(k, "    for (int u = 0; u < 4; u++) {");
+    line(k, "        x[u] = DISC_SH(ta, kk * %d + %s * 4 + u);", GEMM_TILE, ty.s);
+    line(k, "        y[u] = DISC_SH(tb, kk * %d + %s * 4 + u);", GEMM_TILE, tx.s);
+    line(k, "    }");
+    line(k, "#pragma unroll");
+    line(k, "    for (int q = 0; q < 16; q++)");
+    line(k, "        v%d[q] += x[q / 4] * y[q %% 4];", acc);
+    line(k, "}");
+    line(k, "__syncthreads(); /* every thread has read the tiles: free for the next step */");
+    k->ind--;
+    line(k, "}");
+    /* the epilogue, per result, with the accumulator as the dot's value */
+    line(k, "#pragma unroll");
+    line(k, "for (int q = 0; q < 16; q++) {");
+    k->ind++;
+    V i = let(k, "int64_t", "%s + %s * 4 + q / 4", tmi.s, ty.s), j = let(k, "int64_t", "%s + %s * 4 + q %% 4", tnj.s,
+                                                                           tx.s);
+    line(k, "if (%s < %s && %s < %s) {", i.s, Iv.s, j.s, Jv.s);
+    k->ind++;
+    V idx[MAX_RANK], oidx[MAX_RANK];
+    memcpy(idx, bidx, sizeof(V) * (size_t)nb);
+    split_axes(k, ct, ci, naf, i, idx);
+    split_axes(k, ct, cj, nbf, j, idx);
+    V flat = ct->rank ? offset(k, ct, idx) : lit("0");
+    k->rv[0] = c;
+    k->rval[0] = lit("v%d[q]", acc);
+    k->nr = 1;
+    for (int o = 0; o < k->grp->nouts; o++) {
+        Value *ov = k->grp->outs[o];
+        store(k, buf_of(k, ov), flat, out_elem(k, ov, ct, idx, flat, oidx));
+    }
+    k->nr = 0;
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
 }
 
 static void desc(GpuStr *s, const Group *grp)
@@ -1386,16 +2055,41 @@ static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
                        stype(k->bv[i]->type.dtype), i);
     for (int i = 0; i < gk->nsyms; i++)
         gpu_str_printf(s, ", s[%d]", gk->syms[i]);
+    if (gk->var)
+        gpu_str_printf(s, ", *(const int64_t *)a[%d]", k->nb + 1);
     gpu_str_printf(s, ");\n}\n\n");
     /* the launch: blocks [begin, end) of the grid */
     gpu_str_printf(s, "void %s_emu(int64_t begin, int64_t end, void *args)\n{\n", gk->name);
     gpu_str_printf(s, "    const int64_t *s = (const int64_t *)((void **)args)[%d];\n    (void)s;\n", k->nb);
+    gpu_str_printf(s, "    void *a[%d];\n    memcpy(a, args, sizeof a - sizeof a[0]);\n", k->nb + 2);
+    if (gk->var) { /* the variant, as the host flow computes it */
+        gpu_str_printf(s, "    int64_t var = ");
+        dim_text(s, gk->var, "s[%d]");
+        gpu_str_printf(s, ";\n    a[%d] = &var;\n", k->nb + 1);
+    }
+    if (gk->ninit) { /* the outputs the parts combine into, filled first (the launch is one call) */
+        gpu_str_printf(s, "    if (begin == 0%s) {\n", gk->var ? " && (var & 1)" : "");
+        for (int i = 0; i < gk->ninit; i++) {
+            const GpuInit *in = &gk->init[i];
+            gpu_str_printf(s, "        for (int64_t i = 0; i < ");
+            dim_text(s, in->n, "s[%d]");
+            gpu_str_printf(s, "; i++)\n            ((%s *)a[%d])[i] = %s;\n", stype(in->dtype), in->buf,
+                           flit(in->value, in->dtype).s);
+        }
+        gpu_str_printf(s, "    }\n");
+    }
     gpu_str_printf(s, "    disc_emu_run(begin, end, ");
     dim_text(s, gk->grid, "s[%d]");
-    gpu_str_printf(s, ", %d, %s_thread, (void **)args, \"%s\");\n}\n\n", gk->block, gk->name, gk->name);
+    gpu_str_printf(s, ", %d, ", gk->block);
+    if (gk->shmem)
+        dim_text(s, gk->shmem, "s[%d]");
+    else
+        gpu_str_printf(s, "0");
+    gpu_str_printf(s, ", %s_thread, a, \"%s\");\n}\n\n", gk->name, gk->name);
 }
 
-bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, GpuStr *src, GpuKernel *gk)
+bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, int warp, GpuStr *src,
+                GpuKernel *gk)
 {
     memset(gk, 0, sizeof *gk);
     snprintf(gk->name, sizeof gk->name, "%s", name);
@@ -1432,11 +2126,23 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     int np = reduce ? 0 : cg_broadcast_pairs(cg, grp, x, r, 64);
     k.ind = 1;
     Dim *one = dim_const(cx, 1);
+    bool vec = false;
     gk->grid = NULL;
+    const Op *dot = reduce ? NULL : gemm_dot(&k);
     if (reduce) {
-        reduce_body(&k, &gk->grid, grid_max);
+        reduce_body(&k, gk, grid_max, warp);
+    } else if (dot) {
+        gemm_body(&k, dot, gk, grid_max);
     } else if (np == 0) {
+        bool divisible = false;
+        vec = flat && rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);
+        if (vec)
+            loop_vec(&k, numel, divisible);
         loop_body(&k, rt, numel, flat);
+        if (vec) {
+            k.ind--;
+            line(&k, "}");
+        }
     } else { /* speculation: the variant without broadcasting where every pair is equal */
         char same[1024] = "true";
         size_t n = 4;
@@ -1457,10 +2163,12 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         k.ind--;
         line(&k, "}");
     }
-    /* the launch: enough blocks for one element per thread, at most grid_max */
+    /* the launch: enough blocks for one element per thread (four where the
+     * loop may be vectorised), at most grid_max */
     if (!gk->grid)
         gk->grid = rt->rank == 0 ? one
-             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK)), dim_const(cx, grid_max)), one);
+             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK * (vec ? 4 : 1))),
+                                   dim_const(cx, grid_max)), one);
     gk->block = GPU_BLOCK;
     gk->nbufs = k.nb;
     gk->syms = malloc(((size_t)cx->nsyms + 1) * sizeof *gk->syms);
@@ -1477,6 +2185,8 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         gpu_str_printf(src, "%s%s%s *b%d", i ? ", " : "", i < grp->nins ? "const " : "", stype(bv[i]->type.dtype), i);
     for (int i = 0; i < gk->nsyms; i++)
         gpu_str_printf(src, ", int64_t s%d", gk->syms[i]);
+    if (gk->var)
+        gpu_str_printf(src, ", int64_t var");
     gpu_str_printf(src, ")\n{\n%s%s%s}\n\n", k.shared.p ? k.shared.p : "", k.pro.p ? k.pro.p : "",
                    k.body.p ? k.body.p : "");
     if (lang == GPU_EMU)
@@ -1535,7 +2245,7 @@ static bool module_group(ModSrc *ms, const Group *grp)
     char name[32];
     snprintf(name, sizeof name, "disc_k%d", *ms->nkernels);
     GpuKernel gk;
-    if (gpu_kernel(&ms->cg, grp, name, ms->lang, GPU_GRID_MAX, ms->out, &gk)) {
+    if (gpu_kernel(&ms->cg, grp, name, ms->lang, GPU_GRID_MAX, 32, ms->out, &gk)) {
         ms->sigs[ms->nsig++] = sig;
         ++*ms->nkernels;
         gpu_kernel_free(&gk);
@@ -1584,8 +2294,9 @@ bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkerne
     if (!(ms.sigs = calloc((size_t)m->plan->n + (size_t)m->g->nops + 1, sizeof *ms.sigs)))
         return diag_oom(d);
     *nkernels = *nunsup = 0;
-    gpu_str_printf(out, "/* disc: %s kernels of %s */\n#include \"disc_%s.h\"\n\n", lang == GPU_HIP ? "HIP" : "CUDA",
-                   m->g->name ? m->g->name : "a model", lang == GPU_HIP ? "hip" : "cuda");
+    gpu_str_printf(out, "/* disc: %s kernels of %s */\n%s%s%s\n", lang == GPU_HIP ? "HIP" : "CUDA",
+                   m->g->name ? m->g->name : "a model", lang == GPU_EMU ? "" : "#include \"disc_",
+                   lang == GPU_EMU ? "" : lang == GPU_HIP ? "hip" : "cuda", lang == GPU_EMU ? "" : ".h\"\n");
     bool ok = true;
     for (int i = 0; i < m->plan->n && ok; i++) {
         const Group *grp = &m->plan->groups[i];

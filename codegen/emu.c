@@ -36,6 +36,7 @@ struct GpuEmu {
     Diag first;        /* the first group refused: the compile's error */
     void *lib;         /* the compiled shared object */
     double t_cc;       /* seconds in the host C compiler */
+    int warp;          /* lanes of a warp: 32, or 64 */
 };
 
 void gpu_emu_stats(const GpuEmu *e, int *nkernels, size_t *bytes, double *seconds)
@@ -53,7 +54,7 @@ static bool emu_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     char name[32];
     snprintf(name, sizeof name, "disc_k%d", cg->nkernels);
     GpuKernel gk;
-    if (!gpu_kernel(cg, grp, name, GPU_EMU, GPU_EMU_GRID_MAX, &e->src, &gk)) {
+    if (!gpu_kernel(cg, grp, name, GPU_EMU, GPU_EMU_GRID_MAX, e->warp, &e->src, &gk)) {
         /* The flow goes on and splits the group up: fine where no template
          * takes a group of several ops (codegen's DIAG_MODEL refusal), as
          * each op comes back here; but a single op or a library group
@@ -89,15 +90,16 @@ static bool emu_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     ki->fn = LLVMAddFunction(cg->mod, entry, cg->t_kernel);
     ki->range = gk.grid; /* the launch runs blocks */
     ki->grain = 1;
-    ki->grain_dim = NULL;
+    ki->grain_dim = gk.ninit ? gk.grid : NULL; /* outputs filled first: the launch in one call */
     gpu_kernel_free(&gk);
     return true;
 }
 
 GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d)
 {
-    if (strcmp(name, "cuda-emu") != 0) {
-        diag_setk(d, DIAG_ARG, "error: no GPU emulator '%s' (cuda-emu)", name);
+    int warp = !strcmp(name, "cuda-emu") ? 32 : !strcmp(name, "cuda-emu64") ? 64 : 0;
+    if (!warp) {
+        diag_setk(d, DIAG_ARG, "error: no GPU emulator '%s' (cuda-emu, cuda-emu64)", name);
         return NULL;
     }
     GpuEmu *e = calloc(1, sizeof *e);
@@ -105,6 +107,7 @@ GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d)
         diag_oom(d);
         return NULL;
     }
+    e->warp = warp;
     t->name = name;
     t->kernel = emu_kernel;
     t->kernel_split = NULL; /* no split variant: one grid per group */
@@ -151,7 +154,7 @@ static bool cc_compile(const char *dir, const char *src, Diag *d)
     return true;
 }
 
-void *gpu_emu_load(const char *src, Diag *d)
+void *gpu_emu_load(const char *src, int warp, Diag *d)
 {
     char dir[] = "/tmp/disc-emu-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -159,7 +162,7 @@ void *gpu_emu_load(const char *src, Diag *d)
         return NULL;
     }
     GpuStr all = {0};
-    gpu_str_printf(&all, "%s\n%s", gpu_prelude(GPU_EMU), src);
+    gpu_str_printf(&all, "#define DISC_WARP %d\n%s\n%s", warp, gpu_prelude(GPU_EMU), src);
     bool ok = !all.failed ? cc_compile(dir, all.p, d) : diag_oom(d);
     gpu_str_free(&all);
     char path[256];
@@ -192,7 +195,7 @@ bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***add
     if (e->n == 0)
         return true;
     double t0 = disc_rt_now();
-    e->lib = gpu_emu_load(e->src.p, d);
+    e->lib = gpu_emu_load(e->src.p, e->warp, d);
     e->t_cc = disc_rt_now() - t0;
     if (!e->lib)
         return false;

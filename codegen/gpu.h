@@ -3,13 +3,15 @@
  *
  *   cuda.c   CUDA C of a group's kernel from the fusion plan: loop groups
  *            (elementwise ops and the index maps, a grid-stride loop),
- *            reductions and stitch groups (a block per row, a tree in
- *            shared memory), library groups (dot, conv, pool: a thread
+ *            reductions and stitch groups (a warp or a block per row,
+ *            shuffles, the row kept in dynamic shared memory), library
+ *            groups (dot, conv, pool: a thread
  *            per result element); the module's source for dcc emit
  *   prelude.c  the text the kernels are compiled after, per target: CUDA,
  *            HIP and the emulator's differ only there
  *   nvrtc.c  NVRTC and HIPRTC, loaded with dlopen: the module's source to
- *            CUBIN or PTX, or to an AMD code object
+ *            CUBIN or PTX, or to an AMD code object, through the on-disk
+ *            cache of compiled code (cache.h)
  *   emu.c    the cuda-emu target (a test instrument, not a user backend):
  *            the same source compiled by the host C compiler with a prelude
  *            that runs a block's threads on the CPU, bounds-checking every
@@ -20,9 +22,11 @@
  *     DISC_KERNEL void disc_kN(T0 *b0, ..., Tn *bn, int64_t sA, ..., int64_t sZ)
  *
  * with the buffers of G.ins then G.outs (the CPU kernel's order) and the
- * value of every symbol its code reads (by symbol id, ascending), launched
- * on GpuKernel.grid blocks of GPU_BLOCK threads; the host flow computes the
- * grid from the symbols, so one kernel serves every shape.
+ * value of every symbol its code reads (by symbol id, ascending), and for
+ * a kernel with run-time variants a last `int64_t var`; launched on
+ * GpuKernel.grid blocks of GPU_BLOCK threads with GpuKernel.shmem bytes
+ * of dynamic shared memory. The host flow computes grid, var and shmem
+ * from the symbols, so one kernel serves every shape.
  */
 #ifndef DISC_GPU_H
 #define DISC_GPU_H
@@ -35,7 +39,28 @@ enum {
     GPU_BLOCK = 256,      /* threads per block of a loop kernel */
     GPU_GRID_MAX = 8192,  /* blocks of a loop kernel at most: the rest by striding */
     GPU_EMU_GRID_MAX = 3, /* the emulator's: few, so every test strides */
+    GPU_WARP_ROW_MAX = 1024, /* a row reduction takes a warp per row up to this
+                                many elements, a block per row beyond */
+    GPU_DYN_SHARED_MAX = 40 << 10, /* bytes of dynamic shared memory a row kernel
+                                      keeps its rows in, at most (else it reads
+                                      them again) */
+    GPU_COL_SPLIT_TILES = 32, /* a column reduction of at most this many tiles
+                                 of 32 columns ... */
+    GPU_COL_SPLIT_ROWS = 1024, /* ... and columns longer than this is split into
+                                  parts of at least this many elements ... */
+    GPU_COL_SPLIT_MAX = 64,   /* ... and at most this many parts */
+    GPU_INIT_MAX = 4,         /* outputs a kernel's launch fills first, at most */
 };
+
+/* An output the host flow fills before a launch of a split variant (the
+ * parts' results are combined into it by atomics): buffer parameter buf,
+ * n elements of dtype, each value (0, or -inf and inf for max and min). */
+typedef struct GpuInit {
+    int buf;
+    DType dtype;
+    double value;
+    Dim *n;
+} GpuInit;
 
 /* Growable text; `failed` once an allocation failed. */
 typedef struct GpuStr {
@@ -54,15 +79,25 @@ typedef struct GpuKernel {
     int nbufs;         /* buffer parameters: the group's ins, then outs */
     int *syms;         /* symbol ids of the int64 parameters, ascending */
     int nsyms;
+    Dim *var;          /* the variant, the last parameter `int64_t var`, from
+                          the symbols (NULL: the kernel has none) */
+    Dim *shmem;        /* bytes of dynamic shared memory, from the symbols
+                          (NULL: none) */
+    GpuInit init[GPU_INIT_MAX]; /* filled before a launch of the split
+                          variant (var's bit 0; every launch where the
+                          kernel has no var) */
+    int ninit;
 } GpuKernel;
 
 /* Appends grp's kernel, called name, to src (without a prelude): the
  * CUDA C every language shares; with lang GPU_EMU also its emulator entry
  * `void NAME_emu(int64_t begin, int64_t end, void *args)` (the CPU kernel
- * ABI of codegen.h, over blocks [begin, end)). grid_max caps the grid.
+ * ABI of codegen.h, over blocks [begin, end)). grid_max caps the grid;
+ * the launch (k->grid, var, shmem) is for warps of `warp` lanes (32 or
+ * 64), the text the same for any.
  * A group the GPU path does not take yet is a DIAG_UNSUPPORTED error
  * naming the op and where it is. k->syms is malloc'd (gpu_kernel_free). */
-bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, GpuStr *src,
+bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, int warp, GpuStr *src,
                 GpuKernel *k);
 void gpu_kernel_free(GpuKernel *k);
 /* The located DIAG_UNSUPPORTED error for op (NULL: the model) that the
@@ -72,7 +107,9 @@ bool gpu_unsupported(const Graph *g, const Op *op, const char *what, Diag *d);
 /* The text every kernel of lang is compiled after. */
 const char *gpu_prelude(GpuLang lang);
 /* The whole module of m's plan as lang's source (prelude, then one
- * kernel per distinct group signature), for dcc emit and NVRTC; groups
+ * kernel per distinct group signature), for dcc emit and NVRTC (GPU_EMU:
+ * the kernels and their entries without the #include, for
+ * gpu_emu_load, at warps of 32 lanes and grids up to GPU_GRID_MAX); groups
  * not supported yet are listed in comments and counted in *unsupported,
  * and the first one's error is left in why (when not NULL). */
 bool gpu_module_source(const CgModule *m, GpuLang lang, GpuStr *out, int *nkernels, int *unsupported, Diag *why,
@@ -95,6 +132,22 @@ const char *gpu_rtc_version(GpuLang lang, Diag *d);
  * object for arch (gfx90a, gfx908, gfx906, gfx1030; another name is
  * refused: HIP 5.2 aborts the process on some). As gpu_nvrtc_compile. */
 bool gpu_hiprtc_compile(const char *src, const char *name, const char *arch, char **out, size_t *n, Diag *d);
+/* What gpu_rtc_compile_cached did. */
+typedef struct GpuCacheInfo {
+    bool hit;          /* read from the cache, not compiled */
+    bool stored;       /* compiled and written to the cache */
+    double seconds;    /* the compile's (0 on a hit) */
+    char file[4200];   /* the cache file ("" when the cache is off) */
+    char note[256];    /* why the cache was not used or written, if so */
+} GpuCacheInfo;
+/* src compiled for arch as gpu_nvrtc_compile (lang GPU_CUDA; bin: CUBIN,
+ * else PTX) or gpu_hiprtc_compile (GPU_HIP) do, through the on-disk cache
+ * of the cpu-jit (cache.h; o's cache_dir and no_cache, DISC_CACHE_DIR,
+ * DISC_CACHE=0): a module compiled before with the same source, prelude,
+ * compiler version, target and disc build is read back. A cache that
+ * cannot be written is no error (ci->note says why). */
+bool gpu_rtc_compile_cached(const CgOpts *o, GpuLang lang, const char *src, const char *name, const char *arch,
+                            bool bin, char **out, size_t *n, GpuCacheInfo *ci, Diag *d);
 /* The CUDA driver, for a real cuda backend: false with an error naming
  * the library when it cannot be loaded. */
 bool gpu_cuda_driver_check(Diag *d);
@@ -102,9 +155,9 @@ bool gpu_cuda_driver_check(Diag *d);
 /* ---- the emulator (emu.c) ---------------------------------------------------- */
 
 typedef struct GpuEmu GpuEmu;
-/* Makes t (cpu_target_hooks'd) the emulator called name ("cuda-emu"):
- * kernels of loop groups as GPU source, launched over their blocks; every
- * other kernel refused as not supported yet. */
+/* Makes t (cpu_target_hooks'd) the emulator called name: "cuda-emu"
+ * (warps of 32 lanes) or "cuda-emu64" (64, as AMD's wavefronts): kernels
+ * as GPU source, launched over their blocks. */
 GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d);
 /* Before the JIT links: the plan holds nothing the emulator refuses (a
  * library call), the kernels' source compiled by cc into a shared object
@@ -114,7 +167,8 @@ void gpu_emu_free(GpuEmu *e);
 /* Its kernels, their source's size and the host C compiler's time. */
 void gpu_emu_stats(const GpuEmu *e, int *nkernels, size_t *bytes, double *seconds);
 /* GPU source (kernels and their _emu entries) after the emulator's
- * prelude, compiled by cc and loaded (dlclose it); NULL with d set. */
-void *gpu_emu_load(const char *src, Diag *d);
+ * prelude for warps of `warp` lanes, compiled by cc and loaded (dlclose
+ * it); NULL with d set. */
+void *gpu_emu_load(const char *src, int warp, Diag *d);
 
 #endif

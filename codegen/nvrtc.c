@@ -12,6 +12,10 @@
  * and NVRTC's CUBIN is HIPRTC's code object.
  */
 #include "codegen/gpu.h"
+#include "codegen/cache.h"
+#include "runtime/rt.h"
+
+#include "disc_build_id.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -200,6 +204,93 @@ bool gpu_nvrtc_compile(const char *src, const char *name, const char *arch, bool
 bool gpu_hiprtc_compile(const char *src, const char *name, const char *arch, char **out, size_t *n, Diag *d)
 {
     return rtc_compile(GPU_HIP, src, name, arch, true, out, n, NULL, d);
+}
+
+/* ---- the cache of compiled modules ---------------------------------------------
+ *
+ * The cpu-jit's on-disk cache (cache.h) keeps compiled GPU modules too: a
+ * module is a cache entry of one object (the CUBIN, PTX or code object)
+ * and no kernels, in the same directory (CgOpts.cache_dir, DISC_CACHE_DIR,
+ * $HOME/.cache/disc/jit), with the same files (checksummed, written to a
+ * temporary name and renamed, the least recently used removed past 1 GiB)
+ * and the same checks on load (a truncated or corrupt file, or one of
+ * another key, is ignored and replaced). The key covers the source's and
+ * the prelude's hashes, the compiler and its version, the target (the
+ * architecture, and CUBIN or PTX) and disc's version and build id. */
+
+static bool module_key(GpuLang lang, const char *version, const char *src, const char *arch, bool bin, CacheKey *k,
+                       Diag *d)
+{
+    memset(k, 0, sizeof *k);
+    size_t n = strlen(src);
+    const char *pre = gpu_prelude(lang);
+    GpuStr t = {0};
+    gpu_str_printf(&t, "disc %s build %s\n", DISC_PROJECT_VERSION, DISC_BUILD_ID);
+    gpu_str_printf(&t, "gpu module: %s %s %s %s\n", lang == GPU_HIP ? "hiprtc" : "nvrtc", version, arch,
+                   lang == GPU_HIP ? "code object" : bin ? "cubin" : "ptx");
+    gpu_str_printf(&t, "prelude %016llx source %zu bytes %016llx%016llx\n",
+                   (unsigned long long)cache_hash(pre, strlen(pre), 0), n, (unsigned long long)cache_hash(src, n, 0),
+                   (unsigned long long)cache_hash(src, n, 0x9e3779b97f4a7c15ull));
+    if (t.failed) {
+        gpu_str_free(&t);
+        return diag_oom(d);
+    }
+    k->text = t.p;
+    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)cache_hash(t.p, t.n, 0),
+             (unsigned long long)cache_hash(t.p, t.n, 0x165667b19e3779f9ull));
+    return true;
+}
+
+bool gpu_rtc_compile_cached(const CgOpts *o, GpuLang lang, const char *src, const char *name, const char *arch,
+                            bool bin, char **out, size_t *n, GpuCacheInfo *ci, Diag *d)
+{
+    memset(ci, 0, sizeof *ci);
+    *out = NULL;
+    *n = 0;
+    const char *version = gpu_rtc_version(lang, d);
+    if (!version)
+        return false;
+    char dir[4096];
+    CacheKey key = {0};
+    bool cache = cache_dir(o, dir, sizeof dir);
+    if (!cache)
+        snprintf(ci->note, sizeof ci->note, "the cache is off");
+    else if (!module_key(lang, version, src, arch, bin, &key, d))
+        return false;
+    if (cache) {
+        snprintf(ci->file, sizeof ci->file, "%s/%s.jit", dir, key.name);
+        CacheEntry e = {0};
+        char why[64] = "";
+        if (cache_load(dir, &key, &e, why, sizeof why) && e.nobj == 1 && e.nkernels == 0) {
+            bool ok = (*out = malloc(e.objsize[0] ? e.objsize[0] : 1)) != NULL;
+            if (ok) {
+                memcpy(*out, e.obj[0], e.objsize[0]);
+                *n = e.objsize[0];
+                ci->hit = true;
+            }
+            cache_entry_free(&e);
+            cache_key_free(&key);
+            return ok || diag_oom(d);
+        }
+        if (e.mem)
+            snprintf(why, sizeof why, "not a GPU module");
+        cache_entry_free(&e);
+        if (why[0])
+            snprintf(ci->note, sizeof ci->note, "the cached file was %s: compiled again", why);
+    }
+    double t0 = disc_rt_now();
+    bool ok = rtc_compile(lang, src, name, arch, bin, out, n, NULL, d);
+    ci->seconds = disc_rt_now() - t0;
+    if (ok && cache) {
+        CacheEntry e = {.nobj = 1, .obj = {*out}, .objsize = {*n}};
+        Diag sd = {0};
+        if (cache_store(dir, &key, &e, &sd))
+            ci->stored = true;
+        else /* not fatal: the module is compiled */
+            snprintf(ci->note, sizeof ci->note, "%.200s", sd.msg);
+    }
+    cache_key_free(&key);
+    return ok;
 }
 
 bool gpu_cuda_driver_check(Diag *d)

@@ -62,7 +62,7 @@ static const char usage_check_text[] =
     "  --backend NAME  interp (the reference interpreter; the default) or cpu\n"
     "                  (native code through LLVM, compiled once for every shape);\n"
     "                  cuda-emu: the GPU kernels (CUDA C) on an emulator, for\n"
-    "                  tests (doc/gpu.md)\n"
+    "                  tests (doc/gpu.md); cuda-emu64: with warps of 64 lanes\n"
     "  --rtol R        relative tolerance (default 1e-3, as ONNX's backend tests)\n"
     "  --atol A        absolute tolerance (default 1e-7, as ONNX's backend tests)\n"
     "  --no-fuse       cpu: one kernel per op (the unfused baseline)\n"
@@ -132,12 +132,14 @@ static int usage(const char *fmt, const char *arg, const char *text)
     return EXIT_USAGE;
 }
 
-/* Backends: interp and cpu run, and cuda-emu (the GPU kernels on the
+/* Backends: interp and cpu run, and cuda-emu, cuda-emu64 (the GPU kernels on the
  * emulator, for tests: codegen/emu.c); cuda needs the driver first. */
+static bool is_emu(const char *name) { return !strcmp(name, "cuda-emu") || !strcmp(name, "cuda-emu64"); }
+
 static int check_backend(const char *name, const char *text)
 {
     static const char *const later[] = {"hip"};
-    if (!strcmp(name, "interp") || !strcmp(name, "cpu") || !strcmp(name, "cuda-emu"))
+    if (!strcmp(name, "interp") || !strcmp(name, "cpu") || is_emu(name))
         return 0;
     if (!strcmp(name, "cuda")) {
         Diag d = {0};
@@ -151,10 +153,10 @@ static int check_backend(const char *name, const char *text)
     }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (!strcmp(name, later[i])) {
-            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu, cuda-emu)\n", name);
+            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu, cuda-emu, cuda-emu64)\n", name);
             return EXIT_USAGE;
         }
-    return usage("unknown backend '%s' (backends: interp, cpu, cuda-emu)", name, text);
+    return usage("unknown backend '%s' (backends: interp, cpu, cuda-emu, cuda-emu64)", name, text);
 }
 
 static char *path_join(const char *dir, const char *name)
@@ -248,7 +250,7 @@ static bool model_build(Model *m, Graph *g, Diag *d)
     graph_value_names_free(m->g, printed);
     if (!m->inames || !m->onames)
         return diag_oom(d);
-    if (!strcmp(m->backend, "cpu") || !strcmp(m->backend, "cuda-emu")) {
+    if (!strcmp(m->backend, "cpu") || is_emu(m->backend)) {
         CgOpts o = m->co;
         o.gpu = strcmp(m->backend, "cpu") ? m->backend : NULL;
         return (m->exec = exec_compile(m->g, NULL, &o, d)) != NULL;
@@ -270,7 +272,7 @@ static int model_open(Model *m, const char *path, bool no_shape, const char *bac
     if (!g)
         return rc;
     if (!model_build(m, g, &d)) {
-        bool shapes = strcmp(backend, "cpu") && strcmp(backend, "cuda-emu") && m->inames && m->onames;
+        bool shapes = strcmp(backend, "cpu") && !is_emu(backend) && m->inames && m->onames;
         fprintf(stderr, "%s: %s%s\n", path, shapes ? "shape analysis: " : "", d.msg);
         model_free(m);
         return dcc_exit_code(&d);
@@ -779,7 +781,7 @@ static const char usage_fuzz[] =
     "  --n N          bindings (default 100)\n"
     "  --seed S       the random seed (default 1)\n"
     "  --max-dim D    the largest value drawn for a symbol (default 24)\n"
-    "  --backend NAME cpu (the default) or cuda-emu\n"
+    "  --backend NAME cpu (the default), cuda-emu or cuda-emu64\n"
     "  --rtol R       relative tolerance (default 1e-3)\n"
     "  --atol A       absolute tolerance (default 1e-4)\n"
     "  --threads N    cpu: threads per run\n"
@@ -896,7 +898,7 @@ int dcc_fuzz_shapes(int argc, char **argv)
     }
     if (!dir)
         return usage("%s", "no model directory", usage_fuzz);
-    if (strcmp(backend, "cpu") && strcmp(backend, "cuda-emu"))
+    if (strcmp(backend, "cpu") && !is_emu(backend))
         return usage("--backend %s: fuzz-shapes compares cpu or cuda-emu with the interpreter", backend, usage_fuzz);
     char *model = path_join(dir, "model.onnx");
     CgOpts co = {.opt_level = 3, .threads = (int)threads};

@@ -44,7 +44,8 @@ static const char usage_main[] =
     "exit status: 0 success, 1 error in the input, 2 usage error, 3 system error\n";
 
 static const char usage_emit[] =
-    "usage: dcc emit FILE [--stage STAGE] [--assume HINT]... [--cpu CPU] [-o OUT] [--elide | --no-elide]\n"
+    "usage: dcc emit FILE [--stage STAGE] [--assume HINT]... [--cpu CPU] [--arch ARCH] [-v] [-o OUT]\n"
+    "                [--elide | --no-elide]\n"
     "\n"
     "Reads FILE (IR text, or an ONNX model if it ends in .onnx), verifies it and\n"
     "prints the requested stage as IR text.\n"
@@ -65,6 +66,13 @@ static const char usage_emit[] =
     "                         disc_cuda.h); groups the GPU path does not take\n"
     "                         yet are named in comments\n"
     "                  hip    the same as HIP (prelude disc_hip.h)\n"
+    "                  cubin  the module compiled by NVRTC for --arch (sm_80 by\n"
+    "                         default; a gfx name: an AMD code object by HIPRTC),\n"
+    "                         read from the cache of compiled code when it holds it\n"
+    "                  ptx    the same as PTX\n"
+    "  --arch ARCH     with --stage cubin or ptx: sm_80, sm_90, ..., gfx90a, gfx1030\n"
+    "  -v              with --stage cubin or ptx: the compile's time, or the cache hit\n"
+    "  --no-cache      with --stage cubin or ptx: neither read nor write the cache\n"
     "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
     "  --bind B=4,S=128  with --stage memplan: the block size at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
@@ -143,13 +151,60 @@ static int print_memplan_at(FILE *f, const CgModule *m, const char *bind)
 
 /* Prints the stage named stage of the pipeline (codegen.h, cg_passes) for
  * g: the passes up to it run, then its printer. */
+/* --stage cubin or ptx: the module compiled for arch through the cache. */
+static bool emit_binary(FILE *f, CgModule *m, const char *stage, const char *arch, bool verbose, bool no_cache,
+                        Diag *d)
+{
+    GpuLang lang = !strncmp(arch, "gfx", 3) ? GPU_HIP : GPU_CUDA;
+    bool bin = !strcmp(stage, "cubin");
+    if (lang == GPU_HIP && !bin)
+        return diag_setk(d, DIAG_ARG, "error: --stage ptx: PTX is not made for an AMD target (%s)", arch);
+    GpuStr src = {0};
+    int nk, nu;
+    Diag why = {0};
+    if (!gpu_module_source(m, lang, &src, &nk, &nu, &why, d))
+        return false;
+    if (nu) {
+        gpu_str_free(&src);
+        return diag_copy(d, &why);
+    }
+    CgOpts co = {.opt_level = 3, .no_cache = no_cache};
+    GpuCacheInfo ci;
+    char *out = NULL;
+    size_t n = 0;
+    bool ok = gpu_rtc_compile_cached(&co, lang, src.p, m->g->name ? m->g->name : "model", arch, bin, &out, &n, &ci, d);
+    if (ok && fwrite(out, 1, n, f) != n)
+        ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write the module");
+    if (ok && verbose) {
+        Diag vd = {0};
+        fprintf(stderr, "dcc: %d kernels, %zu bytes of %s, %s %s for %s: %zu bytes", nk, src.n,
+                lang == GPU_HIP ? "HIP" : "CUDA C", lang == GPU_HIP ? "HIPRTC" : "NVRTC", gpu_rtc_version(lang, &vd),
+                arch, n);
+        if (ci.hit)
+            fprintf(stderr, ", from the cache (%s)\n", ci.file);
+        else
+            fprintf(stderr, ", compiled in %.0f ms%s%s%s%s\n", 1e3 * ci.seconds, ci.stored ? ", stored in " : "",
+                    ci.stored ? ci.file : "", ci.note[0] ? "; " : "", ci.note);
+    }
+    free(out);
+    gpu_str_free(&src);
+    return ok;
+}
+
 static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so, const PrintOpts *po,
-                      const char *format, const char *bind, const char *cpu)
+                      const char *format, const char *bind, const char *cpu, const char *arch, bool verbose,
+                      bool no_cache)
 {
     CgStage s = cg_stage_from_name(stage);
     Diag d = {0};
     int rc = 0;
-    if (!strcmp(stage, "cuda") || !strcmp(stage, "hip")) {
+    if (!strcmp(stage, "cubin") || !strcmp(stage, "ptx")) {
+        CgModule m;
+        CgOpts co = {.opt_level = 3};
+        if (cg_run_passes(g, so, &co, CG_MEMPLAN, &m, &d))
+            emit_binary(f, &m, stage, arch, verbose, no_cache, &d);
+        cg_module_free(&m);
+    } else if (!strcmp(stage, "cuda") || !strcmp(stage, "hip")) {
         CgModule m;
         CgOpts co = {.opt_level = 3, .gpu = stage}; /* no CPU layout pass */
         GpuStr src = {0};
@@ -191,6 +246,8 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
 static int cmd_emit(int argc, char **argv)
 {
     const char *file = NULL, *stage = "ir", *out = NULL, *format = "text", *bind = NULL, *cpu = NULL;
+    const char *arch = "sm_80";
+    bool verbose = false, no_cache = false;
     const char *assume[64];
     int nassume = 0;
     PrintOpts po = {16, false, false};
@@ -202,7 +259,7 @@ static int cmd_emit(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--stage") || !strcmp(a, "-o") || !strcmp(a, "--inline-max") ||
                    !strcmp(a, "--assume") || !strcmp(a, "--format") || !strcmp(a, "--bind") ||
-                   !strcmp(a, "--cpu")) {
+                   !strcmp(a, "--cpu") || !strcmp(a, "--arch")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a, usage_emit);
             const char *v = argv[++i];
@@ -216,6 +273,8 @@ static int cmd_emit(int argc, char **argv)
                 bind = v;
             } else if (!strcmp(a, "--cpu")) {
                 cpu = v;
+            } else if (!strcmp(a, "--arch")) {
+                arch = v;
             } else if (!strcmp(a, "--stage"))
                 stage = v;
             else if (!strcmp(a, "-o"))
@@ -227,6 +286,10 @@ static int cmd_emit(int argc, char **argv)
                     return usage_error("bad --inline-max value '%s'", v, usage_emit);
                 po.inline_max = (int)n;
             }
+        } else if (!strcmp(a, "-v")) {
+            verbose = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            no_cache = true;
         } else if (!strcmp(a, "--elide")) {
             elide = 1;
         } else if (!strcmp(a, "--no-elide")) {
@@ -242,9 +305,9 @@ static int cmd_emit(int argc, char **argv)
     if (!file)
         return usage_error("%s", "no input file", usage_emit);
     if (strcmp(stage, "ir") != 0 && strcmp(stage, "cuda") != 0 && strcmp(stage, "hip") != 0 &&
-        cg_stage_from_name(stage) == CG_NSTAGES) {
-        fprintf(stderr, "dcc: error: unknown stage '%s' (stages: ir, %s, cuda, hip)\n%s", stage, cg_stage_names(),
-                usage_emit);
+        strcmp(stage, "cubin") != 0 && strcmp(stage, "ptx") != 0 && cg_stage_from_name(stage) == CG_NSTAGES) {
+        fprintf(stderr, "dcc: error: unknown stage '%s' (stages: ir, %s, cuda, hip, cubin, ptx)\n%s", stage,
+                cg_stage_names(), usage_emit);
         return EXIT_USAGE;
     }
     if (strcmp(format, "text") != 0 && (strcmp(format, "dot") != 0 || strcmp(stage, "fusion") != 0))
@@ -263,7 +326,7 @@ static int cmd_emit(int argc, char **argv)
     }
     ShapeOpts so = {assume, nassume};
     if (strcmp(stage, "ir") != 0)
-        rc = emit_stage(f, g, stage, &so, &po, format, bind, cpu);
+        rc = emit_stage(f, g, stage, &so, &po, format, bind, cpu, arch, verbose, no_cache);
     else
         graph_print(f, g, &po);
     if (f != stdout && fclose(f) != 0) {

@@ -5,7 +5,8 @@
 #   gpu-compile: every kernel of every test model compiled by NVRTC for
 #                sm_80 and sm_90, to CUBIN and to PTX, and by HIPRTC for
 #                gfx90a and gfx1030, one test per folder of models; skipped
-#                (exit 77) with the reason without NVRTC (HIPRTC)
+#                (exit 77) with the reason without NVRTC (HIPRTC); and the
+#                cache of compiled modules through dcc emit --stage cubin
 file(GLOB DISC_GPU_GOLDEN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/gpu/*.disc)
 foreach(f ${DISC_GPU_GOLDEN})
   get_filename_component(name ${f} NAME_WE)
@@ -30,17 +31,35 @@ foreach(set interp cpu models)
   set_tests_properties(gpu-compile/hip/${set} PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
 endforeach()
 
+# The cache of compiled modules: dcc emit --stage cubin twice with a cache
+# directory of its own, the second read from the cache (skipped where NVRTC
+# cannot be loaded).
+if(NOT DISC_SANITIZE)
+  set(cdir ${CMAKE_BINARY_DIR}/gpu-cache-test)
+  add_test(NAME gpu-compile/cache
+           COMMAND sh -c "rm -rf ${cdir} && for i in 1 2; do DISC_CACHE_DIR=${cdir} $<TARGET_FILE:dcc> emit ${CMAKE_SOURCE_DIR}/tests/golden/gpu/layernorm.disc --stage cubin --arch sm_80 -v -o ${cdir}.cubin || exit 1; done")
+  set_tests_properties(gpu-compile/cache PROPERTIES LABELS gpu-compile
+                       PASS_REGULAR_EXPRESSION "compiled in [0-9]+ ms, stored in .*from the cache"
+                       SKIP_REGULAR_EXPRESSION "cannot load NVRTC")
+endif()
+
 # gpu-emu: the interpreter's test files and tests/cpu's on the emulator
 # (backend cuda-emu), against the interpreter, as label cpu runs them on the
 # cpu backend. A file the GPU path does not take yet (reductions, library
 # calls) is skipped (exit 77) with the located "not supported on cuda yet"
 # error as the reason.
-foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU})
+# Each at warps of 32 lanes (gpu-emu/...) and of 64 (gpu-emu64/..., the
+# emulator as a wave-64 AMD GPU); tests/gpu holds files for the GPU's
+# run-time variants (shapes on both sides of each choice).
+file(GLOB DISC_GPU_VARIANTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/*.disc)
+foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU} ${DISC_GPU_VARIANTS})
   get_filename_component(name ${f} NAME_WE)
   get_filename_component(dir ${f} DIRECTORY)
   get_filename_component(dir ${dir} NAME)
   add_test(NAME gpu-emu/${dir}/${name} COMMAND test_interp --emu ${f})
   set_tests_properties(gpu-emu/${dir}/${name} PROPERTIES LABELS gpu-emu SKIP_RETURN_CODE 77)
+  add_test(NAME gpu-emu64/${dir}/${name} COMMAND test_interp --emu64 ${f})
+  set_tests_properties(gpu-emu64/${dir}/${name} PROPERTIES LABELS gpu-emu SKIP_RETURN_CODE 77)
 endforeach()
 # The model tests (tests/models) on the emulator against ONNX Runtime's
 # outputs, as model/NAME/cpu runs them; skipped where the model needs what
@@ -50,18 +69,25 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
   file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
   if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
     get_filename_component(name ${dir} NAME)
-    add_test(NAME gpu-emu/model/${name} COMMAND dcc check ${dir} --backend cuda-emu --atol 1e-5)
-    set_tests_properties(gpu-emu/model/${name} PROPERTIES LABELS "gpu-emu;model"
-                         SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
+    foreach(emu cuda-emu cuda-emu64)
+      string(REPLACE "cuda-" "gpu-" t ${emu})
+      add_test(NAME ${t}/model/${name} COMMAND dcc check ${dir} --backend ${emu} --atol 1e-5)
+      set_tests_properties(${t}/model/${name} PROPERTIES LABELS "gpu-emu;model"
+                           SKIP_REGULAR_EXPRESSION "not supported on cuda yet")
+    endforeach()
   endif()
 endforeach()
-# ONNX's node tests on the emulator: every test the interpreter must pass
-# (tests/conformance/expected_pass.txt) must pass there too.
+# ONNX's node tests on the emulator, at warps of 32 and of 64 lanes: every
+# test the interpreter must pass (tests/conformance/expected_pass.txt) must
+# pass there too.
 if(NOT DISC_SANITIZE)
-  add_test(NAME gpu-emu/node_tests
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
-                   --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=cuda-emu)
-  set_tests_properties(gpu-emu/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+  foreach(emu cuda-emu cuda-emu64)
+    string(REPLACE "cuda-" "gpu-" t ${emu})
+    add_test(NAME ${t}/node_tests
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_node_tests.py
+                     --dcc $<TARGET_FILE:dcc> -j 2 --timeout 120 --dcc-arg=--backend --dcc-arg=${emu})
+    set_tests_properties(${t}/node_tests PROPERTIES LABELS "gpu-emu;onnx" SKIP_RETURN_CODE 77 TIMEOUT 2400)
+  endforeach()
 endif()
 # The cuda backend without a driver: one error naming the library, exit 3.
 # (Where libcuda.so.1 exists it says running on a GPU is not supported yet.)

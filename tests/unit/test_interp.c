@@ -38,8 +38,9 @@
  *
  * from a generator seeded per file, so a run is repeatable.
  *
- * With --emu first, the same with the kernels as GPU source on the
- * emulator (codegen/emu.c, backend cuda-emu) in place of the cpu
+ * With --emu first (--emu64: at warps of 64 lanes), the same with the
+ * kernels as GPU source on the emulator (codegen/emu.c, backend cuda-emu,
+ * cuda-emu64) in place of the cpu
  * backend's. A file the GPU path does not take yet (a reduction, a
  * library call) prints the located error and exits 77: ctest shows it as
  * skipped, with the reason.
@@ -189,7 +190,7 @@ static void case_free(Case *c)
         tensor_free(&c->expect[i]);
 }
 
-/* The compiled backend: "cpu", or "cuda-emu" (--emu). */
+/* The compiled backend: "cpu", or "cuda-emu" (--emu), "cuda-emu64" (--emu64). */
 static const char *backend = "cpu";
 
 /* The cpu backend's outputs against the interpreter's (ref). */
@@ -754,9 +755,11 @@ static void test_elided(void)
 int main(int argc, char **argv)
 {
     if (argc > 1) {
-        bool cpu = !strcmp(argv[1], "--cpu") || !strcmp(argv[1], "--emu");
+        bool cpu = !strcmp(argv[1], "--cpu") || !strcmp(argv[1], "--emu") || !strcmp(argv[1], "--emu64");
         if (!strcmp(argv[1], "--emu"))
             backend = "cuda-emu";
+        if (!strcmp(argv[1], "--emu64")) /* the emulator at warps of 64 lanes */
+            backend = "cuda-emu64";
         int fails = 0, skipped = 0;
         for (int i = 1 + cpu; i < argc; i++) {
             int rc = run_file(argv[i], cpu);
