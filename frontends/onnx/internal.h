@@ -231,7 +231,12 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(global_pool) X(dequantize) X(quantize) X(dynamic_quantize)              \
     X(matmul_integer) X(conv_integer) X(qlinear_matmul) X(qlinear_conv)       \
     X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)               \
-    X(loop) X(if) X(scan) X(rnn)
+    X(loop) X(if) X(scan) X(rnn)                                              \
+    X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
+    X(eye_like) X(lp_pool)
+
+/* the argument of onnx_lower_trig */
+enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };
 
 #define X(name) LowerFn onnx_lower_##name;
 LOWERINGS(X)

@@ -589,10 +589,72 @@ bool onnx_lower_pool(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* |x|^p, and s^(1/p), for the Lp pools */
+static Value *lp_pow(Imp *im, Value *x, int64_t p)
+{
+    x = imp_un(im, OP_ABS, x);
+    return p == 1 ? x : p == 2 ? imp_bin(im, OP_MUL, x, x) : imp_binc(im, OP_POW, x, (double)p);
+}
+
+static Value *lp_root(Imp *im, Value *s, int64_t p)
+{
+    return p == 1 ? s : p == 2 ? imp_un(im, OP_SQRT, s) : imp_binc(im, OP_POW, s, 1.0 / (double)p);
+}
+
+static bool lp_p(Imp *im, int64_t *p)
+{
+    if (!attr_int(im, "p", 2, p))
+        return false;
+    if (*p < 1)
+        return imp_err(im, "p must be 1 or more, not %lld", (long long)*p);
+    if (!dtype_is_float(vdt(im->in[0])))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(im->in[0])));
+    return true;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p). The sum is an average
+ * pool that counts every tap (padding contributes zeros) times the
+ * window's size. */
+bool onnx_lower_lp_pool(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t p, *ks, ceil_mode;
+    int nk;
+    if (!x || !lp_p(im, &p) || !attr_ints(im, "kernel_shape", &ks, &nk) ||
+        !attr_int(im, "ceil_mode", 0, &ceil_mode))
+        return false;
+    int nsp = vrank(x) - 2;
+    if (nsp < 1)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    if (nk != nsp)
+        return imp_err(im, "kernel_shape needs %d entries", nsp);
+    Dim *k[MAX_RANK];
+    double taps = 1;
+    for (int i = 0; i < nsp; i++) {
+        k[i] = dc(im, ks[i]);
+        taps *= (double)ks[i];
+    }
+    Window win;
+    if (!window(im, &win, vdims(x) + 2, k, nsp))
+        return false;
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "kind", "avg");
+    attrs_add_ints(im->g, &l, "window", ks, nsp);
+    window_attrs(im, &l, &win);
+    attrs_add_int(im->g, &l, "ceil", ceil_mode != 0);
+    attrs_add_int(im->g, &l, "count_pad", 1);
+    Value *xp = lp_pow(im, x, p);
+    Op *op = xp ? build_op(im->g, OP_POOL, &xp, 1, l.v, l.n) : NULL;
+    if (!op)
+        return imp_fail(im);
+    return imp_done(im, lp_root(im, imp_binc(im, OP_MUL, op->out[0], taps), p));
+}
+
 bool onnx_lower_global_pool(Imp *im)
 {
     Value *x = imp_need(im, 0);
-    if (!x)
+    int64_t p = 0;
+    if (!x || (im->arg == 2 && !lp_p(im, &p)))
         return false;
     int64_t axes[MAX_RANK];
     int n = 0;
@@ -600,5 +662,7 @@ bool onnx_lower_global_pool(Imp *im)
         axes[n++] = i;
     if (!n)
         return imp_err(im, "needs data [N, C, spatial...]");
+    if (im->arg == 2) /* GlobalLpPool */
+        return imp_done(im, lp_root(im, imp_reduce(im, lp_pow(im, x, p), "sum", axes, n, true), p));
     return imp_done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
 }

@@ -96,6 +96,7 @@ bool onnx_lower_reduce_l1(Imp *im) { return reduce_with(im, "sum", OP_ABS, OP_CO
 bool onnx_lower_reduce_l2(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_SQRT); }
 bool onnx_lower_reduce_sumsq(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_COUNT); }
 bool onnx_lower_reduce_logsumexp(Imp *im) { return reduce_with(im, "sum", OP_EXP, OP_LOG); }
+bool onnx_lower_reduce_logsum(Imp *im) { return reduce_with(im, "sum", OP_COUNT, OP_LOG); }
 
 bool onnx_lower_argminmax(Imp *im)
 {
@@ -134,6 +135,62 @@ bool onnx_lower_softmax(Imp *im)
     if (im->arg) /* LogSoftmax */
         return imp_done(im, imp_bin(im, OP_SUB, d, imp_un(im, OP_LOG, s)));
     return imp_done(im, imp_bin(im, OP_DIV, e, s));
+}
+
+/* Hardmax: 1 at the first largest element along the axis, 0 elsewhere
+ * (before opset 13: over the flattened dims from axis on, default 1). */
+bool onnx_lower_hardmax(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis;
+    bool old = im->opset < 13;
+    if (!x || !attr_int(im, "axis", old ? 1 : -1, &axis) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    DimCtx *cx = &im->g->dims;
+    Value *v = x;
+    int r = vrank(x);
+    if (old) { /* [prod(dims before axis), prod(dims from axis)] */
+        Dim *d[2] = {dim_const(cx, 1), dim_const(cx, 1)};
+        for (int i = 0; i < r; i++)
+            d[i >= axis] = dim_mul(cx, d[i >= axis], vdims(x)[i]);
+        v = imp_reshape(im, x, d, 2);
+        axis = 1;
+    }
+    if (!v)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    attrs_add_int(im->g, &l, "keepdims", 1);
+    attrs_add_int(im->g, &l, "last", 0);
+    Op *am = build_op(im->g, OP_ARGMAX, &v, 1, l.v, l.n);
+    if (!am)
+        return imp_fail(im);
+    Value *io = build_iota(im->g, DT_I64, vdims(v), vrank(v), axis);
+    Value *y = imp_cvt(im, imp_cmp(im, "eq", io, am->out[0]), vdt(x));
+    return imp_done(im, old ? imp_reshape(im, y, vdims(x), r) : y);
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes
+ * (default [0, 2, 3]), the variance the biased one, as ONNX's function. */
+bool onnx_lower_mvn(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *axes, dflt[3] = {0, 2, 3};
+    int n;
+    if (!x || !attr_ints(im, "axes", &axes, &n))
+        return false;
+    if (n < 0) {
+        axes = dflt;
+        n = 3;
+    }
+    if (!dtype_is_float(vdt(x)))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(x)));
+    if (!imp_axes(im, axes, n, vrank(x)))
+        return false;
+    Value *m = imp_reduce(im, x, "mean", axes, n, true);
+    Value *d = imp_bin(im, OP_SUB, x, m);
+    Value *var = imp_reduce(im, imp_bin(im, OP_MUL, d, d), "mean", axes, n, true);
+    return imp_done(im, imp_bin(im, OP_DIV, d, imp_binc(im, OP_ADD, imp_un(im, OP_SQRT, var), 1e-9)));
 }
 
 /* (x - mean) / sqrt(var + eps) over axes, with the mean and 1/std. */

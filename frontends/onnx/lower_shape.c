@@ -1054,6 +1054,24 @@ bool onnx_lower_trilu(Imp *im)
     return imp_done(im, imp_sel(im, keep, x, imp_scalar(im, vdt(x), 0)));
 }
 
+/* EyeLike: ones on the k-th diagonal of a matrix shaped as the input, in
+ * the `dtype` asked for (default the input's). */
+bool onnx_lower_eye_like(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t k, odt;
+    if (!x || !attr_int(im, "k", 0, &k) || !attr_int(im, "dtype", 0, &odt))
+        return false;
+    if (vrank(x) != 2)
+        return imp_err(im, "input must have rank 2, not %d", vrank(x));
+    DType dt = odt ? onnx_dtype((int32_t)odt) : vdt(x);
+    if (dt == DT_INVALID)
+        return imp_errk(im, DIAG_UNSUPPORTED, "dtype %s is not supported", onnx_type_name((int32_t)odt));
+    Value *row = build_iota(im->g, DT_I64, vdims(x), 2, 0), *col = build_iota(im->g, DT_I64, vdims(x), 2, 1);
+    Value *on = imp_cmp(im, "eq", imp_bin(im, OP_SUB, col, row), imp_scalar(im, DT_I64, (double)k));
+    return imp_done(im, imp_cvt(im, on, dt));
+}
+
 bool onnx_lower_one_hot(Imp *im)
 {
     Value *idx = imp_need(im, 0), *vd = imp_need(im, 1), *vals = imp_need(im, 2);
