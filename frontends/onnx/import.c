@@ -136,6 +136,8 @@ static const Lowering lowerings[] = {
     {"LpNormalization", 1, L(lp_norm), 0},
     {"MeanVarianceNormalization", 9, L(mvn), 0},
     {"Hardmax", 1, L(hardmax), 0},
+    {"NegativeLogLikelihoodLoss", 12, L(nll_loss), 0},
+    {"SoftmaxCrossEntropyLoss", 12, L(sce_loss), 0},
     {"CumSum", 11, L(cumsum), 0},
     {"TopK", 10, L(topk), 0},
     /* shapes and data movement */

@@ -6,7 +6,8 @@
  *   tensor.c        TensorProto <-> bytes, Tensor files
  *   import.c        inputs, initializers, node order, the dispatch table
  *   lower_elem.c    elementwise ops, activations, casts, comparisons
- *   lower_reduce.c  reductions, softmax, normalizations, scans, top-k
+ *   lower_reduce.c  reductions, softmax, normalizations, scans, top-k,
+ *                   losses
  *   lower_shape.c   shape computation and data movement
  *   lower_nn.c      matmul, gemm, einsum, convolution, pooling
  *   lower_quant.c   quantization: (De)QuantizeLinear, integer matmul and
@@ -233,7 +234,7 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)               \
     X(loop) X(if) X(scan) X(rnn)                                              \
     X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
-    X(eye_like) X(lp_pool)
+    X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };
