@@ -160,6 +160,7 @@ static const Lowering lowerings[] = {
     {"Expand", 8, L(expand), 0},
     {"Tile", 6, L(tile), 0},
     {"Pad", 2, L(pad), 0},
+    {"CenterCropPad", 18, L(center_crop_pad), 0},
     {"ConstantOfShape", 9, L(constant_of_shape), 0},
     {"Constant", 1, L(constant), 0},
     {"Range", 11, L(range), 0},

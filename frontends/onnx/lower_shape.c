@@ -815,6 +815,24 @@ bool onnx_lower_tile(Imp *im)
     return imp_done(im, imp_reshape(im, b, out, r));
 }
 
+/* Pad with pads [begins, ends] for the n axes of the vector axes, made
+ * full-rank at run time: a dyn_pad. */
+static bool pad_axes_dyn(Imp *im, Value *x, Value *vp, Value *axes, int n, Value *val, const char *mode)
+{
+    int r = vrank(x);
+    if (!vp)
+        return imp_fail(im);
+    Value *lo = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, 0), dc(im, n), 1), axes, n, r, 0);
+    Value *hi = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, n), dc(im, 2 * n), 1), axes, n, r, 0);
+    if (!val || !lo || !hi)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
+    Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
 bool onnx_lower_pad(Imp *im)
 {
     Value *x = imp_need(im, 0);
@@ -857,15 +875,7 @@ bool onnx_lower_pad(Imp *im)
         na = static_len(IN(3));
         if (!vp || !dtype_is_int(vdt(IN(3))) || na < 0 || static_len(vp) != 2 * na)
             return imp_err(im, "axes must be an integer vector with half as many entries as pads");
-        Value *lo = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, 0), dc(im, na), 1), IN(3), na, r, 0);
-        Value *hi = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, na), dc(im, 2 * na), 1), IN(3), na, r, 0);
-        if (!val || !lo || !hi)
-            return imp_fail(im);
-        AttrList l = {0};
-        attrs_add_str(im->g, &l, "mode", mode);
-        Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
-        Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
-        return imp_done(im, op ? op->out[0] : NULL);
+        return pad_axes_dyn(im, x, vp, IN(3), na, val, mode);
     }
     if (IN(3)) {
         for (int i = 0; i < na; i++)
@@ -877,8 +887,11 @@ bool onnx_lower_pad(Imp *im)
     AttrList l = {0};
     attrs_add_str(im->g, &l, "mode", mode);
     if (n < 0) { /* computed pads */
-        if (na != r)
-            return imp_errk(im, DIAG_UNSUPPORTED, "computed pads with axes are not supported");
+        if (na != r) { /* some axes: scattered to full rank at run time */
+            if (static_len(vp) != 2 * na)
+                return imp_err(im, "pads must have %d entries, twice the axes", 2 * na);
+            return pad_axes_dyn(im, x, vp, imp_i64s(im, axes, na), na, val, mode);
+        }
         Value *in[3] = {x, vp, val};
         Op *op = build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n);
         return imp_done(im, op ? op->out[0] : NULL);
@@ -897,6 +910,45 @@ bool onnx_lower_pad(Imp *im)
     Value *in[2] = {x, val};
     Op *op = build_op(im->g, OP_PAD, in, 2, l.v, l.n);
     return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* CenterCropPad: each listed axis (default all) cropped or padded with
+ * zeros to its length in `shape`, centred: a change d = shape - dim puts
+ * trunc(d / 2) at the start and the rest at the end, and a negative pad
+ * crops. The pads are computed at run time (a dyn_pad), so `shape` may be
+ * computed too. */
+bool onnx_lower_center_crop_pad(Imp *im)
+{
+    Value *x = imp_need(im, 0), *sh = imp_need(im, 1);
+    int64_t *axes, all[MAX_RANK];
+    int na;
+    if (!x || !sh || !attr_ints(im, "axes", &axes, &na))
+        return false;
+    int r = vrank(x);
+    if (na < 0) {
+        for (int i = 0; i < r; i++)
+            all[i] = i;
+        axes = all;
+        na = r;
+    }
+    if (na > MAX_RANK)
+        return imp_err(im, "%d axes for rank %d", na, r);
+    for (int i = 0; i < na; i++) {
+        if (!imp_axis(im, axes[i], r, &axes[i]))
+            return false;
+        for (int j = 0; j < i; j++)
+            if (axes[j] == axes[i])
+                return imp_err(im, "axis %lld is repeated", (long long)axes[i]);
+    }
+    if (!dtype_is_int(vdt(sh)) || static_len(sh) != na)
+        return imp_err(im, "shape must be an integer vector with one entry per axis (%d)", na);
+    Dim *d[MAX_RANK];
+    for (int i = 0; i < na; i++)
+        d[i] = vdims(x)[axes[i]];
+    Value *diff = imp_bin(im, OP_SUB, imp_cvt(im, sh, DT_I64), imp_shape_value(im, d, na));
+    Value *lo = imp_binc(im, OP_DIV, diff, 2);
+    Value *vp = lo ? build_concat(im->g, (Value *[]){lo, imp_bin(im, OP_SUB, diff, lo)}, 2, 0) : NULL;
+    return pad_axes_dyn(im, x, vp, imp_i64s(im, axes, na), na, imp_scalar(im, vdt(x), 0), "constant");
 }
 
 /* ---- Constants and generators ---- */
