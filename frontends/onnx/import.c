@@ -178,6 +178,8 @@ static const Lowering lowerings[] = {
     {"DepthToSpace", 1, L(depth_to_space), 0},
     {"SpaceToDepth", 1, L(space_to_depth), 0},
     {"Resize", 11, L(resize), 0},
+    {"Resize", 10, L(upsample), 0},
+    {"Upsample", 7, L(upsample), 0},
     {"GridSample", 16, L(grid_sample), 0},
     /* compute-bound */
     {"MatMul", 1, L(matmul), 0},
@@ -190,6 +192,7 @@ static const Lowering lowerings[] = {
     {"GlobalAveragePool", 1, L(global_pool), 1},
     {"GlobalMaxPool", 1, L(global_pool), 0},
     {"LpPool", 2, L(lp_pool), 0},
+    {"LRN", 1, L(lrn), 0},
     {"GlobalLpPool", 2, L(global_pool), 2},
     /* quantization */
     {"DequantizeLinear", 10, L(dequantize), 0},

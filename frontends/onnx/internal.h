@@ -234,7 +234,8 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)               \
     X(loop) X(if) X(scan) X(rnn)                                              \
     X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
-    X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)
+    X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
+    X(upsample) X(lrn)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };

@@ -666,3 +666,45 @@ bool onnx_lower_global_pool(Imp *im)
         return imp_done(im, lp_root(im, imp_reduce(im, lp_pow(im, x, p), "sum", axes, n, true), p));
     return imp_done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
 }
+
+/* LRN: y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over the
+ * channels [c - floor((size-1)/2), c + ceil((size-1)/2)] inside [0, C).
+ * The sum is an average pool counting every tap, times size, over x^2
+ * seen as [N, 1, C, prod(spatial)]. */
+bool onnx_lower_lrn(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    double alpha, beta, bias;
+    int64_t size;
+    if (!x || !attr_float(im, "alpha", 1e-4, &alpha) || !attr_float(im, "beta", 0.75, &beta) ||
+        !attr_float(im, "bias", 1, &bias) || !attr_int(im, "size", 0, &size))
+        return false;
+    int r = vrank(x);
+    if (r < 3)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    if (size < 1)
+        return imp_err(im, "size must be 1 or more");
+    if (!dtype_is_float(vdt(x)))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(x)));
+    Dim *s = dc(im, 1);
+    for (int i = 2; i < r; i++)
+        s = dim_mul(CX, s, vdims(x)[i]);
+    Dim *d4[4] = {vdims(x)[0], dc(im, 1), vdims(x)[1], s};
+    Value *sq = imp_reshape(im, imp_bin(im, OP_MUL, x, x), d4, 4);
+    int64_t win[2] = {size, 1}, one[2] = {1, 1};
+    Dim *pads[4] = {dc(im, (size - 1) / 2), dc(im, 0), dc(im, size / 2), dc(im, 0)};
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "kind", "avg");
+    attrs_add_ints(im->g, &l, "window", win, 2);
+    attrs_add_ints(im->g, &l, "strides", one, 2);
+    attrs_add_dims(im->g, &l, "pads", pads, 4);
+    attrs_add_ints(im->g, &l, "dilations", one, 2);
+    attrs_add_int(im->g, &l, "ceil", 0);
+    attrs_add_int(im->g, &l, "count_pad", 1);
+    Op *op = sq ? build_op(im->g, OP_POOL, &sq, 1, l.v, l.n) : NULL;
+    if (!op)
+        return imp_fail(im);
+    Value *sum = imp_reshape(im, op->out[0], vdims(x), r);
+    Value *den = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, sum, alpha), bias);
+    return imp_done(im, imp_bin(im, OP_DIV, x, imp_binc(im, OP_POW, den, beta)));
+}

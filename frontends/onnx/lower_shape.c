@@ -1448,6 +1448,78 @@ bool onnx_lower_resize(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* Upsample (opsets 7 to 9) and Resize of opset 10: X and its scales (an
+ * attribute before opset 9, else an input), mode nearest or linear, with
+ * the asymmetric coordinate transform (source x = o / s), as ONNX Runtime
+ * runs them. Nearest rounds the source position down when it enlarges and
+ * up when it shrinks every axis (ONNX Runtime's "simple" mode); constant
+ * scales that enlarge some axes and shrink others are refused, and
+ * run-time scales round down (Upsample's scales are >= 1 by the spec). */
+bool onnx_lower_upsample(Imp *im)
+{
+    Value *x = imp_need(im, 0), *vs = NULL;
+    const char *mode;
+    double sc[MAX_RANK];
+    bool known = true;
+    if (!x || !attr_str(im, "mode", "nearest", &mode))
+        return false;
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+        return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
+    int r = vrank(x);
+    if (im->opset < 9) {
+        double *a;
+        int n;
+        if (!attr_floats(im, "scales", &a, &n))
+            return false;
+        if (n != r)
+            return imp_err(im, "scales needs %d entries", r);
+        memcpy(sc, a, (size_t)r * sizeof *sc);
+    } else {
+        if (!(vs = imp_need(im, 1)))
+            return false;
+        if (vec_len(vs) != r || vdt(vs) != DT_F32)
+            return imp_err(im, "scales must be f32[%d]", r);
+        known = vs->def && vs->def->kind == OP_CONST;
+        for (int i = 0; known && i < r; i++)
+            sc[i] = ((const float *)vs->def->cst->data)[i];
+    }
+    bool up = true, down = true;
+    for (int i = 0; known && i < r; i++) {
+        if (!(sc[i] > 0))
+            return imp_err(im, "scale %g on axis %d is not positive", sc[i], i);
+        up &= sc[i] >= 1;
+        down &= sc[i] <= 1;
+    }
+    if (!up && !down)
+        return imp_errk(im, DIAG_UNSUPPORTED, "nearest rounding for scales that enlarge some axes and "
+                        "shrink others is not supported");
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    attrs_add_str(im->g, &l, "coord", "asymmetric");
+    attrs_add_str(im->g, &l, "nearest", up ? "floor" : "ceil");
+    attrs_add_float(im->g, &l, "cubic_a", -0.75);
+    attrs_add_int(im->g, &l, "exclude_outside", 0);
+    if (!known) { /* resize_general reads the scales as Resize's input 2 */
+        int64_t all[MAX_RANK];
+        for (int i = 0; i < r; i++)
+            all[i] = i;
+        Value *in[4] = {x, NULL, vs, NULL};
+        im->in = in;
+        im->nin = 3;
+        attrs_add_int(im->g, &l, "antialias", 0);
+        attrs_add_float(im->g, &l, "extrapolation", 0);
+        return resize_general(im, x, &l, "asymmetric", "stretch", all, r);
+    }
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (!(dims[i] = scaled_dim(im, vdims(x)[i], sc[i])))
+            return imp_errk(im, DIAG_UNSUPPORTED, "scale %g on axis %d is not supported", sc[i], i);
+    attrs_add_dims(im->g, &l, "shape", dims, r);
+    attrs_add_floats(im->g, &l, "scales", sc, r);
+    Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
 /* ---- GridSample ----
  *
  * X [N, C, H, W] sampled at the points of grid [N, Ho, Wo, 2] ((x, y) in
