@@ -181,6 +181,10 @@ static const Lowering lowerings[] = {
     {"Resize", 10, L(upsample), 0},
     {"Upsample", 7, L(upsample), 0},
     {"GridSample", 16, L(grid_sample), 0},
+    {"DFT", 17, L(dft), 0},
+    {"HannWindow", 17, L(window), 0},
+    {"HammingWindow", 17, L(window), 1},
+    {"BlackmanWindow", 17, L(window), 2},
     /* compute-bound */
     {"MatMul", 1, L(matmul), 0},
     {"Gemm", 7, L(gemm), 0},
