@@ -1190,6 +1190,65 @@ bool onnx_lower_nonzero(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* Compress: the slices of x along axis (x flattened when there is none)
+ * at the positions where the 1-D condition is true: a gather at the
+ * nonzero positions of the condition, whose count is data-dependent. A
+ * condition shorter than the axis drops the rest; a true past the axis's
+ * end is a run-time error of the gather. */
+bool onnx_lower_compress(Imp *im)
+{
+    Value *x = imp_need(im, 0), *cond = imp_need(im, 1);
+    int64_t axis;
+    if (!x || !cond || !attr_int(im, "axis", 0, &axis))
+        return false;
+    if (vrank(cond) != 1 || vdt(cond) != DT_BOOL)
+        return imp_err(im, "condition must be a 1-D bool tensor");
+    if (!attr_find(im, "axis")) {
+        Dim *n = dc(im, 1);
+        for (int i = 0; i < vrank(x); i++)
+            n = dim_mul(CX, n, vdims(x)[i]);
+        x = imp_reshape(im, x, &n, 1);
+        axis = 0;
+    } else if (!imp_axis(im, axis, vrank(x), &axis)) {
+        return false;
+    }
+    Op *nz = build_op(im->g, OP_NONZERO, &cond, 1, NULL, 0);
+    if (!nz || !x)
+        return imp_fail(im);
+    Value *idx = imp_reshape(im, nz->out[0], &vdims(nz->out[0])[1], 1);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    Op *op = idx ? build_op(im->g, OP_GATHER, (Value *[]){x, idx}, 2, l.v, l.n) : NULL;
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* ReverseSequence: along time_axis, the first lens[b] elements of each
+ * batch entry b reversed, the rest kept: a gather_elements at t' = t <
+ * lens[b] ? lens[b] - 1 - t : t. */
+bool onnx_lower_reverse_sequence(Imp *im)
+{
+    Value *x = imp_need(im, 0), *lens = imp_need(im, 1);
+    int64_t ta, ba;
+    if (!x || !lens || !attr_int(im, "time_axis", 0, &ta) || !attr_int(im, "batch_axis", 1, &ba))
+        return false;
+    int r = vrank(x);
+    if (r < 2 || (ta != 0 && ta != 1) || (ba != 0 && ba != 1) || ta == ba)
+        return imp_err(im, "needs rank 2 or more and time_axis, batch_axis 0 and 1 or 1 and 0");
+    if (vrank(lens) != 1 || !dtype_is_int(vdt(lens)))
+        return imp_err(im, "sequence_lens must be a 1-D integer tensor");
+    Dim *ld[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ld[i] = i == ba ? vdims(lens)[0] : dc(im, 1);
+    Value *n = imp_reshape(im, imp_cvt(im, lens, DT_I64), ld, r);
+    Value *t = build_iota(im->g, DT_I64, vdims(x), r, ta);
+    Value *rev = imp_bin(im, OP_SUB, imp_binc(im, OP_SUB, n, 1), t);
+    Value *idx = imp_sel(im, imp_cmp(im, "lt", t, n), rev, t);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", ta);
+    Op *op = idx ? build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){x, idx}, 2, l.v, l.n) : NULL;
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
 /* ---- DepthToSpace, SpaceToDepth ---- */
 
 bool onnx_lower_depth_to_space(Imp *im)
