@@ -708,3 +708,54 @@ bool onnx_lower_lrn(Imp *im)
     Value *den = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, sum, alpha), bias);
     return imp_done(im, imp_bin(im, OP_DIV, x, imp_binc(im, OP_POW, den, beta)));
 }
+
+/* MaxUnpool: X [N, C, S...] scattered at the flat positions `indices`
+ * (MaxPool's second output) into zeros of [N, C, O...], O = (S - 1) *
+ * stride - begin - end + kernel; with output_shape, that result is then
+ * padded with zeros at the end of each axis to it, as ONNX's reference
+ * does (the indices address the inferred shape). */
+bool onnx_lower_max_unpool(Imp *im)
+{
+    Value *x = imp_need(im, 0), *ix = imp_need(im, 1), *os = IN(2);
+    int64_t *ks, *st, *pd;
+    int nk, ns, np;
+    if (!x || !ix || !attr_ints(im, "kernel_shape", &ks, &nk) || !attr_ints(im, "strides", &st, &ns) ||
+        !attr_ints(im, "pads", &pd, &np))
+        return false;
+    int r = vrank(x), nsp = r - 2;
+    if (nsp < 1 || nk != nsp || (ns >= 0 && ns != nsp) || (np >= 0 && np != 2 * nsp))
+        return imp_err(im, "needs X [N, C, spatial...] and kernel_shape, strides, pads for %d spatial dims", nsp);
+    if (!dtype_is_int(vdt(ix)) || vrank(ix) != r)
+        return imp_err(im, "indices must be an integer tensor shaped as X");
+    Dim *od[MAX_RANK], *total = dc(im, 1), *m = dc(im, 1);
+    for (int i = 0; i < r; i++) {
+        od[i] = vdims(x)[i];
+        if (i >= 2) {
+            int k = i - 2;
+            int64_t s = ns >= 0 ? st[k] : 1, lo = np >= 0 ? pd[k] : 0, hi = np >= 0 ? pd[nsp + k] : 0;
+            od[i] = dim_addc(CX, dim_mulc(CX, dim_addc(CX, od[i], -1), s), ks[k] - lo - hi);
+        }
+        total = dim_mul(CX, total, od[i]);
+        m = dim_mul(CX, m, vdims(x)[i]);
+    }
+    Dim *m1[2] = {m, dc(im, 1)};
+    Value *zeros = imp_broadcast_to(im, imp_scalar(im, vdt(x), 0), &total, 1);
+    Value *in[3] = {zeros, imp_reshape(im, imp_cvt(im, ix, DT_I64), m1, 2), imp_reshape(im, x, &m, 1)};
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "reduction", "none");
+    Op *op = in[0] && in[1] && in[2] ? build_op(im->g, OP_SCATTER_ND, in, 3, l.v, l.n) : NULL;
+    Value *y = imp_reshape(im, op ? op->out[0] : NULL, od, r);
+    if (!os || !y)
+        return imp_done(im, y);
+    if (vrank(os) != 1 || !dtype_is_int(vdt(os)) || !dim_is(vdims(os)[0], r))
+        return imp_err(im, "output_shape must be an integer vector of %d entries", r);
+    Value *high = imp_bin(im, OP_SUB, imp_cvt(im, os, DT_I64), imp_shape_value(im, od, r));
+    Dim *rd = dc(im, r);
+    Value *low = imp_broadcast_to(im, imp_scalar(im, DT_I64, 0), &rd, 1);
+    Value *pads = high && low ? build_concat(im->g, (Value *[]){low, high}, 2, 0) : NULL;
+    AttrList lp = {0};
+    attrs_add_str(im->g, &lp, "mode", "constant");
+    Op *pop = pads ? build_op(im->g, OP_DYN_PAD, (Value *[]){y, pads, imp_scalar(im, vdt(x), 0)}, 3, lp.v, lp.n)
+                   : NULL;
+    return imp_done(im, pop ? pop->out[0] : NULL);
+}
