@@ -1579,6 +1579,94 @@ bool onnx_lower_upsample(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* ---- AffineGrid ----
+ *
+ * The sampling grid of an affine transform, GridSample's input: for theta
+ * [N, 2, 3] and size (N, C, H, W), result [N, H, W, 2] with result[n, h,
+ * w] = theta[n] . (x_w, y_h, 1); for theta [N, 3, 4] and size (N, C, D, H,
+ * W), [N, D, H, W, 3] with (x_w, y_h, z_d, 1). A coordinate along an axis
+ * of length L is -1 + 2i / (L - 1) with align_corners, else -1 + (2i + 1)
+ * / L. Computed in f64 as the reference does, elementwise (the transform
+ * has 3 or 4 terms); the lengths are read from size at run time unless
+ * it is a constant. */
+
+/* The coordinates along an axis of length size[k], as [1, ..., L, ..., 1]
+ * (rank nsp + 1, L at position pos). */
+static Value *affine_coords(Imp *im, Value *size, int k, bool align, int pos, int rank)
+{
+    int64_t *c;
+    int n;
+    Value *io, *len = gather0(im, imp_cvt(im, size, DT_I64), imp_i64s(im, (int64_t[]){k}, 1));
+    if (imp_const_ints(im, size, &c, &n)) {
+        Dim *d = dc(im, c[k]);
+        io = build_iota(im->g, DT_F64, &d, 1, 0);
+    } else {
+        AttrList l = {0};
+        attrs_add_dtype(im->g, &l, "dtype", DT_F64);
+        attrs_add_int(im->g, &l, "axis", 0);
+        Op *op = len ? build_op(im->g, OP_DYN_IOTA, &len, 1, l.v, l.n) : NULL;
+        io = op ? op->out[0] : NULL;
+    }
+    if (!io)
+        return NULL;
+    Value *lf = imp_cvt(im, len, DT_F64), *v;
+    if (align)
+        v = imp_bin(im, OP_DIV, imp_binc(im, OP_MUL, io, 2), imp_binc(im, OP_SUB, lf, 1));
+    else
+        v = imp_bin(im, OP_DIV, imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, io, 2), 1), lf);
+    Dim *d[MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        d[i] = i == pos ? vdims(io)[0] : dc(im, 1);
+    return imp_reshape(im, imp_binc(im, OP_SUB, v, 1), d, rank);
+}
+
+bool onnx_lower_affine_grid(Imp *im)
+{
+    Value *th = imp_need(im, 0), *size = imp_need(im, 1);
+    int64_t align;
+    if (!th || !size || !attr_int(im, "align_corners", 0, &align))
+        return false;
+    if (vrank(th) != 3 || !dtype_is_float(vdt(th)) || !dim_is_const(vdims(th)[1]) ||
+        !dim_is_const(vdims(th)[2]) || !(dim_is(vdims(th)[1], 2) || dim_is(vdims(th)[1], 3)) ||
+        vdims(th)[2]->c != vdims(th)[1]->c + 1)
+        return imp_err(im, "theta must be a float [N, 2, 3] or [N, 3, 4]");
+    int nsp = (int)vdims(th)[1]->c, rank = nsp + 1;
+    if (vrank(size) != 1 || !dtype_is_int(vdt(size)) || !dim_is(vdims(size)[0], nsp + 2))
+        return imp_err(im, "size must be an integer vector of %d entries", nsp + 2);
+    /* coordinates x (along the last axis), y, z, each [1, ..., L, ..., 1] */
+    Value *co[3];
+    for (int j = 0; j < nsp; j++)
+        co[j] = affine_coords(im, size, nsp + 1 - j, align != 0, nsp - j, rank);
+    Value *t = imp_cvt(im, th, DT_F64), *outs[3];
+    Dim *td[MAX_RANK];
+    td[0] = vdims(th)[0];
+    for (int i = 1; i < rank; i++)
+        td[i] = dc(im, 1);
+    for (int j = 0; j < nsp; j++) { /* result component j: sum over k of theta[n, j, k] * coord_k */
+        Value *acc = NULL;
+        for (int k = 0; k <= nsp; k++) {
+            Value *tjk = imp_reshape(im, imp_slice1(im, imp_slice1(im, t, 1, dc(im, j), dc(im, j + 1), 1), 2,
+                                                    dc(im, k), dc(im, k + 1), 1), td, rank);
+            Value *term = k < nsp ? imp_bin(im, OP_MUL, tjk, co[k]) : tjk;
+            acc = acc ? imp_bin(im, OP_ADD, acc, term) : term;
+        }
+        int64_t last = rank;
+        outs[j] = imp_unsqueeze(im, acc, &last, 1);
+        if (!outs[j])
+            return imp_fail(im);
+    }
+    /* every component to the full shape [N, spatial...], then stacked */
+    Dim *full[MAX_RANK];
+    full[0] = vdims(th)[0];
+    for (int i = 1; i < rank; i++)
+        full[i] = vdims(co[nsp - i])[i];
+    full[rank] = dc(im, 1);
+    for (int j = 0; j < nsp; j++)
+        outs[j] = imp_broadcast_to(im, outs[j], full, rank + 1);
+    Value *y = outs[0] ? build_concat(im->g, outs, nsp, rank) : NULL;
+    return imp_done(im, imp_cvt(im, y, vdt(th)));
+}
+
 /* ---- GridSample ----
  *
  * X [N, C, H, W] sampled at the points of grid [N, Ho, Wo, 2] ((x, y) in
