@@ -1670,23 +1670,25 @@ bool onnx_lower_affine_grid(Imp *im)
 /* ---- GridSample ----
  *
  * X [N, C, H, W] sampled at the points of grid [N, Ho, Wo, 2] ((x, y) in
- * [-1, 1]), spelled out with core ops: the points are unnormalised to
- * pixel coordinates (align_corners: -1 and 1 are the centres of the corner
+ * [-1, 1]), or X [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] ((x, y, z)),
+ * spelled out with core ops: the points are unnormalised to pixel
+ * coordinates (align_corners: -1 and 1 are the centres of the corner
  * pixels, else their outer edges), and each result element is a gather of
- * X flattened to [N, C, H*W] at y * W + x: one gather for nearest (rounding
- * half to even, as ONNX Runtime and PyTorch), four weighted ones for
- * bilinear, sixteen for bicubic (Keys' kernel, A = -0.75). Outside the
+ * X flattened to [N, C, H*W] at y * W + x (or [N, C, D*H*W] at (z * H + y)
+ * * W + x): one gather for nearest (rounding half to even, as ONNX Runtime
+ * and PyTorch), four (eight) weighted ones for bilinear, sixteen for
+ * bicubic (Keys' kernel, A = -0.75; 2-D only, as the spec). Outside the
  * bounds (-0.5 and size - 0.5, or 0 and size - 1 with align_corners)
  * padding_mode zeros leaves a point alone and gives 0 for each tap outside
  * X, border clamps the point into [0, size - 1] (not for bicubic, as
  * PyTorch and ONNX Runtime, unlike onnx's reference) and every tap into X,
  * reflection reflects the point and every tap about the bounds as often as
- * it takes; the steps are ONNX Runtime's. Grids of other ranks are refused
- * as unsupported. */
+ * it takes; the steps are ONNX Runtime's. */
 
 typedef struct Sampler {
-    Value *flat;      /* X as [N, C, H*W] */
-    Value *wd, *hd;   /* W and H as f32 scalars */
+    int nsp;          /* 2 or 3 spatial dims */
+    Value *flat;      /* X as [N, C, prod(spatial)] */
+    Value *size[3];   /* W, H (and D) as f32 scalars: the sizes along x, y, z */
     Dim *dims[3];     /* the gather's result: [N, C, P] */
     bool zeros;       /* padding_mode zeros */
     bool reflect;     /* padding_mode reflection: taps reflected */
@@ -1695,19 +1697,19 @@ typedef struct Sampler {
 
 static Value *grid_reflect(Imp *im, Value *v, Value *size, bool align);
 
-/* X at integer-valued f32 coordinates xi, yi [N, 1, P]: [N, C, P]. */
-static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
+/* X at integer-valued f32 coordinates ci[k] [N, 1, P] (x, y, z): [N, C, P]. */
+static Value *grid_tap(Imp *im, const Sampler *s, Value *const *ci)
 {
-    Value *zero = imp_scalar(im, DT_F32, 0);
-    if (s->reflect) {
-        xi = grid_reflect(im, xi, s->wd, s->align);
-        yi = grid_reflect(im, yi, s->hd, s->align);
+    Value *zero = imp_scalar(im, DT_F32, 0), *idx = NULL, *in = NULL;
+    for (int k = s->nsp - 1; k >= 0; k--) {
+        Value *c = s->reflect ? grid_reflect(im, ci[k], s->size[k], s->align) : ci[k];
+        Value *m1 = imp_binc(im, OP_SUB, s->size[k], 1);
+        Value *cc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, c, zero), m1);
+        idx = idx ? imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, idx, s->size[k]), cc) : cc;
+        Value *ok = imp_bin(im, OP_AND, imp_cmp(im, "ge", c, zero), imp_cmp(im, "le", c, m1));
+        in = in ? imp_bin(im, OP_AND, in, ok) : ok;
     }
-    Value *wm1 = imp_binc(im, OP_SUB, s->wd, 1), *hm1 = imp_binc(im, OP_SUB, s->hd, 1);
-    Value *xc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, xi, zero), wm1);
-    Value *yc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, yi, zero), hm1);
-    Value *idx = imp_cvt(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, yc, s->wd), xc), DT_I64);
-    idx = imp_broadcast_to(im, idx, s->dims, 3);
+    idx = imp_broadcast_to(im, imp_cvt(im, idx, DT_I64), s->dims, 3);
     if (!idx || !s->flat)
         return NULL;
     AttrList l = {0};
@@ -1715,12 +1717,7 @@ static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
     Op *g = build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){s->flat, idx}, 2, l.v, l.n);
     if (!g)
         return NULL;
-    Value *v = g->out[0];
-    if (!s->zeros)
-        return v;
-    Value *in = imp_bin(im, OP_AND, imp_bin(im, OP_AND, imp_cmp(im, "ge", xi, zero), imp_cmp(im, "le", xi, wm1)),
-                        imp_bin(im, OP_AND, imp_cmp(im, "ge", yi, zero), imp_cmp(im, "le", yi, hm1)));
-    return imp_sel(im, in, v, zero);
+    return s->zeros ? imp_sel(im, in, g->out[0], zero) : g->out[0];
 }
 
 /* v reflected into [lo, hi] (lo = -0.5, hi = size - 0.5; with align 0 and
@@ -1783,69 +1780,84 @@ bool onnx_lower_grid_sample(Imp *im)
         return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
     if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
         return imp_errk(im, DIAG_UNSUPPORTED, "padding_mode \"%s\" is not supported", pad);
-    if (vrank(x) != 4 || vrank(grid) != 4 || !dim_is(vdims(grid)[3], 2))
-        return imp_errk(im, DIAG_UNSUPPORTED, "only X [N, C, H, W] with grid [N, Ho, Wo, 2] is supported");
+    int r = vrank(x), nsp = r - 2;
+    if ((r != 4 && r != 5) || vrank(grid) != r || !dim_is(vdims(grid)[r - 1], nsp))
+        return imp_errk(im, DIAG_UNSUPPORTED, "only X [N, C, H, W] with grid [N, Ho, Wo, 2] and "
+                        "X [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] are supported");
+    if (cubic && nsp != 2)
+        return imp_err(im, "mode \"%s\" needs 2-D data", mode);
     if (!dtype_is_float(vdt(x)) || !dtype_is_float(vdt(grid)))
         return imp_err(im, "X and grid must be floating point");
-    Dim *n = vdims(x)[0], *c = vdims(x)[1], *hw = dim_mul(CX, vdims(x)[2], vdims(x)[3]);
-    Dim *p = dim_mul(CX, vdims(grid)[1], vdims(grid)[2]);
-    if (!hw || !p)
+    Dim *n = vdims(x)[0], *c = vdims(x)[1], *sp = dc(im, 1), *p = dc(im, 1);
+    for (int i = 2; i < r; i++)
+        sp = dim_mul(CX, sp, vdims(x)[i]);
+    for (int i = 1; i < r - 1; i++)
+        p = dim_mul(CX, p, vdims(grid)[i]);
+    if (!sp || !p)
         return imp_err(im, "dims overflow");
-    Sampler s = {.zeros = !strcmp(pad, "zeros"), .reflect = !strcmp(pad, "reflection"), .align = align != 0};
+    Sampler s = {.nsp = nsp, .zeros = !strcmp(pad, "zeros"), .reflect = !strcmp(pad, "reflection"),
+                 .align = align != 0};
     Value *xf = imp_cvt(im, x, DT_F32);
-    s.flat = imp_reshape(im, xf, (Dim *[]){n, c, hw}, 3);
-    s.wd = imp_cvt(im, build_dim(im->g, x, 3), DT_F32);
-    s.hd = imp_cvt(im, build_dim(im->g, x, 2), DT_F32);
+    s.flat = imp_reshape(im, xf, (Dim *[]){n, c, sp}, 3);
+    for (int k = 0; k < nsp; k++)
+        s.size[k] = imp_cvt(im, build_dim(im->g, x, r - 1 - k), DT_F32);
     s.dims[0] = n, s.dims[1] = c, s.dims[2] = p;
-    /* the x and y of every point, [N, 1, P] */
-    Value *g = imp_cvt(im, grid, DT_F32);
+    /* the coordinates of every point, [N, 1, P] each; in pixels:
+     * align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2 */
+    Value *g = imp_cvt(im, grid, DT_F32), *ic[3];
     Dim *pd[3] = {vdims(grid)[0], dc(im, 1), p};
-    Value *gx = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 0), dc(im, 1), 1), pd, 3);
-    Value *gy = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 1), dc(im, 2), 1), pd, 3);
-    /* pixel coordinates: align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2 */
-    Value *ix, *iy;
-    if (align) {
-        ix = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), 0.5), imp_binc(im, OP_SUB, s.wd, 1));
-        iy = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), 0.5), imp_binc(im, OP_SUB, s.hd, 1));
-    } else {
-        ix = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), s.wd), 1), 0.5);
-        iy = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), s.hd), 1), 0.5);
+    for (int k = 0; k < nsp; k++) {
+        Value *gk = imp_reshape(im, imp_slice1(im, g, r - 1, dc(im, k), dc(im, k + 1), 1), pd, 3);
+        if (align)
+            ic[k] = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gk, 1), 0.5),
+                            imp_binc(im, OP_SUB, s.size[k], 1));
+        else
+            ic[k] = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gk, 1),
+                                                                      s.size[k]), 1), 0.5);
+        if (!strcmp(pad, "reflection"))
+            ic[k] = grid_reflect(im, ic[k], s.size[k], align != 0);
+        else if (!s.zeros && !cubic) /* border: a point outside the bounds clamped into the image */
+            ic[k] = grid_border(im, ic[k], s.size[k], align != 0);
     }
-    if (!strcmp(pad, "reflection")) {
-        ix = grid_reflect(im, ix, s.wd, align != 0);
-        iy = grid_reflect(im, iy, s.hd, align != 0);
-    } else if (!s.zeros && !cubic) { /* border: a point outside the bounds clamped into the image */
-        ix = grid_border(im, ix, s.wd, align != 0);
-        iy = grid_border(im, iy, s.hd, align != 0);
-    }
-    Value *out;
+    Value *out = NULL, *t[3];
     if (cubic) {
-        Value *x0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ix), 1);
-        Value *y0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, iy), 1);
+        Value *x0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ic[0]), 1);
+        Value *y0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ic[1]), 1);
         Value *cx[4], *cy[4];
-        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ix, x0), 1), cx);
-        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, iy, y0), 1), cy);
-        out = NULL;
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ic[0], x0), 1), cx);
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ic[1], y0), 1), cy);
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) {
-                Value *t = grid_tap(im, &s, imp_binc(im, OP_ADD, x0, j), imp_binc(im, OP_ADD, y0, i));
-                t = imp_bin(im, OP_MUL, t, imp_bin(im, OP_MUL, cy[i], cx[j]));
-                out = out ? imp_bin(im, OP_ADD, out, t) : t;
+                t[0] = imp_binc(im, OP_ADD, x0, j);
+                t[1] = imp_binc(im, OP_ADD, y0, i);
+                Value *v = imp_bin(im, OP_MUL, grid_tap(im, &s, t), imp_bin(im, OP_MUL, cy[i], cx[j]));
+                out = out ? imp_bin(im, OP_ADD, out, v) : v;
             }
     } else if (nearest) {
-        out = grid_tap(im, &s, imp_un(im, OP_ROUND, ix), imp_un(im, OP_ROUND, iy));
-    } else {
-        Value *x0 = imp_un(im, OP_FLOOR, ix), *y0 = imp_un(im, OP_FLOOR, iy);
-        Value *x1 = imp_binc(im, OP_ADD, x0, 1), *y1 = imp_binc(im, OP_ADD, y0, 1);
-        Value *wx1 = imp_bin(im, OP_SUB, ix, x0), *wy1 = imp_bin(im, OP_SUB, iy, y0);
-        Value *wx0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wx1);
-        Value *wy0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wy1);
-        Value *a = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y0), imp_bin(im, OP_MUL, wx0, wy0));
-        Value *b = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y0), imp_bin(im, OP_MUL, wx1, wy0));
-        Value *cc = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y1), imp_bin(im, OP_MUL, wx0, wy1));
-        Value *d = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y1), imp_bin(im, OP_MUL, wx1, wy1));
-        out = imp_bin(im, OP_ADD, imp_bin(im, OP_ADD, a, b), imp_bin(im, OP_ADD, cc, d));
+        for (int k = 0; k < nsp; k++)
+            t[k] = imp_un(im, OP_ROUND, ic[k]);
+        out = grid_tap(im, &s, t);
+    } else { /* the 2^nsp corners, each weighted by the product of its sides' weights */
+        Value *lo[3], *w1[3], *w0[3];
+        for (int k = 0; k < nsp; k++) {
+            lo[k] = imp_un(im, OP_FLOOR, ic[k]);
+            w1[k] = imp_bin(im, OP_SUB, ic[k], lo[k]);
+            w0[k] = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), w1[k]);
+        }
+        for (int corner = 0; corner < 1 << nsp; corner++) {
+            Value *w = NULL;
+            for (int k = 0; k < nsp; k++) {
+                bool up = corner >> k & 1;
+                t[k] = up ? imp_binc(im, OP_ADD, lo[k], 1) : lo[k];
+                w = w ? imp_bin(im, OP_MUL, w, up ? w1[k] : w0[k]) : up ? w1[k] : w0[k];
+            }
+            Value *v = imp_bin(im, OP_MUL, grid_tap(im, &s, t), w);
+            out = out ? imp_bin(im, OP_ADD, out, v) : v;
+        }
     }
-    out = imp_reshape(im, out, (Dim *[]){n, c, vdims(grid)[1], vdims(grid)[2]}, 4);
+    Dim *od[5] = {n, c};
+    for (int i = 2; i < r; i++)
+        od[i] = vdims(grid)[i - 1];
+    out = imp_reshape(im, out, od, r);
     return imp_done(im, imp_cvt(im, out, vdt(x)));
 }
