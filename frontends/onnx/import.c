@@ -184,6 +184,7 @@ static const Lowering lowerings[] = {
     {"Upsample", 7, L(upsample), 0},
     {"GridSample", 16, L(grid_sample), 0},
     {"AffineGrid", 20, L(affine_grid), 0},
+    {"NonMaxSuppression", 10, L(nms), 0},
     {"DFT", 17, L(dft), 0},
     {"HannWindow", 17, L(window), 0},
     {"HammingWindow", 17, L(window), 1},
