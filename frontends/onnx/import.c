@@ -169,6 +169,7 @@ static const Lowering lowerings[] = {
     {"EyeLike", 9, L(eye_like), 0},
     {"NonZero", 9, L(nonzero), 0},
     {"Compress", 9, L(compress), 0},
+    {"Unique", 11, L(unique), 0},
     {"ReverseSequence", 10, L(reverse_sequence), 0},
     /* control flow and recurrent layers (lower_control.c, lower_rnn.c) */
     {"Loop", 1, L(loop), 0},

@@ -14,6 +14,7 @@
  *                   convolution, QLinear matmul and convolution
  *   lower_signal.c  DFT and the window functions
  *   lower_detect.c  NonMaxSuppression
+ *   lower_unique.c  Unique
  *   lower_ml.c      the ai.onnx.ml domain: Scaler, ArrayFeatureExtractor,
  *                   Binarizer
  *
@@ -238,7 +239,7 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
     X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
     X(upsample) X(lrn) X(dft) X(window) X(compress) X(reverse_sequence) \
-    X(max_unpool) X(affine_grid) X(nms)
+    X(max_unpool) X(affine_grid) X(nms) X(unique)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };

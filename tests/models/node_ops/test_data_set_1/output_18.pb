@@ -1,1 +1,1 @@
-BrevseqJ<-Z¾®µp¿
+BrevseqJ¤V€¼~Ğ¾
