@@ -186,6 +186,7 @@ static const Lowering lowerings[] = {
     {"GridSample", 16, L(grid_sample), 0},
     {"AffineGrid", 20, L(affine_grid), 0},
     {"NonMaxSuppression", 10, L(nms), 0},
+    {"RoiAlign", 10, L(roi_align), 0},
     {"DFT", 17, L(dft), 0},
     {"HannWindow", 17, L(window), 0},
     {"HammingWindow", 17, L(window), 1},

@@ -13,7 +13,7 @@
  *   lower_quant.c   quantization: (De)QuantizeLinear, integer matmul and
  *                   convolution, QLinear matmul and convolution
  *   lower_signal.c  DFT and the window functions
- *   lower_detect.c  NonMaxSuppression
+ *   lower_detect.c  NonMaxSuppression, RoiAlign
  *   lower_unique.c  Unique
  *   lower_ml.c      the ai.onnx.ml domain: Scaler, ArrayFeatureExtractor,
  *                   Binarizer
@@ -239,7 +239,7 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
     X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
     X(upsample) X(lrn) X(dft) X(window) X(compress) X(reverse_sequence) \
-    X(max_unpool) X(affine_grid) X(nms) X(unique)
+    X(max_unpool) X(affine_grid) X(nms) X(unique) X(roi_align)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };

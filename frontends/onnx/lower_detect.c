@@ -1,5 +1,6 @@
 /*
- * lower_detect.c — NonMaxSuppression, lowered to a core `loop`.
+ * lower_detect.c — the ops of detection models: NonMaxSuppression,
+ * lowered to a core `loop`, and RoiAlign (further down).
  *
  * Greedy NMS takes, per batch entry and class, the boxes in decreasing
  * score (ties: the lower index first), and keeps a box unless a box kept
@@ -253,4 +254,124 @@ bool onnx_lower_nms(Imp *im)
     Dim *m1[2] = {vdims(co)[0], dc(im, 1)};
     Value *parts[2] = {imp_slice1(im, co, 1, dc(im, 0), dc(im, 2), 1), imp_reshape(im, box->out[0], m1, 2)};
     return imp_done(im, parts[0] && parts[1] ? build_concat(im->g, parts, 2, 1) : NULL);
+}
+
+/* ---- RoiAlign ----
+ *
+ * Y [R, C, oh, ow]: for roi r (x1, y1, x2, y2 scaled by spatial_scale,
+ * less 0.5 with half_pixel) on feature map batch_indices[r], output cell
+ * (ph, pw) pools sr x sr bilinear samples at (y1 + ph * bin_h + (iy + 0.5)
+ * * bin_h / sr, x1 + ...) by their average or maximum (the maximum of the
+ * four weighted taps of each sample, as ONNX's reference and ONNX
+ * Runtime). The taps follow the reference: a sample outside [-1, size]
+ * contributes 0, one below 0 is taken at 0, one past size - 1 at size - 1.
+ * A sample's coordinates and weights are separable, so each axis gives
+ * [R, o, sr] tensors, and the four taps are gathers from X flattened at
+ * ((b C + c) H + y) W + x over [R, C, oh, sr, ow, sr]. sampling_ratio 0
+ * (a grid that depends on each roi's size) is refused as unsupported. */
+
+typedef struct RoiAxis {
+    Value *lo, *hi;   /* i64 tap positions, [R, o, sr] */
+    Value *wl, *wh;   /* f64 weights of lo and hi (0 outside) */
+} RoiAxis;
+
+static void roi_axis(Imp *im, Value *start, Value *bin, int64_t o, int64_t sr, Value *len, RoiAxis *a)
+{
+    Dim *r = vdims(start)[0], *d3[3] = {r, dc(im, 1), dc(im, 1)}, *od[3] = {dc(im, 1), dc(im, o), dc(im, 1)},
+        *sd[3] = {dc(im, 1), dc(im, 1), dc(im, sr)};
+    Value *s = imp_reshape(im, start, d3, 3), *b = imp_reshape(im, bin, d3, 3);
+    Value *p = build_iota(im->g, DT_F64, od, 3, 1), *i = build_iota(im->g, DT_F64, sd, 3, 2);
+    Value *c = imp_bin(im, OP_ADD, imp_bin(im, OP_ADD, s, imp_bin(im, OP_MUL, p, b)),
+                       imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, i, 0.5), imp_binc(im, OP_DIV, b, (double)sr)));
+    Value *lf = imp_cvt(im, len, DT_F64), *last = imp_binc(im, OP_SUB, lf, 1);
+    Value *out = imp_bin(im, OP_OR, imp_cmp(im, "lt", c, imp_scalar(im, DT_F64, -1)), imp_cmp(im, "gt", c, lf));
+    c = imp_binc(im, OP_MAX, c, 0);
+    Value *lo = imp_un(im, OP_FLOOR, c);
+    Value *edge = imp_cmp(im, "ge", lo, last);
+    lo = imp_sel(im, edge, last, lo);
+    c = imp_sel(im, edge, lo, c);
+    Value *hi = imp_sel(im, edge, lo, imp_binc(im, OP_ADD, lo, 1));
+    Value *l = imp_bin(im, OP_SUB, c, lo), *zero = imp_scalar(im, DT_F64, 0);
+    a->wl = imp_sel(im, out, zero, imp_bin(im, OP_SUB, imp_scalar(im, DT_F64, 1), l));
+    a->wh = imp_sel(im, out, zero, l);
+    a->lo = imp_cvt(im, lo, DT_I64);
+    a->hi = imp_cvt(im, hi, DT_I64);
+}
+
+/* v [R, o, sr] as [R, 1, o, sr, 1, 1] (y) or [R, 1, 1, 1, o, sr] (x) */
+static Value *roi_spread(Imp *im, Value *v, bool y)
+{
+    if (!v)
+        return NULL;
+    Dim **d = vdims(v), *one = dc(im, 1);
+    Dim *yd[6] = {d[0], one, d[1], d[2], one, one}, *xd[6] = {d[0], one, one, one, d[1], d[2]};
+    return imp_reshape(im, v, y ? yd : xd, 6);
+}
+
+bool onnx_lower_roi_align(Imp *im)
+{
+    Value *x = imp_need(im, 0), *rois = imp_need(im, 1), *bi = imp_need(im, 2);
+    const char *coord, *mode;
+    int64_t oh, ow, sr;
+    double scale;
+    if (!x || !rois || !bi ||
+        !attr_str(im, "coordinate_transformation_mode", im->opset >= 16 ? "half_pixel" : "output_half_pixel",
+                  &coord) ||
+        !attr_str(im, "mode", "avg", &mode) || !attr_int(im, "output_height", 1, &oh) ||
+        !attr_int(im, "output_width", 1, &ow) || !attr_int(im, "sampling_ratio", 0, &sr) ||
+        !attr_float(im, "spatial_scale", 1.0, &scale))
+        return false;
+    bool half = !strcmp(coord, "half_pixel"), avg = !strcmp(mode, "avg");
+    if (!half && strcmp(coord, "output_half_pixel"))
+        return imp_err(im, "coordinate_transformation_mode must be half_pixel or output_half_pixel");
+    if (!avg && strcmp(mode, "max"))
+        return imp_err(im, "mode must be avg or max");
+    if (sr <= 0)
+        return imp_errk(im, DIAG_UNSUPPORTED, "sampling_ratio 0 (a sampling grid per roi) is not supported");
+    if (oh < 1 || ow < 1)
+        return imp_err(im, "output_height and output_width must be positive");
+    if (vrank(x) != 4 || !dtype_is_float(vdt(x)) || vrank(rois) != 2 || !dim_is(vdims(rois)[1], 4) ||
+        !dtype_is_float(vdt(rois)) || vrank(bi) != 1 || !dtype_is_int(vdt(bi)))
+        return imp_err(im, "needs X [N, C, H, W], rois [R, 4] and batch_indices [R]");
+    /* per roi: start, end and bin size along y and x, f64 [R] */
+    Dim *R = vdims(rois)[0];
+    Value *rf = imp_cvt(im, rois, DT_F64), *co[4];
+    for (int k = 0; k < 4; k++) {
+        co[k] = imp_reshape(im, imp_slice1(im, rf, 1, dc(im, k), dc(im, k + 1), 1), &R, 1);
+        co[k] = imp_binc(im, OP_SUB, imp_binc(im, OP_MUL, co[k], scale), half ? 0.5 : 0);
+    }
+    RoiAxis ay, ax;
+    for (int a = 0; a < 2; a++) { /* a = 0: y (rois' 1 and 3), 1: x (0 and 2) */
+        Value *s = co[1 - a], *len = imp_bin(im, OP_SUB, co[3 - a], s);
+        if (!half)
+            len = imp_binc(im, OP_MAX, len, 1);
+        int64_t o = a ? ow : oh;
+        roi_axis(im, s, imp_binc(im, OP_DIV, len, (double)o), o, sr, build_dim(im->g, x, 2 + a), a ? &ax : &ay);
+    }
+    /* flat positions: ((b C + c) H + y) W + x */
+    Dim **xd = vdims(x), *n = dim_mul(CX, dim_mul(CX, xd[0], xd[1]), dim_mul(CX, xd[2], xd[3]));
+    Value *xf = imp_reshape(im, x, &n, 1);
+    Value *H = build_dim(im->g, x, 2), *W = build_dim(im->g, x, 3);
+    Dim *one = dc(im, 1), *bd[6] = {R, one, one, one, one, one}, *cd[6] = {one, xd[1], one, one, one, one};
+    Value *base = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, imp_reshape(im, imp_cvt(im, bi, DT_I64), bd, 6),
+                                       build_dim(im->g, x, 1)),
+                   build_iota(im->g, DT_I64, cd, 6, 1));
+    base = imp_bin(im, OP_MUL, imp_bin(im, OP_MUL, base, H), W);
+    Value *ys[2] = {roi_spread(im, ay.lo, true), roi_spread(im, ay.hi, true)};
+    Value *xs[2] = {roi_spread(im, ax.lo, false), roi_spread(im, ax.hi, false)};
+    Value *wy[2] = {roi_spread(im, ay.wl, true), roi_spread(im, ay.wh, true)};
+    Value *wx[2] = {roi_spread(im, ax.wl, false), roi_spread(im, ax.wh, false)};
+    Value *acc = NULL;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            Value *idx = imp_bin(im, OP_ADD, base, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, ys[i], W), xs[j]));
+            Value *w = imp_cvt(im, imp_bin(im, OP_MUL, wy[i], wx[j]), vdt(x));
+            Value *t = imp_bin(im, OP_MUL, w, gather_ax(im, OP_GATHER, xf, idx, 0));
+            acc = acc ? imp_bin(im, avg ? OP_ADD : OP_MAX, acc, t) : t;
+        }
+    int64_t axes[2] = {3, 5};
+    Value *y = imp_reduce(im, acc, avg ? "sum" : "max", axes, 2, false);
+    if (avg)
+        y = imp_binc(im, OP_DIV, y, (double)(sr * sr));
+    return imp_done(im, y);
 }

@@ -1,1 +1,1 @@
-BsceJ5y¿?
+BsceJgC¸?
