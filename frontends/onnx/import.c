@@ -204,6 +204,7 @@ static const Lowering lowerings[] = {
     {"LpPool", 2, L(lp_pool), 0},
     {"LRN", 1, L(lrn), 0},
     {"MaxUnpool", 9, L(max_unpool), 0},
+    {"Col2Im", 18, L(col2im), 0},
     {"GlobalLpPool", 2, L(global_pool), 2},
     /* quantization */
     {"DequantizeLinear", 10, L(dequantize), 0},

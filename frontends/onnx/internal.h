@@ -239,7 +239,8 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
     X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
     X(upsample) X(lrn) X(dft) X(window) X(compress) X(reverse_sequence) \
-    X(max_unpool) X(affine_grid) X(nms) X(unique) X(roi_align)
+    X(max_unpool) X(affine_grid) X(nms) X(unique) X(roi_align)  \
+    X(col2im)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };

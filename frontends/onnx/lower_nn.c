@@ -759,3 +759,105 @@ bool onnx_lower_max_unpool(Imp *im)
                    : NULL;
     return imp_done(im, pop ? pop->out[0] : NULL);
 }
+
+/* Col2Im (torch.nn.Fold): the columns [N, C * prod(block), L] summed
+ * into an image [N, C, image_shape...]: column entry (n, c k, l) goes to
+ * spatial position l_i * stride_i - pad_begin_i + k_i * dilation_i on
+ * each axis i (k and l split row-major over the block and the grid of L
+ * blocks), where that is inside the image. image_shape and block_shape
+ * may be run-time values (ONNX's node tests feed them as inputs), so the
+ * whole index arithmetic is computed at run time: a scatter_elements with
+ * add into zeros of the image's size (a tap outside adds 0 at position
+ * 0), then a dyn_reshape. The result's dims are data-dependent. L other
+ * than the number of blocks the shapes give is a run-time error. */
+bool onnx_lower_col2im(Imp *im)
+{
+    Value *x = imp_need(im, 0), *vimg = imp_need(im, 1), *vblk = imp_need(im, 2);
+    int64_t *dil, *pads, *str;
+    int nd, np, ns;
+    if (!x || !vimg || !vblk || !attr_ints(im, "dilations", &dil, &nd) || !attr_ints(im, "pads", &pads, &np) ||
+        !attr_ints(im, "strides", &str, &ns))
+        return false;
+    int nsp = vrank(vimg) == 1 && dim_is_const(vdims(vimg)[0]) ? (int)vdims(vimg)[0]->c : -1;
+    if (vrank(x) != 3 || nsp < 1 || nsp + 2 > MAX_RANK || !dtype_is_int(vdt(vimg)) || !dtype_is_int(vdt(vblk)) ||
+        vrank(vblk) != 1 || !dim_is(vdims(vblk)[0], nsp))
+        return imp_err(im, "needs input [N, C*prod(block), L] and image_shape, block_shape of one length");
+    if ((nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp) || (ns >= 0 && ns != nsp))
+        return imp_err(im, "dilations, strides (and pads, twice) need %d entries", nsp);
+    Value *img = imp_cvt(im, vimg, DT_I64), *blk = imp_cvt(im, vblk, DT_I64);
+    Value *is[MAX_RANK], *bs[MAX_RANK], *ls[MAX_RANK];
+    Value *kk = imp_scalar(im, DT_I64, 1);
+    for (int i = 0; i < nsp; i++) {
+        Value *at = build_scalar_i64(im->g, i);
+        AttrList l = {0};
+        attrs_add_int(im->g, &l, "axis", 0);
+        Op *a = build_op(im->g, OP_GATHER, (Value *[]){img, at}, 2, l.v, l.n);
+        Op *b = build_op(im->g, OP_GATHER, (Value *[]){blk, at}, 2, l.v, l.n);
+        if (!a || !b)
+            return imp_fail(im);
+        is[i] = a->out[0], bs[i] = b->out[0];
+        int64_t d = nd >= 0 ? dil[i] : 1, s = ns >= 0 ? str[i] : 1;
+        int64_t p = np >= 0 ? pads[i] + pads[nsp + i] : 0;
+        if (d < 1 || s < 1)
+            return imp_err(im, "dilations and strides must be positive");
+        /* blocks along axis i: (size + pads - d (b - 1) - 1) / s + 1 */
+        Value *span = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, bs[i], 1), (double)d), 1);
+        ls[i] = imp_binc(im, OP_ADD, imp_binc(im, OP_DIV, imp_bin(im, OP_SUB, imp_binc(im, OP_ADD, is[i], (double)p),
+                                                                   span), (double)s), 1);
+        kk = imp_bin(im, OP_MUL, kk, bs[i]);
+    }
+    Dim **xd = vdims(x);
+    Value *n = build_iota(im->g, DT_I64, xd, 3, 0), *ck = build_iota(im->g, DT_I64, xd, 3, 1);
+    Value *l = build_iota(im->g, DT_I64, xd, 3, 2);
+    Value *cv = imp_bin(im, OP_DIV, build_dim(im->g, x, 1), kk); /* C */
+    Value *k = imp_bin(im, OP_REM, ck, kk);
+    Value *flat = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, n, cv), imp_bin(im, OP_DIV, ck, kk));
+    Value *inside = imp_scalar(im, DT_BOOL, 1), *pos[MAX_RANK];
+    for (int i = nsp - 1; i >= 0; i--) { /* the last axis fastest */
+        Value *ki = imp_bin(im, OP_REM, k, bs[i]), *li = imp_bin(im, OP_REM, l, ls[i]);
+        k = imp_bin(im, OP_DIV, k, bs[i]);
+        l = imp_bin(im, OP_DIV, l, ls[i]);
+        int64_t d = nd >= 0 ? dil[i] : 1, s = ns >= 0 ? str[i] : 1, pb = np >= 0 ? pads[i] : 0;
+        pos[i] = imp_bin(im, OP_ADD, imp_binc(im, OP_SUB, imp_binc(im, OP_MUL, li, (double)s), (double)pb),
+                         imp_binc(im, OP_MUL, ki, (double)d));
+        Value *ok = imp_bin(im, OP_AND, imp_cmp(im, "ge", pos[i], imp_scalar(im, DT_I64, 0)),
+                            imp_cmp(im, "lt", pos[i], is[i]));
+        inside = imp_bin(im, OP_AND, inside, ok);
+    }
+    /* L must be the number of blocks: else a gather at 1 of a one-element
+     * vector fails the run (and its 0 joins the result's size) */
+    Value *nb = ls[0];
+    for (int i = 1; i < nsp; i++)
+        nb = imp_bin(im, OP_MUL, nb, ls[i]);
+    Value *bad = imp_cvt(im, imp_cmp(im, "ne", nb, build_dim(im->g, x, 2)), DT_I64);
+    AttrList lg = {0};
+    attrs_add_int(im->g, &lg, "axis", 0);
+    Op *chk = bad ? build_op(im->g, OP_GATHER, (Value *[]){imp_i64s(im, (int64_t[]){0}, 1), bad}, 2, lg.v, lg.n)
+                  : NULL;
+    if (!chk)
+        return imp_fail(im);
+    Value *total = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, build_dim(im->g, x, 0), cv), chk->out[0]);
+    for (int i = 0; i < nsp; i++) {
+        flat = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, flat, is[i]), pos[i]);
+        total = imp_bin(im, OP_MUL, total, is[i]);
+    }
+    Dim *m = dim_mul(CX, dim_mul(CX, xd[0], xd[1]), xd[2]), *one = dc(im, 1);
+    Value *idx = imp_reshape(im, imp_sel(im, inside, flat, imp_scalar(im, DT_I64, 0)), &m, 1);
+    Value *upd = imp_reshape(im, imp_sel(im, inside, x, imp_scalar(im, vdt(x), 0)), &m, 1);
+    AttrList lb = {0};
+    int64_t noaxes[1] = {0};
+    attrs_add_ints(im->g, &lb, "axes", noaxes, 0);
+    Value *tv = imp_reshape(im, total, &one, 1);
+    Op *z = tv ? build_op(im->g, OP_DYN_BROADCAST, (Value *[]){imp_scalar(im, vdt(x), 0), tv}, 2, lb.v, lb.n)
+               : NULL;
+    AttrList ls2 = {0};
+    attrs_add_int(im->g, &ls2, "axis", 0);
+    attrs_add_str(im->g, &ls2, "reduction", "add");
+    Op *sc = z && idx && upd ? build_op(im->g, OP_SCATTER_ELEMENTS, (Value *[]){z->out[0], idx, upd}, 3, ls2.v, ls2.n)
+                             : NULL;
+    Value *shp = cv ? build_concat(im->g, (Value *[]){imp_reshape(im, build_dim(im->g, x, 0), &one, 1),
+                                                      imp_reshape(im, cv, &one, 1), img}, 3, 0)
+                    : NULL;
+    Op *rs = sc && shp ? build_op(im->g, OP_DYN_RESHAPE, (Value *[]){sc->out[0], shp}, 2, NULL, 0) : NULL;
+    return imp_done(im, rs ? rs->out[0] : NULL);
+}

@@ -19,7 +19,6 @@
 #include "frontends/onnx/internal.h"
 
 #include <math.h>
-#include <string.h>
 
 #define CX (&im->g->dims)
 

@@ -21,8 +21,6 @@
  */
 #include "frontends/onnx/internal.h"
 
-#include <string.h>
-
 #define CX (&im->g->dims)
 
 static Dim *dc(Imp *im, int64_t c) { return dim_const(CX, c); }
