@@ -1562,12 +1562,16 @@ bool onnx_lower_upsample(Imp *im)
         int64_t all[MAX_RANK];
         for (int i = 0; i < r; i++)
             all[i] = i;
-        Value *in[4] = {x, NULL, vs, NULL};
+        Value *in[4] = {x, NULL, vs, NULL}, **saved = im->in;
+        int nsaved = im->nin;
         im->in = in;
         im->nin = 3;
         attrs_add_int(im->g, &l, "antialias", 0);
         attrs_add_float(im->g, &l, "extrapolation", 0);
-        return resize_general(im, x, &l, "asymmetric", "stretch", all, r);
+        bool ok = resize_general(im, x, &l, "asymmetric", "stretch", all, r);
+        im->in = saved;
+        im->nin = nsaved;
+        return ok;
     }
     Dim *dims[MAX_RANK];
     for (int i = 0; i < r; i++)
