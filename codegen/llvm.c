@@ -270,8 +270,36 @@ static LLVMValueRef call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef 
     return LLVMBuildCall2(cg->b, ft, f, args, (unsigned)np, "");
 }
 
+/* Whether an f64 call of name must stay scalar: LLVM 14 maps libmvec's
+ * functions without looking at the target, so a loop mixing f32 and f64
+ * vectorised 4 wide for SSE calls the AVX2 variant (_ZGVdN4v_log), whose
+ * upper half then is garbage. For a target without 256-bit vectors, such
+ * a call is made to libm as a non-builtin, which the vectoriser leaves
+ * alone (the loop stays scalar). */
+static bool scalar_f64_libmvec(Cg *cg, const char *name, LLVMTypeRef t)
+{
+    static const char *mapped[] = {"exp", "log", "sin", "cos", "pow"};
+    if (t != cg->t_f64 || !libmvec || !cg->cpu || cg->cpu->vbits >= 256)
+        return false;
+    for (size_t i = 0; i < sizeof mapped / sizeof mapped[0]; i++)
+        if (!strcmp(name, mapped[i]))
+            return true;
+    return false;
+}
+
+static LLVMValueRef call_nobuiltin(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef params[3] = {t, t, t};
+    LLVMValueRef c = call(cg, name, t, params, n, args);
+    unsigned kind = LLVMGetEnumAttributeKindForName("nobuiltin", 9);
+    LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(LLVMGetTypeContext(t), kind, 0));
+    return c;
+}
+
 LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n)
 {
+    if (scalar_f64_libmvec(cg, name, t))
+        return call_nobuiltin(cg, name, t, args, n);
     char full[64];
     snprintf(full, sizeof full, "llvm.%s.%s", name, t == cg->t_f64 ? "f64" : "f32");
     LLVMTypeRef params[3] = {t, t, t};
@@ -280,6 +308,8 @@ LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValu
 
 LLVMValueRef cg_call_libm(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n)
 {
+    if (scalar_f64_libmvec(cg, name, t))
+        return call_nobuiltin(cg, name, t, args, n);
     char full[64];
     snprintf(full, sizeof full, "%s%s", name, t == cg->t_f64 ? "" : "f");
     LLVMTypeRef params[3] = {t, t, t};

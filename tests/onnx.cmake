@@ -40,11 +40,11 @@ disc_onnx_test(err_bad_attr err_bad_attr --fail --kind model
   --expect "err_bad_attr.onnx: node 0 (Transpose \"tr\"): error: attribute 'perm' must be INTS, not FLOATS")
 # (node 1, an LSTM, was unsupported until issue 14: no error names it now)
 disc_onnx_test(err_unsupported err_unsupported --fail --kind unsupported
-  --expect "node 2 (Unique \"uniq\"): error: unsupported op Unique (opset 17)"
+  --expect "node 2 (ImageDecoder \"dec\"): error: unsupported op ImageDecoder (opset 17)"
   --expect "node 3 (com.microsoft.FusedMatMul \"fmm\"): error: unsupported op com.microsoft.FusedMatMul")
 disc_onnx_test(err_unsupported_many err_unsupported_many --fail --kind unsupported
-  --expect "node 1 (Unique \"uniq0\"): error: unsupported op Unique (opset 17)"
-  --expect "more unsupported ops (Unique, com.microsoft.FusedMatMul)")
+  --expect "node 1 (ImageDecoder \"dec0\"): error: unsupported op ImageDecoder (opset 17)"
+  --expect "more unsupported ops (ImageDecoder, com.microsoft.FusedMatMul)")
 disc_onnx_test(err_missing_init err_missing_init --fail --kind model
   --expect "node 0 (MatMul \"fc1\"): error: input 'w_missing' is not defined")
 disc_onnx_test(err_cycle err_cycle --fail --kind model --expect "error: the graph has a cycle")

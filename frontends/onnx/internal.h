@@ -6,11 +6,15 @@
  *   tensor.c        TensorProto <-> bytes, Tensor files
  *   import.c        inputs, initializers, node order, the dispatch table
  *   lower_elem.c    elementwise ops, activations, casts, comparisons
- *   lower_reduce.c  reductions, softmax, normalizations, scans, top-k
+ *   lower_reduce.c  reductions, softmax, normalizations, scans, top-k,
+ *                   losses
  *   lower_shape.c   shape computation and data movement
  *   lower_nn.c      matmul, gemm, einsum, convolution, pooling
  *   lower_quant.c   quantization: (De)QuantizeLinear, integer matmul and
  *                   convolution, QLinear matmul and convolution
+ *   lower_signal.c  DFT and the window functions
+ *   lower_detect.c  NonMaxSuppression, RoiAlign
+ *   lower_unique.c  Unique
  *   lower_ml.c      the ai.onnx.ml domain: Scaler, ArrayFeatureExtractor,
  *                   Binarizer
  *
@@ -231,7 +235,15 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(global_pool) X(dequantize) X(quantize) X(dynamic_quantize)              \
     X(matmul_integer) X(conv_integer) X(qlinear_matmul) X(qlinear_conv)       \
     X(ml_scaler) X(ml_array_feature_extractor) X(ml_binarizer)               \
-    X(loop) X(if) X(scan) X(rnn)
+    X(loop) X(if) X(scan) X(rnn)                                              \
+    X(trig) X(shrink) X(bit_shift) X(reduce_logsum) X(hardmax) X(mvn)         \
+    X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
+    X(upsample) X(lrn) X(dft) X(window) X(compress) X(reverse_sequence) \
+    X(max_unpool) X(affine_grid) X(nms) X(unique) X(roi_align)  \
+    X(col2im)
+
+/* the argument of onnx_lower_trig */
+enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };
 
 #define X(name) LowerFn onnx_lower_##name;
 LOWERINGS(X)

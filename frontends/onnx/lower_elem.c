@@ -453,3 +453,111 @@ bool onnx_lower_clip(Imp *im)
         x = imp_bin(im, OP_MIN, x, hi);
     return imp_done(im, x);
 }
+
+/* ---- inverse and hyperbolic trigonometry ---- */
+
+/* c - x */
+static Value *rsub(Imp *im, double c, Value *x)
+{
+    return x ? imp_bin(im, OP_SUB, imp_scalar(im, vdt(x), c), x) : NULL;
+}
+
+/* Asin, Acos, Sinh, Cosh, Asinh, Acosh, Atanh (im->arg: TRIG_*) from exp,
+ * log, sqrt and atan. They compute in f64 and round once to the input's
+ * type, so that the cancellations in e^x - e^-x near 0 and in 1 - x near 1
+ * stay far below f32's precision:
+ *
+ *   asin x  = atan(x / sqrt((1 - x)(1 + x)))     (x = +-1: atan(+-inf))
+ *   acos x  = 2 atan(sqrt((1 - x) / (1 + x)))    (x = -1: 2 atan(inf) = pi)
+ *   sinh x  = (e^x - e^-x) / 2,  cosh x = (e^x + e^-x) / 2
+ *   asinh x = sign(x) log(|x| + sqrt(x^2 + 1))   (odd, so no cancellation)
+ *   acosh x = log(x + sqrt((x - 1)(x + 1)))
+ *   atanh x = log((1 + x) / (1 - x)) / 2
+ *
+ * Outside the domain the square root or the logarithm of a negative
+ * number gives NaN, as the C functions do. */
+bool onnx_lower_trig(Imp *im)
+{
+    if (!need1(im))
+        return false;
+    DType dt = vdt(X0);
+    if (!dtype_is_float(dt))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(dt));
+    Value *x = imp_cvt(im, X0, DT_F64), *y = NULL, *e;
+    switch (im->arg) {
+    case TRIG_ASIN:
+        y = imp_un(im, OP_SQRT, imp_bin(im, OP_MUL, rsub(im, 1, x), imp_binc(im, OP_ADD, x, 1)));
+        y = imp_un(im, OP_ATAN, imp_bin(im, OP_DIV, x, y));
+        break;
+    case TRIG_ACOS:
+        y = imp_bin(im, OP_DIV, rsub(im, 1, x), imp_binc(im, OP_ADD, x, 1));
+        y = imp_binc(im, OP_MUL, imp_un(im, OP_ATAN, imp_un(im, OP_SQRT, y)), 2);
+        break;
+    case TRIG_SINH:
+    case TRIG_COSH:
+        e = imp_un(im, OP_EXP, x);
+        y = imp_bin(im, im->arg == TRIG_SINH ? OP_SUB : OP_ADD, e,
+                  imp_un(im, OP_RECIP, e));
+        y = imp_binc(im, OP_MUL, y, 0.5);
+        break;
+    case TRIG_ASINH:
+        e = imp_un(im, OP_ABS, x);
+        y = imp_un(im, OP_SQRT, imp_binc(im, OP_ADD, imp_bin(im, OP_MUL, e, e), 1));
+        y = imp_bin(im, OP_MUL, imp_un(im, OP_SIGN, x), imp_un(im, OP_LOG, imp_bin(im, OP_ADD, e, y)));
+        break;
+    case TRIG_ACOSH:
+        y = imp_un(im, OP_SQRT, imp_bin(im, OP_MUL, imp_binc(im, OP_SUB, x, 1), imp_binc(im, OP_ADD, x, 1)));
+        y = imp_un(im, OP_LOG, imp_bin(im, OP_ADD, x, y));
+        break;
+    case TRIG_ATANH:
+        y = imp_bin(im, OP_DIV, imp_binc(im, OP_ADD, x, 1), rsub(im, 1, x));
+        y = imp_binc(im, OP_MUL, imp_un(im, OP_LOG, y), 0.5);
+        break;
+    }
+    return imp_done(im, imp_cvt(im, y, dt));
+}
+
+/* Shrink: x + bias below -lambd, x - bias above lambd, else 0. An integer
+ * input computes in f64 and converts back (truncating), as the reference
+ * does through numpy. */
+bool onnx_lower_shrink(Imp *im)
+{
+    double lambd, bias;
+    if (!need1(im) || !attr_float(im, "lambd", 0.5, &lambd) || !attr_float(im, "bias", 0, &bias))
+        return false;
+    DType dt = vdt(X0);
+    if (dt == DT_BOOL)
+        return imp_err(im, "needs a numeric input, not bool");
+    Value *x = dtype_is_float(dt) ? X0 : imp_cvt(im, X0, DT_F64);
+    Value *lo = imp_cmp(im, "lt", x, imp_scalar(im, vdt(x), -lambd));
+    Value *hi = imp_cmp(im, "gt", x, imp_scalar(im, vdt(x), lambd));
+    Value *y = imp_sel(im, hi, imp_binc(im, OP_SUB, x, bias), imp_scalar(im, vdt(x), 0));
+    y = imp_sel(im, lo, imp_binc(im, OP_ADD, x, bias), y);
+    return imp_done(im, imp_cvt(im, y, dt));
+}
+
+/* BitShift on unsigned integers: x * 2^s (LEFT, wrapping) or x / 2^s
+ * (RIGHT, unsigned division); a shift of the type's width or more gives 0.
+ * 2^s is exact in f64 for every s below 64 and converts exactly. */
+bool onnx_lower_bit_shift(Imp *im)
+{
+    Value *x = imp_need(im, 0), *s = imp_need(im, 1);
+    const char *dir;
+    if (!x || !s || !attr_str(im, "direction", NULL, &dir))
+        return false;
+    DType dt = vdt(x);
+    bool left = dir && !strcmp(dir, "LEFT");
+    if (!dir || (!left && strcmp(dir, "RIGHT")))
+        return imp_err(im, "direction must be \"LEFT\" or \"RIGHT\"");
+    if (dt != DT_U8 && dt != DT_U16 && dt != DT_U32 && dt != DT_U64)
+        return imp_errk(im, DIAG_UNSUPPORTED, "BitShift of %s is not supported (only unsigned integers)",
+                        dtype_name(dt));
+    if (vdt(s) != dt)
+        return imp_err(im, "operand types differ: %s and %s", dtype_name(dt), dtype_name(vdt(s)));
+    int bits = (int)dtype_size(dt) * 8;
+    Value *too_far = imp_cmp(im, "ge", s, imp_scalar(im, dt, bits));
+    Value *p = imp_bin(im, OP_POW, imp_scalar(im, DT_F64, 2), imp_cvt(im, s, DT_F64));
+    p = imp_cvt(im, imp_sel(im, too_far, imp_scalar(im, DT_F64, 1), p), dt);
+    Value *y = imp_bin(im, left ? OP_MUL : OP_DIV, x, p);
+    return imp_done(im, imp_sel(im, too_far, imp_scalar(im, dt, 0), y));
+}

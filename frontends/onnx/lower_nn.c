@@ -589,10 +589,72 @@ bool onnx_lower_pool(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* |x|^p, and s^(1/p), for the Lp pools */
+static Value *lp_pow(Imp *im, Value *x, int64_t p)
+{
+    x = imp_un(im, OP_ABS, x);
+    return p == 1 ? x : p == 2 ? imp_bin(im, OP_MUL, x, x) : imp_binc(im, OP_POW, x, (double)p);
+}
+
+static Value *lp_root(Imp *im, Value *s, int64_t p)
+{
+    return p == 1 ? s : p == 2 ? imp_un(im, OP_SQRT, s) : imp_binc(im, OP_POW, s, 1.0 / (double)p);
+}
+
+static bool lp_p(Imp *im, int64_t *p)
+{
+    if (!attr_int(im, "p", 2, p))
+        return false;
+    if (*p < 1)
+        return imp_err(im, "p must be 1 or more, not %lld", (long long)*p);
+    if (!dtype_is_float(vdt(im->in[0])))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(im->in[0])));
+    return true;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p). The sum is an average
+ * pool that counts every tap (padding contributes zeros) times the
+ * window's size. */
+bool onnx_lower_lp_pool(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t p, *ks, ceil_mode;
+    int nk;
+    if (!x || !lp_p(im, &p) || !attr_ints(im, "kernel_shape", &ks, &nk) ||
+        !attr_int(im, "ceil_mode", 0, &ceil_mode))
+        return false;
+    int nsp = vrank(x) - 2;
+    if (nsp < 1)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    if (nk != nsp)
+        return imp_err(im, "kernel_shape needs %d entries", nsp);
+    Dim *k[MAX_RANK];
+    double taps = 1;
+    for (int i = 0; i < nsp; i++) {
+        k[i] = dc(im, ks[i]);
+        taps *= (double)ks[i];
+    }
+    Window win;
+    if (!window(im, &win, vdims(x) + 2, k, nsp))
+        return false;
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "kind", "avg");
+    attrs_add_ints(im->g, &l, "window", ks, nsp);
+    window_attrs(im, &l, &win);
+    attrs_add_int(im->g, &l, "ceil", ceil_mode != 0);
+    attrs_add_int(im->g, &l, "count_pad", 1);
+    Value *xp = lp_pow(im, x, p);
+    Op *op = xp ? build_op(im->g, OP_POOL, &xp, 1, l.v, l.n) : NULL;
+    if (!op)
+        return imp_fail(im);
+    return imp_done(im, lp_root(im, imp_binc(im, OP_MUL, op->out[0], taps), p));
+}
+
 bool onnx_lower_global_pool(Imp *im)
 {
     Value *x = imp_need(im, 0);
-    if (!x)
+    int64_t p = 0;
+    if (!x || (im->arg == 2 && !lp_p(im, &p)))
         return false;
     int64_t axes[MAX_RANK];
     int n = 0;
@@ -600,5 +662,202 @@ bool onnx_lower_global_pool(Imp *im)
         axes[n++] = i;
     if (!n)
         return imp_err(im, "needs data [N, C, spatial...]");
+    if (im->arg == 2) /* GlobalLpPool */
+        return imp_done(im, lp_root(im, imp_reduce(im, lp_pow(im, x, p), "sum", axes, n, true), p));
     return imp_done(im, imp_reduce(im, x, im->arg ? "mean" : "max", axes, n, true));
+}
+
+/* LRN: y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over the
+ * channels [c - floor((size-1)/2), c + ceil((size-1)/2)] inside [0, C).
+ * The sum is an average pool counting every tap, times size, over x^2
+ * seen as [N, 1, C, prod(spatial)]. */
+bool onnx_lower_lrn(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    double alpha, beta, bias;
+    int64_t size;
+    if (!x || !attr_float(im, "alpha", 1e-4, &alpha) || !attr_float(im, "beta", 0.75, &beta) ||
+        !attr_float(im, "bias", 1, &bias) || !attr_int(im, "size", 0, &size))
+        return false;
+    int r = vrank(x);
+    if (r < 3)
+        return imp_err(im, "needs data [N, C, spatial...]");
+    if (size < 1)
+        return imp_err(im, "size must be 1 or more");
+    if (!dtype_is_float(vdt(x)))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(x)));
+    Dim *s = dc(im, 1);
+    for (int i = 2; i < r; i++)
+        s = dim_mul(CX, s, vdims(x)[i]);
+    Dim *d4[4] = {vdims(x)[0], dc(im, 1), vdims(x)[1], s};
+    Value *sq = imp_reshape(im, imp_bin(im, OP_MUL, x, x), d4, 4);
+    int64_t win[2] = {size, 1}, one[2] = {1, 1};
+    Dim *pads[4] = {dc(im, (size - 1) / 2), dc(im, 0), dc(im, size / 2), dc(im, 0)};
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "kind", "avg");
+    attrs_add_ints(im->g, &l, "window", win, 2);
+    attrs_add_ints(im->g, &l, "strides", one, 2);
+    attrs_add_dims(im->g, &l, "pads", pads, 4);
+    attrs_add_ints(im->g, &l, "dilations", one, 2);
+    attrs_add_int(im->g, &l, "ceil", 0);
+    attrs_add_int(im->g, &l, "count_pad", 1);
+    Op *op = sq ? build_op(im->g, OP_POOL, &sq, 1, l.v, l.n) : NULL;
+    if (!op)
+        return imp_fail(im);
+    Value *sum = imp_reshape(im, op->out[0], vdims(x), r);
+    Value *den = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, sum, alpha), bias);
+    return imp_done(im, imp_bin(im, OP_DIV, x, imp_binc(im, OP_POW, den, beta)));
+}
+
+/* MaxUnpool: X [N, C, S...] scattered at the flat positions `indices`
+ * (MaxPool's second output) into zeros of [N, C, O...], O = (S - 1) *
+ * stride - begin - end + kernel; with output_shape, that result is then
+ * padded with zeros at the end of each axis to it, as ONNX's reference
+ * does (the indices address the inferred shape). */
+bool onnx_lower_max_unpool(Imp *im)
+{
+    Value *x = imp_need(im, 0), *ix = imp_need(im, 1), *os = IN(2);
+    int64_t *ks, *st, *pd;
+    int nk, ns, np;
+    if (!x || !ix || !attr_ints(im, "kernel_shape", &ks, &nk) || !attr_ints(im, "strides", &st, &ns) ||
+        !attr_ints(im, "pads", &pd, &np))
+        return false;
+    int r = vrank(x), nsp = r - 2;
+    if (nsp < 1 || nk != nsp || (ns >= 0 && ns != nsp) || (np >= 0 && np != 2 * nsp))
+        return imp_err(im, "needs X [N, C, spatial...] and kernel_shape, strides, pads for %d spatial dims", nsp);
+    if (!dtype_is_int(vdt(ix)) || vrank(ix) != r)
+        return imp_err(im, "indices must be an integer tensor shaped as X");
+    Dim *od[MAX_RANK], *total = dc(im, 1), *m = dc(im, 1);
+    for (int i = 0; i < r; i++) {
+        od[i] = vdims(x)[i];
+        if (i >= 2) {
+            int k = i - 2;
+            int64_t s = ns >= 0 ? st[k] : 1, lo = np >= 0 ? pd[k] : 0, hi = np >= 0 ? pd[nsp + k] : 0;
+            od[i] = dim_addc(CX, dim_mulc(CX, dim_addc(CX, od[i], -1), s), ks[k] - lo - hi);
+        }
+        total = dim_mul(CX, total, od[i]);
+        m = dim_mul(CX, m, vdims(x)[i]);
+    }
+    Dim *m1[2] = {m, dc(im, 1)};
+    Value *zeros = imp_broadcast_to(im, imp_scalar(im, vdt(x), 0), &total, 1);
+    Value *in[3] = {zeros, imp_reshape(im, imp_cvt(im, ix, DT_I64), m1, 2), imp_reshape(im, x, &m, 1)};
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "reduction", "none");
+    Op *op = in[0] && in[1] && in[2] ? build_op(im->g, OP_SCATTER_ND, in, 3, l.v, l.n) : NULL;
+    Value *y = imp_reshape(im, op ? op->out[0] : NULL, od, r);
+    if (!os || !y)
+        return imp_done(im, y);
+    if (vrank(os) != 1 || !dtype_is_int(vdt(os)) || !dim_is(vdims(os)[0], r))
+        return imp_err(im, "output_shape must be an integer vector of %d entries", r);
+    Value *high = imp_bin(im, OP_SUB, imp_cvt(im, os, DT_I64), imp_shape_value(im, od, r));
+    Dim *rd = dc(im, r);
+    Value *low = imp_broadcast_to(im, imp_scalar(im, DT_I64, 0), &rd, 1);
+    Value *pads = high && low ? build_concat(im->g, (Value *[]){low, high}, 2, 0) : NULL;
+    AttrList lp = {0};
+    attrs_add_str(im->g, &lp, "mode", "constant");
+    Op *pop = pads ? build_op(im->g, OP_DYN_PAD, (Value *[]){y, pads, imp_scalar(im, vdt(x), 0)}, 3, lp.v, lp.n)
+                   : NULL;
+    return imp_done(im, pop ? pop->out[0] : NULL);
+}
+
+/* Col2Im (torch.nn.Fold): the columns [N, C * prod(block), L] summed
+ * into an image [N, C, image_shape...]: column entry (n, c k, l) goes to
+ * spatial position l_i * stride_i - pad_begin_i + k_i * dilation_i on
+ * each axis i (k and l split row-major over the block and the grid of L
+ * blocks), where that is inside the image. image_shape and block_shape
+ * may be run-time values (ONNX's node tests feed them as inputs), so the
+ * whole index arithmetic is computed at run time: a scatter_elements with
+ * add into zeros of the image's size (a tap outside adds 0 at position
+ * 0), then a dyn_reshape. The result's dims are data-dependent. L other
+ * than the number of blocks the shapes give is a run-time error. */
+bool onnx_lower_col2im(Imp *im)
+{
+    Value *x = imp_need(im, 0), *vimg = imp_need(im, 1), *vblk = imp_need(im, 2);
+    int64_t *dil, *pads, *str;
+    int nd, np, ns;
+    if (!x || !vimg || !vblk || !attr_ints(im, "dilations", &dil, &nd) || !attr_ints(im, "pads", &pads, &np) ||
+        !attr_ints(im, "strides", &str, &ns))
+        return false;
+    int nsp = vrank(vimg) == 1 && dim_is_const(vdims(vimg)[0]) ? (int)vdims(vimg)[0]->c : -1;
+    if (vrank(x) != 3 || nsp < 1 || nsp + 2 > MAX_RANK || !dtype_is_int(vdt(vimg)) || !dtype_is_int(vdt(vblk)) ||
+        vrank(vblk) != 1 || !dim_is(vdims(vblk)[0], nsp))
+        return imp_err(im, "needs input [N, C*prod(block), L] and image_shape, block_shape of one length");
+    if ((nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp) || (ns >= 0 && ns != nsp))
+        return imp_err(im, "dilations, strides (and pads, twice) need %d entries", nsp);
+    Value *img = imp_cvt(im, vimg, DT_I64), *blk = imp_cvt(im, vblk, DT_I64);
+    Value *is[MAX_RANK], *bs[MAX_RANK], *ls[MAX_RANK];
+    Value *kk = imp_scalar(im, DT_I64, 1);
+    for (int i = 0; i < nsp; i++) {
+        Value *at = build_scalar_i64(im->g, i);
+        AttrList l = {0};
+        attrs_add_int(im->g, &l, "axis", 0);
+        Op *a = build_op(im->g, OP_GATHER, (Value *[]){img, at}, 2, l.v, l.n);
+        Op *b = build_op(im->g, OP_GATHER, (Value *[]){blk, at}, 2, l.v, l.n);
+        if (!a || !b)
+            return imp_fail(im);
+        is[i] = a->out[0], bs[i] = b->out[0];
+        int64_t d = nd >= 0 ? dil[i] : 1, s = ns >= 0 ? str[i] : 1;
+        int64_t p = np >= 0 ? pads[i] + pads[nsp + i] : 0;
+        if (d < 1 || s < 1)
+            return imp_err(im, "dilations and strides must be positive");
+        /* blocks along axis i: (size + pads - d (b - 1) - 1) / s + 1 */
+        Value *span = imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, bs[i], 1), (double)d), 1);
+        ls[i] = imp_binc(im, OP_ADD, imp_binc(im, OP_DIV, imp_bin(im, OP_SUB, imp_binc(im, OP_ADD, is[i], (double)p),
+                                                                   span), (double)s), 1);
+        kk = imp_bin(im, OP_MUL, kk, bs[i]);
+    }
+    Dim **xd = vdims(x);
+    Value *n = build_iota(im->g, DT_I64, xd, 3, 0), *ck = build_iota(im->g, DT_I64, xd, 3, 1);
+    Value *l = build_iota(im->g, DT_I64, xd, 3, 2);
+    Value *cv = imp_bin(im, OP_DIV, build_dim(im->g, x, 1), kk); /* C */
+    Value *k = imp_bin(im, OP_REM, ck, kk);
+    Value *flat = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, n, cv), imp_bin(im, OP_DIV, ck, kk));
+    Value *inside = imp_scalar(im, DT_BOOL, 1), *pos[MAX_RANK];
+    for (int i = nsp - 1; i >= 0; i--) { /* the last axis fastest */
+        Value *ki = imp_bin(im, OP_REM, k, bs[i]), *li = imp_bin(im, OP_REM, l, ls[i]);
+        k = imp_bin(im, OP_DIV, k, bs[i]);
+        l = imp_bin(im, OP_DIV, l, ls[i]);
+        int64_t d = nd >= 0 ? dil[i] : 1, s = ns >= 0 ? str[i] : 1, pb = np >= 0 ? pads[i] : 0;
+        pos[i] = imp_bin(im, OP_ADD, imp_binc(im, OP_SUB, imp_binc(im, OP_MUL, li, (double)s), (double)pb),
+                         imp_binc(im, OP_MUL, ki, (double)d));
+        Value *ok = imp_bin(im, OP_AND, imp_cmp(im, "ge", pos[i], imp_scalar(im, DT_I64, 0)),
+                            imp_cmp(im, "lt", pos[i], is[i]));
+        inside = imp_bin(im, OP_AND, inside, ok);
+    }
+    /* L must be the number of blocks: else a gather at 1 of a one-element
+     * vector fails the run (and its 0 joins the result's size) */
+    Value *nb = ls[0];
+    for (int i = 1; i < nsp; i++)
+        nb = imp_bin(im, OP_MUL, nb, ls[i]);
+    Value *bad = imp_cvt(im, imp_cmp(im, "ne", nb, build_dim(im->g, x, 2)), DT_I64);
+    AttrList lg = {0};
+    attrs_add_int(im->g, &lg, "axis", 0);
+    Op *chk = bad ? build_op(im->g, OP_GATHER, (Value *[]){imp_i64s(im, (int64_t[]){0}, 1), bad}, 2, lg.v, lg.n)
+                  : NULL;
+    if (!chk)
+        return imp_fail(im);
+    Value *total = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, build_dim(im->g, x, 0), cv), chk->out[0]);
+    for (int i = 0; i < nsp; i++) {
+        flat = imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, flat, is[i]), pos[i]);
+        total = imp_bin(im, OP_MUL, total, is[i]);
+    }
+    Dim *m = dim_mul(CX, dim_mul(CX, xd[0], xd[1]), xd[2]), *one = dc(im, 1);
+    Value *idx = imp_reshape(im, imp_sel(im, inside, flat, imp_scalar(im, DT_I64, 0)), &m, 1);
+    Value *upd = imp_reshape(im, imp_sel(im, inside, x, imp_scalar(im, vdt(x), 0)), &m, 1);
+    AttrList lb = {0};
+    int64_t noaxes[1] = {0};
+    attrs_add_ints(im->g, &lb, "axes", noaxes, 0);
+    Value *tv = imp_reshape(im, total, &one, 1);
+    Op *z = tv ? build_op(im->g, OP_DYN_BROADCAST, (Value *[]){imp_scalar(im, vdt(x), 0), tv}, 2, lb.v, lb.n)
+               : NULL;
+    AttrList ls2 = {0};
+    attrs_add_int(im->g, &ls2, "axis", 0);
+    attrs_add_str(im->g, &ls2, "reduction", "add");
+    Op *sc = z && idx && upd ? build_op(im->g, OP_SCATTER_ELEMENTS, (Value *[]){z->out[0], idx, upd}, 3, ls2.v, ls2.n)
+                             : NULL;
+    Value *shp = cv ? build_concat(im->g, (Value *[]){imp_reshape(im, build_dim(im->g, x, 0), &one, 1),
+                                                      imp_reshape(im, cv, &one, 1), img}, 3, 0)
+                    : NULL;
+    Op *rs = sc && shp ? build_op(im->g, OP_DYN_RESHAPE, (Value *[]){sc->out[0], shp}, 2, NULL, 0) : NULL;
+    return imp_done(im, rs ? rs->out[0] : NULL);
 }

@@ -26,9 +26,11 @@
  * result is exact in any summation order), else in f64 (exact up to 2^53),
  * and converted to i32.
  *
- * Scales and zero points are per tensor (a scalar or one element) or per
- * axis (1-D along `axis`); blocked quantization (opset 21's block_size)
- * and the 4-bit and float8 types are not supported.
+ * Scales and zero points are per tensor (a scalar or one element), per
+ * axis (1-D along `axis`) or blocked (opset 21's block_size: shaped as the
+ * input with ceil(D / block_size) along `axis`, each entry serving
+ * block_size consecutive elements); the 4-bit and float8 types are not
+ * supported.
  */
 #include "frontends/onnx/internal.h"
 
@@ -74,16 +76,38 @@ static Value *along(Imp *im, Value *p, int r, int64_t axis, bool *ok)
     return imp_reshape(im, p, dims, (int)(r - axis));
 }
 
-/* The axis attribute (default 1; normalised where a 1-D scale uses it);
- * blocked quantization refused. */
-static bool q_axis(Imp *im, int64_t *axis)
+/* The axis attribute (default 1; normalised where a 1-D scale uses it)
+ * and block_size (0: none). */
+static bool q_axis(Imp *im, int64_t *axis, int64_t *block)
 {
-    int64_t block;
-    if (!attr_int(im, "axis", 1, axis) || !attr_int(im, "block_size", 0, &block))
+    if (!attr_int(im, "axis", 1, axis) || !attr_int(im, "block_size", 0, block))
         return false;
-    if (block)
-        return imp_err(im, "blocked quantization (block_size %lld) is not supported", (long long)block);
+    if (*block < 0)
+        return imp_err(im, "block_size must not be negative");
     return true;
+}
+
+/* Blocked quantization: p (shaped as x, ceil(D / block) on the axis)
+ * repeated block times along the axis, a gather at i / block for i in
+ * [0, D): x's shape. An index past p's end is a run-time error. */
+static Value *blocked(Imp *im, Value *p, Value *x, int64_t axis, int64_t block, bool *ok)
+{
+    if (!p || !*ok)
+        return NULL;
+    int r = vrank(x);
+    if (vrank(p) != r) {
+        *ok = imp_err(im, "with block_size, a scale or zero point must have the input's rank %d", r);
+        return NULL;
+    }
+    if (!(*ok = imp_axis(im, axis, r, &axis)))
+        return NULL;
+    Value *idx = imp_binc(im, OP_DIV, build_iota(im->g, DT_I64, &vdims(x)[axis], 1, 0), (double)block);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    Op *op = idx ? build_op(im->g, OP_GATHER, (Value *[]){p, idx}, 2, l.v, l.n) : NULL;
+    if (!op)
+        *ok = imp_fail(im);
+    return op ? op->out[0] : NULL;
 }
 
 /* saturate(round(v) + zp) into type t, v and zp in f32 (zp may be NULL). */
@@ -109,14 +133,14 @@ static Value *minus_zp(Imp *im, Value *x, Value *zp)
 bool onnx_lower_dequantize(Imp *im)
 {
     Value *x = imp_need(im, 0), *s = imp_need(im, 1), *zp = IN(2);
-    int64_t axis;
+    int64_t axis, block;
     bool ok = true;
-    if (!x || !s || !q_axis(im, &axis))
+    if (!x || !s || !q_axis(im, &axis, &block))
         return false;
     if (!dtype_is_float(vdt(s)))
         return imp_err(im, "the scale must be a float tensor, not %s", dtype_name(vdt(s)));
-    s = along(im, s, vrank(x), axis, &ok);
-    zp = along(im, zp, vrank(x), axis, &ok);
+    s = block ? blocked(im, s, x, axis, block, &ok) : along(im, s, vrank(x), axis, &ok);
+    zp = block ? blocked(im, zp, x, axis, block, &ok) : along(im, zp, vrank(x), axis, &ok);
     if (!ok)
         return false;
     /* (x - zp) in i32, then in the scale's type, as ONNX Runtime does */
@@ -126,15 +150,16 @@ bool onnx_lower_dequantize(Imp *im)
 bool onnx_lower_quantize(Imp *im)
 {
     Value *x = imp_need(im, 0), *s = imp_need(im, 1), *zp = IN(2);
-    int64_t axis, odt;
+    int64_t axis, odt, block;
     bool ok = true;
-    if (!x || !s || !q_axis(im, &axis) || !attr_int(im, "output_dtype", 0, &odt))
+    if (!x || !s || !q_axis(im, &axis, &block) || !attr_int(im, "output_dtype", 0, &odt))
         return false;
     DType t = zp ? vdt(zp) : odt ? onnx_dtype((int32_t)odt) : DT_U8;
     if (t == DT_INVALID)
         return imp_err(im, "output_dtype %lld is not supported", (long long)odt);
-    s = along(im, imp_cvt(im, s, DT_F32), vrank(x), axis, &ok);
-    zp = along(im, zp, vrank(x), axis, &ok);
+    s = imp_cvt(im, s, DT_F32);
+    s = block ? blocked(im, s, x, axis, block, &ok) : along(im, s, vrank(x), axis, &ok);
+    zp = block ? blocked(im, zp, x, axis, block, &ok) : along(im, zp, vrank(x), axis, &ok);
     if (!ok)
         return false;
     Value *v = imp_bin(im, OP_DIV, imp_cvt(im, x, DT_F32), s);

@@ -1,7 +1,8 @@
 /*
  * lower_reduce.c — reductions and what is built from them: Reduce*,
- * ArgMax/ArgMin, Softmax/LogSoftmax, the normalizations (layer, batch,
- * instance, group, Lp), CumSum and TopK.
+ * ArgMax/ArgMin, Softmax/LogSoftmax, Hardmax, the normalizations (layer,
+ * batch, instance, group, Lp, mean-variance), CumSum, TopK, and the
+ * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
  *
  * Opset matters here: Reduce* take `axes` as an attribute before opset 18
  * (ReduceSum: before 13) and as a constant input after; Softmax before 13
@@ -96,6 +97,7 @@ bool onnx_lower_reduce_l1(Imp *im) { return reduce_with(im, "sum", OP_ABS, OP_CO
 bool onnx_lower_reduce_l2(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_SQRT); }
 bool onnx_lower_reduce_sumsq(Imp *im) { return reduce_with(im, "sum", OP_MUL, OP_COUNT); }
 bool onnx_lower_reduce_logsumexp(Imp *im) { return reduce_with(im, "sum", OP_EXP, OP_LOG); }
+bool onnx_lower_reduce_logsum(Imp *im) { return reduce_with(im, "sum", OP_COUNT, OP_LOG); }
 
 bool onnx_lower_argminmax(Imp *im)
 {
@@ -134,6 +136,62 @@ bool onnx_lower_softmax(Imp *im)
     if (im->arg) /* LogSoftmax */
         return imp_done(im, imp_bin(im, OP_SUB, d, imp_un(im, OP_LOG, s)));
     return imp_done(im, imp_bin(im, OP_DIV, e, s));
+}
+
+/* Hardmax: 1 at the first largest element along the axis, 0 elsewhere
+ * (before opset 13: over the flattened dims from axis on, default 1). */
+bool onnx_lower_hardmax(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t axis;
+    bool old = im->opset < 13;
+    if (!x || !attr_int(im, "axis", old ? 1 : -1, &axis) || !imp_axis(im, axis, vrank(x), &axis))
+        return false;
+    DimCtx *cx = &im->g->dims;
+    Value *v = x;
+    int r = vrank(x);
+    if (old) { /* [prod(dims before axis), prod(dims from axis)] */
+        Dim *d[2] = {dim_const(cx, 1), dim_const(cx, 1)};
+        for (int i = 0; i < r; i++)
+            d[i >= axis] = dim_mul(cx, d[i >= axis], vdims(x)[i]);
+        v = imp_reshape(im, x, d, 2);
+        axis = 1;
+    }
+    if (!v)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    attrs_add_int(im->g, &l, "keepdims", 1);
+    attrs_add_int(im->g, &l, "last", 0);
+    Op *am = build_op(im->g, OP_ARGMAX, &v, 1, l.v, l.n);
+    if (!am)
+        return imp_fail(im);
+    Value *io = build_iota(im->g, DT_I64, vdims(v), vrank(v), axis);
+    Value *y = imp_cvt(im, imp_cmp(im, "eq", io, am->out[0]), vdt(x));
+    return imp_done(im, old ? imp_reshape(im, y, vdims(x), r) : y);
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes
+ * (default [0, 2, 3]), the variance the biased one, as ONNX's function. */
+bool onnx_lower_mvn(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t *axes, dflt[3] = {0, 2, 3};
+    int n;
+    if (!x || !attr_ints(im, "axes", &axes, &n))
+        return false;
+    if (n < 0) {
+        axes = dflt;
+        n = 3;
+    }
+    if (!dtype_is_float(vdt(x)))
+        return imp_err(im, "needs a floating-point input, not %s", dtype_name(vdt(x)));
+    if (!imp_axes(im, axes, n, vrank(x)))
+        return false;
+    Value *m = imp_reduce(im, x, "mean", axes, n, true);
+    Value *d = imp_bin(im, OP_SUB, x, m);
+    Value *var = imp_reduce(im, imp_bin(im, OP_MUL, d, d), "mean", axes, n, true);
+    return imp_done(im, imp_bin(im, OP_DIV, d, imp_binc(im, OP_ADD, imp_un(im, OP_SQRT, var), 1e-9)));
 }
 
 /* (x - mean) / sqrt(var + eps) over axes, with the mean and 1/std. */
@@ -377,4 +435,107 @@ bool onnx_lower_topk(Imp *im)
     if (im->nout > 1)
         im->out[1] = op->out[1];
     return true;
+}
+
+/* ---- losses ---- */
+
+/* The negative log-likelihood of log-probabilities lp [N, C, d...] at the
+ * classes t [N, d...]: loss[n, d] = -lp[n, t[n, d], d] * w[t[n, d]], 0
+ * where t is ignore_index; reduced by "none", "sum" or "mean" (the sum
+ * over the sum of the weights taken, as ONNX and PyTorch do). */
+static bool nll_check(Imp *im, Value *lp, Value *t, Value *w)
+{
+    int r = vrank(lp);
+    if (r < 2 || vrank(t) != r - 1)
+        return imp_err(im, "needs input [N, C, d...] and target [N, d...], not ranks %d and %d", r, vrank(t));
+    if (!dtype_is_float(vdt(lp)))
+        return imp_err(im, "input must be floating-point, not %s", dtype_name(vdt(lp)));
+    if (!dtype_is_int(vdt(t)))
+        return imp_err(im, "target must be an integer tensor, not %s", dtype_name(vdt(t)));
+    if (w && vrank(w) != 1)
+        return imp_err(im, "weight must be 1-D [C]");
+    return true;
+}
+
+static Value *nll(Imp *im, Value *lp, Value *t, Value *w, const char *red, bool has_ii, int64_t ii)
+{
+    if (!lp)
+        return NULL;
+    t = imp_cvt(im, t, DT_I64);
+    Value *ign = has_ii ? imp_cmp(im, "eq", t, imp_scalar(im, DT_I64, (double)ii)) : NULL;
+    if (ign)
+        t = imp_sel(im, ign, imp_scalar(im, DT_I64, 0), t);
+    int64_t one = 1;
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", 1);
+    Value *t1 = imp_unsqueeze(im, t, &one, 1);
+    Op *ge = t1 ? build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){lp, t1}, 2, l.v, l.n) : NULL;
+    if (!ge)
+        return NULL;
+    Value *picked = imp_reshape(im, ge->out[0], vdims(t), vrank(t));
+    Value *wt = NULL;
+    if (w) {
+        AttrList l0 = {0};
+        attrs_add_int(im->g, &l0, "axis", 0);
+        Op *gw = build_op(im->g, OP_GATHER, (Value *[]){imp_cvt(im, w, vdt(lp)), t}, 2, l0.v, l0.n);
+        if (!gw)
+            return NULL;
+        wt = gw->out[0];
+    }
+    if (ign)
+        wt = imp_sel(im, ign, imp_scalar(im, vdt(lp), 0), wt ? wt : imp_scalar(im, vdt(lp), 1));
+    Value *loss = imp_un(im, OP_NEG, wt ? imp_bin(im, OP_MUL, picked, wt) : picked);
+    if (!strcmp(red, "none"))
+        return loss;
+    int64_t axes[MAX_RANK];
+    for (int i = 0; i < vrank(t); i++)
+        axes[i] = i;
+    if (!strcmp(red, "sum"))
+        return imp_reduce(im, loss, "sum", axes, vrank(t), false);
+    if (!wt)
+        return imp_reduce(im, loss, "mean", axes, vrank(t), false);
+    wt = imp_broadcast_to(im, wt, vdims(t), vrank(t));
+    return imp_bin(im, OP_DIV, imp_reduce(im, loss, "sum", axes, vrank(t), false),
+                   imp_reduce(im, wt, "sum", axes, vrank(t), false));
+}
+
+/* The attributes both losses share. */
+static bool loss_attrs(Imp *im, const char **red, bool *has_ii, int64_t *ii)
+{
+    if (!attr_str(im, "reduction", "mean", red) || !attr_int(im, "ignore_index", 0, ii))
+        return false;
+    *has_ii = attr_find(im, "ignore_index") != NULL;
+    if (strcmp(*red, "none") && strcmp(*red, "sum") && strcmp(*red, "mean"))
+        return imp_err(im, "reduction must be \"none\", \"sum\" or \"mean\", not \"%s\"", *red);
+    return true;
+}
+
+bool onnx_lower_nll_loss(Imp *im)
+{
+    Value *x = imp_need(im, 0), *t = imp_need(im, 1);
+    const char *red;
+    bool has_ii;
+    int64_t ii;
+    if (!x || !t || !loss_attrs(im, &red, &has_ii, &ii) || !nll_check(im, x, t, IN(2)))
+        return false;
+    return imp_done(im, nll(im, x, t, IN(2), red, has_ii, ii));
+}
+
+/* SoftmaxCrossEntropyLoss: the NLL of log_softmax(scores) over axis 1;
+ * the second output, when asked for, is that log_softmax. */
+bool onnx_lower_sce_loss(Imp *im)
+{
+    Value *x = imp_need(im, 0), *t = imp_need(im, 1);
+    const char *red;
+    bool has_ii;
+    int64_t ii, ax = 1;
+    if (!x || !t || !loss_attrs(im, &red, &has_ii, &ii) || !nll_check(im, x, t, IN(2)))
+        return false;
+    Value *d = imp_bin(im, OP_SUB, x, imp_reduce(im, x, "max", &ax, 1, true));
+    Value *lse = imp_un(im, OP_LOG, imp_reduce(im, imp_un(im, OP_EXP, d), "sum", &ax, 1, true));
+    Value *lp = imp_bin(im, OP_SUB, d, lse);
+    Value *y = nll(im, lp, t, IN(2), red, has_ii, ii);
+    if (y && want_out(im, 1))
+        im->out[1] = lp;
+    return imp_done(im, y);
 }

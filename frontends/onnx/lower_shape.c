@@ -815,6 +815,24 @@ bool onnx_lower_tile(Imp *im)
     return imp_done(im, imp_reshape(im, b, out, r));
 }
 
+/* Pad with pads [begins, ends] for the n axes of the vector axes, made
+ * full-rank at run time: a dyn_pad. */
+static bool pad_axes_dyn(Imp *im, Value *x, Value *vp, Value *axes, int n, Value *val, const char *mode)
+{
+    int r = vrank(x);
+    if (!vp)
+        return imp_fail(im);
+    Value *lo = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, 0), dc(im, n), 1), axes, n, r, 0);
+    Value *hi = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, n), dc(im, 2 * n), 1), axes, n, r, 0);
+    if (!val || !lo || !hi)
+        return imp_fail(im);
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
+    Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
 bool onnx_lower_pad(Imp *im)
 {
     Value *x = imp_need(im, 0);
@@ -857,15 +875,7 @@ bool onnx_lower_pad(Imp *im)
         na = static_len(IN(3));
         if (!vp || !dtype_is_int(vdt(IN(3))) || na < 0 || static_len(vp) != 2 * na)
             return imp_err(im, "axes must be an integer vector with half as many entries as pads");
-        Value *lo = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, 0), dc(im, na), 1), IN(3), na, r, 0);
-        Value *hi = full_vector_dyn(im, imp_slice1(im, vp, 0, dc(im, na), dc(im, 2 * na), 1), IN(3), na, r, 0);
-        if (!val || !lo || !hi)
-            return imp_fail(im);
-        AttrList l = {0};
-        attrs_add_str(im->g, &l, "mode", mode);
-        Value *in[3] = {x, build_concat(im->g, (Value *[]){lo, hi}, 2, 0), val};
-        Op *op = in[1] ? build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n) : NULL;
-        return imp_done(im, op ? op->out[0] : NULL);
+        return pad_axes_dyn(im, x, vp, IN(3), na, val, mode);
     }
     if (IN(3)) {
         for (int i = 0; i < na; i++)
@@ -877,8 +887,11 @@ bool onnx_lower_pad(Imp *im)
     AttrList l = {0};
     attrs_add_str(im->g, &l, "mode", mode);
     if (n < 0) { /* computed pads */
-        if (na != r)
-            return imp_errk(im, DIAG_UNSUPPORTED, "computed pads with axes are not supported");
+        if (na != r) { /* some axes: scattered to full rank at run time */
+            if (static_len(vp) != 2 * na)
+                return imp_err(im, "pads must have %d entries, twice the axes", 2 * na);
+            return pad_axes_dyn(im, x, vp, imp_i64s(im, axes, na), na, val, mode);
+        }
         Value *in[3] = {x, vp, val};
         Op *op = build_op(im->g, OP_DYN_PAD, in, 3, l.v, l.n);
         return imp_done(im, op ? op->out[0] : NULL);
@@ -897,6 +910,45 @@ bool onnx_lower_pad(Imp *im)
     Value *in[2] = {x, val};
     Op *op = build_op(im->g, OP_PAD, in, 2, l.v, l.n);
     return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* CenterCropPad: each listed axis (default all) cropped or padded with
+ * zeros to its length in `shape`, centred: a change d = shape - dim puts
+ * trunc(d / 2) at the start and the rest at the end, and a negative pad
+ * crops. The pads are computed at run time (a dyn_pad), so `shape` may be
+ * computed too. */
+bool onnx_lower_center_crop_pad(Imp *im)
+{
+    Value *x = imp_need(im, 0), *sh = imp_need(im, 1);
+    int64_t *axes, all[MAX_RANK];
+    int na;
+    if (!x || !sh || !attr_ints(im, "axes", &axes, &na))
+        return false;
+    int r = vrank(x);
+    if (na < 0) {
+        for (int i = 0; i < r; i++)
+            all[i] = i;
+        axes = all;
+        na = r;
+    }
+    if (na > MAX_RANK)
+        return imp_err(im, "%d axes for rank %d", na, r);
+    for (int i = 0; i < na; i++) {
+        if (!imp_axis(im, axes[i], r, &axes[i]))
+            return false;
+        for (int j = 0; j < i; j++)
+            if (axes[j] == axes[i])
+                return imp_err(im, "axis %lld is repeated", (long long)axes[i]);
+    }
+    if (!dtype_is_int(vdt(sh)) || static_len(sh) != na)
+        return imp_err(im, "shape must be an integer vector with one entry per axis (%d)", na);
+    Dim *d[MAX_RANK];
+    for (int i = 0; i < na; i++)
+        d[i] = vdims(x)[axes[i]];
+    Value *diff = imp_bin(im, OP_SUB, imp_cvt(im, sh, DT_I64), imp_shape_value(im, d, na));
+    Value *lo = imp_binc(im, OP_DIV, diff, 2);
+    Value *vp = lo ? build_concat(im->g, (Value *[]){lo, imp_bin(im, OP_SUB, diff, lo)}, 2, 0) : NULL;
+    return pad_axes_dyn(im, x, vp, imp_i64s(im, axes, na), na, imp_scalar(im, vdt(x), 0), "constant");
 }
 
 /* ---- Constants and generators ---- */
@@ -1054,6 +1106,24 @@ bool onnx_lower_trilu(Imp *im)
     return imp_done(im, imp_sel(im, keep, x, imp_scalar(im, vdt(x), 0)));
 }
 
+/* EyeLike: ones on the k-th diagonal of a matrix shaped as the input, in
+ * the `dtype` asked for (default the input's). */
+bool onnx_lower_eye_like(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    int64_t k, odt;
+    if (!x || !attr_int(im, "k", 0, &k) || !attr_int(im, "dtype", 0, &odt))
+        return false;
+    if (vrank(x) != 2)
+        return imp_err(im, "input must have rank 2, not %d", vrank(x));
+    DType dt = odt ? onnx_dtype((int32_t)odt) : vdt(x);
+    if (dt == DT_INVALID)
+        return imp_errk(im, DIAG_UNSUPPORTED, "dtype %s is not supported", onnx_type_name((int32_t)odt));
+    Value *row = build_iota(im->g, DT_I64, vdims(x), 2, 0), *col = build_iota(im->g, DT_I64, vdims(x), 2, 1);
+    Value *on = imp_cmp(im, "eq", imp_bin(im, OP_SUB, col, row), imp_scalar(im, DT_I64, (double)k));
+    return imp_done(im, imp_cvt(im, on, dt));
+}
+
 bool onnx_lower_one_hot(Imp *im)
 {
     Value *idx = imp_need(im, 0), *vd = imp_need(im, 1), *vals = imp_need(im, 2);
@@ -1117,6 +1187,65 @@ bool onnx_lower_nonzero(Imp *im)
     if (!x)
         return false;
     Op *op = build_op(im->g, OP_NONZERO, &x, 1, NULL, 0);
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* Compress: the slices of x along axis (x flattened when there is none)
+ * at the positions where the 1-D condition is true: a gather at the
+ * nonzero positions of the condition, whose count is data-dependent. A
+ * condition shorter than the axis drops the rest; a true past the axis's
+ * end is a run-time error of the gather. */
+bool onnx_lower_compress(Imp *im)
+{
+    Value *x = imp_need(im, 0), *cond = imp_need(im, 1);
+    int64_t axis;
+    if (!x || !cond || !attr_int(im, "axis", 0, &axis))
+        return false;
+    if (vrank(cond) != 1 || vdt(cond) != DT_BOOL)
+        return imp_err(im, "condition must be a 1-D bool tensor");
+    if (!attr_find(im, "axis")) {
+        Dim *n = dc(im, 1);
+        for (int i = 0; i < vrank(x); i++)
+            n = dim_mul(CX, n, vdims(x)[i]);
+        x = imp_reshape(im, x, &n, 1);
+        axis = 0;
+    } else if (!imp_axis(im, axis, vrank(x), &axis)) {
+        return false;
+    }
+    Op *nz = build_op(im->g, OP_NONZERO, &cond, 1, NULL, 0);
+    if (!nz || !x)
+        return imp_fail(im);
+    Value *idx = imp_reshape(im, nz->out[0], &vdims(nz->out[0])[1], 1);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", axis);
+    Op *op = idx ? build_op(im->g, OP_GATHER, (Value *[]){x, idx}, 2, l.v, l.n) : NULL;
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* ReverseSequence: along time_axis, the first lens[b] elements of each
+ * batch entry b reversed, the rest kept: a gather_elements at t' = t <
+ * lens[b] ? lens[b] - 1 - t : t. */
+bool onnx_lower_reverse_sequence(Imp *im)
+{
+    Value *x = imp_need(im, 0), *lens = imp_need(im, 1);
+    int64_t ta, ba;
+    if (!x || !lens || !attr_int(im, "time_axis", 0, &ta) || !attr_int(im, "batch_axis", 1, &ba))
+        return false;
+    int r = vrank(x);
+    if (r < 2 || (ta != 0 && ta != 1) || (ba != 0 && ba != 1) || ta == ba)
+        return imp_err(im, "needs rank 2 or more and time_axis, batch_axis 0 and 1 or 1 and 0");
+    if (vrank(lens) != 1 || !dtype_is_int(vdt(lens)))
+        return imp_err(im, "sequence_lens must be a 1-D integer tensor");
+    Dim *ld[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ld[i] = i == ba ? vdims(lens)[0] : dc(im, 1);
+    Value *n = imp_reshape(im, imp_cvt(im, lens, DT_I64), ld, r);
+    Value *t = build_iota(im->g, DT_I64, vdims(x), r, ta);
+    Value *rev = imp_bin(im, OP_SUB, imp_binc(im, OP_SUB, n, 1), t);
+    Value *idx = imp_sel(im, imp_cmp(im, "lt", t, n), rev, t);
+    AttrList l = {0};
+    attrs_add_int(im->g, &l, "axis", ta);
+    Op *op = idx ? build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){x, idx}, 2, l.v, l.n) : NULL;
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
@@ -1378,26 +1507,192 @@ bool onnx_lower_resize(Imp *im)
     return imp_done(im, op ? op->out[0] : NULL);
 }
 
+/* Upsample (opsets 7 to 9) and Resize of opset 10: X and its scales (an
+ * attribute before opset 9, else an input), mode nearest or linear, with
+ * the asymmetric coordinate transform (source x = o / s), as ONNX Runtime
+ * runs them. Nearest rounds the source position down when it enlarges and
+ * up when it shrinks every axis (ONNX Runtime's "simple" mode); constant
+ * scales that enlarge some axes and shrink others are refused, and
+ * run-time scales round down (Upsample's scales are >= 1 by the spec). */
+bool onnx_lower_upsample(Imp *im)
+{
+    Value *x = imp_need(im, 0), *vs = NULL;
+    const char *mode;
+    double sc[MAX_RANK];
+    bool known = true;
+    if (!x || !attr_str(im, "mode", "nearest", &mode))
+        return false;
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+        return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
+    int r = vrank(x);
+    if (im->opset < 9) {
+        double *a;
+        int n;
+        if (!attr_floats(im, "scales", &a, &n))
+            return false;
+        if (n != r)
+            return imp_err(im, "scales needs %d entries", r);
+        memcpy(sc, a, (size_t)r * sizeof *sc);
+    } else {
+        if (!(vs = imp_need(im, 1)))
+            return false;
+        if (vec_len(vs) != r || vdt(vs) != DT_F32)
+            return imp_err(im, "scales must be f32[%d]", r);
+        known = vs->def && vs->def->kind == OP_CONST;
+        for (int i = 0; known && i < r; i++)
+            sc[i] = ((const float *)vs->def->cst->data)[i];
+    }
+    bool up = true, down = true;
+    for (int i = 0; known && i < r; i++) {
+        if (!(sc[i] > 0))
+            return imp_err(im, "scale %g on axis %d is not positive", sc[i], i);
+        up &= sc[i] >= 1;
+        down &= sc[i] <= 1;
+    }
+    if (!up && !down)
+        return imp_errk(im, DIAG_UNSUPPORTED, "nearest rounding for scales that enlarge some axes and "
+                        "shrink others is not supported");
+    AttrList l = {0};
+    attrs_add_str(im->g, &l, "mode", mode);
+    attrs_add_str(im->g, &l, "coord", "asymmetric");
+    attrs_add_str(im->g, &l, "nearest", up ? "floor" : "ceil");
+    attrs_add_float(im->g, &l, "cubic_a", -0.75);
+    attrs_add_int(im->g, &l, "exclude_outside", 0);
+    if (!known) { /* resize_general reads the scales as Resize's input 2 */
+        int64_t all[MAX_RANK];
+        for (int i = 0; i < r; i++)
+            all[i] = i;
+        Value *in[4] = {x, NULL, vs, NULL}, **saved = im->in;
+        int nsaved = im->nin;
+        im->in = in;
+        im->nin = 3;
+        attrs_add_int(im->g, &l, "antialias", 0);
+        attrs_add_float(im->g, &l, "extrapolation", 0);
+        bool ok = resize_general(im, x, &l, "asymmetric", "stretch", all, r);
+        im->in = saved;
+        im->nin = nsaved;
+        return ok;
+    }
+    Dim *dims[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (!(dims[i] = scaled_dim(im, vdims(x)[i], sc[i])))
+            return imp_errk(im, DIAG_UNSUPPORTED, "scale %g on axis %d is not supported", sc[i], i);
+    attrs_add_dims(im->g, &l, "shape", dims, r);
+    attrs_add_floats(im->g, &l, "scales", sc, r);
+    Op *op = build_op(im->g, OP_RESIZE, &x, 1, l.v, l.n);
+    return imp_done(im, op ? op->out[0] : NULL);
+}
+
+/* ---- AffineGrid ----
+ *
+ * The sampling grid of an affine transform, GridSample's input: for theta
+ * [N, 2, 3] and size (N, C, H, W), result [N, H, W, 2] with result[n, h,
+ * w] = theta[n] . (x_w, y_h, 1); for theta [N, 3, 4] and size (N, C, D, H,
+ * W), [N, D, H, W, 3] with (x_w, y_h, z_d, 1). A coordinate along an axis
+ * of length L is -1 + 2i / (L - 1) with align_corners, else -1 + (2i + 1)
+ * / L. Computed in f64 as the reference does, elementwise (the transform
+ * has 3 or 4 terms); the lengths are read from size at run time unless
+ * it is a constant. */
+
+/* The coordinates along an axis of length size[k], as [1, ..., L, ..., 1]
+ * (rank nsp + 1, L at position pos). */
+static Value *affine_coords(Imp *im, Value *size, int k, bool align, int pos, int rank)
+{
+    int64_t *c;
+    int n;
+    Value *io, *len = gather0(im, imp_cvt(im, size, DT_I64), imp_i64s(im, (int64_t[]){k}, 1));
+    if (imp_const_ints(im, size, &c, &n)) {
+        Dim *d = dc(im, c[k]);
+        io = build_iota(im->g, DT_F64, &d, 1, 0);
+    } else {
+        AttrList l = {0};
+        attrs_add_dtype(im->g, &l, "dtype", DT_F64);
+        attrs_add_int(im->g, &l, "axis", 0);
+        Op *op = len ? build_op(im->g, OP_DYN_IOTA, &len, 1, l.v, l.n) : NULL;
+        io = op ? op->out[0] : NULL;
+    }
+    if (!io)
+        return NULL;
+    Value *lf = imp_cvt(im, len, DT_F64), *v;
+    if (align)
+        v = imp_bin(im, OP_DIV, imp_binc(im, OP_MUL, io, 2), imp_binc(im, OP_SUB, lf, 1));
+    else
+        v = imp_bin(im, OP_DIV, imp_binc(im, OP_ADD, imp_binc(im, OP_MUL, io, 2), 1), lf);
+    Dim *d[MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        d[i] = i == pos ? vdims(io)[0] : dc(im, 1);
+    return imp_reshape(im, imp_binc(im, OP_SUB, v, 1), d, rank);
+}
+
+bool onnx_lower_affine_grid(Imp *im)
+{
+    Value *th = imp_need(im, 0), *size = imp_need(im, 1);
+    int64_t align;
+    if (!th || !size || !attr_int(im, "align_corners", 0, &align))
+        return false;
+    if (vrank(th) != 3 || !dtype_is_float(vdt(th)) || !dim_is_const(vdims(th)[1]) ||
+        !dim_is_const(vdims(th)[2]) || !(dim_is(vdims(th)[1], 2) || dim_is(vdims(th)[1], 3)) ||
+        vdims(th)[2]->c != vdims(th)[1]->c + 1)
+        return imp_err(im, "theta must be a float [N, 2, 3] or [N, 3, 4]");
+    int nsp = (int)vdims(th)[1]->c, rank = nsp + 1;
+    if (vrank(size) != 1 || !dtype_is_int(vdt(size)) || !dim_is(vdims(size)[0], nsp + 2))
+        return imp_err(im, "size must be an integer vector of %d entries", nsp + 2);
+    /* coordinates x (along the last axis), y, z, each [1, ..., L, ..., 1] */
+    Value *co[3];
+    for (int j = 0; j < nsp; j++)
+        co[j] = affine_coords(im, size, nsp + 1 - j, align != 0, nsp - j, rank);
+    Value *t = imp_cvt(im, th, DT_F64), *outs[3];
+    Dim *td[MAX_RANK];
+    td[0] = vdims(th)[0];
+    for (int i = 1; i < rank; i++)
+        td[i] = dc(im, 1);
+    for (int j = 0; j < nsp; j++) { /* result component j: sum over k of theta[n, j, k] * coord_k */
+        Value *acc = NULL;
+        for (int k = 0; k <= nsp; k++) {
+            Value *tjk = imp_reshape(im, imp_slice1(im, imp_slice1(im, t, 1, dc(im, j), dc(im, j + 1), 1), 2,
+                                                    dc(im, k), dc(im, k + 1), 1), td, rank);
+            Value *term = k < nsp ? imp_bin(im, OP_MUL, tjk, co[k]) : tjk;
+            acc = acc ? imp_bin(im, OP_ADD, acc, term) : term;
+        }
+        int64_t last = rank;
+        outs[j] = imp_unsqueeze(im, acc, &last, 1);
+        if (!outs[j])
+            return imp_fail(im);
+    }
+    /* every component to the full shape [N, spatial...], then stacked */
+    Dim *full[MAX_RANK];
+    full[0] = vdims(th)[0];
+    for (int i = 1; i < rank; i++)
+        full[i] = vdims(co[nsp - i])[i];
+    full[rank] = dc(im, 1);
+    for (int j = 0; j < nsp; j++)
+        outs[j] = imp_broadcast_to(im, outs[j], full, rank + 1);
+    Value *y = outs[0] ? build_concat(im->g, outs, nsp, rank) : NULL;
+    return imp_done(im, imp_cvt(im, y, vdt(th)));
+}
+
 /* ---- GridSample ----
  *
  * X [N, C, H, W] sampled at the points of grid [N, Ho, Wo, 2] ((x, y) in
- * [-1, 1]), spelled out with core ops: the points are unnormalised to
- * pixel coordinates (align_corners: -1 and 1 are the centres of the corner
+ * [-1, 1]), or X [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] ((x, y, z)),
+ * spelled out with core ops: the points are unnormalised to pixel
+ * coordinates (align_corners: -1 and 1 are the centres of the corner
  * pixels, else their outer edges), and each result element is a gather of
- * X flattened to [N, C, H*W] at y * W + x: one gather for nearest (rounding
- * half to even, as ONNX Runtime and PyTorch), four weighted ones for
- * bilinear, sixteen for bicubic (Keys' kernel, A = -0.75). Outside the
+ * X flattened to [N, C, H*W] at y * W + x (or [N, C, D*H*W] at (z * H + y)
+ * * W + x): one gather for nearest (rounding half to even, as ONNX Runtime
+ * and PyTorch), four (eight) weighted ones for bilinear, sixteen for
+ * bicubic (Keys' kernel, A = -0.75; 2-D only, as the spec). Outside the
  * bounds (-0.5 and size - 0.5, or 0 and size - 1 with align_corners)
  * padding_mode zeros leaves a point alone and gives 0 for each tap outside
  * X, border clamps the point into [0, size - 1] (not for bicubic, as
  * PyTorch and ONNX Runtime, unlike onnx's reference) and every tap into X,
  * reflection reflects the point and every tap about the bounds as often as
- * it takes; the steps are ONNX Runtime's. Grids of other ranks are refused
- * as unsupported. */
+ * it takes; the steps are ONNX Runtime's. */
 
 typedef struct Sampler {
-    Value *flat;      /* X as [N, C, H*W] */
-    Value *wd, *hd;   /* W and H as f32 scalars */
+    int nsp;          /* 2 or 3 spatial dims */
+    Value *flat;      /* X as [N, C, prod(spatial)] */
+    Value *size[3];   /* W, H (and D) as f32 scalars: the sizes along x, y, z */
     Dim *dims[3];     /* the gather's result: [N, C, P] */
     bool zeros;       /* padding_mode zeros */
     bool reflect;     /* padding_mode reflection: taps reflected */
@@ -1406,19 +1701,19 @@ typedef struct Sampler {
 
 static Value *grid_reflect(Imp *im, Value *v, Value *size, bool align);
 
-/* X at integer-valued f32 coordinates xi, yi [N, 1, P]: [N, C, P]. */
-static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
+/* X at integer-valued f32 coordinates ci[k] [N, 1, P] (x, y, z): [N, C, P]. */
+static Value *grid_tap(Imp *im, const Sampler *s, Value *const *ci)
 {
-    Value *zero = imp_scalar(im, DT_F32, 0);
-    if (s->reflect) {
-        xi = grid_reflect(im, xi, s->wd, s->align);
-        yi = grid_reflect(im, yi, s->hd, s->align);
+    Value *zero = imp_scalar(im, DT_F32, 0), *idx = NULL, *in = NULL;
+    for (int k = s->nsp - 1; k >= 0; k--) {
+        Value *c = s->reflect ? grid_reflect(im, ci[k], s->size[k], s->align) : ci[k];
+        Value *m1 = imp_binc(im, OP_SUB, s->size[k], 1);
+        Value *cc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, c, zero), m1);
+        idx = idx ? imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, idx, s->size[k]), cc) : cc;
+        Value *ok = imp_bin(im, OP_AND, imp_cmp(im, "ge", c, zero), imp_cmp(im, "le", c, m1));
+        in = in ? imp_bin(im, OP_AND, in, ok) : ok;
     }
-    Value *wm1 = imp_binc(im, OP_SUB, s->wd, 1), *hm1 = imp_binc(im, OP_SUB, s->hd, 1);
-    Value *xc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, xi, zero), wm1);
-    Value *yc = imp_bin(im, OP_MIN, imp_bin(im, OP_MAX, yi, zero), hm1);
-    Value *idx = imp_cvt(im, imp_bin(im, OP_ADD, imp_bin(im, OP_MUL, yc, s->wd), xc), DT_I64);
-    idx = imp_broadcast_to(im, idx, s->dims, 3);
+    idx = imp_broadcast_to(im, imp_cvt(im, idx, DT_I64), s->dims, 3);
     if (!idx || !s->flat)
         return NULL;
     AttrList l = {0};
@@ -1426,12 +1721,7 @@ static Value *grid_tap(Imp *im, const Sampler *s, Value *xi, Value *yi)
     Op *g = build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){s->flat, idx}, 2, l.v, l.n);
     if (!g)
         return NULL;
-    Value *v = g->out[0];
-    if (!s->zeros)
-        return v;
-    Value *in = imp_bin(im, OP_AND, imp_bin(im, OP_AND, imp_cmp(im, "ge", xi, zero), imp_cmp(im, "le", xi, wm1)),
-                        imp_bin(im, OP_AND, imp_cmp(im, "ge", yi, zero), imp_cmp(im, "le", yi, hm1)));
-    return imp_sel(im, in, v, zero);
+    return s->zeros ? imp_sel(im, in, g->out[0], zero) : g->out[0];
 }
 
 /* v reflected into [lo, hi] (lo = -0.5, hi = size - 0.5; with align 0 and
@@ -1494,69 +1784,84 @@ bool onnx_lower_grid_sample(Imp *im)
         return imp_errk(im, DIAG_UNSUPPORTED, "mode \"%s\" is not supported", mode);
     if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
         return imp_errk(im, DIAG_UNSUPPORTED, "padding_mode \"%s\" is not supported", pad);
-    if (vrank(x) != 4 || vrank(grid) != 4 || !dim_is(vdims(grid)[3], 2))
-        return imp_errk(im, DIAG_UNSUPPORTED, "only X [N, C, H, W] with grid [N, Ho, Wo, 2] is supported");
+    int r = vrank(x), nsp = r - 2;
+    if ((r != 4 && r != 5) || vrank(grid) != r || !dim_is(vdims(grid)[r - 1], nsp))
+        return imp_errk(im, DIAG_UNSUPPORTED, "only X [N, C, H, W] with grid [N, Ho, Wo, 2] and "
+                        "X [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] are supported");
+    if (cubic && nsp != 2)
+        return imp_err(im, "mode \"%s\" needs 2-D data", mode);
     if (!dtype_is_float(vdt(x)) || !dtype_is_float(vdt(grid)))
         return imp_err(im, "X and grid must be floating point");
-    Dim *n = vdims(x)[0], *c = vdims(x)[1], *hw = dim_mul(CX, vdims(x)[2], vdims(x)[3]);
-    Dim *p = dim_mul(CX, vdims(grid)[1], vdims(grid)[2]);
-    if (!hw || !p)
+    Dim *n = vdims(x)[0], *c = vdims(x)[1], *sp = dc(im, 1), *p = dc(im, 1);
+    for (int i = 2; i < r; i++)
+        sp = dim_mul(CX, sp, vdims(x)[i]);
+    for (int i = 1; i < r - 1; i++)
+        p = dim_mul(CX, p, vdims(grid)[i]);
+    if (!sp || !p)
         return imp_err(im, "dims overflow");
-    Sampler s = {.zeros = !strcmp(pad, "zeros"), .reflect = !strcmp(pad, "reflection"), .align = align != 0};
+    Sampler s = {.nsp = nsp, .zeros = !strcmp(pad, "zeros"), .reflect = !strcmp(pad, "reflection"),
+                 .align = align != 0};
     Value *xf = imp_cvt(im, x, DT_F32);
-    s.flat = imp_reshape(im, xf, (Dim *[]){n, c, hw}, 3);
-    s.wd = imp_cvt(im, build_dim(im->g, x, 3), DT_F32);
-    s.hd = imp_cvt(im, build_dim(im->g, x, 2), DT_F32);
+    s.flat = imp_reshape(im, xf, (Dim *[]){n, c, sp}, 3);
+    for (int k = 0; k < nsp; k++)
+        s.size[k] = imp_cvt(im, build_dim(im->g, x, r - 1 - k), DT_F32);
     s.dims[0] = n, s.dims[1] = c, s.dims[2] = p;
-    /* the x and y of every point, [N, 1, P] */
-    Value *g = imp_cvt(im, grid, DT_F32);
+    /* the coordinates of every point, [N, 1, P] each; in pixels:
+     * align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2 */
+    Value *g = imp_cvt(im, grid, DT_F32), *ic[3];
     Dim *pd[3] = {vdims(grid)[0], dc(im, 1), p};
-    Value *gx = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 0), dc(im, 1), 1), pd, 3);
-    Value *gy = imp_reshape(im, imp_slice1(im, g, 3, dc(im, 1), dc(im, 2), 1), pd, 3);
-    /* pixel coordinates: align ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2 */
-    Value *ix, *iy;
-    if (align) {
-        ix = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), 0.5), imp_binc(im, OP_SUB, s.wd, 1));
-        iy = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), 0.5), imp_binc(im, OP_SUB, s.hd, 1));
-    } else {
-        ix = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gx, 1), s.wd), 1), 0.5);
-        iy = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gy, 1), s.hd), 1), 0.5);
+    for (int k = 0; k < nsp; k++) {
+        Value *gk = imp_reshape(im, imp_slice1(im, g, r - 1, dc(im, k), dc(im, k + 1), 1), pd, 3);
+        if (align)
+            ic[k] = imp_bin(im, OP_MUL, imp_binc(im, OP_MUL, imp_binc(im, OP_ADD, gk, 1), 0.5),
+                            imp_binc(im, OP_SUB, s.size[k], 1));
+        else
+            ic[k] = imp_binc(im, OP_MUL, imp_binc(im, OP_SUB, imp_bin(im, OP_MUL, imp_binc(im, OP_ADD, gk, 1),
+                                                                      s.size[k]), 1), 0.5);
+        if (!strcmp(pad, "reflection"))
+            ic[k] = grid_reflect(im, ic[k], s.size[k], align != 0);
+        else if (!s.zeros && !cubic) /* border: a point outside the bounds clamped into the image */
+            ic[k] = grid_border(im, ic[k], s.size[k], align != 0);
     }
-    if (!strcmp(pad, "reflection")) {
-        ix = grid_reflect(im, ix, s.wd, align != 0);
-        iy = grid_reflect(im, iy, s.hd, align != 0);
-    } else if (!s.zeros && !cubic) { /* border: a point outside the bounds clamped into the image */
-        ix = grid_border(im, ix, s.wd, align != 0);
-        iy = grid_border(im, iy, s.hd, align != 0);
-    }
-    Value *out;
+    Value *out = NULL, *t[3];
     if (cubic) {
-        Value *x0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ix), 1);
-        Value *y0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, iy), 1);
+        Value *x0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ic[0]), 1);
+        Value *y0 = imp_binc(im, OP_SUB, imp_un(im, OP_FLOOR, ic[1]), 1);
         Value *cx[4], *cy[4];
-        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ix, x0), 1), cx);
-        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, iy, y0), 1), cy);
-        out = NULL;
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ic[0], x0), 1), cx);
+        grid_cubic(im, imp_binc(im, OP_SUB, imp_bin(im, OP_SUB, ic[1], y0), 1), cy);
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) {
-                Value *t = grid_tap(im, &s, imp_binc(im, OP_ADD, x0, j), imp_binc(im, OP_ADD, y0, i));
-                t = imp_bin(im, OP_MUL, t, imp_bin(im, OP_MUL, cy[i], cx[j]));
-                out = out ? imp_bin(im, OP_ADD, out, t) : t;
+                t[0] = imp_binc(im, OP_ADD, x0, j);
+                t[1] = imp_binc(im, OP_ADD, y0, i);
+                Value *v = imp_bin(im, OP_MUL, grid_tap(im, &s, t), imp_bin(im, OP_MUL, cy[i], cx[j]));
+                out = out ? imp_bin(im, OP_ADD, out, v) : v;
             }
     } else if (nearest) {
-        out = grid_tap(im, &s, imp_un(im, OP_ROUND, ix), imp_un(im, OP_ROUND, iy));
-    } else {
-        Value *x0 = imp_un(im, OP_FLOOR, ix), *y0 = imp_un(im, OP_FLOOR, iy);
-        Value *x1 = imp_binc(im, OP_ADD, x0, 1), *y1 = imp_binc(im, OP_ADD, y0, 1);
-        Value *wx1 = imp_bin(im, OP_SUB, ix, x0), *wy1 = imp_bin(im, OP_SUB, iy, y0);
-        Value *wx0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wx1);
-        Value *wy0 = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), wy1);
-        Value *a = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y0), imp_bin(im, OP_MUL, wx0, wy0));
-        Value *b = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y0), imp_bin(im, OP_MUL, wx1, wy0));
-        Value *cc = imp_bin(im, OP_MUL, grid_tap(im, &s, x0, y1), imp_bin(im, OP_MUL, wx0, wy1));
-        Value *d = imp_bin(im, OP_MUL, grid_tap(im, &s, x1, y1), imp_bin(im, OP_MUL, wx1, wy1));
-        out = imp_bin(im, OP_ADD, imp_bin(im, OP_ADD, a, b), imp_bin(im, OP_ADD, cc, d));
+        for (int k = 0; k < nsp; k++)
+            t[k] = imp_un(im, OP_ROUND, ic[k]);
+        out = grid_tap(im, &s, t);
+    } else { /* the 2^nsp corners, each weighted by the product of its sides' weights */
+        Value *lo[3], *w1[3], *w0[3];
+        for (int k = 0; k < nsp; k++) {
+            lo[k] = imp_un(im, OP_FLOOR, ic[k]);
+            w1[k] = imp_bin(im, OP_SUB, ic[k], lo[k]);
+            w0[k] = imp_bin(im, OP_SUB, imp_scalar(im, DT_F32, 1), w1[k]);
+        }
+        for (int corner = 0; corner < 1 << nsp; corner++) {
+            Value *w = NULL;
+            for (int k = 0; k < nsp; k++) {
+                bool up = corner >> k & 1;
+                t[k] = up ? imp_binc(im, OP_ADD, lo[k], 1) : lo[k];
+                w = w ? imp_bin(im, OP_MUL, w, up ? w1[k] : w0[k]) : up ? w1[k] : w0[k];
+            }
+            Value *v = imp_bin(im, OP_MUL, grid_tap(im, &s, t), w);
+            out = out ? imp_bin(im, OP_ADD, out, v) : v;
+        }
     }
-    out = imp_reshape(im, out, (Dim *[]){n, c, vdims(grid)[1], vdims(grid)[2]}, 4);
+    Dim *od[5] = {n, c};
+    for (int i = 2; i < r; i++)
+        od[i] = vdims(grid)[i - 1];
+    out = imp_reshape(im, out, od, r);
     return imp_done(im, imp_cvt(im, out, vdt(x)));
 }

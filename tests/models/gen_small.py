@@ -41,9 +41,25 @@ after changing a model (pip install onnx==1.17.0 numpy).
             ArrayFeatureExtractor (on x, and on a class list at ArgMax's
             indices, as skl2onnx labels a classifier's output); N = 1, 4, 7;
             references by ONNX Runtime
+  node_ops  the ops that ONNX's node tests reach only at static shapes,
+            with symbolic dims (opset 20): LpPool, GlobalLpPool, LRN,
+            Hardmax, MeanVarianceNormalization, CenterCropPad (cropping
+            and padding as H, W vary), SoftmaxCrossEntropyLoss,
+            NegativeLogLikelihoodLoss, NonMaxSuppression over S boxes,
+            BitShift, DFT, Asinh, Cosh, Shrink, HannWindow of a computed
+            length, Compress, ReverseSequence, EyeLike, AffineGrid of a
+            computed size into GridSample, Unique (flat in order of occurrence,
+            and rows sorted), RoiAlign (avg and max) (not MaxUnpool: random shapes
+            give MaxPool indices past its inferred shape, which ONNX Runtime
+            refuses too);
+            references by ONNX Runtime (onnx.reference's LRN sums over the
+            wrong axis)
+
+Without arguments every model is written; with names, only those.
 """
 import os
 import shutil
+import sys
 
 import numpy as np
 import onnx
@@ -52,6 +68,7 @@ from onnx.reference import ReferenceEvaluator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPSET = 17
+ONLY = set()
 
 
 def init(name, a):
@@ -302,6 +319,95 @@ def ml_ops(rng):
     return g, [[rng.standard_normal((n, 5)).astype(np.float32), rng.integers(-9, 9, (n, 3))] for n in (1, 4, 7)]
 
 
+def node_ops(rng):
+    F, I64, U8, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8, TensorProto.BOOL
+    n = helper.make_node
+    nodes = [
+        n("LpPool", ["x"], ["lppool"], kernel_shape=[2, 2], p=3, pads=[1, 1, 0, 0]),
+        n("GlobalLpPool", ["x"], ["glp"], p=2),
+        n("LRN", ["x"], ["lrn"], size=3, alpha=0.01, beta=0.6, bias=1.5),
+        n("Hardmax", ["x"], ["hardmax"], axis=1),
+        n("MeanVarianceNormalization", ["x"], ["mvn"]),
+        n("CenterCropPad", ["x", "crop"], ["crop_pad"], axes=[2, 3]),
+        n("SoftmaxCrossEntropyLoss", ["x", "t", "cw"], ["sce", "logp"], ignore_index=1),
+        n("NegativeLogLikelihoodLoss", ["logp", "t"], ["nll"], reduction="none"),
+        n("NonMaxSuppression", ["boxes", "scores", "maxout", "iou", "sthr"], ["nms"]),
+        n("BitShift", ["u", "sh"], ["shl"], direction="LEFT"),
+        n("BitShift", ["u", "sh"], ["shr"], direction="RIGHT"),
+        n("DFT", ["sig", "", "axis1"], ["dft"]),
+        n("Asinh", ["x"], ["asinh"]),
+        n("Cosh", ["x"], ["cosh"]),
+        n("Shrink", ["x"], ["shrink"], lambd=0.5, bias=0.25),
+        n("Shape", ["x"], ["xshape"]),
+        n("Gather", ["xshape", "two"], ["h"]),
+        n("HannWindow", ["h"], ["hann"], periodic=0),
+        n("Compress", ["x", "m"], ["compress"], axis=2),
+        n("ReverseSequence", ["rs", "lens"], ["revseq"], time_axis=0, batch_axis=1),
+        n("EyeLike", ["e"], ["eye"], k=1),
+        n("AffineGrid", ["theta", "xshape"], ["grid"], align_corners=0),
+        n("GridSample", ["x", "grid"], ["sampled"]),
+        n("RoiAlign", ["x", "rois", "bidx"], ["roi"], output_height=3, output_width=2, sampling_ratio=2,
+          spatial_scale=0.5),
+        n("RoiAlign", ["x", "rois", "bidx"], ["roimax"], mode="max", coordinate_transformation_mode="output_half_pixel",
+          output_height=2, output_width=2, sampling_ratio=1),
+        n("Unique", ["q"], ["uy", "uix", "uinv", "ucnt"], sorted=0),
+        n("Unique", ["q"], ["ry", "rix", "rinv", "rcnt"], axis=0),
+    ]
+    ints = {"nms", "uy", "uix", "uinv", "ucnt", "ry", "rix", "rinv", "rcnt"}
+    # output: rank (the dims are left unnamed: "?" is a fresh symbol each)
+    outs = {"lppool": 4, "glp": 4, "lrn": 4, "hardmax": 4, "mvn": 4, "crop_pad": 4, "sce": 0, "logp": 4,
+            "nll": 3, "nms": 2, "shl": 2, "shr": 2, "dft": 3, "asinh": 4, "cosh": 4, "shrink": 4, "hann": 1,
+            "compress": 4, "revseq": 2, "eye": 2, "grid": 4, "sampled": 4,
+            "roi": 4, "roimax": 4, "uy": 1, "uix": 1, "uinv": 1, "ucnt": 1, "ry": 2, "rix": 1, "rinv": 1, "rcnt": 1}
+    g = helper.make_graph(
+        nodes, "node_ops",
+        [helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"]),
+         helper.make_tensor_value_info("t", I64, ["N", "H", "W"]),
+         helper.make_tensor_value_info("boxes", F, [1, "S", 4]),
+         helper.make_tensor_value_info("scores", F, [1, 2, "S"]),
+         helper.make_tensor_value_info("u", U8, ["N", 4]),
+         helper.make_tensor_value_info("sh", U8, ["N", 4]),
+         helper.make_tensor_value_info("sig", F, ["N", "T", 2]),
+         helper.make_tensor_value_info("m", B, ["H"]),
+         helper.make_tensor_value_info("rs", F, ["T", "N"]),
+         helper.make_tensor_value_info("lens", I64, ["N"]),
+         helper.make_tensor_value_info("e", F, ["H", "W"]),
+         helper.make_tensor_value_info("theta", F, ["N", 2, 3]),
+         helper.make_tensor_value_info("q", I64, ["Q", 2]),
+         helper.make_tensor_value_info("rois", F, ["K", 4]),
+         helper.make_tensor_value_info("bidx", I64, ["K"])],
+        [helper.make_tensor_value_info(o, I64 if o in ints else U8 if o in ("shl", "shr") else F, ["?"] * r)
+         for o, r in outs.items()],
+        [init("crop", np.array([4, 5], np.int64)), init("cw", np.array([0.5, 1.0, 2.0], np.float32)),
+         init("maxout", np.array([3], np.int64)), init("iou", np.array([0.4], np.float32)),
+         init("sthr", np.array([0.2], np.float32)), init("axis1", np.array(-2, np.int64)),
+         init("two", np.array(2, np.int64))])
+    sets = []
+    for nn, h, w, s, t in [(1, 5, 6, 6, 7), (2, 8, 3, 11, 1), (3, 2, 2, 1, 4)]:
+        xy = rng.uniform(0, 10, (1, s, 2)).astype(np.float32)
+        wh = rng.uniform(1, 5, (1, s, 2)).astype(np.float32)
+        boxes = np.concatenate([xy, xy + wh], axis=2)  # [y1, x1, y2, x2]
+        scores = np.round(rng.uniform(0, 1, (1, 2, s)), 1).astype(np.float32)  # ties
+        sets.append([
+            rng.standard_normal((nn, 3, h, w)).astype(np.float32),
+            rng.integers(0, 3, (nn, h, w)).astype(np.int64),
+            boxes, scores,
+            rng.integers(0, 256, (nn, 4)).astype(np.uint8),
+            rng.integers(0, 8, (nn, 4)).astype(np.uint8),
+            rng.standard_normal((nn, t, 2)).astype(np.float32),
+            rng.integers(0, 2, (h,)).astype(bool),
+            rng.standard_normal((t, nn)).astype(np.float32),
+            rng.integers(0, t + 1, (nn,)).astype(np.int64),
+            rng.standard_normal((h, w)).astype(np.float32),
+            (np.eye(2, 3) + rng.uniform(-0.3, 0.3, (nn, 2, 3))).astype(np.float32),
+            rng.integers(0, 3, (2 * s + 1, 2)).astype(np.int64),
+            # the boxes as rois [x1, y1, x2, y2], spread over the feature map at scale 0.5
+            np.concatenate([xy[0], xy[0] + wh[0]], axis=1)[:, [1, 0, 3, 2]]
+            * np.float32([w / 5, h / 5, w / 5, h / 5]),
+            rng.integers(0, nn, (s,)).astype(np.int64)])
+    return g, sets
+
+
 def ort_reference(model, feeds):
     # onnx.reference's Scaler keeps an integer input's type; the spec (and
     # ONNX Runtime) give float
@@ -310,8 +416,10 @@ def ort_reference(model, feeds):
     return s.run(None, feeds)
 
 
-def write(name, graph, data_sets, full_check=True, reference=None, ml=False):
-    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("ai.onnx.ml", 3)] if ml else [])
+def write(name, graph, data_sets, full_check=True, reference=None, ml=False, opset=OPSET):
+    if ONLY and name not in ONLY:
+        return
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("ai.onnx.ml", 3)] if ml else [])
     model = helper.make_model(graph, opset_imports=opsets, producer_name="disc gen_small.py")
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=full_check)
@@ -345,7 +453,10 @@ def main():
     write("range_anchors", *range_anchors(np.random.default_rng(16)))
     write("quant_integer", *quant_integer(np.random.default_rng(17)), reference=quant_integer_ref)
     write("ml_ops", *ml_ops(np.random.default_rng(18)), ml=True, reference=ort_reference)
+    # onnx 1.17's checker fails on MeanVarianceNormalization's function body: no full check
+    write("node_ops", *node_ops(np.random.default_rng(20)), full_check=False, reference=ort_reference, opset=20)
 
 
 if __name__ == "__main__":
+    ONLY = set(sys.argv[1:])
     main()

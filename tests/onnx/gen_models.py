@@ -271,14 +271,14 @@ def errors(good):
     save("err_unsupported", [
         node("Relu", ["x"], ["a"]),
         node("LSTM", ["a", "w", "r"], ["b"], "lstm1"),
-        node("Unique", ["b"], ["c"], "uniq"),
+        node("ImageDecoder", ["b"], ["c"], "dec"),
         helper.make_node("FusedMatMul", ["c", "c"], ["d"], name="fmm", domain="com.microsoft"),
     ], [vi("x", F, [2, 3]), vi("w", F, [1, 4, 3]), vi("r", F, [1, 4, 1])], [vi("d", F, None)], check=False)
     # more unsupported nodes than one message lists: the last line counts
     # the rest and names their ops
     save("err_unsupported_many",
          [node("Relu", ["x"], ["u0"])]
-         + [node("Unique", ["u%d" % k], ["u%d" % (k + 1)], "uniq%d" % k) for k in range(40)]
+         + [node("ImageDecoder", ["u%d" % k], ["u%d" % (k + 1)], "dec%d" % k) for k in range(40)]
          + [helper.make_node("FusedMatMul", ["u40", "u40"], ["d"], name="fmm", domain="com.microsoft")],
          [vi("x", F, [2, 3])], [vi("d", F, None)], check=False)
     save("err_missing_init", [node("MatMul", ["x", "w_missing"], ["y"], "fc1")],
