@@ -195,6 +195,7 @@ static const Lowering lowerings[] = {
     {"MatMul", 1, L(matmul), 0},
     {"Gemm", 7, L(gemm), 0},
     {"Einsum", 12, L(einsum), 0},
+    {"Det", 11, L(det), 0},
     {"Conv", 1, L(conv), 0},
     {"ConvTranspose", 1, L(conv_transpose), 0},
     {"MaxPool", 1, L(pool), 0},

@@ -240,7 +240,7 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
     X(eye_like) X(lp_pool) X(nll_loss) X(sce_loss) X(center_crop_pad)   \
     X(upsample) X(lrn) X(dft) X(window) X(compress) X(reverse_sequence) \
     X(max_unpool) X(affine_grid) X(nms) X(unique) X(roi_align)  \
-    X(col2im)
+    X(col2im) X(det)
 
 /* the argument of onnx_lower_trig */
 enum { TRIG_ASIN, TRIG_ACOS, TRIG_SINH, TRIG_COSH, TRIG_ASINH, TRIG_ACOSH, TRIG_ATANH };

@@ -861,3 +861,60 @@ bool onnx_lower_col2im(Imp *im)
     Op *rs = sc && shp ? build_op(im->g, OP_DYN_RESHAPE, (Value *[]){sc->out[0], shp}, 2, NULL, 0) : NULL;
     return imp_done(im, rs ? rs->out[0] : NULL);
 }
+
+/* Det: the determinant of each [M, M] matrix of x [*, M, M] by Gaussian
+ * elimination with partial pivoting, unrolled at import over a constant
+ * M (at most 32; a symbolic M is refused as unsupported). Step k takes
+ * the row of the largest |a[i, k]|, i >= k (argmax: the first on ties),
+ * swaps it with row k (a gather_elements of the rows), multiplies the
+ * pivot into the product (negated for a swap) and eliminates the column
+ * below it. In f64; a zero pivot makes the determinant 0. */
+bool onnx_lower_det(Imp *im)
+{
+    Value *x = imp_need(im, 0);
+    if (!x)
+        return false;
+    int r = vrank(x);
+    if (r < 2 || !dtype_is_float(vdt(x)))
+        return imp_err(im, "needs a floating-point input [*, M, M]");
+    Dim **xd = vdims(x), *md = xd[r - 1];
+    if (!dim_is_const(md) || xd[r - 2] != md || md->c > 32)
+        return imp_errk(im, DIAG_UNSUPPORTED, "only square matrices of a constant size up to 32 are supported");
+    int64_t m = md->c, ax = r - 2;
+    Value *a = imp_cvt(im, x, DT_F64), *det = imp_scalar(im, DT_F64, 1), *zero = imp_scalar(im, DT_BOOL, 0);
+    Value *row = build_iota(im->g, DT_I64, xd, r, r - 2), *f0 = imp_scalar(im, DT_F64, 0);
+    for (int64_t k = 0; k < m && a; k++) {
+        Value *col = imp_slice1(im, a, r - 1, dc(im, k), dc(im, k + 1), 1); /* [*, M, 1] */
+        Value *below = imp_cmp(im, "ge", imp_slice1(im, row, r - 1, dc(im, 0), dc(im, 1), 1),
+                               imp_scalar(im, DT_I64, (double)k));
+        Value *cand = imp_sel(im, below, imp_un(im, OP_ABS, col), imp_scalar(im, DT_F64, -1));
+        AttrList l = {0};
+        attrs_add_int(im->g, &l, "axis", ax);
+        attrs_add_int(im->g, &l, "keepdims", 1);
+        attrs_add_int(im->g, &l, "last", 0);
+        Op *am = cand ? build_op(im->g, OP_ARGMAX, &cand, 1, l.v, l.n) : NULL;
+        if (!am)
+            return imp_fail(im);
+        Value *p = am->out[0], *kv = imp_scalar(im, DT_I64, (double)k); /* [*, 1, 1] */
+        Value *idx = imp_sel(im, imp_cmp(im, "eq", row, kv), imp_broadcast_to(im, p, xd, r),
+                             imp_sel(im, imp_cmp(im, "eq", row, p), imp_broadcast_to(im, kv, xd, r), row));
+        AttrList lg = {0};
+        attrs_add_int(im->g, &lg, "axis", ax);
+        Op *sw = idx ? build_op(im->g, OP_GATHER_ELEMENTS, (Value *[]){a, idx}, 2, lg.v, lg.n) : NULL;
+        if (!sw)
+            return imp_fail(im);
+        a = sw->out[0];
+        Value *piv = imp_slice1(im, imp_slice1(im, a, r - 2, dc(im, k), dc(im, k + 1), 1), r - 1, dc(im, k),
+                                dc(im, k + 1), 1);
+        Value *isz = imp_cmp(im, "eq", piv, f0);
+        zero = imp_bin(im, OP_OR, zero, isz);
+        det = imp_bin(im, OP_MUL, det, imp_sel(im, imp_cmp(im, "ne", p, kv), imp_un(im, OP_NEG, piv), piv));
+        Value *colk = imp_slice1(im, a, r - 1, dc(im, k), dc(im, k + 1), 1);
+        Value *fac = imp_bin(im, OP_DIV, colk, imp_sel(im, isz, imp_scalar(im, DT_F64, 1), piv));
+        fac = imp_sel(im, imp_cmp(im, "gt", imp_slice1(im, row, r - 1, dc(im, 0), dc(im, 1), 1), kv), fac, f0);
+        fac = imp_sel(im, isz, f0, fac);
+        a = imp_bin(im, OP_SUB, a, imp_bin(im, OP_MUL, fac, imp_slice1(im, a, r - 2, dc(im, k), dc(im, k + 1), 1)));
+    }
+    det = imp_sel(im, zero, f0, det);
+    return imp_done(im, imp_cvt(im, imp_reshape(im, det, xd, r - 2), vdt(x)));
+}

@@ -48,12 +48,12 @@ after changing a model (pip install onnx==1.17.0 numpy).
             NegativeLogLikelihoodLoss, NonMaxSuppression over S boxes,
             BitShift, DFT, Asinh, Cosh, Shrink, HannWindow of a computed
             length, Compress, ReverseSequence, EyeLike, AffineGrid of a
-            computed size into GridSample, Unique (flat in order of occurrence,
-            and rows sorted), RoiAlign (avg and max) (not MaxUnpool: random shapes
-            give MaxPool indices past its inferred shape, which ONNX Runtime
-            refuses too);
-            references by ONNX Runtime (onnx.reference's LRN sums over the
-            wrong axis)
+            computed size into GridSample, Unique (flat in order of
+            occurrence, and rows sorted), RoiAlign (avg and max), Det; not
+            MaxUnpool (random shapes give MaxPool indices past its inferred
+            shape, which ONNX Runtime refuses too) nor Col2Im (random shapes
+            give a column count the image does not have); references by
+            ONNX Runtime (onnx.reference's LRN sums over the wrong axis)
 
 Without arguments every model is written; with names, only those.
 """
@@ -350,6 +350,7 @@ def node_ops(rng):
           spatial_scale=0.5),
         n("RoiAlign", ["x", "rois", "bidx"], ["roimax"], mode="max", coordinate_transformation_mode="output_half_pixel",
           output_height=2, output_width=2, sampling_ratio=1),
+        n("Det", ["dm"], ["det"]),
         n("Unique", ["q"], ["uy", "uix", "uinv", "ucnt"], sorted=0),
         n("Unique", ["q"], ["ry", "rix", "rinv", "rcnt"], axis=0),
     ]
@@ -358,7 +359,7 @@ def node_ops(rng):
     outs = {"lppool": 4, "glp": 4, "lrn": 4, "hardmax": 4, "mvn": 4, "crop_pad": 4, "sce": 0, "logp": 4,
             "nll": 3, "nms": 2, "shl": 2, "shr": 2, "dft": 3, "asinh": 4, "cosh": 4, "shrink": 4, "hann": 1,
             "compress": 4, "revseq": 2, "eye": 2, "grid": 4, "sampled": 4,
-            "roi": 4, "roimax": 4, "uy": 1, "uix": 1, "uinv": 1, "ucnt": 1, "ry": 2, "rix": 1, "rinv": 1, "rcnt": 1}
+            "roi": 4, "roimax": 4, "det": 1, "uy": 1, "uix": 1, "uinv": 1, "ucnt": 1, "ry": 2, "rix": 1, "rinv": 1, "rcnt": 1}
     g = helper.make_graph(
         nodes, "node_ops",
         [helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"]),
@@ -375,7 +376,8 @@ def node_ops(rng):
          helper.make_tensor_value_info("theta", F, ["N", 2, 3]),
          helper.make_tensor_value_info("q", I64, ["Q", 2]),
          helper.make_tensor_value_info("rois", F, ["K", 4]),
-         helper.make_tensor_value_info("bidx", I64, ["K"])],
+         helper.make_tensor_value_info("bidx", I64, ["K"]),
+         helper.make_tensor_value_info("dm", F, ["N", 4, 4])],
         [helper.make_tensor_value_info(o, I64 if o in ints else U8 if o in ("shl", "shr") else F, ["?"] * r)
          for o, r in outs.items()],
         [init("crop", np.array([4, 5], np.int64)), init("cw", np.array([0.5, 1.0, 2.0], np.float32)),
@@ -404,7 +406,8 @@ def node_ops(rng):
             # the boxes as rois [x1, y1, x2, y2], spread over the feature map at scale 0.5
             np.concatenate([xy[0], xy[0] + wh[0]], axis=1)[:, [1, 0, 3, 2]]
             * np.float32([w / 5, h / 5, w / 5, h / 5]),
-            rng.integers(0, nn, (s,)).astype(np.int64)])
+            rng.integers(0, nn, (s,)).astype(np.int64),
+            rng.standard_normal((nn, 4, 4)).astype(np.float32)])
     return g, sets
 
 
