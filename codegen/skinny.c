@@ -31,15 +31,33 @@
  * columns): 12 accumulators, 2 weight vectors and the broadcast, the
  * shape of BLIS's 6x16 Haswell kernel. (Keeping AVX-512's 24 vectors of
  * 16 floats on AVX2 made each of them two registers and spilled most of
- * them: 56 GFLOP/s on 16 x 3072 x 768, half oneDNN's speed.) So the
- * weights stream from memory once per block of 6 rows and come from L2
- * for the next (a panel is 64 * kp * 4 bytes: 192 KiB at k = 768). A
- * block stores its accumulators to C with masked stores (the last panel
- * may be partial; a group wholly past n is skipped); then one pass over the
- * panel's m rows applies the epilogue in place while the tile is in L1:
- * bias, the activation (elem.c's forms, the loop kernels' too), the
- * residual. (Per-row epilogues inside every block made the kernel ten
- * times larger and slow to compile.)
+ * them: 56 GFLOP/s on 16 x 3072 x 768, half oneDNN's speed.)
+ *
+ * The 64-column kernel (AVX-512, m <= 16) runs each block of rows over
+ * the whole of k: the weights stream from memory once per block of 6 rows
+ * and come from L2 for the next (a panel is 64 * kp * 4 bytes: 192 KiB at
+ * k = 768). The 16-column kernel takes up to 1024 rows (rt.h), so it is
+ * blocked for the caches as MLAS's and BLIS's kernels are: the call's
+ * panels in blocks of NB = 8 (128 columns), rows in blocks of MC = 192,
+ * k in blocks of KC = 256. Per block of k, a 16-column panel's strip is
+ * 16 KiB (in L1 for every block of 6 rows), the 8 strips of a block of
+ * panels 128 KiB (in L2 while every block of rows passes them), and the
+ * block of rows' part of C 96 KiB; the 6 rows of A are first copied to a
+ * buffer on the stack (6 x KC floats) so the k steps address them at
+ * constant offsets from one register. The first block of k starts from
+ * zero, the others from C. Unblocked, the kernel read A from L3 for every
+ * panel and ran at 1.5x its one-thread speed on two threads, and a
+ * masked store at every block's end cost about 7% on AMD's Zen (a
+ * microcoded instruction there), so only a group that ends inside the
+ * last panel stores masked. At 2 threads on an AVX2 EPYC the blocked
+ * kernel ran 512 x 768 x 3072 and back (bench_skinny.py) in 196 ms
+ * against 235 unblocked and 202 for ONNX Runtime's MLAS.
+ *
+ * After its last block of k, a block of panels' columns get the epilogue
+ * in place, one pass over its rows while they are in cache: bias, the
+ * activation (elem.c's forms, the loop kernels' too), the residual.
+ * (Per-row epilogues inside every block made the kernel ten times larger
+ * and slow to compile.)
  *
  * One kernel per epilogue (activation, bias or not, residual or not) and
  * module, so the loop over k carries no tests.
@@ -53,6 +71,10 @@
 #define B (cg->b)
 
 enum { RMAX = 6, GMAX = 4, VMAX = DISC_PANEL / 4 };
+/* The blocking of the 16-column kernel: KC rows of k (a 16 KiB strip of a
+ * panel, which stays in L1 for every block of rows), NB panels (128 KiB of
+ * weights, which stay in L2 while every block of rows passes them) */
+enum { KC = 256, NB = 8, MC = 192 };
 #ifndef UNROLL
 #define UNROLL 2
 #endif
@@ -70,9 +92,17 @@ typedef struct Sk {
     LLVMValueRef fma;          /* llvm.fmuladd.v<lanes>f32 */
     LLVMValueRef prefetch;     /* llvm.prefetch.p0i8 */
     LLVMValueRef mstore;       /* llvm.masked.store.v<lanes>f32 */
+    LLVMValueRef mload;        /* llvm.masked.load.v<lanes>f32 */
+    int kc;                    /* k rows per block (0: all of k in one) */
+    int nb;                    /* panels per block of columns */
     LLVMValueRef acc[RMAX][GMAX]; /* allocas */
     LLVMValueRef mask[VMAX];   /* lanes of the panel's columns that exist */
     LLVMValueRef a, bp, bias_p, res_p, c, m, n, k, lda, kp, ldc;
+    LLVMValueRef apack;        /* RMAX x KC floats: the block's rows of A, k block (kc) */
+    LLVMValueRef end;          /* the end of this call's panel range */
+    LLVMValueRef mend;         /* the end of the block of rows */
+    LLVMValueRef pb, pe;       /* the block of panels [pb, pe) */
+    LLVMValueRef kb, ke, first; /* the block of k [kb, ke); kb == 0 */
     LLVMValueRef panel, c0, w; /* the panel's weights, first column, columns that exist */
     LLVMValueRef next;         /* the next panel's weights (this one's for the last) */
     LLVMValueRef cpanel;       /* &C[0][c0] */
@@ -220,17 +250,35 @@ static void block(Sk *s, LLVMValueRef i0, int r, int g0)
     int u = 1;
     while (u < 4 && (u + 1) * r <= RMAX && u * r * G < 8)
         u++;
-    LLVMValueRef zero = LLVMConstNull(s->vt);
-    for (int i = 0; i < u * r; i++)
+    LLVMValueRef cv[RMAX][GMAX]; /* &C[i0 + i][c0 + (g0 + q) * lanes] */
+    for (int i = 0; i < r; i++) {
+        LLVMValueRef ci = gep(cg, cg->t_f32, s->cpanel, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, ""));
         for (int q = 0; q < G; q++)
-            LLVMBuildStore(B, zero, s->acc[i][q]);
+            cv[i][q] = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, (g0 + q) * s->lanes)), s->pv, "");
+    }
+    /* the first block of k starts from zero, the others from C */
+    LLVMValueRef zero = LLVMConstNull(s->vt);
+    LLVMTypeRef lty = LLVMGlobalGetValueType(s->mload);
+    for (int i = 0; i < u * r; i++)
+        for (int q = 0; q < G; q++) {
+            LLVMValueRef v = zero;
+            if (i < r && s->kc) {
+                LLVMValueRef args[4] = {cv[i][q], cg_i32(cg, 4), s->mask[g0 + q], zero};
+                v = LLVMBuildSelect(B, s->first, zero, LLVMBuildCall2(B, lty, s->mload, args, 4, ""), "");
+            }
+            LLVMBuildStore(B, v, s->acc[i][q]);
+        }
+    /* row i's element k at arow[i] + k: in the packed copy (panels) at
+     * apack + i * KC + k - kb, one base register and constant offsets */
     LLVMValueRef arow[RMAX];
     for (int i = 0; i < r; i++)
-        arow[i] = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
+        arow[i] = s->kc ? gep(cg, cg->t_f32, s->apack, LLVMBuildSub(B, cg_i64(cg, (int64_t)i * s->kc), s->kb, ""))
+                        : gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
     int steps = u > 1 ? u : UNROLL;
-    LLVMValueRef ku = LLVMBuildSub(B, s->k, LLVMBuildSRem(B, s->k, cg_i64(cg, steps), ""), "");
-    kloop(s, arow, r, g0, cg_i64(cg, 0), ku, steps, u);
-    kloop(s, arow, r, g0, ku, s->k, 1, 1);
+    LLVMValueRef len = LLVMBuildSub(B, s->ke, s->kb, "");
+    LLVMValueRef ku = LLVMBuildSub(B, s->ke, LLVMBuildSRem(B, len, cg_i64(cg, steps), ""), "");
+    kloop(s, arow, r, g0, s->kb, ku, steps, u);
+    kloop(s, arow, r, g0, ku, s->ke, 1, 1);
     for (int set = 1; set < u; set++)
         for (int i = 0; i < r; i++)
             for (int q = 0; q < G; q++) {
@@ -238,16 +286,29 @@ static void block(Sk *s, LLVMValueRef i0, int r, int g0)
                 LLVMValueRef y = LLVMBuildLoad2(B, s->vt, s->acc[set * r + i][q], "");
                 LLVMBuildStore(B, LLVMBuildFAdd(B, x, y, ""), s->acc[i][q]);
             }
+    /* masked stores only where the group's columns end inside it: on AMD's
+     * Zen a masked store is a long microcoded sequence (the 6 x 16 block's
+     * twelve of them cost as much as ... k steps) */
+    LLVMBasicBlockRef whole = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "store");
+    LLVMBasicBlockRef part = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "store_masked");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "stored");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, s->w, cg_i64(cg, (g0 + G) * s->lanes), ""), whole, part);
     LLVMTypeRef sty = LLVMGlobalGetValueType(s->mstore);
-    for (int i = 0; i < r; i++) {
-        LLVMValueRef ci = gep(cg, cg->t_f32, s->cpanel, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->ldc, ""));
-        for (int q = 0; q < G; q++) {
-            LLVMValueRef p = LLVMBuildBitCast(B, gep(cg, cg->t_f32, ci, cg_i64(cg, (g0 + q) * s->lanes)), s->pv, "");
-            LLVMValueRef args[4] = {LLVMBuildLoad2(B, s->vt, s->acc[i][q], ""), p, cg_i32(cg, 4),
-                                    s->mask[g0 + q]};
-            LLVMBuildCall2(B, sty, s->mstore, args, 4, "");
-        }
+    for (int masked = 0; masked < 2; masked++) {
+        LLVMPositionBuilderAtEnd(B, masked ? part : whole);
+        for (int i = 0; i < r; i++)
+            for (int q = 0; q < G; q++) {
+                LLVMValueRef x = LLVMBuildLoad2(B, s->vt, s->acc[i][q], "");
+                if (masked) {
+                    LLVMValueRef args[4] = {x, cv[i][q], cg_i32(cg, 4), s->mask[g0 + q]};
+                    LLVMBuildCall2(B, sty, s->mstore, args, 4, "");
+                } else {
+                    LLVMSetAlignment(LLVMBuildStore(B, x, cv[i][q]), 4);
+                }
+            }
+        LLVMBuildBr(B, done);
     }
+    LLVMPositionBuilderAtEnd(B, done);
 }
 
 /* C = post(C + bias) + residual over the panel's rows and columns. */
@@ -272,8 +333,98 @@ static void epilogue(Sk *s)
     cg_loop_end(cg, &il);
 }
 
-/* if (*i + r <= m) { block(*i, r, g0); *i += r; }, or a loop of that (r = RMAX). */
-static void blocks(Sk *s, LLVMValueRef ivar, int r, int g0, bool loop)
+/* Sets the panel q's pointers, first column, width and lane masks, and
+ * where its k steps prefetch: the same rows of the next panel of the
+ * block; after the block's last panel, the next block of k of its first
+ * panel, or after the last block of k the next block of panels (the
+ * panel itself at the end of the range). */
+static void panel_at(Sk *s, LLVMValueRef q)
+{
+    Cg *cg = s->cg;
+    LLVMValueRef size = LLVMBuildMul(B, s->kp, cg_i64(cg, s->width), "");
+    s->panel = gep(cg, cg->t_f32, s->bp, LLVMBuildMul(B, q, size, ""));
+    LLVMValueRef q1 = LLVMBuildAdd(B, q, cg_i64(cg, 1), "");
+    LLVMValueRef next = gep(cg, cg->t_f32, s->panel, size);
+    LLVMValueRef after = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->end, ""), next, s->panel, "");
+    if (s->kc) {
+        LLVMValueRef first = gep(cg, cg->t_f32, s->bp, LLVMBuildMul(B, s->pb, size, ""));
+        first = gep(cg, cg->t_f32, first, cg_i64(cg, (int64_t)s->kc * s->width));
+        LLVMValueRef more_k = LLVMBuildICmp(B, LLVMIntSLT, s->ke, s->k, "");
+        after = LLVMBuildSelect(B, more_k, first, after, "");
+    }
+    s->next = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->pe, ""), next, after, "");
+    s->c0 = LLVMBuildMul(B, q, cg_i64(cg, s->width), "");
+    LLVMValueRef left = LLVMBuildSub(B, s->n, s->c0, "");
+    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, s->width), "");
+    s->w = LLVMBuildSelect(B, full, cg_i64(cg, s->width), left, "");
+    s->cpanel = gep(cg, cg->t_f32, s->c, s->c0);
+    int L = s->lanes;
+    LLVMValueRef lanes[16];
+    for (int l = 0; l < L; l++)
+        lanes[l] = cg_i64(cg, l);
+    LLVMValueRef iota = LLVMConstVector(lanes, (unsigned)L);
+    LLVMTypeRef vi64 = LLVMVectorType(cg->t_i64, (unsigned)L), vi32 = LLVMVectorType(cg->t_i32, (unsigned)L);
+    for (int v = 0; v < s->vecs; v++) {
+        LLVMValueRef wv = LLVMBuildSub(B, s->w, cg_i64(cg, v * L), "");
+        LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(vi64), wv, cg_i32(cg, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(B, one, one, LLVMConstNull(vi32), "");
+        s->mask[v] = LLVMBuildICmp(B, LLVMIntSLT, iota, splat, "");
+    }
+}
+
+/* Copies A[i0 + i][kb, ke) to apack + i * KC for i < r: every panel of
+ * the block then reads the rows from one 6 KiB buffer at constant offsets
+ * from one register (A's rows lie a run-time lda apart, which took an add
+ * per row and k step, and at an lda of a multiple of 4 KiB they fall in
+ * one L1 set). Vectors of `lanes` floats, then single floats. */
+static void pack(Sk *s, LLVMValueRef i0, int r)
+{
+    Cg *cg = s->cg;
+    LLVMValueRef len = LLVMBuildSub(B, s->ke, s->kb, "");
+    LLVMValueRef nv = LLVMBuildSDiv(B, len, cg_i64(cg, s->lanes), "");
+    LLVMValueRef vend = LLVMBuildMul(B, nv, cg_i64(cg, s->lanes), "");
+    for (int i = 0; i < r; i++) {
+        LLVMValueRef src = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
+        src = gep(cg, cg->t_f32, src, s->kb);
+        LLVMValueRef dst = gep(cg, cg->t_f32, s->apack, cg_i64(cg, (int64_t)i * s->kc));
+        CgLoop vl, tl;
+        LLVMValueRef v = cg_loop_begin(cg, &vl, cg_i64(cg, 0), nv, "pack");
+        LLVMValueRef at = LLVMBuildMul(B, v, cg_i64(cg, s->lanes), "");
+        LLVMValueRef x = LLVMBuildLoad2(B, s->vt, LLVMBuildBitCast(B, gep(cg, cg->t_f32, src, at), s->pv, ""), "");
+        LLVMSetAlignment(x, 4);
+        LLVMValueRef st = LLVMBuildStore(B, x, LLVMBuildBitCast(B, gep(cg, cg->t_f32, dst, at), s->pv, ""));
+        LLVMSetAlignment(st, 4);
+        cg_loop_end(cg, &vl);
+        LLVMValueRef t = cg_loop_begin(cg, &tl, vend, len, "pack_tail");
+        LLVMBuildStore(B, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, src, t), ""), gep(cg, cg->t_f32, dst, t));
+        cg_loop_end(cg, &tl);
+    }
+}
+
+/* Rows [i0, i0 + r) against every panel of the block, over the block of k. */
+static void panels(Sk *s, LLVMValueRef i0, int r)
+{
+    Cg *cg = s->cg;
+    if (s->kc)
+        pack(s, i0, r);
+    CgLoop ql;
+    LLVMValueRef q = cg_loop_begin(cg, &ql, s->pb, s->pe, "q");
+    panel_at(s, q);
+    for (int g0 = 0; g0 < s->vecs; g0 += s->group) {
+        /* a group wholly past the last column of a partial panel does nothing */
+        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group");
+        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group_done");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, s->w, cg_i64(cg, g0 * s->lanes), ""), run, next);
+        LLVMPositionBuilderAtEnd(B, run);
+        block(s, i0, r, g0);
+        LLVMBuildBr(B, next);
+        LLVMPositionBuilderAtEnd(B, next);
+    }
+    cg_loop_end(cg, &ql);
+}
+
+/* if (*i + r <= m) { panels(*i, r); *i += r; }, or a loop of that (r = RMAX). */
+static void blocks(Sk *s, LLVMValueRef ivar, int r, bool loop)
 {
     Cg *cg = s->cg;
     LLVMBasicBlockRef test = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "rows");
@@ -282,13 +433,18 @@ static void blocks(Sk *s, LLVMValueRef ivar, int r, int g0, bool loop)
     LLVMBuildBr(B, test);
     LLVMPositionBuilderAtEnd(B, test);
     LLVMValueRef i = LLVMBuildLoad2(B, cg->t_i64, ivar, "");
-    LLVMValueRef fits = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), s->m, "");
+    LLVMValueRef fits = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), s->mend, "");
     LLVMBuildCondBr(B, fits, body, done);
     LLVMPositionBuilderAtEnd(B, body);
-    block(s, i, r, g0);
+    panels(s, i, r);
     LLVMBuildStore(B, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), ivar);
     LLVMBuildBr(B, loop ? test : done);
     LLVMPositionBuilderAtEnd(B, done);
+}
+
+static LLVMValueRef min64(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
 static LLVMValueRef field(Sk *s, LLVMValueRef f, int i, LLVMTypeRef ptr)
@@ -329,6 +485,13 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     s.width = cg_skinny_panel(cg);
     s.vecs = s.width / L;
     s.group = cg->cpu && cg->cpu->nvregs < 32 ? 2 : GMAX;
+    if (s.width == DISC_PANEL_NARROW) {
+        s.kc = KC;
+        s.nb = NB;
+    } else {
+        s.kc = 0;
+        s.nb = 1;
+    }
     if (s.group > s.vecs)
         s.group = s.vecs;
     s.vt = LLVMVectorType(cg->t_f32, (unsigned)L);
@@ -352,6 +515,16 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
         LLVMTypeRef p[4] = {s.vt, s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L)};
         s.mstore = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(cg->t_void, p, 4, false));
     }
+    snprintf(sname, sizeof sname, "llvm.masked.load.v%df32.p0v%df32", L, L);
+    s.mload = LLVMGetNamedFunction(cg->mod, sname);
+    if (!s.mload) {
+        LLVMTypeRef p[4] = {s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L), s.vt};
+        s.mload = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(s.vt, p, 4, false));
+    }
+    if (s.kc) {
+        s.apack = LLVMBuildArrayAlloca(cg->eb, cg->t_f32, cg_i64(cg, (int64_t)RMAX * s.kc), "apack");
+        LLVMSetAlignment(s.apack, 64);
+    }
     for (int i = 0; i < RMAX; i++)
         for (int q = 0; q < s.group; q++) {
             s.acc[i][q] = LLVMBuildAlloca(cg->eb, s.vt, "acc");
@@ -370,44 +543,51 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
     s.kp = field(&s, f, DISC_SK_KP, NULL);
     s.ldc = field(&s, f, DISC_SK_LDC, NULL);
     LLVMValueRef ivar = LLVMBuildAlloca(cg->eb, cg->t_i64, "i");
+    /* blocks of nb panels; in each, blocks of kc rows of k; in each, the
+     * blocks of rows of A against the block's panels */
+    LLVMValueRef begin = LLVMGetParam(fn, 0);
+    s.end = LLVMGetParam(fn, 1);
+    LLVMValueRef nb = cg_i64(cg, s.nb);
+    LLVMValueRef nblocks = LLVMBuildSDiv(B, LLVMBuildAdd(B, LLVMBuildSub(B, s.end, begin, ""), cg_i64(cg, s.nb - 1), ""), nb, "");
     CgLoop pl;
-    LLVMValueRef p = cg_loop_begin(cg, &pl, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), "panel");
-    s.panel = gep(cg, cg->t_f32, s.bp, LLVMBuildMul(B, p, LLVMBuildMul(B, s.kp, cg_i64(cg, s.width), ""), ""));
-    LLVMValueRef more = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildAdd(B, p, cg_i64(cg, 1), ""), LLVMGetParam(fn, 1), "");
-    s.next = LLVMBuildSelect(B, more, gep(cg, cg->t_f32, s.panel, LLVMBuildMul(B, s.kp, cg_i64(cg, s.width), "")),
-                             s.panel, "");
-    s.c0 = LLVMBuildMul(B, p, cg_i64(cg, s.width), "");
-    LLVMValueRef left = LLVMBuildSub(B, s.n, s.c0, "");
-    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, s.width), "");
-    s.w = LLVMBuildSelect(B, full, cg_i64(cg, s.width), left, "");
-    s.cpanel = gep(cg, cg->t_f32, s.c, s.c0);
-    LLVMValueRef lanes[16];
-    for (int l = 0; l < L; l++)
-        lanes[l] = cg_i64(cg, l);
-    LLVMValueRef iota = LLVMConstVector(lanes, (unsigned)L);
-    LLVMTypeRef vi64 = LLVMVectorType(cg->t_i64, (unsigned)L), vi32 = LLVMVectorType(cg->t_i32, (unsigned)L);
-    for (int q = 0; q < s.vecs; q++) {
-        LLVMValueRef wq = LLVMBuildSub(B, s.w, cg_i64(cg, q * L), "");
-        LLVMValueRef one = LLVMBuildInsertElement(B, LLVMGetUndef(vi64), wq, cg_i32(cg, 0), "");
-        LLVMValueRef splat = LLVMBuildShuffleVector(B, one, one, LLVMConstNull(vi32), "");
-        s.mask[q] = LLVMBuildICmp(B, LLVMIntSLT, iota, splat, "");
+    LLVMValueRef blk = cg_loop_begin(cg, &pl, cg_i64(cg, 0), nblocks, "pblock");
+    s.pb = LLVMBuildAdd(B, begin, LLVMBuildMul(B, blk, nb, ""), "");
+    s.pe = min64(cg, LLVMBuildAdd(B, s.pb, nb, ""), s.end);
+    /* blocks of MC rows (kc only): the block's part of C stays in L2
+     * across the blocks of k */
+    CgLoop ml, kl;
+    LLVMValueRef m0 = cg_i64(cg, 0);
+    s.mend = s.m;
+    if (s.kc) {
+        LLVMValueRef mblocks = LLVMBuildSDiv(B, LLVMBuildAdd(B, s.m, cg_i64(cg, MC - 1), ""), cg_i64(cg, MC), "");
+        m0 = LLVMBuildMul(B, cg_loop_begin(cg, &ml, cg_i64(cg, 0), mblocks, "mblock"), cg_i64(cg, MC), "");
+        s.mend = min64(cg, LLVMBuildAdd(B, m0, cg_i64(cg, MC), ""), s.m);
+        LLVMValueRef kc = cg_i64(cg, s.kc);
+        LLVMValueRef kblocks = LLVMBuildSDiv(B, LLVMBuildAdd(B, s.k, cg_i64(cg, s.kc - 1), ""), kc, "");
+        LLVMValueRef kbi = cg_loop_begin(cg, &kl, cg_i64(cg, 0), kblocks, "kblock");
+        s.kb = LLVMBuildMul(B, kbi, kc, "");
+        s.ke = min64(cg, LLVMBuildAdd(B, s.kb, kc, ""), s.k);
+        s.first = LLVMBuildICmp(B, LLVMIntEQ, kbi, cg_i64(cg, 0), "");
+    } else {
+        s.kb = cg_i64(cg, 0);
+        s.ke = s.k;
+        s.first = LLVMConstInt(cg->t_i1, 1, 0);
     }
-    for (int g0 = 0; g0 < s.vecs; g0 += s.group) {
-        /* a group wholly past the last column of a partial panel does nothing */
-        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group");
-        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "group_done");
-        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, s.w, cg_i64(cg, g0 * L), ""), run, next);
-        LLVMPositionBuilderAtEnd(B, run);
-        LLVMBuildStore(B, cg_i64(cg, 0), ivar);
-        blocks(&s, ivar, RMAX, g0, true);
-        blocks(&s, ivar, 4, g0, false);
-        blocks(&s, ivar, 2, g0, false);
-        blocks(&s, ivar, 1, g0, false);
-        LLVMBuildBr(B, next);
-        LLVMPositionBuilderAtEnd(B, next);
+    LLVMBuildStore(B, m0, ivar);
+    blocks(&s, ivar, RMAX, true);
+    blocks(&s, ivar, 4, false);
+    blocks(&s, ivar, 2, false);
+    blocks(&s, ivar, 1, false);
+    if (s.kc) {
+        cg_loop_end(cg, &kl);
+        cg_loop_end(cg, &ml);
     }
-    if (s.bias || s.residual || s.post != DISC_POST_NONE)
+    if (s.bias || s.residual || s.post != DISC_POST_NONE) {
+        /* over the block's columns, while they are in cache */
+        s.c0 = LLVMBuildMul(B, s.pb, cg_i64(cg, s.width), "");
+        s.w = LLVMBuildSub(B, min64(cg, LLVMBuildMul(B, s.pe, cg_i64(cg, s.width), ""), s.n), s.c0, "");
         epilogue(&s);
+    }
     cg_loop_end(cg, &pl);
     LLVMBuildRetVoid(B);
     cg_end_function(cg, body);

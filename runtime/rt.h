@@ -196,12 +196,14 @@ int disc_rt_matmul(DiscRt *rt, const DiscMatmul *d, const void *a, const void *b
  * layout on those ISAs). fn computes C = post(A B + bias) + residual for
  * panels [begin, end). */
 enum { DISC_SKINNY_M = 16, DISC_PANEL = 64, DISC_PANEL_NARROW = 16 };
-/* The most rows the 16-column (AVX2, SSE) kernel takes: with its 6 x 16
- * blocks and the next panel prefetched it measured as fast as oneDNN 2.6's
- * AVX2 matmul or faster up to 256 rows (bench/bench_skinny.py: 0.72x
- * oneDNN's time at 13 rows, 0.94x at 128, 0.99x at 256, 1.01x at 512). On
- * AVX-512 oneDNN's brgemm is faster from 17 rows. */
-enum { DISC_SKINNY_M_NARROW = 256 };
+/* The most rows the 16-column (AVX2, SSE) kernel takes: blocked for the
+ * caches (codegen/skinny.c) it measured at or ahead of ONNX Runtime's MLAS
+ * and oneDNN 2.6's AVX2 matmul up to 1024 rows on an AVX2 EPYC at two
+ * threads (bench/bench_skinny.py, 6 pairs of 768x3072 and 3072x768, min
+ * ms, skinny / oneDNN / ORT: 13 rows 9.7 / 18.9 / 11.0, 197 rows 70.4 /
+ * 90.4 / 75.7, 1024 rows 375 / 397 / 383); at 2048 oneDNN was ahead
+ * (811 / 752 / 815). On AVX-512 oneDNN's brgemm is faster from 17 rows. */
+enum { DISC_SKINNY_M_NARROW = 1024 };
 /* The most rows the skinny kernel takes for panels of `panel` columns:
  * DISC_SKINNY in the environment, else the measured limit above. */
 int64_t disc_rt_skinny_max_m(int panel);
