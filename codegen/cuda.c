@@ -1680,6 +1680,27 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
     line(k, "}");
 }
 
+/* Variant a where bit 0 of `var` is clear and b where it is set, when the
+ * kernel has both (a NULL one it does not have); else the one it has. */
+static void rows_either(Gk *k, Rows *a, Rows *b, const Type *xt, const int *kax, int nk, const int *rax, int nr,
+                        Dim *p)
+{
+    if (a && b) {
+        line(k, "if ((var & 1) == 0) {");
+        k->ind++;
+        rows_variant(k, a, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "} else {");
+        k->ind++;
+        rows_variant(k, b, xt, kax, nk, rax, nr, p);
+        k->ind--;
+        line(k, "}");
+    } else {
+        rows_variant(k, a ? a : b, xt, kax, nk, rax, nr, p);
+    }
+}
+
+
 /* The size in bytes of a compute type (the row kept in shared memory). */
 static int64_t csize(DType dt)
 {
@@ -1751,19 +1772,7 @@ static bool cols_body(Gk *k, GpuKernel *gk, int grid_max, const Type *xt, const 
                                           .n = type_numel(cx, &grp->outs[o]->type)};
     }
     Rows rt = {.kind = COLS_TILE, .keep = lit("false")}, rs = {.kind = COLS_SPLIT, .keep = lit("false")};
-    if (tile && spl) {
-        line(k, "if ((var & 1) == 0) {");
-        k->ind++;
-        rows_variant(k, &rt, xt, kax, nk, rax, nr, p);
-        k->ind--;
-        line(k, "} else {");
-        k->ind++;
-        rows_variant(k, &rs, xt, kax, nk, rax, nr, p);
-        k->ind--;
-        line(k, "}");
-    } else {
-        rows_variant(k, tile ? &rt : &rs, xt, kax, nk, rax, nr, p);
-    }
+    rows_either(k, tile ? &rt : NULL, spl || !tile ? &rs : NULL, xt, kax, nk, rax, nr, p);
     return true;
 }
 
@@ -1822,19 +1831,7 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
     gk->shmem = dim_is(shmem, 0) ? NULL : shmem;
     if (uses_vk)
         line(k, "const bool vk = (var & 2) == 0; /* the row kept in shared memory */");
-    if (warp_rows && block_rows) {
-        line(k, "if ((var & 1) == 0) {");
-        k->ind++;
-        rows_variant(k, &rwv, xt, kax, nk, rax, nr, p);
-        k->ind--;
-        line(k, "} else {");
-        k->ind++;
-        rows_variant(k, &rb, xt, kax, nk, rax, nr, p);
-        k->ind--;
-        line(k, "}");
-    } else {
-        rows_variant(k, warp_rows ? &rwv : &rb, xt, kax, nk, rax, nr, p);
-    }
+    rows_either(k, warp_rows ? &rwv : NULL, block_rows || !warp_rows ? &rb : NULL, xt, kax, nk, rax, nr, p);
     return true;
 }
 
