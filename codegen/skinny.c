@@ -170,6 +170,24 @@ static void no_unroll(Cg *cg, LLVMValueRef br)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
 }
 
+/* Marks the loop whose latch ends in br as one the vectorizer must not
+ * interleave and the unroller not unroll: the epilogue's activations
+ * (tanh, erf: polynomials and a division), vectorized and then unrolled 8
+ * times, took far more than AVX2's 16 registers and spilled. */
+static void no_interleave(Cg *cg, LLVMValueRef br)
+{
+    LLVMContextRef c = cg->ctx;
+    static const char il[] = "llvm.loop.interleave.count", un[] = "llvm.loop.unroll.disable";
+    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(c, il, sizeof il - 1),
+                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0))};
+    LLVMMetadataRef u = LLVMMDStringInContext2(c, un, sizeof un - 1);
+    LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, kv, 2),
+                              LLVMMDNodeInContext2(c, &u, 1)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 3);
+    LLVMMetadataReplaceAllUsesWith(ops[0], loop);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
+}
+
 /* Loads the vectors of group g0 of the panel's row k and adds row k of
  * rows [i0, i0 + r) of A times them into accumulator set `set`; prefetches
  * the same row of the next panel (see block). */
@@ -329,7 +347,9 @@ static void epilogue(Sk *s)
     if (s->residual)
         x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->res_p, at), ""), "");
     LLVMBuildStore(B, x, cp);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     cg_loop_end(cg, &jl);
+    no_interleave(cg, LLVMGetBasicBlockTerminator(latch));
     cg_loop_end(cg, &il);
 }
 
