@@ -19,6 +19,7 @@ bug the tests would let through: add the test that kills it.
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,7 +67,7 @@ MUTANTS = [
      "the layout pass maps a reduction's axes the wrong way through the transpose"),
     ("passes/fuse.c",
      "fits = n == g->space && !feeds_root && !starts_epilogue(p, o, g->root);",
-     "fits = n == g->space && !starts_epilogue(p, o, g->root);",
+     "fits = n == g->space && ((void)feeds_root, 1) && !starts_epilogue(p, o, g->root);",
      "an op that computes a library call's operand is put in the call's epilogue"),
     ("passes/memplan.c",
      "if (sl->last >= gi)",
@@ -142,7 +143,16 @@ def main():
             open(path, "w").write(orig.replace(old, new, 1))
             rc, out = run(["cmake", "--build", args.build, "-j", str(args.jobs)], 3600)
             if rc != 0:
-                verdict, detail = "stillborn", "does not compile"
+                # the C compiler refusing the mutant: stillborn; a build step
+                # that runs the mutated compiler (the AOT example compiles a
+                # model) failing: the build caught the bug
+                cerr = [l for l in out.splitlines() if re.search(r"\.[ch]:\d+:\d+: error", l)]
+                if cerr:
+                    verdict, detail = "stillborn", "does not compile: " + cerr[0].strip()
+                else:
+                    steps = [l for l in out.splitlines() if l.startswith(("codegen:", "dcc:", "error:"))]
+                    verdict = "killed"
+                    detail = "the build failed: " + (steps[0].strip() if steps else out.strip()[-200:])
             else:
                 rc, out = run(["ctest", "-j", str(args.jobs), "-L", args.labels, "-LE", args.exclude, "-E",
                                args.exclude_tests, "--timeout", "300"], args.timeout, cwd=args.build)
