@@ -353,6 +353,11 @@ static void epilogue(Sk *s)
     cg_loop_end(cg, &il);
 }
 
+static LLVMValueRef min64(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
 /* Sets the panel q's pointers, first column, width and lane masks, and
  * where its k steps prefetch: the same rows of the next panel of the
  * block; after the block's last panel, the next block of k of its first
@@ -374,9 +379,7 @@ static void panel_at(Sk *s, LLVMValueRef q)
     }
     s->next = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->pe, ""), next, after, "");
     s->c0 = LLVMBuildMul(B, q, cg_i64(cg, s->width), "");
-    LLVMValueRef left = LLVMBuildSub(B, s->n, s->c0, "");
-    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSGE, left, cg_i64(cg, s->width), "");
-    s->w = LLVMBuildSelect(B, full, cg_i64(cg, s->width), left, "");
+    s->w = min64(cg, LLVMBuildSub(B, s->n, s->c0, ""), cg_i64(cg, s->width));
     s->cpanel = gep(cg, cg->t_f32, s->c, s->c0);
     int L = s->lanes;
     LLVMValueRef lanes[16];
@@ -460,11 +463,6 @@ static void blocks(Sk *s, LLVMValueRef ivar, int r, bool loop)
     LLVMBuildStore(B, LLVMBuildAdd(B, i, cg_i64(cg, r), ""), ivar);
     LLVMBuildBr(B, loop ? test : done);
     LLVMPositionBuilderAtEnd(B, done);
-}
-
-static LLVMValueRef min64(Cg *cg, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
 static LLVMValueRef field(Sk *s, LLVMValueRef f, int i, LLVMTypeRef ptr)
