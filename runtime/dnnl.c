@@ -489,7 +489,7 @@ static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t
     }
     size_t bytes = dnnl_memory_desc_get_size(md);
     k = calloc(1, sizeof *k);
-    void *data = k ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    void *data = k ? disc_rt_alloc_big(bytes) : NULL;
     if (!data) {
         pthread_mutex_unlock(&packed.packing);
         free(k);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { ALIGN = 64, BLOCK = 1 << 20, MSG = 512 };
 
@@ -116,6 +117,23 @@ void disc_rt_set_in_call(DiscRt *rt, int in)
     rt->in_call = in;
 }
 
+enum { HUGE_PAGE = 2 << 20 };
+
+void *disc_rt_alloc_big(size_t bytes)
+{
+    if (bytes < HUGE_PAGE)
+        return aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN + (bytes == 0) * ALIGN);
+    if (bytes > SIZE_MAX - HUGE_PAGE)
+        return NULL;
+    size_t size = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = aligned_alloc(HUGE_PAGE, size);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, size, MADV_HUGEPAGE); /* advice only: its failure changes nothing */
+#endif
+    return p;
+}
+
 void *disc_rt_alloc(DiscRt *rt, int64_t bytes)
 {
     if (bytes < 0) {
@@ -134,7 +152,7 @@ void *disc_rt_alloc(DiscRt *rt, int64_t bytes)
         if (!b && rt->want > size)
             size = rt->want;
         size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-        b = aligned_alloc(ALIGN, sizeof(Block) + size);
+        b = disc_rt_alloc_big(sizeof(Block) + size);
         if (!b) {
             pthread_mutex_unlock(&rt->mu);
             disc_rt_fail(rt, "alloc: out of memory for %lld bytes", (long long)bytes);

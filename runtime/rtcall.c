@@ -142,7 +142,7 @@ void *disc_rt_output(DiscRt *rt, void **slots, int64_t slot, int64_t bytes)
     void **s = slots + slot;
     if (s[0] && (int64_t)(uintptr_t)s[1] >= bytes)
         return s[0];
-    void *p = malloc(bytes > 0 ? (size_t)bytes : 1);
+    void *p = disc_rt_alloc_big(bytes > 0 ? (size_t)bytes : 1);
     if (!p) {
         disc_rt_fail(rt, "out of memory for an output of %lld bytes", (long long)bytes);
         return NULL;
