@@ -37,6 +37,13 @@
  *
  * Nesting: a thread running chunks (worker, or caller inside its own job)
  * is marked busy; a parallel_for from inside a kernel runs inline.
+ *
+ * Floating-point control: a job carries its caller's (MXCSR on x86:
+ * rounding, flush-to-zero, denormals-are-zero) and a worker takes it on
+ * before running the job's chunks. A worker starts with the control of the
+ * thread that created it, so without this a caller that set flush-to-zero
+ * after the pool was made got denormals flushed in its own chunks and kept
+ * in the workers': a result that changed with the thread count.
  */
 #include "runtime/rt.h"
 
@@ -49,11 +56,32 @@
 
 enum { SPIN = 2000, MAX_WORKERS = 255 };
 
+#if defined(__x86_64__) || defined(__i386__)
+typedef unsigned FpControl;
+static FpControl fp_get(void) { return __builtin_ia32_stmxcsr() & ~0x3fu; } /* less the exception flags */
+static void fp_set(FpControl c)
+{
+    if ((__builtin_ia32_stmxcsr() & ~0x3fu) != c)
+        __builtin_ia32_ldmxcsr(c);
+}
+#else
+#include <fenv.h>
+typedef fenv_t FpControl;
+static FpControl fp_get(void)
+{
+    fenv_t e;
+    fegetenv(&e);
+    return e;
+}
+static void fp_set(FpControl c) { fesetenv(&c); }
+#endif
+
 typedef struct Job {
     DiscKernelFn *fn;
     void *args;
     int64_t n, chunk;          /* range and chunk size */
     int64_t nchunks;
+    FpControl fp;              /* the caller's floating-point control */
     atomic_int_fast64_t next;  /* next chunk to claim */
     int room;                  /* workers that may still join (under the lock) */
     int active;                /* workers inside (under the lock) */
@@ -132,6 +160,7 @@ static void *worker(void *arg)
          * without the lock before it waits (ThreadSanitizer's finding) */
         __atomic_add_fetch(&j->active, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&p->mu);
+        fp_set(j->fp);
         run_chunks(j);
         pthread_mutex_lock(&p->mu);
         if (__atomic_sub_fetch(&j->active, 1, __ATOMIC_RELEASE) == 0)
@@ -220,7 +249,7 @@ void disc_rt_pool_run(DiscRtPool *p, int threads, DiscKernelFn *fn, void *args, 
     int64_t nchunks = (n + grain - 1) / grain;
     if (nchunks > 4 * (int64_t)threads)
         nchunks = 4 * (int64_t)threads;
-    Job j = {.fn = fn, .args = args, .n = n};
+    Job j = {.fn = fn, .args = args, .n = n, .fp = fp_get()};
     j.chunk = (n + nchunks - 1) / nchunks;
     j.nchunks = (n + j.chunk - 1) / j.chunk;
     j.room = threads - 1 < (int)(j.nchunks - 1) ? threads - 1 : (int)(j.nchunks - 1);
