@@ -22,6 +22,7 @@
  */
 #include "passes/passes.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,49 +252,74 @@ static bool classes(Eq *q, UF *u, bool speculative, DimMap *subst)
     return true;
 }
 
+/* A value's size (dims are hash-consed: the same size is the same
+ * pointer) and index, or a run of one size: its first value and where it
+ * starts in the sorted keys. */
+typedef struct SizeKey {
+    uintptr_t size;
+    int i;
+} SizeKey;
+
+static int key_cmp(const void *pa, const void *pb)
+{
+    const SizeKey *a = pa, *b = pb;
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Groups of values with one symbolic size (at least two values each), in
+ * the order of each group's first value, its values in graph order: by
+ * sorting, O(n log n) (compared pairwise, a 100,000-op chain took 6 s). */
 static bool size_classes(ShapeInfo *si)
 {
     Graph *g = si->g;
     int nvals = g->ninputs;
     graph_for_each_op(g, op) nvals += op->nout;
-    Value **vals = malloc((size_t)(nvals ? nvals : 1) * sizeof *vals);
-    Dim **sizes = malloc((size_t)(nvals ? nvals : 1) * sizeof *sizes);
-    si->sclass = arena_array(&si->arena, (size_t)(nvals ? nvals : 1), sizeof(SizeClass));
-    if (!vals || !sizes || !si->sclass) {
-        free(vals);
-        free(sizes);
-        return false;
-    }
-    int n = 0;
-    for (int i = 0; i < g->ninputs; i++)
-        vals[n++] = g->inputs[i];
-    graph_for_each_op(g, op) for (int i = 0; i < op->nout; i++) vals[n++] = op->out[i];
-    for (int i = 0; i < n; i++)
-        sizes[i] = type_numel(&g->dims, &vals[i]->type);
-    for (int i = 0; i < n; i++) {
-        if (!sizes[i] || dim_is_const(sizes[i]))
-            continue;
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
-            seen = sizes[j] == sizes[i];
-        int cnt = 0;
-        for (int j = i; j < n; j++)
-            cnt += sizes[j] == sizes[i];
-        if (seen || cnt < 2)
-            continue;
-        Value **vs = arena_array(&si->arena, (size_t)cnt, sizeof(Value *));
-        if (!vs)
-            break; /* the arena failed: shape_analyze reports it */
-        SizeClass *c = &si->sclass[si->nsclass++];
-        c->size = sizes[i];
-        c->values = vs;
-        for (int j = i; j < n; j++)
-            if (sizes[j] == sizes[i])
-                c->values[c->n++] = vals[j];
+    size_t cap = (size_t)(nvals ? nvals : 1);
+    Value **vals = malloc(cap * sizeof *vals);
+    SizeKey *key = malloc(cap * sizeof *key), *run = malloc(cap * sizeof *run);
+    si->sclass = arena_array(&si->arena, cap, sizeof(SizeClass));
+    bool ok = vals && key && run && si->sclass;
+    if (ok) {
+        int n = 0, m = 0, nrun = 0;
+        for (int i = 0; i < g->ninputs; i++)
+            vals[n++] = g->inputs[i];
+        graph_for_each_op(g, op) for (int i = 0; i < op->nout; i++) vals[n++] = op->out[i];
+        for (int i = 0; i < n; i++) {
+            Dim *size = type_numel(&g->dims, &vals[i]->type);
+            if (size && !dim_is_const(size))
+                key[m++] = (SizeKey){(uintptr_t)size, i};
+        }
+        qsort(key, (size_t)m, sizeof *key, key_cmp);
+        for (int a = 0, b; a < m; a = b) {
+            for (b = a + 1; b < m && key[b].size == key[a].size; b++)
+                ;
+            if (b - a >= 2)
+                run[nrun++] = (SizeKey){(uintptr_t)a, key[a].i};
+        }
+        /* by first value: swap the fields' roles for the sort */
+        for (int r = 0; r < nrun; r++)
+            run[r] = (SizeKey){(uintptr_t)run[r].i, (int)run[r].size};
+        qsort(run, (size_t)nrun, sizeof *run, key_cmp);
+        for (int r = 0; r < nrun; r++) {
+            int a = run[r].i, b = a + 1;
+            while (b < m && key[b].size == key[a].size)
+                b++;
+            Value **vs = arena_array(&si->arena, (size_t)(b - a), sizeof(Value *));
+            if (!vs)
+                break; /* the arena failed: shape_analyze reports it */
+            SizeClass *c = &si->sclass[si->nsclass++];
+            c->size = (Dim *)key[a].size;
+            c->values = vs;
+            for (int k = a; k < b; k++)
+                c->values[c->n++] = vals[key[k].i];
+        }
     }
     free(vals);
-    free(sizes);
-    return true;
+    free(key);
+    free(run);
+    return ok;
 }
 
 static void subst_steps(ShapeInfo *si, const DimMap *m)

@@ -36,6 +36,13 @@
  * kernel (multi-output loop fusion). That merge is made only when no third
  * group lies on a path between the two, which would be a cycle.
  *
+ * A producer joins at most FUSE_MAX_DEPTH ops below its group's root (the
+ * longest chain of in-group users above it): codegen builds a kernel's
+ * element expression recursively, from the root down, and a 10,000-op
+ * chain of elementwise ops fused into one kernel overflowed the stack.
+ * Real models' kernels are a few dozen ops deep; a longer chain is cut
+ * into kernels of that depth.
+ *
  * The groups are then ordered topologically (Kahn, earliest program
  * position first), by the values they pass and by data-dependent symbols:
  * a group whose dims use NonZero's count comes after the NonZero. A cycle there is the planner's bug: it is reported as an
@@ -48,6 +55,8 @@
 #include <string.h>
 
 typedef enum Class { C_SHAPE, C_ELEM, C_MOVE, C_REDUCE, C_LIB, C_OPAQUE } Class;
+
+enum { FUSE_MAX_DEPTH = 128 };
 
 typedef struct PGroup {
     FuseKind kind;
@@ -71,6 +80,7 @@ typedef struct Planner {
     int **users;        /* value id -> op indices */
     int *nusers;
     bool *is_output;    /* value id */
+    int *depth;         /* op index -> in-group users above it (the root: 0) */
     Diag *d;
     bool failed;        /* out of memory: the plan is given up */
 } Planner;
@@ -229,10 +239,30 @@ static bool is_output(Planner *p, const Op *o)
     return false;
 }
 
+/* How deep op would sit in group gid: one below the deepest of its users
+ * there. */
+static int depth_in(Planner *p, int op, int gid)
+{
+    const Op *o = p->ops[op];
+    int d = 0;
+    for (int r = 0; r < o->nout; r++) {
+        const Value *v = o->out[r];
+        for (int i = 0; i < p->nusers[v->id]; i++) {
+            int u = p->users[v->id][i];
+            if (p->grp[u] == gid && p->depth[u] + 1 > d)
+                d = p->depth[u] + 1;
+        }
+    }
+    return d;
+}
+
 static void join(Planner *p, int op, int gid)
 {
+    int d = depth_in(p, op, gid);
     add_op(p, &p->groups[gid], op);
     p->grp[op] = gid;
+    if (d > p->depth[op])
+        p->depth[op] = d;
 }
 
 /* Moves every op of group `from` into group `to`. */
@@ -338,6 +368,8 @@ static void place(Planner *p, int op)
     Op *o = p->ops[op];
     Class c = class_of(o);
     int gid = o->nout == 1 ? users_group(p, op) : -1;
+    if (gid >= 0 && depth_in(p, op, gid) > FUSE_MAX_DEPTH)
+        gid = -1;
     PGroup *g = gid >= 0 ? &p->groups[gid] : NULL;
     if (g && (c == C_ELEM || c == C_MOVE)) {
         Dim *n = numel(p, o->out[0]);
@@ -508,6 +540,23 @@ static bool outs_have_dims(Planner *p, int from, const Type *t)
     return true;
 }
 
+/* Whether group a's ops stay within FUSE_MAX_DEPTH of b's root once a
+ * joins b (a bound: a's deepest op below the deepest of its ops' users in
+ * b). */
+static bool depth_fits(Planner *p, int a, int b)
+{
+    const PGroup *g = &p->groups[a];
+    int inner = 0, base = 0;
+    for (int k = 0; k < g->nops; k++) {
+        int op = g->ops[k], d = depth_in(p, op, b);
+        if (p->depth[op] > inner)
+            inner = p->depth[op];
+        if (d > base)
+            base = d;
+    }
+    return inner + base <= FUSE_MAX_DEPTH;
+}
+
 /* Multi-output loop groups: a loop group whose result another loop group
  * over the same index space reads joins that group even when its result is
  * needed elsewhere too; it stays an output of the merged kernel. Only where
@@ -529,7 +578,8 @@ static void merge_outputs(Planner *p)
                     int b = p->grp[p->users[v->id][u]];
                     const PGroup *pb = &p->groups[b];
                     if (b == a || pb->kind != FUSE_LOOP || pb->space != p->groups[a].space ||
-                        !outs_have_dims(p, a, &p->ops[pb->root]->out[0]->type) || path_around(p, a, b))
+                        !outs_have_dims(p, a, &p->ops[pb->root]->out[0]->type) || !depth_fits(p, a, b) ||
+                        path_around(p, a, b))
                         continue;
                     absorb(p, a, b);
                     changed = true;
@@ -746,12 +796,13 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     p.users = calloc((size_t)g->nvalues + 1, sizeof *p.users);
     p.nusers = calloc((size_t)g->nvalues + 1, sizeof *p.nusers);
     p.is_output = calloc((size_t)g->nvalues + 1, 1);
+    p.depth = calloc((size_t)g->nops + 1, sizeof *p.depth);
     FusionPlan *plan = calloc(1, sizeof *plan);
     if (plan) {
         plan->g = g;
         arena_init(&plan->arena);
     }
-    p.failed = !p.ops || !p.grp || !p.groups || !p.users || !p.nusers || !p.is_output || !plan;
+    p.failed = !p.ops || !p.grp || !p.groups || !p.users || !p.nusers || !p.is_output || !p.depth || !plan;
     int n = 0;
     if (!p.failed)
         graph_for_each_op(g, op) p.ops[n++] = op;
@@ -768,9 +819,8 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     for (int i = 0; i < n; i++)
         for (int k = 0; k < p.ops[i]->nin; k++) {
             int id = p.ops[i]->in[k]->id;
-            bool dup = false;
-            for (int u = 0; u < p.nusers[id]; u++)
-                dup |= p.users[id][u] == i;
+            /* users arrive in op order: a repeat is op i's own, the last */
+            bool dup = p.nusers[id] > 0 && p.users[id][p.nusers[id] - 1] == i;
             if (!dup)
                 p.users[id][p.nusers[id]++] = i;
         }
@@ -792,6 +842,7 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
     free(p.users);
     free(p.nusers);
     free(p.is_output);
+    free(p.depth);
     if (p.failed || !plan || plan->arena.failed) {
         fuse_plan_free(plan);
         diag_blame_memory(d);
