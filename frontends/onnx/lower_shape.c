@@ -754,13 +754,17 @@ bool onnx_lower_expand(Imp *im)
         }
         return imp_done(im, imp_broadcast_to(im, x, dims, r));
     }
-    /* bidirectional: the result dim is max(shape, x's dim) */
+    /* bidirectional: where shape is 1 the result keeps x's dim, elsewhere
+     * it is shape's (x's must then be 1 or equal: dyn_broadcast checks).
+     * Not max(shape, x's dim): shape 0 against x's 1 gives 0, and a
+     * negative entry is refused, not replaced by x's dim. */
     Value *xs = build_shape_of(im->g, x);
     if (xr < r)
         xs = build_concat(im->g, (Value *[]){ones(im, r - xr), xs}, 2, 0);
     if (sr < r)
         s = build_concat(im->g, (Value *[]){ones(im, r - sr), s}, 2, 0);
-    return imp_done(im, dyn_broadcast(im, x, imp_bin(im, OP_MAX, s, xs)));
+    Value *keep = imp_cmp(im, "eq", s, imp_scalar(im, DT_I64, 1));
+    return imp_done(im, dyn_broadcast(im, x, imp_sel(im, keep, xs, s)));
 }
 
 bool onnx_lower_tile(Imp *im)

@@ -31,6 +31,10 @@ after changing a model (pip install onnx==1.17.0 numpy).
             where the model declares its output [1, "seqlen"] and the
             MatMul's value_info ["seqlen", 5] (as a captcha OCR model
             does; issue 15: the computed shape wins); T = 1, 5, 9
+  expand_shapes  x: f32[B, 1], s: i64[2] -> Expand(x, s), the shape from
+            data: a 1 keeps x's dim, a 0 makes an empty result (not
+            max(0, 1) = 1, as disc's lowering once computed); (B, s) =
+            (1, [0, 3]), (2, [1, 4]), (1, [3, 1]), (3, [3, 5])
   range_anchors  x: f32[B, C, H, W] -> YOLOv8's anchors, float Ranges
             whose limit is a dim cast to float, broadcast against x
   quant_integer  x: f32[B, 48, H, W], a: u8[4, K] -> DynamicQuantizeLinear,
@@ -180,6 +184,16 @@ def tied_names(rng):
               [(3, 4), (5, 3), (2, 5, 8), (1, 5)],
               [(1, 4), (4, 3), (3, 13, 8), (3, 1)]]
     return g, [[rng.standard_normal(s).astype(np.float32) for s in set_] for set_ in shapes]
+
+
+def expand_shapes(rng):
+    I64, F = TensorProto.INT64, TensorProto.FLOAT
+    g = helper.make_graph(
+        [helper.make_node("Expand", ["x", "s"], ["y"], name="expand")], "expand_shapes",
+        [helper.make_tensor_value_info("x", F, ["B", 1]), helper.make_tensor_value_info("s", I64, [2])],
+        [helper.make_tensor_value_info("y", F, ["Y0", "Y1"])])
+    sets = [(1, [0, 3]), (2, [1, 4]), (1, [3, 1]), (3, [3, 5])]
+    return g, [[rng.standard_normal((b, 1)).astype(np.float32), np.array(s, np.int64)] for b, s in sets]
 
 
 def declared_out(rng):
@@ -454,6 +468,7 @@ def main():
     # the declarations contradict the computed shapes: no strict check
     write("declared_out", *declared_out(rng), full_check=False)
     write("range_anchors", *range_anchors(np.random.default_rng(16)))
+    write("expand_shapes", *expand_shapes(np.random.default_rng(21)))
     write("quant_integer", *quant_integer(np.random.default_rng(17)), reference=quant_integer_ref)
     write("ml_ops", *ml_ops(np.random.default_rng(18)), ml=True, reference=ort_reference)
     # onnx 1.17's checker fails on MeanVarianceNormalization's function body: no full check
