@@ -575,6 +575,8 @@ static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const C
         if (LLVMCountBasicBlocks(f))
             LLVMSetLinkage(f, LLVMInternalLinkage);
     LLVMValueRef main_fn = LLVMGetNamedFunction(m->mod, "disc_main");
+    if (main_fn)
+        cg_no_opt(main_fn); /* as the JIT compiles it */
     bool ok = define_model(&cg, o, a->whash, main_fn);
     if (ok) {
         define_entries(&cg, o->name);

@@ -345,6 +345,13 @@ void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
 bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel level, const char *path,
                     LLVMMemoryBufferRef *out, char *msg, size_t size);
 
+/* f compiled without optimisation: the optimiser skips it, the code
+ * generator takes its fast path (FastISel, the fast register allocator).
+ * For the host flow, whose time per run is a few calls and stores, and
+ * whose one function grows with the model: with LLVM's full pipeline, a
+ * 10^6-op model spent 37 s in register allocation (objects.c). */
+void cg_no_opt(LLVMValueRef f);
+
 /* The JIT's module optimised and compiled into objects in memory, in parts
  * on threads (objects.c). */
 enum { CG_MAX_OBJECTS = 8 };

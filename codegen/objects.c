@@ -116,9 +116,7 @@ static void *run_part(void *arg)
     return NULL;
 }
 
-/* f compiled without optimisation: the optimiser skips it, the code
- * generator takes its fast path (FastISel, the fast register allocator). */
-static void no_opt(LLVMValueRef f)
+void cg_no_opt(LLVMValueRef f)
 {
     LLVMContextRef c = LLVMGetModuleContext(LLVMGetGlobalParent(f));
     static const char *const kinds[] = {"optnone", "noinline"};
@@ -133,7 +131,7 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
     memset(out, 0, sizeof *out);
     LLVMValueRef cheap = o->cheap ? LLVMGetNamedFunction(mod, o->cheap) : NULL;
     if (cheap && LLVMCountBasicBlocks(cheap))
-        no_opt(cheap);
+        cg_no_opt(cheap);
     int nfn = 0, ndef = 0;
     int64_t total = 0;
     bool named = true;
