@@ -25,6 +25,7 @@
 #include "runtime/interp.h" /* folds small integer results at import; it depends on ir/ only */
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1119,13 +1120,29 @@ static Value *fold_result(Imp *im, Value *v, int first)
 /* ------------------------------------------------------------------ */
 /* Lowering one node                                                    */
 
+static bool lower_node_io(Imp *im, const Node *n, const Lowering *lw, Value **in, Value **out);
+
+/* A node's operands in arrays on the stack, or on the heap past
+ * ONNX_MAX_IO of them (a Concat or Sum of hundreds of values). */
 static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
 {
-    Value *in[ONNX_MAX_IO] = {0}, *out[ONNX_MAX_IO] = {0};
     im->node = n;
     im->node_idx = idx;
-    if (n->n_input > ONNX_MAX_IO || n->n_output > ONNX_MAX_IO)
-        return imp_err(im, "too many inputs or outputs");
+    if (n->n_input > INT_MAX / 2 || n->n_output > INT_MAX / 2)
+        return imp_err(im, "%zu inputs and %zu outputs: too many", n->n_input, n->n_output);
+    if (n->n_input <= ONNX_MAX_IO && n->n_output <= ONNX_MAX_IO) {
+        Value *in[ONNX_MAX_IO] = {0}, *out[ONNX_MAX_IO] = {0};
+        return lower_node_io(im, n, lw, in, out);
+    }
+    Value **in = calloc(n->n_input + 1, sizeof *in), **out = calloc(n->n_output + 1, sizeof *out);
+    bool ok = in && out ? lower_node_io(im, n, lw, in, out) : imp_oom(im);
+    free(in);
+    free(out);
+    return ok;
+}
+
+static bool lower_node_io(Imp *im, const Node *n, const Lowering *lw, Value **in, Value **out)
+{
     for (size_t i = 0; i < n->n_input; i++) {
         if (!n->input[i] || !*n->input[i])
             continue;
@@ -1145,7 +1162,7 @@ static bool lower_node(Imp *im, const Node *n, int idx, const Lowering *lw)
     int first = im->g->nops;
     if (!lw->fn(im))
         return false;
-    for (size_t i = 0; i < n->n_output && i < ONNX_MAX_IO; i++)
+    for (size_t i = 0; i < n->n_output; i++)
         if (out[i] && !(out[i] = fold_result(im, out[i], first)))
             return imp_fail(im);
     const char *src = n->name && *n->name ? arena_strdup(&im->g->arena, n->name) : NULL;

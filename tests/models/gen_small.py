@@ -35,6 +35,9 @@ after changing a model (pip install onnx==1.17.0 numpy).
             data: a 1 keeps x's dim, a 0 makes an empty result (not
             max(0, 1) = 1, as disc's lowering once computed); (B, s) =
             (1, [0, 3]), (2, [1, 4]), (1, [3, 1]), (3, [3, 5])
+  many_inputs  x: f32[N, 2], y: f32[N, 2] -> Concat of 100 operands
+            (x and y alternating) and Sum of 70 (past the 64 operands a
+            node once could have); N = 1, 3, 6
   range_anchors  x: f32[B, C, H, W] -> YOLOv8's anchors, float Ranges
             whose limit is a dim cast to float, broadcast against x
   quant_integer  x: f32[B, 48, H, W], a: u8[4, K] -> DynamicQuantizeLinear,
@@ -194,6 +197,16 @@ def expand_shapes(rng):
         [helper.make_tensor_value_info("y", F, ["Y0", "Y1"])])
     sets = [(1, [0, 3]), (2, [1, 4]), (1, [3, 1]), (3, [3, 5])]
     return g, [[rng.standard_normal((b, 1)).astype(np.float32), np.array(s, np.int64)] for b, s in sets]
+
+
+def many_inputs(rng):
+    F = TensorProto.FLOAT
+    g = helper.make_graph(
+        [helper.make_node("Concat", ["x", "y"] * 50, ["c"], axis=0, name="concat100"),
+         helper.make_node("Sum", ["x", "y"] * 35, ["s"], name="sum70")], "many_inputs",
+        [helper.make_tensor_value_info("x", F, ["N", 2]), helper.make_tensor_value_info("y", F, ["N", 2])],
+        [helper.make_tensor_value_info("c", F, ["C", 2]), helper.make_tensor_value_info("s", F, ["N", 2])])
+    return g, [[rng.standard_normal((n, 2)).astype(np.float32) for _ in range(2)] for n in (1, 3, 6)]
 
 
 def declared_out(rng):
@@ -469,6 +482,7 @@ def main():
     write("declared_out", *declared_out(rng), full_check=False)
     write("range_anchors", *range_anchors(np.random.default_rng(16)))
     write("expand_shapes", *expand_shapes(np.random.default_rng(21)))
+    write("many_inputs", *many_inputs(np.random.default_rng(22)))
     write("quant_integer", *quant_integer(np.random.default_rng(17)), reference=quant_integer_ref)
     write("ml_ops", *ml_ops(np.random.default_rng(18)), ml=True, reference=ort_reference)
     # onnx 1.17's checker fails on MeanVarianceNormalization's function body: no full check
