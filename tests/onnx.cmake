@@ -51,6 +51,8 @@ disc_onnx_test(err_cycle err_cycle --fail --kind model --expect "error: the grap
 disc_onnx_test(err_types err_types --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: operand dtypes differ")
 disc_onnx_test(err_shape err_shape --fail --kind model --expect "node 0 (MatMul \"fc1\"): error: dot: contracting dims differ")
 disc_onnx_test(err_opset err_opset --fail --kind unsupported --expect "unsupported op Gelu (opset 17" --expect "supported from opset 20)")
+disc_onnx_test(err_scalar_axis err_scalar_axis --fail --kind model
+  --expect "node 0 (Gather \"g\"): error: axis 0 is out of range for rank 0")
 # control flow and recurrent layers (gen_control_errors.py)
 disc_onnx_test(err_loop_body err_loop_body --fail --kind model
   --expect "node 0 (Loop \"loop\"): error: the body takes 2 inputs, expected 3 (iteration, condition, 1 carried)")

@@ -687,7 +687,7 @@ Value *imp_shape_value(Imp *im, Dim *const *dims, int n)
 
 bool imp_axis(Imp *im, int64_t axis, int rank, int64_t *out)
 {
-    if (axis < -rank || axis >= (rank ? rank : 1))
+    if (axis < -rank || axis >= rank)
         return imp_err(im, "axis %lld is out of range for rank %d", (long long)axis, rank);
     *out = axis < 0 ? axis + rank : axis;
     return true;

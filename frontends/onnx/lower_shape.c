@@ -346,6 +346,8 @@ bool onnx_lower_squeeze(Imp *im)
             drop[i] = dim_is(vdims(x)[i], 1);
         }
     } else {
+        if (r == 0 && n > 0) /* imp_axis lets axis 0 through at rank 0 */
+            return imp_err(im, "cannot squeeze axis %lld of a scalar", (long long)axes[0]);
         if (!imp_axes(im, axes, n, r))
             return false;
         for (int i = 0; i < n; i++) {

@@ -4,8 +4,10 @@
  * One model (tests/models/bert_encoder: two inputs sharing symbolic dims)
  * is compiled once for the cpu backend and once for the interpreter; each
  * input's bytes choose the number of inputs and per input a dtype, a rank,
- * dims (0 to 40, sometimes 2^40 or negative) and whether the buffer is as
- * large as the shape says. A run either succeeds or is refused with a
+ * dims (0 to 16, sometimes 2^40 or negative) and whether the buffer is as
+ * large as the shape says. (At 37 x 37 tokens the interpreter's run, under
+ * the sanitizers, took up to 30 s on a loaded machine: libFuzzer's
+ * timeout.) A run either succeeds or is refused with a
  * status and a message; it must never crash, and both backends must agree
  * on which runs they accept and on the output's shape.
  */
@@ -58,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t numel = 1;
         for (int k = 0; k < in[i].rank; k++) {
             uint8_t v = NEXT();
-            in[i].shape[k] = v == 255 ? (int64_t)1 << 40 : v == 254 ? -3 : v % 41;
+            in[i].shape[k] = v == 255 ? (int64_t)1 << 40 : v == 254 ? -3 : v % 17;
             numel = numel < 0 || in[i].shape[k] < 0 || numel > 1000000 ? -1 : numel * in[i].shape[k];
         }
         size_t bytes = numel >= 0 && numel <= 1000000 ? (size_t)numel * esize[t] : 64;

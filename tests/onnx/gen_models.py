@@ -293,6 +293,14 @@ def errors(good):
          [vi("x", F, ["B", 4])], [vi("y", F, None)], [init("w", rnd(5, 2))], check=False)
     save("err_opset", [node("Gelu", ["x"], ["y"])],
          [vi("x", F, [4])], [vi("y", F, [4])], opset=17, check=False)
+    err_scalar_axis()
+
+
+def err_scalar_axis():
+    # an axis of a scalar: there is none (Gather read past the scalar's
+    # dims; a Squeeze of one, found by fuzz_onnx, did too)
+    save("err_scalar_axis", [node("Gather", ["x", "i"], ["y"], "g")],
+         [vi("x", F, []), vi("i", TensorProto.INT64, [2])], [vi("y", F, None)], check=False)
 
 
 def fold_idioms():
