@@ -733,7 +733,9 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
             diag_setk(d, DIAG_SHAPE, "error: the input shapes violate step %d of the host shape program", rc - 1);
     } else if (rc < 0) {
         const char *msg = disc_rt_error(rt);
-        diag_setk(d, DIAG_RESOURCE, "error: %s", msg ? msg : "run failed");
+        int kind = disc_rt_error_kind(rt); /* an interpreter's kind from a host op, else 0 */
+        diag_setk(d, kind > DIAG_NONE && kind <= DIAG_INTERNAL ? (DiagKind)kind : DIAG_RESOURCE, "error: %s",
+                  msg ? msg : "run failed");
     }
     for (int i = 0; i < g->noutputs; i++) {
         void **s = &io[g->ninputs + 3 * i];

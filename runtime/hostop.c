@@ -56,7 +56,7 @@ int32_t interp_host_op_regions(void *rt, Graph *g, const Op *op, void **bufs, co
     memset(out, 0, sizeof out);
     Diag d = {0};
     if (!interp_run_op_regions(g, op, syms, nsyms, inp, out, &d, fn, ctx)) {
-        disc_rt_fail(rt, "%s", d.msg);
+        disc_rt_fail_kind(rt, d.kind, "%s", d.msg);
         return -1;
     }
     int32_t rc = 0;

@@ -36,6 +36,7 @@ struct DiscRt {
     pthread_mutex_t mu;    /* guards err and the arena */
     atomic_int failed;
     char err[MSG];
+    int kind;              /* of err: disc_rt_fail_kind's, or 0 */
     Block *blocks;         /* the current block first */
     size_t total;          /* bytes handed out this run */
     size_t want;           /* the size of the first block of the next run */
@@ -178,23 +179,43 @@ void disc_rt_reset(DiscRt *rt)
     free_blocks(rt, keep);
     rt->total = 0;
     rt->err[0] = 0;
+    rt->kind = 0;
     atomic_store(&rt->failed, 0);
     pthread_mutex_unlock(&rt->mu);
 }
 
-void disc_rt_fail(DiscRt *rt, const char *fmt, ...)
+static void vfail(DiscRt *rt, int kind, const char *fmt, va_list ap)
 {
     if (atomic_load_explicit(&rt->failed, memory_order_acquire))
         return;
     pthread_mutex_lock(&rt->mu);
     if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(rt->err, sizeof rt->err, fmt, ap);
-        va_end(ap);
+        rt->kind = kind;
         atomic_store_explicit(&rt->failed, 1, memory_order_release);
     }
     pthread_mutex_unlock(&rt->mu);
+}
+
+void disc_rt_fail(DiscRt *rt, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(rt, 0, fmt, ap);
+    va_end(ap);
+}
+
+void disc_rt_fail_kind(DiscRt *rt, int kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(rt, kind, fmt, ap);
+    va_end(ap);
+}
+
+int disc_rt_error_kind(const DiscRt *rt)
+{
+    return atomic_load_explicit(&rt->failed, memory_order_acquire) ? rt->kind : 0;
 }
 
 void disc_rt_set_call_how(DiscRt *rt, const char *how)

@@ -88,6 +88,12 @@ void disc_rt_reset(DiscRt *rt);
  * Thread-safe. */
 void disc_rt_fail(DiscRt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
+/* The first error with its kind (ir's DiagKind: an error in the inputs'
+ * values is DIAG_MODEL, as the interpreter reports it), for the host ops
+ * that run the interpreter's code; disc_rt_fail's errors have kind 0
+ * (the caller takes them as resource errors). */
+void disc_rt_fail_kind(DiscRt *rt, int kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int disc_rt_error_kind(const DiscRt *rt);
 /* How the last library call made through rt on the calling thread ran, for
  * DISC_PROFILE: "oneDNN brg:avx512_core", "oneDNN gemm:jit (avx2), 2
  * column parts", "skinny kernel"; "" when unknown. The string lives as

@@ -13,6 +13,11 @@
  * Each must compile, and its outputs equal what the graph computes (the
  * chain is the identity: pairs of neg then sub 0.5, twice, on multiples of
  * 1/64; the fan sums FAN copies of x * 1).
+ *
+ * And an error in the inputs' values (Expand to a shape with a negative
+ * entry, tests/models/expand_shapes) is the same error on the cpu backend
+ * as on the interpreter: DISC_ERR_INPUT (dcc's exit status 1), not a
+ * runtime failure (it was DISC_ERR_RUNTIME, exit status 3, on cpu).
  */
 #include "disc.h"
 #include "tests/unit/check.h"
@@ -108,8 +113,32 @@ static void run(const char *name, const char *ir, const char *backend, const flo
     disc_model_free(m);
 }
 
+static void data_error(void)
+{
+    disc_model *m = disc_load(DISC_SOURCE_DIR "/tests/models/expand_shapes/model.onnx");
+    CHECK_MSG(m != NULL, "%s", disc_last_error());
+    const char *backends[2] = {"cpu", "interp"};
+    for (int b = 0; m && b < 2; b++) {
+        disc_options o = disc_default_options();
+        o.backend = backends[b];
+        disc_compiled *c = disc_compile(m, &o);
+        CHECK_MSG(c != NULL, "expand_shapes on %s: %s", backends[b], disc_last_error());
+        float x[1] = {1};
+        int64_t shape[2] = {-5, 3};
+        disc_tensor in[2] = {{DISC_F32, 2, {1, 1}, x, sizeof x, 0}, {DISC_I64, 1, {2}, shape, sizeof shape, 0}};
+        disc_tensor out = {0};
+        disc_status st = c ? disc_run(c, in, 2, &out, 1) : DISC_OK;
+        CHECK_MSG(!c || (st == DISC_ERR_INPUT && strstr(disc_last_error(), "negative (-5)")),
+                  "expand_shapes on %s to [-5, 3]: status %d: %s", backends[b], st, disc_last_error());
+        disc_tensor_free(&out);
+        disc_compiled_free(c);
+    }
+    disc_model_free(m);
+}
+
 int main(void)
 {
+    data_error();
     static float x[N], fan[N];
     for (int i = 0; i < N; i++) {
         x[i] = (float)(i % 129 - 64) / 64;
