@@ -141,6 +141,9 @@ typedef struct Cg {
                                   cg_dim_forget (the host flow's, between the
                                   points where a symbol may change or control
                                   flow joins) */
+    LLVMBasicBlockRef ovf;     /* the host flow's: a block that reports a dim
+                                  overflow and returns; set, its dims'
+                                  sums and products are checked (cg_dim) */
     const CpuTarget *cpu;      /* what the kernels are shaped for */
     const struct CgTarget *target; /* where the model runs: the hooks below */
 } Cg;
@@ -162,9 +165,14 @@ typedef struct CgFnState {
     LLVMValueRef fn, syms;
     DimMap dimcache;
     bool no_hoist, memo;
+    LLVMBasicBlockRef ovf;
 } CgFnState;
 void cg_fn_save(Cg *cg, CgFnState *s);
 void cg_fn_restore(Cg *cg, CgFnState *s);
+/* x * y (mul) or x + y in i64 at builder b, branching to cg->ovf when it
+ * overflows (where that is set and b is the current builder: the host
+ * flow); plain arithmetic elsewhere. */
+LLVMValueRef cg_checked(Cg *cg, LLVMBuilderRef b, bool mul, LLVMValueRef x, LLVMValueRef y);
 
 /* A dim as an i64 value, computed once per function in its entry block
  * (with no_hoist: at the current position, once until cg_dim_forget when

@@ -195,6 +195,7 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_threads", (void *)disc_rt_threads},
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
         {"disc_rt_output", (void *)disc_rt_output},
+        {"disc_rt_overflow", (void *)disc_rt_overflow},
         {"disc_rt_call_matmul", (void *)disc_rt_call_matmul},
         {"disc_rt_call_skinny", (void *)disc_rt_call_skinny},
         {"disc_rt_call_conv", (void *)disc_rt_call_conv},

@@ -120,7 +120,7 @@ LLVMValueRef host_alloc(Host *h, Value *v)
 {
     Cg *cg = h->cg;
     LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
-    LLVMValueRef bytes = LLVMBuildMul(B, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)), "");
+    LLVMValueRef bytes = cg_checked(cg, B, true, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)));
     int k = -1;
     for (int i = 0; i < cg->g->noutputs && k < 0; i++)
         if (cg->g->outputs[i] == v)
@@ -422,6 +422,15 @@ bool cg_host(Cg *cg)
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
+    /* a sum or product of dims past 2^63: an error naming no input (the
+     * dims themselves passed the shape program), not a wrapped size */
+    cg->ovf = LLVMAppendBasicBlockInContext(cg->ctx, fn, "overflow");
+    LLVMPositionBuilderAtEnd(B, cg->ovf);
+    LLVMTypeRef oty, oparam = cg->t_p8;
+    LLVMValueRef of = host_fn_decl(cg, "disc_rt_overflow", cg->t_void, &oparam, 1, &oty);
+    LLVMBuildCall2(B, oty, of, &h.rt, 1, "");
+    LLVMBuildRet(B, cg_i32(cg, -1));
+    LLVMPositionBuilderAtEnd(B, body);
     for (int i = 0; i < g->ninputs; i++)
         h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, h.io, i), "");
     emit_steps(&h);
@@ -473,6 +482,7 @@ bool cg_host(Cg *cg)
     }
     LLVMBuildRet(B, cg_i32(cg, 0));
     cg_end_function(cg, body);
+    cg->ovf = NULL;
     cg->no_hoist = false;
     cg->memo = false;
     cg_dim_forget(cg);

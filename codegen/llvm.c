@@ -146,9 +146,10 @@ void cg_end_function(Cg *cg, LLVMBasicBlockRef body)
 void cg_fn_save(Cg *cg, CgFnState *s)
 {
     *s = (CgFnState){.here = LLVMGetInsertBlock(cg->b), .entry = cg->entry, .fn = cg->fn, .syms = cg->syms,
-                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist, .memo = cg->memo};
+                     .dimcache = cg->dimcache, .no_hoist = cg->no_hoist, .memo = cg->memo, .ovf = cg->ovf};
     cg->no_hoist = false;
     cg->memo = false;
+    cg->ovf = NULL;
     dimmap_init(&cg->dimcache);
 }
 
@@ -158,6 +159,7 @@ void cg_fn_restore(Cg *cg, CgFnState *s)
     cg->dimcache = s->dimcache;
     cg->no_hoist = s->no_hoist;
     cg->memo = s->memo;
+    cg->ovf = s->ovf;
     cg->fn = s->fn;
     cg->syms = s->syms;
     cg->entry = s->entry;
@@ -192,6 +194,26 @@ LLVMValueRef cg_floordiv(Cg *cg, LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef 
     return floordiv_b(cg, b, x, y);
 }
 
+LLVMValueRef cg_checked(Cg *cg, LLVMBuilderRef b, bool mul, LLVMValueRef x, LLVMValueRef y)
+{
+    if (!cg->ovf || b != cg->b || (LLVMIsConstant(x) && LLVMIsConstant(y)))
+        return mul ? LLVMBuildMul(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
+    const char *name = mul ? "llvm.smul.with.overflow.i64" : "llvm.sadd.with.overflow.i64";
+    LLVMTypeRef fields[2] = {cg->t_i64, cg->t_i1};
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, fields, 2, false);
+    LLVMTypeRef params[2] = {cg->t_i64, cg->t_i64};
+    LLVMTypeRef fty = LLVMFunctionType(rt, params, 2, false);
+    LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
+    if (!f)
+        f = LLVMAddFunction(cg->mod, name, fty);
+    LLVMValueRef args[2] = {x, y};
+    LLVMValueRef r = LLVMBuildCall2(b, fty, f, args, 2, "");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fits");
+    LLVMBuildCondBr(b, LLVMBuildExtractValue(b, r, 1, ""), cg->ovf, ok);
+    LLVMPositionBuilderAtEnd(b, ok);
+    return LLVMBuildExtractValue(b, r, 0, "");
+}
+
 static LLVMValueRef dim_rec(Cg *cg, Dim *d)
 {
     LLVMBuilderRef b = cg->no_hoist ? cg->b : cg->eb;
@@ -205,14 +227,16 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
     }
     case DIM_ADD:
     case DIM_MUL: {
+        /* in the host flow, checked: a product of input dims may pass
+         * 2^63 (cg->ovf) */
+        bool mul = d->kind == DIM_MUL;
         LLVMValueRef r = cg_dim(cg, d->args[0]);
         for (int i = 1; i < d->n; i++)
-            r = d->kind == DIM_ADD ? LLVMBuildAdd(b, r, cg_dim(cg, d->args[i]), "")
-                                   : LLVMBuildMul(b, r, cg_dim(cg, d->args[i]), "");
-        if (d->kind == DIM_ADD && d->c)
-            r = LLVMBuildAdd(b, r, cg_i64(cg, d->c), "");
-        if (d->kind == DIM_MUL && d->c != 1)
-            r = LLVMBuildMul(b, r, cg_i64(cg, d->c), "");
+            r = cg_checked(cg, b, mul, r, cg_dim(cg, d->args[i]));
+        if (!mul && d->c)
+            r = cg_checked(cg, b, false, r, cg_i64(cg, d->c));
+        if (mul && d->c != 1)
+            r = cg_checked(cg, b, true, r, cg_i64(cg, d->c));
         return r;
     }
     default:

@@ -28,6 +28,12 @@ static void view(Tensor *t, const Value *v, void *data, const int64_t *shape)
     t->nbytes = tensor_numel(t) * dtype_size(t->dtype);
 }
 
+void disc_rt_overflow(DiscRt *rt)
+{
+    disc_rt_fail_kind(rt, DIAG_SHAPE,
+                      "the inputs' dims are too large: a size computed from them passes 2^63 (elements or bytes)");
+}
+
 int32_t interp_host_op(void *rt, Graph *g, const Op *op, void **bufs, const int64_t *syms, int nsyms,
                        int64_t (*out_shapes)[MAX_RANK])
 {

@@ -94,6 +94,9 @@ const char *disc_rt_error(const DiscRt *rt); /* NULL if none */
  * (the caller takes them as resource errors). */
 void disc_rt_fail_kind(DiscRt *rt, int kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int disc_rt_error_kind(const DiscRt *rt);
+/* The host flow's error for a size computed from the inputs' dims that
+ * passes 2^63 (a shape error; hostop.c). */
+void disc_rt_overflow(DiscRt *rt);
 /* How the last library call made through rt on the calling thread ran, for
  * DISC_PROFILE: "oneDNN brg:avx512_core", "oneDNN gemm:jit (avx2), 2
  * column parts", "skinny kernel"; "" when unknown. The string lives as

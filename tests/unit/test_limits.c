@@ -14,6 +14,11 @@
  * chain is the identity: pairs of neg then sub 0.5, twice, on multiples of
  * 1/64; the fan sums FAN copies of x * 1).
  *
+ * A size computed from the inputs' dims that passes 2^63 (N x N x N
+ * floats at N = 2^21) is refused before anything is allocated: the host
+ * flow checks its sums and products of dims (it wrapped, allocated a few
+ * bytes and crashed).
+ *
  * And an error in the inputs' values (Expand to a shape with a negative
  * entry, tests/models/expand_shapes) is the same error on the cpu backend
  * as on the interpreter: DISC_ERR_INPUT (dcc's exit status 1), not a
@@ -113,6 +118,39 @@ static void run(const char *name, const char *ir, const char *backend, const flo
     disc_model_free(m);
 }
 
+static const char cube_ir[] =
+    "graph @cube(%x: f32[N]) {\n"
+    "  %a = broadcast(%x) {shape = [N, N, N], axes = [0]} : f32[N, N, N]\n"
+    "  %b = broadcast(%x) {shape = [N, N, N], axes = [2]} : f32[N, N, N]\n"
+    "  %y = mul(%a, %b) : f32[N, N, N]\n"
+    "  return %y\n"
+    "}\n";
+
+static void overflow(void)
+{
+    enum { BIG = 1 << 21 };
+    disc_model *m = disc_load_ir(cube_ir, sizeof cube_ir - 1, "cube");
+    disc_options o = disc_default_options();
+    disc_compiled *c = m ? disc_compile(m, &o) : NULL;
+    float *x = calloc(BIG, sizeof *x);
+    CHECK_MSG(c && x, "cube: %s", disc_last_error());
+    if (c && x) {
+        disc_tensor in = {DISC_F32, 1, {BIG}, x, BIG * sizeof *x, 0}, out = {0};
+        disc_status st = disc_run(c, &in, 1, &out, 1);
+        CHECK_MSG(st == DISC_ERR_SHAPE && strstr(disc_last_error(), "passes 2^63"), "cube at N = 2^21: status %d: %s",
+                  st, disc_last_error());
+        disc_tensor_free(&out);
+        in.shape[0] = 3; /* and a small one runs */
+        in.nbytes = 3 * sizeof *x;
+        CHECK_MSG(disc_run(c, &in, 1, &out, 1) == DISC_OK && out.shape[2] == 3, "cube at N = 3: %s",
+                  disc_last_error());
+        disc_tensor_free(&out);
+    }
+    free(x);
+    disc_compiled_free(c);
+    disc_model_free(m);
+}
+
 static void data_error(void)
 {
     disc_model *m = disc_load(DISC_SOURCE_DIR "/tests/models/expand_shapes/model.onnx");
@@ -138,6 +176,7 @@ static void data_error(void)
 
 int main(void)
 {
+    overflow();
     data_error();
     static float x[N], fan[N];
     for (int i = 0; i < N; i++) {
