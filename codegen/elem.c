@@ -523,6 +523,26 @@ static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef 
     }
 }
 
+LLVMValueRef kern_div_invariant(Kern *k, LLVMValueRef e, LLVMValueRef r)
+{
+    Cg *cg = k->cg;
+    LLVMTypeRef f = cg->t_f32;
+    LLVMValueRef tiny = LLVMBuildFCmp(B, LLVMRealOLT, intrin(k, "fabs", DT_F32, r), LLVMConstReal(f, 0x1p-126), "");
+    tiny = LLVMBuildAnd(B, tiny, LLVMBuildFCmp(B, LLVMRealONE, r, LLVMConstReal(f, 0), ""), "");
+    LLVMValueRef s = LLVMBuildSelect(B, tiny, LLVMConstReal(f, 0x1p64), LLVMConstReal(f, 1), "");
+    LLVMValueRef inv = LLVMBuildFDiv(B, LLVMConstReal(f, 1), LLVMBuildFMul(B, r, s, ""), "");
+    return LLVMBuildFMul(B, LLVMBuildFMul(B, e, s, ""), inv, "");
+}
+
+/* v is one of the kernel's row values (a reduction's result per row). */
+static bool is_row_value(const Kern *k, const Value *v)
+{
+    for (int i = 0; i < k->nr; i++)
+        if (k->rv[i] == v)
+            return true;
+    return false;
+}
+
 static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -536,6 +556,8 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
     }
     if (info->cat == CAT_BINARY) {
         LLVMValueRef a = operand(k, op->in[0], rt, idx), b = operand(k, op->in[1], rt, idx);
+        if (op->kind == OP_DIV && dt == DT_F32 && is_row_value(k, op->in[1]))
+            return kern_div_invariant(k, a, b); /* by a row's reduction */
         return kern_binary(k, op->kind, dt, a, b);
     }
     switch (op->kind) {

@@ -50,6 +50,13 @@ LLVMValueRef kern_offset(Kern *k, const Type *t, LLVMValueRef *idx);
 void kern_unflatten(Kern *k, const Type *t, LLVMValueRef flat, LLVMValueRef *idx);
 /* Scalar arithmetic shared with the reduction templates. */
 LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b);
+/* f32 e / r for an r fixed across the loop that computes it (a row's
+ * sum): (e * s) * (1 / (r * s)), s = 2^64 where r is subnormal (its
+ * reciprocal would overflow) and 1 elsewhere; LLVM hoists everything but
+ * the two multiplications out of the loop. The same as e / r for every r
+ * (0, infinities, NaN included) to an ulp or so; a division per vector of
+ * elements took about a third of softmax's time on AVX2. */
+LLVMValueRef kern_div_invariant(Kern *k, LLVMValueRef e, LLVMValueRef r);
 LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x);
 /* Whether d may be 1 at run time (and so broadcast): not a constant, and
  * not proved != 1 by the shape analysis (intervals, ISL over the facts and

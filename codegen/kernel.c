@@ -1076,7 +1076,7 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
                     if (k->rv[i] == k->cache_red->out[0])
                         r = k->rval[i];
                 LLVMValueRef e = cg_load(cg, ov->type.dtype, ptr);
-                cg_store(cg, ov->type.dtype, kern_binary(k, OP_DIV, ov->type.dtype, e, r), ptr);
+                cg_store(cg, ov->type.dtype, kern_div_invariant(k, e, r), ptr);
             } else if (n == full && n != p) {
                 store_at(cg, k, ov, xt, fi, off);
             }
