@@ -1236,10 +1236,9 @@ static bool parse_payload(Parser *P, const Type *ty, const Token *tt, Const *c)
     c->src = CONST_INLINE;
     c->nbytes = nbytes;
     Token *s = peek(P);
-    char *buf = arena_alloc(&P->g->arena, nbytes ? nbytes : 1);
-    if (!buf)
-        return error_at(P, t, "constant too large (out of memory)");
-    c->data = buf;
+    /* the data's length is checked against the type before the type's
+     * bytes are allocated: a few bytes of text must not make disc take
+     * gigabytes (fuzz_ir: f16[2, 478730504, 5] with two elements) */
     if (s->kind == TK_STR) {
         if (s->slen < 2 || s->str[0] != '0' || (s->str[1] != 'x' && s->str[1] != 'X'))
             return error_at(P, s, "a hex constant starts with \"0x\"");
@@ -1251,6 +1250,28 @@ static bool parse_payload(Parser *P, const Type *ty, const Token *tt, Const *c)
             return error_at(P, s, "odd number of hex digits in constant");
         if (digits / 2 != nbytes)
             return error_at(P, s, "constant has %zu bytes, its type needs %zu", digits / 2, nbytes);
+    } else if (is(P, "[")) {
+        /* elements: the commas before the ']', plus one; the messages
+         * point where parsing them would stop */
+        size_t k = !tok_is(peek_at(P, 1), TK_PUNCT, "]");
+        Token *u, *extra = NULL;
+        for (int i = 1;; i++) {
+            u = peek_at(P, i);
+            if (u->kind == TK_EOF || tok_is(u, TK_PUNCT, ">") || tok_is(u, TK_PUNCT, "]"))
+                break;
+            if (tok_is(u, TK_PUNCT, ",") && ++k == n + 1)
+                extra = peek_at(P, i + 1);
+        }
+        if (k > n)
+            return error_at(P, extra ? extra : u, "constant has more than the %zu elements its type holds", n);
+        if (k < n)
+            return error_at(P, u, "constant has %zu elements, its type needs %zu", k, n);
+    }
+    char *buf = arena_alloc(&P->g->arena, nbytes ? nbytes : 1);
+    if (!buf)
+        return error_at(P, t, "constant too large (out of memory)");
+    c->data = buf;
+    if (s->kind == TK_STR) {
         for (size_t i = 0; i < nbytes; i++)
             buf[i] = (char)(hexval((unsigned char)s->str[2 + 2 * i]) * 16 +
                             hexval((unsigned char)s->str[3 + 2 * i]));
