@@ -54,8 +54,10 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
  * sum): (e * s) * (1 / (r * s)), s = 2^64 where r is subnormal (its
  * reciprocal would overflow) and 1 elsewhere; LLVM hoists everything but
  * the two multiplications out of the loop. The same as e / r for every r
- * (0, infinities, NaN included) to an ulp or so; a division per vector of
- * elements took about a third of softmax's time on AVX2. */
+ * (0, infinities, NaN included) to an ulp or so, with two multiplications
+ * per vector in place of a division (whose throughput is a few times
+ * lower); BERT-base's softmax kernel at 1 x 512 on AVX2 showed no
+ * difference above that machine's noise. */
 LLVMValueRef kern_div_invariant(Kern *k, LLVMValueRef e, LLVMValueRef r);
 LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x);
 /* Whether d may be 1 at run time (and so broadcast): not a constant, and
