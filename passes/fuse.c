@@ -258,7 +258,7 @@ static int depth_in(Planner *p, int op, int gid)
 
 static void join(Planner *p, int op, int gid)
 {
-    int d = depth_in(p, op, gid);
+    int d = depth_in(p, op, gid); /* place() asked too; absorb() relies on this one */
     add_op(p, &p->groups[gid], op);
     p->grp[op] = gid;
     if (d > p->depth[op])

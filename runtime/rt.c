@@ -122,8 +122,8 @@ enum { HUGE_PAGE = 2 << 20 };
 
 void *disc_rt_alloc_big(size_t bytes)
 {
-    if (bytes < HUGE_PAGE)
-        return aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN + (bytes == 0) * ALIGN);
+    if (bytes < HUGE_PAGE) /* aligned_alloc wants a multiple of the alignment, and 0 bytes is 64 */
+        return aligned_alloc(ALIGN, bytes ? (bytes + ALIGN - 1) / ALIGN * ALIGN : ALIGN);
     if (bytes > SIZE_MAX - HUGE_PAGE)
         return NULL;
     size_t size = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
