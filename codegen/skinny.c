@@ -188,6 +188,25 @@ static void no_interleave(Cg *cg, LLVMValueRef br)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
 }
 
+/* Marks the loop whose latch ends in br as one the vectorizer and the
+ * unroller leave alone: pack's scalar tail (a few floats), which
+ * vectorized and unrolled became 64 loads and stores an iteration, and
+ * loop strength reduction took half a second over the kernel's thirteen
+ * copies of it. */
+static void no_vectorize(Cg *cg, LLVMValueRef br)
+{
+    LLVMContextRef c = cg->ctx;
+    static const char ve[] = "llvm.loop.vectorize.enable", un[] = "llvm.loop.unroll.disable";
+    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(c, ve, sizeof ve - 1),
+                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
+    LLVMMetadataRef u = LLVMMDStringInContext2(c, un, sizeof un - 1);
+    LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, kv, 2),
+                              LLVMMDNodeInContext2(c, &u, 1)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 3);
+    LLVMMetadataReplaceAllUsesWith(ops[0], loop);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
+}
+
 /* Loads the vectors of group g0 of the panel's row k and adds row k of
  * rows [i0, i0 + r) of A times them into accumulator set `set`; prefetches
  * the same row of the next panel (see block). */
@@ -417,10 +436,14 @@ static void pack(Sk *s, LLVMValueRef i0, int r)
         LLVMSetAlignment(x, 4);
         LLVMValueRef st = LLVMBuildStore(B, x, LLVMBuildBitCast(B, gep(cg, cg->t_f32, dst, at), s->pv, ""));
         LLVMSetAlignment(st, 4);
+        LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
         cg_loop_end(cg, &vl);
+        no_unroll(cg, LLVMGetBasicBlockTerminator(latch));
         LLVMValueRef t = cg_loop_begin(cg, &tl, vend, len, "pack_tail");
         LLVMBuildStore(B, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, src, t), ""), gep(cg, cg->t_f32, dst, t));
+        latch = LLVMGetInsertBlock(B);
         cg_loop_end(cg, &tl);
+        no_vectorize(cg, LLVMGetBasicBlockTerminator(latch));
     }
 }
 
