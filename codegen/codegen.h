@@ -199,9 +199,17 @@ void cg_store(Cg *cg, DType dt, LLVMValueRef v, LLVMValueRef ptr);
 typedef struct CgLoop {
     LLVMBasicBlockRef head, body, exit;
     LLVMValueRef iv, next;
+    LLVMValueRef latch;        /* the back edge's branch, once cg_loop_end made it */
 } CgLoop;
 LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef start, LLVMValueRef end, const char *name);
 void cg_loop_end(Cg *cg, CgLoop *l);
+/* Hints to LLVM's loop passes for the loop whose back edge is the branch
+ * latch (CgLoop.latch, or any loop's). Loops the generator has already
+ * shaped (vector code, a kernel's k loop) unrolled by LLVM grow into
+ * thousands of lines that take most of a compile: a row of 768 floats
+ * reduced 8 at a time became 96 copies of the step. */
+enum { CG_NO_UNROLL = 1, CG_NO_VECTORIZE = 2, CG_NO_INTERLEAVE = 4 };
+void cg_loop_hint(Cg *cg, LLVMValueRef latch, int hints);
 
 /* ---- kernels (elem.c, kernel.c) ---------------------------------------- */
 

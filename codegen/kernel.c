@@ -366,6 +366,9 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
         v = LLVMBuildFMul(B, v, v, "");
     LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc, ""), v), acc);
     cg_loop_end(cg, &lb);
+    /* one chain of vector adds either way: fully unrolled (a row of 768 is
+     * 96 steps) it only made the kernel thousands of lines long */
+    cg_loop_hint(cg, lb.latch, CG_NO_UNROLL);
     LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
     LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
     LLVMBuildStore(B, LLVMBuildExtractElement(B, va, cg_i32(cg, 0), ""), first);
@@ -376,6 +379,7 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
         e = LLVMBuildFMul(B, e, e, "");
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
     cg_loop_end(cg, &lr);
+    cg_loop_hint(cg, lr.latch, CG_NO_VECTORIZE | CG_NO_UNROLL); /* fewer than LANES */
     va = LLVMBuildLoad2(B, vt, acc, "");
     LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, first, "");
     for (int l = 1; l < LANES; l++)
@@ -392,6 +396,7 @@ static void row_to_out(Cg *cg, Kern *k, Value *v, LLVMValueRef *full, int ax, LL
     full[ax] = cg_loop_begin(cg, &l, cg_i64(cg, 0), n, "torow");
     cg_store(cg, v->type.dtype, elem(k, v, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
     cg_loop_end(cg, &l);
+    cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
 }
 
 /* op's value from the row now in the output (of squares with square), as

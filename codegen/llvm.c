@@ -10,6 +10,7 @@
 #include "codegen/codegen.h"
 
 #include <dlfcn.h>
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
 #include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <pthread.h>
@@ -444,7 +445,32 @@ void cg_loop_end(Cg *cg, CgLoop *l)
 {
     LLVMValueRef next = LLVMBuildAdd(cg->b, l->iv, cg_i64(cg, 1), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-    LLVMBuildBr(cg->b, l->head);
+    l->latch = LLVMBuildBr(cg->b, l->head);
     LLVMAddIncoming(l->iv, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(cg->b, l->exit);
+}
+
+void cg_loop_hint(Cg *cg, LLVMValueRef latch, int hints)
+{
+    LLVMContextRef c = cg->ctx;
+    LLVMMetadataRef ops[4];
+    int n = 0;
+    ops[n++] = LLVMTemporaryMDNode(c, NULL, 0); /* a loop ID refers to itself */
+    if (hints & CG_NO_UNROLL) {
+        static const char un[] = "llvm.loop.unroll.disable";
+        LLVMMetadataRef u = LLVMMDStringInContext2(c, un, sizeof un - 1);
+        ops[n++] = LLVMMDNodeInContext2(c, &u, 1);
+    }
+    if (hints & (CG_NO_VECTORIZE | CG_NO_INTERLEAVE)) {
+        static const char ve[] = "llvm.loop.vectorize.enable", il[] = "llvm.loop.interleave.count";
+        bool vec = hints & CG_NO_VECTORIZE;
+        LLVMMetadataRef kv[2] = {
+            vec ? LLVMMDStringInContext2(c, ve, sizeof ve - 1) : LLVMMDStringInContext2(c, il, sizeof il - 1),
+            LLVMValueAsMetadata(vec ? LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0)
+                                    : LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0))};
+        ops[n++] = LLVMMDNodeInContext2(c, kv, 2);
+    }
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, (size_t)n);
+    LLVMMetadataReplaceAllUsesWith(ops[0], loop);
+    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
 }

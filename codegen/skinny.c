@@ -65,7 +65,6 @@
 #include "codegen/kern.h"
 #include "runtime/rt.h"
 
-#include <llvm-c/DebugInfo.h>
 #include <stdio.h>
 
 #define B (cg->b)
@@ -156,57 +155,6 @@ static LLVMValueRef post(Sk *s, LLVMValueRef x)
     }
 }
 
-/* Marks the loop whose latch ends in br as one LLVM must not unroll: the
- * k loop is already R x 4 vectors wide, and unrolled (8 times, by default)
- * it made each kernel thousands of lines that took a second to compile. */
-static void no_unroll(Cg *cg, LLVMValueRef br)
-{
-    LLVMContextRef c = cg->ctx;
-    static const char what[] = "llvm.loop.unroll.disable";
-    LLVMMetadataRef s = LLVMMDStringInContext2(c, what, sizeof what - 1);
-    LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, &s, 1)};
-    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(ops[0], loop); /* a loop ID refers to itself */
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
-}
-
-/* Marks the loop whose latch ends in br as one the vectorizer must not
- * interleave and the unroller not unroll: the epilogue's activations
- * (tanh, erf: polynomials and a division), vectorized and then unrolled 8
- * times, took far more than AVX2's 16 registers and spilled. */
-static void no_interleave(Cg *cg, LLVMValueRef br)
-{
-    LLVMContextRef c = cg->ctx;
-    static const char il[] = "llvm.loop.interleave.count", un[] = "llvm.loop.unroll.disable";
-    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(c, il, sizeof il - 1),
-                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0))};
-    LLVMMetadataRef u = LLVMMDStringInContext2(c, un, sizeof un - 1);
-    LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, kv, 2),
-                              LLVMMDNodeInContext2(c, &u, 1)};
-    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 3);
-    LLVMMetadataReplaceAllUsesWith(ops[0], loop);
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
-}
-
-/* Marks the loop whose latch ends in br as one the vectorizer and the
- * unroller leave alone: pack's scalar tail (a few floats), which
- * vectorized and unrolled became 64 loads and stores an iteration, and
- * loop strength reduction took half a second over the kernel's thirteen
- * copies of it. */
-static void no_vectorize(Cg *cg, LLVMValueRef br)
-{
-    LLVMContextRef c = cg->ctx;
-    static const char ve[] = "llvm.loop.vectorize.enable", un[] = "llvm.loop.unroll.disable";
-    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(c, ve, sizeof ve - 1),
-                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
-    LLVMMetadataRef u = LLVMMDStringInContext2(c, un, sizeof un - 1);
-    LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(c, NULL, 0), LLVMMDNodeInContext2(c, kv, 2),
-                              LLVMMDNodeInContext2(c, &u, 1)};
-    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 3);
-    LLVMMetadataReplaceAllUsesWith(ops[0], loop);
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop));
-}
-
 /* Loads the vectors of group g0 of the panel's row k and adds row k of
  * rows [i0, i0 + r) of A times them into accumulator set `set`; prefetches
  * the same row of the next panel (see block). */
@@ -260,8 +208,10 @@ static void kloop(Sk *s, LLVMValueRef *arow, int r, int g0, LLVMValueRef lo, LLV
     for (int j = 0; j < u; j++)
         kstep(s, arow, r, g0, j ? LLVMBuildAdd(B, k, cg_i64(cg, j), "") : k, j % sets);
     LLVMBuildStore(B, LLVMBuildAdd(B, k, cg_i64(cg, u), ""), kvar);
-    LLVMValueRef br = LLVMBuildBr(B, test);
-    no_unroll(cg, br);
+    /* the k loop is already R x 4 vectors wide: unrolled (8 times, by
+     * default) it made each kernel thousands of lines that took a second
+     * to compile */
+    cg_loop_hint(cg, LLVMBuildBr(B, test), CG_NO_UNROLL);
     LLVMPositionBuilderAtEnd(B, done);
 }
 
@@ -366,9 +316,11 @@ static void epilogue(Sk *s)
     if (s->residual)
         x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->res_p, at), ""), "");
     LLVMBuildStore(B, x, cp);
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     cg_loop_end(cg, &jl);
-    no_interleave(cg, LLVMGetBasicBlockTerminator(latch));
+    /* the activations (tanh, erf: polynomials and a division) vectorized
+     * and then unrolled 8 times took far more than AVX2's 16 registers and
+     * spilled */
+    cg_loop_hint(cg, jl.latch, CG_NO_INTERLEAVE | CG_NO_UNROLL);
     cg_loop_end(cg, &il);
 }
 
@@ -436,14 +388,15 @@ static void pack(Sk *s, LLVMValueRef i0, int r)
         LLVMSetAlignment(x, 4);
         LLVMValueRef st = LLVMBuildStore(B, x, LLVMBuildBitCast(B, gep(cg, cg->t_f32, dst, at), s->pv, ""));
         LLVMSetAlignment(st, 4);
-        LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
         cg_loop_end(cg, &vl);
-        no_unroll(cg, LLVMGetBasicBlockTerminator(latch));
+        cg_loop_hint(cg, vl.latch, CG_NO_UNROLL);
         LLVMValueRef t = cg_loop_begin(cg, &tl, vend, len, "pack_tail");
         LLVMBuildStore(B, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, src, t), ""), gep(cg, cg->t_f32, dst, t));
-        latch = LLVMGetInsertBlock(B);
         cg_loop_end(cg, &tl);
-        no_vectorize(cg, LLVMGetBasicBlockTerminator(latch));
+        /* a few floats: vectorized and unrolled it was 64 loads and stores
+         * an iteration, and loop strength reduction took half a second
+         * over the kernel's thirteen copies of it */
+        cg_loop_hint(cg, tl.latch, CG_NO_VECTORIZE | CG_NO_UNROLL);
     }
 }
 
