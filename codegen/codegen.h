@@ -125,6 +125,7 @@ typedef struct Cg {
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */
+    LLVMValueRef skinny_core;  /* the matmul they all call (skinny.c) */
     LLVMValueRef split[64][3]; /* a row kernel and its split variant's two kernels */
     int nsplit;
     int nsplitgroups;          /* kernel launches with a split variant */

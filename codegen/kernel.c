@@ -201,6 +201,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
             store_out(cg, k, grp->outs[o], NULL, i);
         k->flat = NULL;
         cg_loop_end(cg, &l);
+        cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
         return;
     }
     int r = rt->rank;
@@ -229,6 +230,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     for (int o = 0; o < grp->nouts; o++)
         store_at(cg, k, grp->outs[o], rt, idx, flat);
     cg_loop_end(cg, &cols);
+    cg_loop_hint(cg, cols.latch, CG_NO_UNROLL);
     cg_loop_end(cg, &rows);
 }
 

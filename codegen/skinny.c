@@ -456,65 +456,126 @@ int cg_skinny_panel(const Cg *cg)
 
 _Static_assert(sizeof ((Cg *)0)->skinny >= 4 * DISC_POST_COUNT * sizeof(LLVMValueRef), "a skinny slot per epilogue");
 
-LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
+/* The state every skinny function starts from: the target's vector shape
+ * and the intrinsics, declared in cg->mod. */
+static void sk_init(Sk *s, Cg *cg)
 {
-    int slot = post_kind * 4 + bias * 2 + residual;
-    if (slot < 0 || slot >= (int)(sizeof cg->skinny / sizeof cg->skinny[0]))
-        return NULL;
-    if (cg->skinny[slot])
-        return cg->skinny[slot];
+    s->cg = cg;
+    int L = cg->cpu ? cg->cpu->vbits / 32 : 16;
+    if (L < 4)
+        L = 4;
+    s->lanes = L;
+    s->width = cg_skinny_panel(cg);
+    s->vecs = s->width / L;
+    s->group = cg->cpu && cg->cpu->nvregs < 32 ? 2 : GMAX;
+    if (s->width == DISC_PANEL_NARROW) {
+        s->kc = KC;
+        s->nb = NB;
+    } else {
+        s->kc = 0;
+        s->nb = 1;
+    }
+    if (s->group > s->vecs)
+        s->group = s->vecs;
+    s->vt = LLVMVectorType(cg->t_f32, (unsigned)L);
+    s->pf = LLVMPointerType(cg->t_f32, 0);
+    s->pv = LLVMPointerType(s->vt, 0);
+    char fname[48], sname[64];
+    snprintf(fname, sizeof fname, "llvm.fmuladd.v%df32", L);
+    s->fma = LLVMGetNamedFunction(cg->mod, fname);
+    if (!s->fma) {
+        LLVMTypeRef p[3] = {s->vt, s->vt, s->vt};
+        s->fma = LLVMAddFunction(cg->mod, fname, LLVMFunctionType(s->vt, p, 3, false));
+    }
+    s->prefetch = LLVMGetNamedFunction(cg->mod, "llvm.prefetch.p0i8");
+    if (!s->prefetch) {
+        LLVMTypeRef p[4] = {cg->t_p8, cg->t_i32, cg->t_i32, cg->t_i32};
+        s->prefetch = LLVMAddFunction(cg->mod, "llvm.prefetch.p0i8", LLVMFunctionType(cg->t_void, p, 4, false));
+    }
+    snprintf(sname, sizeof sname, "llvm.masked.store.v%df32.p0v%df32", L, L);
+    s->mstore = LLVMGetNamedFunction(cg->mod, sname);
+    if (!s->mstore) {
+        LLVMTypeRef p[4] = {s->vt, s->pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L)};
+        s->mstore = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(cg->t_void, p, 4, false));
+    }
+    snprintf(sname, sizeof sname, "llvm.masked.load.v%df32.p0v%df32", L, L);
+    s->mload = LLVMGetNamedFunction(cg->mod, sname);
+    if (!s->mload) {
+        LLVMTypeRef p[4] = {s->pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L), s->vt};
+        s->mload = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(s->vt, p, 4, false));
+    }
+}
+
+/* The call's fields from the args array (an i8* to int64s). */
+static void sk_fields(Sk *s, LLVMValueRef args)
+{
+    Cg *cg = s->cg;
+    LLVMValueRef f = LLVMBuildBitCast(cg->eb, args, cg->t_p64, "f");
+    s->a = field(s, f, DISC_SK_A, s->pf);
+    s->bp = field(s, f, DISC_SK_B, s->pf);
+    s->bias_p = field(s, f, DISC_SK_BIAS, s->pf);
+    s->res_p = field(s, f, DISC_SK_RES, s->pf);
+    s->c = field(s, f, DISC_SK_C, s->pf);
+    s->m = field(s, f, DISC_SK_M, NULL);
+    s->n = field(s, f, DISC_SK_N, NULL);
+    s->k = field(s, f, DISC_SK_K, NULL);
+    s->lda = field(s, f, DISC_SK_LDA, NULL);
+    s->kp = field(s, f, DISC_SK_KP, NULL);
+    s->ldc = field(s, f, DISC_SK_LDC, NULL);
+}
+
+/* The epilogue's function type: (args, first panel, end panel). */
+static LLVMTypeRef epi_type(Cg *cg)
+{
+    LLVMTypeRef p[3] = {cg->t_p8, cg->t_i64, cg->t_i64};
+    return LLVMFunctionType(cg->t_void, p, 3, false);
+}
+
+/* C = post(C + bias) + residual over the columns of panels [pb, pe), a
+ * function of its own: the kernels of every epilogue share one core
+ * (skinny_core), which calls it after a block of panels' last block of k. */
+static LLVMValueRef skinny_epilogue(Cg *cg, int post_kind, bool bias, bool residual)
+{
     char name[48];
-    snprintf(name, sizeof name, "disc_skinny_p%d%s%s", post_kind, bias ? "_bias" : "", residual ? "_res" : "");
-    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_kernel);
+    snprintf(name, sizeof name, "disc_skinny_epi_p%d%s%s", post_kind, bias ? "_bias" : "", residual ? "_res" : "");
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, epi_type(cg));
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     CgFnState st;
     cg_fn_save(cg, &st);
     cg_begin_function(cg, fn, NULL);
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
-    Sk s = {.cg = cg, .post = post_kind, .bias = bias, .residual = residual};
-    int L = cg->cpu ? cg->cpu->vbits / 32 : 16;
-    if (L < 4)
-        L = 4;
-    s.lanes = L;
-    s.width = cg_skinny_panel(cg);
-    s.vecs = s.width / L;
-    s.group = cg->cpu && cg->cpu->nvregs < 32 ? 2 : GMAX;
-    if (s.width == DISC_PANEL_NARROW) {
-        s.kc = KC;
-        s.nb = NB;
-    } else {
-        s.kc = 0;
-        s.nb = 1;
-    }
-    if (s.group > s.vecs)
-        s.group = s.vecs;
-    s.vt = LLVMVectorType(cg->t_f32, (unsigned)L);
-    s.pf = LLVMPointerType(cg->t_f32, 0);
-    s.pv = LLVMPointerType(s.vt, 0);
-    char fname[48], sname[64];
-    snprintf(fname, sizeof fname, "llvm.fmuladd.v%df32", L);
-    s.fma = LLVMGetNamedFunction(cg->mod, fname);
-    if (!s.fma) {
-        LLVMTypeRef p[3] = {s.vt, s.vt, s.vt};
-        s.fma = LLVMAddFunction(cg->mod, fname, LLVMFunctionType(s.vt, p, 3, false));
-    }
-    s.prefetch = LLVMGetNamedFunction(cg->mod, "llvm.prefetch.p0i8");
-    if (!s.prefetch) {
-        LLVMTypeRef p[4] = {cg->t_p8, cg->t_i32, cg->t_i32, cg->t_i32};
-        s.prefetch = LLVMAddFunction(cg->mod, "llvm.prefetch.p0i8", LLVMFunctionType(cg->t_void, p, 4, false));
-    }
-    snprintf(sname, sizeof sname, "llvm.masked.store.v%df32.p0v%df32", L, L);
-    s.mstore = LLVMGetNamedFunction(cg->mod, sname);
-    if (!s.mstore) {
-        LLVMTypeRef p[4] = {s.vt, s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L)};
-        s.mstore = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(cg->t_void, p, 4, false));
-    }
-    snprintf(sname, sizeof sname, "llvm.masked.load.v%df32.p0v%df32", L, L);
-    s.mload = LLVMGetNamedFunction(cg->mod, sname);
-    if (!s.mload) {
-        LLVMTypeRef p[4] = {s.pv, cg->t_i32, LLVMVectorType(cg->t_i1, (unsigned)L), s.vt};
-        s.mload = LLVMAddFunction(cg->mod, sname, LLVMFunctionType(s.vt, p, 4, false));
-    }
+    Sk s = {.post = post_kind, .bias = bias, .residual = residual};
+    sk_init(&s, cg);
+    sk_fields(&s, LLVMGetParam(fn, 0));
+    LLVMValueRef pb = LLVMGetParam(fn, 1), pe = LLVMGetParam(fn, 2);
+    s.c0 = LLVMBuildMul(B, pb, cg_i64(cg, s.width), "");
+    s.w = LLVMBuildSub(B, min64(cg, LLVMBuildMul(B, pe, cg_i64(cg, s.width), ""), s.n), s.c0, "");
+    epilogue(&s);
+    LLVMBuildRetVoid(B);
+    cg_end_function(cg, body);
+    cg_fn_restore(cg, &st);
+    return fn;
+}
+
+/* The matmul itself, one per module: (begin, end, args, epilogue), the
+ * epilogue a skinny_epilogue or null. (A copy per epilogue, as the kernels
+ * were, took about 2,000 instructions each: four of them were a third of
+ * GPT-2's compile.) */
+static LLVMValueRef skinny_core(Cg *cg)
+{
+    if (cg->skinny_core)
+        return cg->skinny_core;
+    LLVMTypeRef p[4] = {cg->t_i64, cg->t_i64, cg->t_p8, LLVMPointerType(epi_type(cg), 0)};
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, "disc_skinny_core", LLVMFunctionType(cg->t_void, p, 4, false));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                               LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+    CgFnState st;
+    cg_fn_save(cg, &st);
+    cg_begin_function(cg, fn, NULL);
+    LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
+    Sk s = {0};
+    sk_init(&s, cg);
     if (s.kc) {
         s.apack = LLVMBuildArrayAlloca(cg->eb, cg->t_f32, cg_i64(cg, (int64_t)RMAX * s.kc), "apack");
         LLVMSetAlignment(s.apack, 64);
@@ -524,18 +585,7 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
             s.acc[i][q] = LLVMBuildAlloca(cg->eb, s.vt, "acc");
             LLVMSetAlignment(s.acc[i][q], 64);
         }
-    LLVMValueRef f = LLVMBuildBitCast(cg->eb, LLVMGetParam(fn, 2), cg->t_p64, "f");
-    s.a = field(&s, f, DISC_SK_A, s.pf);
-    s.bp = field(&s, f, DISC_SK_B, s.pf);
-    s.bias_p = field(&s, f, DISC_SK_BIAS, s.pf);
-    s.res_p = field(&s, f, DISC_SK_RES, s.pf);
-    s.c = field(&s, f, DISC_SK_C, s.pf);
-    s.m = field(&s, f, DISC_SK_M, NULL);
-    s.n = field(&s, f, DISC_SK_N, NULL);
-    s.k = field(&s, f, DISC_SK_K, NULL);
-    s.lda = field(&s, f, DISC_SK_LDA, NULL);
-    s.kp = field(&s, f, DISC_SK_KP, NULL);
-    s.ldc = field(&s, f, DISC_SK_LDC, NULL);
+    sk_fields(&s, LLVMGetParam(fn, 2));
     LLVMValueRef ivar = LLVMBuildAlloca(cg->eb, cg->t_i64, "i");
     /* blocks of nb panels; in each, blocks of kc rows of k; in each, the
      * blocks of rows of A against the block's panels */
@@ -576,13 +626,44 @@ LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
         cg_loop_end(cg, &kl);
         cg_loop_end(cg, &ml);
     }
-    if (s.bias || s.residual || s.post != DISC_POST_NONE) {
-        /* over the block's columns, while they are in cache */
-        s.c0 = LLVMBuildMul(B, s.pb, cg_i64(cg, s.width), "");
-        s.w = LLVMBuildSub(B, min64(cg, LLVMBuildMul(B, s.pe, cg_i64(cg, s.width), ""), s.n), s.c0, "");
-        epilogue(&s);
-    }
+    /* the epilogue over the block's columns, while they are in cache */
+    LLVMValueRef epi = LLVMGetParam(fn, 3);
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "epilogue");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "epilogue_done");
+    LLVMBuildCondBr(B, LLVMBuildIsNull(B, epi, ""), done, run);
+    LLVMPositionBuilderAtEnd(B, run);
+    LLVMValueRef ea[3] = {LLVMGetParam(fn, 2), s.pb, s.pe};
+    LLVMBuildCall2(B, epi_type(cg), epi, ea, 3, "");
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
     cg_loop_end(cg, &pl);
+    LLVMBuildRetVoid(B);
+    cg_end_function(cg, body);
+    cg_fn_restore(cg, &st);
+    return cg->skinny_core = fn;
+}
+
+LLVMValueRef cg_skinny_kernel(Cg *cg, int post_kind, bool bias, bool residual)
+{
+    int slot = post_kind * 4 + bias * 2 + residual;
+    if (slot < 0 || slot >= (int)(sizeof cg->skinny / sizeof cg->skinny[0]))
+        return NULL;
+    if (cg->skinny[slot])
+        return cg->skinny[slot];
+    LLVMValueRef core = skinny_core(cg);
+    LLVMValueRef epi = bias || residual || post_kind != DISC_POST_NONE
+                           ? skinny_epilogue(cg, post_kind, bias, residual)
+                           : LLVMConstPointerNull(LLVMPointerType(epi_type(cg), 0));
+    char name[48];
+    snprintf(name, sizeof name, "disc_skinny_p%d%s%s", post_kind, bias ? "_bias" : "", residual ? "_res" : "");
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_kernel);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    CgFnState st;
+    cg_fn_save(cg, &st);
+    cg_begin_function(cg, fn, NULL);
+    LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
+    LLVMValueRef a[4] = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), epi};
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(core), core, a, 4, "");
     LLVMBuildRetVoid(B);
     cg_end_function(cg, body);
     cg_fn_restore(cg, &st);
