@@ -232,6 +232,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     cg_loop_end(cg, &cols);
     cg_loop_hint(cg, cols.latch, CG_NO_UNROLL);
     cg_loop_end(cg, &rows);
+    cg_loop_hint(cg, rows.latch, CG_NO_UNROLL); /* LLVM unrolled it with the inner loop 4 times */
 }
 
 /* ---- reductions ---------------------------------------------------------- */
@@ -1089,8 +1090,10 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
             }
         }
         cg_loop_end(cg, &l);
+        cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
     }
     cg_loop_end(cg, &rows);
+    cg_loop_hint(cg, rows.latch, CG_NO_UNROLL);
     return true;
 }
 
