@@ -890,7 +890,9 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         LLVMValueRef v = elem(k, in, x->idx), p = acc_at(cg, x, i, c);
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, x->t[i], p, ""), v), p);
         cg_loop_end(cg, &lc);
+        cg_loop_hint(cg, lc.latch, CG_NO_UNROLL); /* vectorised: enough (cg_loop_hint) */
         cg_loop_end(cg, &lr);
+        cg_loop_hint(cg, lr.latch, CG_NO_UNROLL);
         if (!strcmp(op_attr_str(op, "kind", "sum"), "mean")) {
             LLVMValueRef div = LLVMBuildSIToFP(B, rn, x->t[i], "");
             c = cg_loop_begin(cg, &lc, zero, w, "cmean");
@@ -932,7 +934,9 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         if (type_numel(&cg->g->dims, &grp->outs[o]->type) != x->rows)
             store_at(cg, k, grp->outs[o], xt, x->idx, off);
     cg_loop_end(cg, &lc);
+    cg_loop_hint(cg, lc.latch, CG_NO_UNROLL);
     cg_loop_end(cg, &lr);
+    cg_loop_hint(cg, lr.latch, CG_NO_UNROLL);
 }
 
 static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end, Cols *x)
