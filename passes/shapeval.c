@@ -598,16 +598,36 @@ static void refine_partial(Prop *p, Op *op)
     }
 }
 
-/* Known shape values that still feed ops become shape_const / const. */
+/* Known shape values that still feed ops become shape_const / const.
+ * The uses are counted once, and the new values take the old ones' uses
+ * in one pass at the end (by value id): per value, counting and replacing
+ * each walked the whole graph, quadratic in the graph's size (a ViT's
+ * 1,000 shape values). */
 static void materialise(Prop *p)
 {
     Graph *g = p->g;
+    int nv0 = g->nvalues;
+    int *uses = calloc((size_t)nv0 + 1, sizeof *uses);
+    Value **repl = calloc((size_t)nv0 + 1, sizeof *repl);
+    if (!uses || !repl) {
+        free(uses);
+        free(repl);
+        return; /* nothing materialised: the values stay as they are */
+    }
+    graph_for_each_op(g, op)
+        for (int i = 0; i < op->nin; i++)
+            if (op->in[i]->id < nv0)
+                uses[op->in[i]->id]++;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i]->id < nv0)
+            uses[g->outputs[i]->id]++;
+    bool any = false;
     for (Op *op = g->first; op; op = op->next) {
         if (op->kind == OP_CONST || op->kind == OP_SHAPE_CONST || op->nout != 1)
             continue;
         Value *v = op->out[0];
         SV *s = known(p, v);
-        if (!all_known(s) || v->type.dtype == DT_BOOL || graph_count_uses(g, v) == 0)
+        if (!all_known(s) || v->type.dtype == DT_BOOL || v->id >= nv0 || uses[v->id] == 0)
             continue;
         bool allc = true;
         for (int i = 0; i < s->n; i++)
@@ -645,11 +665,23 @@ static void materialise(Prop *p)
         if (first != last)
             graph_move_op(g, last, op);
         nv->name = v->name;
-        graph_replace_uses(g, v, nv);
+        repl[v->id] = nv;
+        any = true;
         SV *ns = sv_of(p, nv);
         ns->n = s->n;
         ns->e = s->e;
     }
+    if (any) {
+        graph_for_each_op(g, op)
+            for (int i = 0; i < op->nin; i++)
+                if (op->in[i]->id < nv0 && repl[op->in[i]->id])
+                    op->in[i] = repl[op->in[i]->id];
+        for (int i = 0; i < g->noutputs; i++)
+            if (g->outputs[i]->id < nv0 && repl[g->outputs[i]->id])
+                g->outputs[i] = repl[g->outputs[i]->id];
+    }
+    free(uses);
+    free(repl);
 }
 
 bool shape_propagate(Graph *g, Diag *d)
