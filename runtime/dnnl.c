@@ -1741,6 +1741,65 @@ static const DiscConv *conv_turned(const DiscConv *d, DiscConv *t)
     return t;
 }
 
+/* A 1 x 1 convolution with a stride and no padding reads every stride-th
+ * pixel: copied out first (a quarter of the input at stride 2), the rest
+ * is a convolution of stride 1, which oneDNN runs on its 1 x 1 kernels.
+ * On odd sizes oneDNN 2.6 ran the strided one on its generic AVX2 kernel:
+ * ResNet-50's downsampling convolutions at 2 x 3 x 160 x 200 (10 x 13 to
+ * 5 x 7, 1024 to 2048 channels) at about 9 GFLOP/s (bench/NOTES.md).
+ * Returns 1 when it ran the call (0 or -1 in *rc), 0 when the call is not
+ * one for it. */
+static int conv_subsampled(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
+{
+    bool strided = false;
+    if (d->transpose)
+        return 0;
+    for (int i = 0; i < d->nsp; i++) {
+        if (d->k[i] != 1 || d->pad_lo[i] || d->pad_hi[i])
+            return 0;
+        strided |= d->stride[i] > 1;
+    }
+    if (!strided)
+        return 0;
+    size_t es = dtype_size((DType)d->dtype);
+    int64_t pix = 1, in_pix = 1; /* output pixels, input pixels per image */
+    for (int i = 0; i < d->nsp; i++) {
+        pix *= d->out[i];
+        in_pix *= d->in[i];
+    }
+    char *sub = disc_rt_alloc(rt, d->n * d->c * pix * (int64_t)es);
+    if (!sub) {
+        *rc = -1;
+        return 1;
+    }
+    bool nhwc = d->layout & DISC_NHWC_SRC;
+    const char *src = x;
+    for (int64_t b = 0; b < d->n; b++)
+        for (int64_t p = 0; p < pix; p++) {
+            int64_t q = p, at = 0, scale = 1; /* p's input pixel, row-major */
+            for (int i = d->nsp - 1; i >= 0; i--) {
+                at += q % d->out[i] * d->stride[i] * scale;
+                q /= d->out[i];
+                scale *= d->in[i];
+            }
+            if (nhwc) {
+                memcpy(sub + (size_t)((b * pix + p) * d->c) * es, src + (size_t)((b * in_pix + at) * d->c) * es,
+                       (size_t)d->c * es);
+            } else {
+                for (int64_t ch = 0; ch < d->c; ch++)
+                    memcpy(sub + (size_t)(((b * d->c + ch) * pix + p)) * es,
+                           src + (size_t)(((b * d->c + ch) * in_pix + at)) * es, es);
+            }
+        }
+    DiscConv one = *d;
+    for (int i = 0; i < d->nsp; i++) {
+        one.in[i] = d->out[i];
+        one.stride[i] = 1;
+    }
+    *rc = disc_rt_conv(rt, &one, sub, w, y);
+    return 1;
+}
+
 int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, void *y)
 {
     DiscConv turned;
@@ -1795,6 +1854,9 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, v
         disc_rt_fail(rt, "%s: a NULL operand", what);
         return -1;
     }
+    int rc;
+    if (conv_subsampled(rt, d, x, w, y, &rc))
+        return rc;
     int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
                             d->bias != NULL, d->post + 16 * d->post_res, d->residual != NULL};
     int64_t *k = key + 11;

@@ -19,3 +19,7 @@ add_test(NAME cpu/conv_nhwc/kept
          COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/cpu/conv_nhwc.disc -o ${CMAKE_BINARY_DIR}/conv_nhwc.o -v)
 set_tests_properties(cpu/conv_nhwc/kept PROPERTIES LABELS "unit;cpu"
                      PASS_REGULAR_EXPRESSION "library calls \\(3 applying an epilogue\\).* 5 convolutions and pools channels-last")
+# The strided 1x1 convolutions again on NCHW data (DISC_LAYOUT=plain: no
+# channels-last values), where the subsampling copies single floats
+add_test(NAME cpu/conv_strided_1x1/plain COMMAND test_interp --cpu ${CMAKE_SOURCE_DIR}/tests/cpu/conv_strided_1x1.disc)
+set_tests_properties(cpu/conv_strided_1x1/plain PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_LAYOUT=plain")
