@@ -1768,29 +1768,38 @@ static int conv_subsampled(DiscRt *rt, const DiscConv *d, const void *x, const v
         in_pix *= d->in[i];
     }
     char *sub = disc_rt_alloc(rt, d->n * d->c * pix * (int64_t)es);
-    if (!sub) {
+    int64_t *at = disc_rt_alloc(rt, pix * (int64_t)sizeof *at); /* output pixel -> its input pixel */
+    if (!sub || !at) {
         *rc = -1;
         return 1;
     }
-    bool nhwc = d->layout & DISC_NHWC_SRC;
-    const char *src = x;
-    for (int64_t b = 0; b < d->n; b++)
-        for (int64_t p = 0; p < pix; p++) {
-            int64_t q = p, at = 0, scale = 1; /* p's input pixel, row-major */
-            for (int i = d->nsp - 1; i >= 0; i--) {
-                at += q % d->out[i] * d->stride[i] * scale;
-                q /= d->out[i];
-                scale *= d->in[i];
-            }
-            if (nhwc) {
-                memcpy(sub + (size_t)((b * pix + p) * d->c) * es, src + (size_t)((b * in_pix + at) * d->c) * es,
-                       (size_t)d->c * es);
-            } else {
-                for (int64_t ch = 0; ch < d->c; ch++)
-                    memcpy(sub + (size_t)(((b * d->c + ch) * pix + p)) * es,
-                           src + (size_t)(((b * d->c + ch) * in_pix + at)) * es, es);
-            }
+    for (int64_t p = 0; p < pix; p++) {
+        int64_t q = p, a = 0, scale = 1;
+        for (int i = d->nsp - 1; i >= 0; i--) {
+            a += q % d->out[i] * d->stride[i] * scale;
+            q /= d->out[i];
+            scale *= d->in[i];
         }
+        at[p] = a;
+    }
+    const char *src = x;
+    if (d->layout & DISC_NHWC_SRC) { /* a pixel's channels are contiguous */
+        size_t row = (size_t)d->c * es;
+        for (int64_t b = 0; b < d->n; b++)
+            for (int64_t p = 0; p < pix; p++)
+                memcpy(sub + (size_t)(b * pix + p) * row, src + (size_t)(b * in_pix + at[p]) * row, row);
+    } else if (es == 4) {
+        for (int64_t bc = 0; bc < d->n * d->c; bc++) {
+            const uint32_t *from = (const uint32_t *)src + bc * in_pix;
+            uint32_t *to = (uint32_t *)sub + bc * pix;
+            for (int64_t p = 0; p < pix; p++)
+                to[p] = from[at[p]];
+        }
+    } else {
+        for (int64_t bc = 0; bc < d->n * d->c; bc++)
+            for (int64_t p = 0; p < pix; p++)
+                memcpy(sub + (size_t)(bc * pix + p) * es, src + (size_t)(bc * in_pix + at[p]) * es, es);
+    }
     DiscConv one = *d;
     for (int i = 0; i < d->nsp; i++) {
         one.in[i] = d->out[i];
