@@ -195,21 +195,26 @@ LLVMTypeRef cg_compute_type(Cg *cg, DType dt);
 LLVMTypeRef cg_storage_type(Cg *cg, DType dt);
 LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef ptr);          /* ptr: storage_type* */
 void cg_store(Cg *cg, DType dt, LLVMValueRef v, LLVMValueRef ptr);
+/* Hints to LLVM's loop passes. Loops the generator has already shaped
+ * (vector code, a kernel's k loop) unrolled by LLVM grow into thousands of
+ * lines that take most of a compile: a row of 768 floats reduced 8 at a
+ * time became 96 copies of the step. So no generated loop is unrolled
+ * unless it asks (CG_UNROLL); CG_NO_VECTORIZE and CG_NO_INTERLEAVE keep
+ * the vectoriser off a loop or to one vector a step. */
+enum { CG_NO_UNROLL = 1, CG_NO_VECTORIZE = 2, CG_NO_INTERLEAVE = 4, CG_UNROLL = 8 };
 /* A counted loop [0, n): returns the induction variable; the builder is in
- * the body. cg_loop_end closes it. */
+ * the body. cg_loop_end closes it, with the hints of l->hints (0 from
+ * cg_loop_begin: not unrolled). */
 typedef struct CgLoop {
     LLVMBasicBlockRef head, body, exit;
     LLVMValueRef iv, next;
     LLVMValueRef latch;        /* the back edge's branch, once cg_loop_end made it */
+    int hints;                 /* CG_* for cg_loop_end */
 } CgLoop;
 LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef start, LLVMValueRef end, const char *name);
 void cg_loop_end(Cg *cg, CgLoop *l);
-/* Hints to LLVM's loop passes for the loop whose back edge is the branch
- * latch (CgLoop.latch, or any loop's). Loops the generator has already
- * shaped (vector code, a kernel's k loop) unrolled by LLVM grow into
- * thousands of lines that take most of a compile: a row of 768 floats
- * reduced 8 at a time became 96 copies of the step. */
-enum { CG_NO_UNROLL = 1, CG_NO_VECTORIZE = 2, CG_NO_INTERLEAVE = 4 };
+/* The hints for a loop built by hand, whose back edge is the branch latch
+ * (CG_NO_UNROLL is not implied here). */
 void cg_loop_hint(Cg *cg, LLVMValueRef latch, int hints);
 
 /* ---- kernels (elem.c, kernel.c) ---------------------------------------- */

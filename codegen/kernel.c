@@ -201,7 +201,6 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
             store_out(cg, k, grp->outs[o], NULL, i);
         k->flat = NULL;
         cg_loop_end(cg, &l);
-        cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
         return;
     }
     int r = rt->rank;
@@ -230,9 +229,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     for (int o = 0; o < grp->nouts; o++)
         store_at(cg, k, grp->outs[o], rt, idx, flat);
     cg_loop_end(cg, &cols);
-    cg_loop_hint(cg, cols.latch, CG_NO_UNROLL);
     cg_loop_end(cg, &rows);
-    cg_loop_hint(cg, rows.latch, CG_NO_UNROLL); /* LLVM unrolled it with the inner loop 4 times */
 }
 
 /* ---- reductions ---------------------------------------------------------- */
@@ -368,10 +365,7 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     if (square)
         v = LLVMBuildFMul(B, v, v, "");
     LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc, ""), v), acc);
-    cg_loop_end(cg, &lb);
-    /* one chain of vector adds either way: fully unrolled (a row of 768 is
-     * 96 steps) it only made the kernel thousands of lines long */
-    cg_loop_hint(cg, lb.latch, CG_NO_UNROLL);
+    cg_loop_end(cg, &lb); /* not unrolled: one chain of vector adds either way */
     LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
     LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
     LLVMBuildStore(B, LLVMBuildExtractElement(B, va, cg_i32(cg, 0), ""), first);
@@ -381,8 +375,8 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     if (square)
         e = LLVMBuildFMul(B, e, e, "");
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
+    lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
     cg_loop_end(cg, &lr);
-    cg_loop_hint(cg, lr.latch, CG_NO_VECTORIZE | CG_NO_UNROLL); /* fewer than LANES */
     va = LLVMBuildLoad2(B, vt, acc, "");
     LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, first, "");
     for (int l = 1; l < LANES; l++)
@@ -399,7 +393,6 @@ static void row_to_out(Cg *cg, Kern *k, Value *v, LLVMValueRef *full, int ax, LL
     full[ax] = cg_loop_begin(cg, &l, cg_i64(cg, 0), n, "torow");
     cg_store(cg, v->type.dtype, elem(k, v, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
     cg_loop_end(cg, &l);
-    cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
 }
 
 /* op's value from the row now in the output (of squares with square), as
@@ -890,9 +883,7 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         LLVMValueRef v = elem(k, in, x->idx), p = acc_at(cg, x, i, c);
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, x->t[i], p, ""), v), p);
         cg_loop_end(cg, &lc);
-        cg_loop_hint(cg, lc.latch, CG_NO_UNROLL); /* vectorised: enough (cg_loop_hint) */
         cg_loop_end(cg, &lr);
-        cg_loop_hint(cg, lr.latch, CG_NO_UNROLL);
         if (!strcmp(op_attr_str(op, "kind", "sum"), "mean")) {
             LLVMValueRef div = LLVMBuildSIToFP(B, rn, x->t[i], "");
             c = cg_loop_begin(cg, &lc, zero, w, "cmean");
@@ -934,9 +925,7 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         if (type_numel(&cg->g->dims, &grp->outs[o]->type) != x->rows)
             store_at(cg, k, grp->outs[o], xt, x->idx, off);
     cg_loop_end(cg, &lc);
-    cg_loop_hint(cg, lc.latch, CG_NO_UNROLL);
     cg_loop_end(cg, &lr);
-    cg_loop_hint(cg, lr.latch, CG_NO_UNROLL);
 }
 
 static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end, Cols *x)
@@ -1094,10 +1083,8 @@ static bool emit_reduce(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLV
             }
         }
         cg_loop_end(cg, &l);
-        cg_loop_hint(cg, l.latch, CG_NO_UNROLL); /* vectorised and interleaved is enough */
     }
     cg_loop_end(cg, &rows);
-    cg_loop_hint(cg, rows.latch, CG_NO_UNROLL);
     return true;
 }
 

@@ -428,6 +428,7 @@ void cg_store(Cg *cg, DType dt, LLVMValueRef v, LLVMValueRef ptr)
 LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef start, LLVMValueRef end, const char *name)
 {
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    l->hints = 0;
     l->head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
     l->body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
     l->exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "exit");
@@ -448,6 +449,9 @@ void cg_loop_end(Cg *cg, CgLoop *l)
     l->latch = LLVMBuildBr(cg->b, l->head);
     LLVMAddIncoming(l->iv, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(cg->b, l->exit);
+    int h = l->hints & CG_UNROLL ? l->hints & ~CG_NO_UNROLL : l->hints | CG_NO_UNROLL;
+    if (h & (CG_NO_UNROLL | CG_NO_VECTORIZE | CG_NO_INTERLEAVE))
+        cg_loop_hint(cg, l->latch, h);
 }
 
 void cg_loop_hint(Cg *cg, LLVMValueRef latch, int hints)

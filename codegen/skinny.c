@@ -316,11 +316,11 @@ static void epilogue(Sk *s)
     if (s->residual)
         x = LLVMBuildFAdd(B, x, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, s->res_p, at), ""), "");
     LLVMBuildStore(B, x, cp);
-    cg_loop_end(cg, &jl);
     /* the activations (tanh, erf: polynomials and a division) vectorized
-     * and then unrolled 8 times took far more than AVX2's 16 registers and
-     * spilled */
-    cg_loop_hint(cg, jl.latch, CG_NO_INTERLEAVE | CG_NO_UNROLL);
+     * and then interleaved 8 times took far more than AVX2's 16 registers
+     * and spilled */
+    jl.hints = CG_NO_INTERLEAVE;
+    cg_loop_end(cg, &jl);
     cg_loop_end(cg, &il);
 }
 
@@ -389,14 +389,13 @@ static void pack(Sk *s, LLVMValueRef i0, int r)
         LLVMValueRef st = LLVMBuildStore(B, x, LLVMBuildBitCast(B, gep(cg, cg->t_f32, dst, at), s->pv, ""));
         LLVMSetAlignment(st, 4);
         cg_loop_end(cg, &vl);
-        cg_loop_hint(cg, vl.latch, CG_NO_UNROLL);
         LLVMValueRef t = cg_loop_begin(cg, &tl, vend, len, "pack_tail");
         LLVMBuildStore(B, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, src, t), ""), gep(cg, cg->t_f32, dst, t));
-        cg_loop_end(cg, &tl);
         /* a few floats: vectorized and unrolled it was 64 loads and stores
          * an iteration, and loop strength reduction took half a second
          * over the kernel's thirteen copies of it */
-        cg_loop_hint(cg, tl.latch, CG_NO_VECTORIZE | CG_NO_UNROLL);
+        tl.hints = CG_NO_VECTORIZE;
+        cg_loop_end(cg, &tl);
     }
 }
 
