@@ -148,8 +148,9 @@ typedef struct GpuCacheInfo {
  * cannot be written is no error (ci->note says why). */
 bool gpu_rtc_compile_cached(const CgOpts *o, GpuLang lang, const char *src, const char *name, const char *arch,
                             bool bin, char **out, size_t *n, GpuCacheInfo *ci, Diag *d);
-/* The CUDA driver, for a real cuda backend: false with an error naming
- * the library when it cannot be loaded. */
+/* The CUDA driver (runtime/cudrv.c), for a real cuda backend: false with
+ * an error naming the library when it cannot be loaded, or the call that
+ * failed (cuInit: no device). */
 bool gpu_cuda_driver_check(Diag *d);
 
 /* ---- the emulator (emu.c) ---------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
- * nvrtc.c — the run-time compilers NVRTC and HIPRTC, and the CUDA driver,
- * loaded with dlopen.
+ * nvrtc.c — the run-time compilers NVRTC and HIPRTC, loaded with dlopen
+ * (the CUDA driver is the runtime's: runtime/cudrv.c).
  *
  * disc links none of them: libdisc.a and dcc build and run where the
  * toolkits are absent, and a GPU backend asked for there is an error that
@@ -295,12 +295,8 @@ bool gpu_rtc_compile_cached(const CgOpts *o, GpuLang lang, const char *src, cons
 
 bool gpu_cuda_driver_check(Diag *d)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *err = dlerror();
-        return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: cannot load libcuda.so.1 (the CUDA driver; is there "
-                                           "an NVIDIA GPU and its driver?): %s", err ? err : "not found");
-    }
-    dlclose(lib);
-    return true;
+    char why[600];
+    if (disc_gpu_driver_version(why, sizeof why) > 0)
+        return true;
+    return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", why);
 }

@@ -383,4 +383,62 @@ int disc_rt_cores(void);
 /* Frees the primitive cache (dnnl.c); for disc_rt_shutdown. */
 void disc_rt_lib_shutdown(void);
 
+
+/* ---- the CUDA driver (cudrv.c) ---------------------------------------------
+ * libcuda.so.1 by dlopen, its entry points through cuGetProcAddress; disc
+ * links no CUDA library. Every call returns a status and leaves the error
+ * in rt: which library or driver call failed, with the driver's name and
+ * text for the error. Copies, fills and launches are asynchronous on the
+ * device's stream, in order; disc_gpu_sync waits for them (and reports a
+ * kernel's fault). */
+typedef struct DiscGpu DiscGpu;
+typedef struct DiscGpuModule DiscGpuModule;
+typedef struct DiscGpuFn DiscGpuFn;
+typedef uint64_t DiscDevPtr; /* a device address; 0 is none */
+typedef struct DiscGpuInfo {
+    int ordinal;
+    char name[128];
+    int major, minor;       /* compute capability: 9, 0 is sm_90 */
+    int sms;                /* multiprocessors */
+    int64_t shmem_max;      /* dynamic shared memory a block may have (opted in) */
+    size_t memory;          /* bytes of device memory */
+    int driver_version;     /* 13000 is CUDA 13.0 */
+} DiscGpuInfo;
+typedef struct DiscGpuStats {
+    int64_t driver_allocs;  /* cuMemAlloc calls */
+    int64_t reused;         /* requests served from the cache of released buffers */
+    int64_t held;           /* bytes allocated from the driver and not given back */
+} DiscGpuStats;
+/* The driver's version (13000), or 0 with the reason in why (n bytes). */
+int disc_gpu_driver_version(char *why, size_t n);
+/* Device `ordinal`: its primary context and a stream of its own; NULL with
+ * the error in rt. */
+DiscGpu *disc_gpu_open(DiscRt *rt, int ordinal);
+void disc_gpu_close(DiscGpu *g); /* waits for the stream; frees every buffer */
+const DiscGpuInfo *disc_gpu_info(const DiscGpu *g);
+void disc_gpu_stats(DiscGpu *g, DiscGpuStats *s);
+/* Device memory from the caching allocator: a released buffer is kept for
+ * the next request of its size class (512-byte steps below 1 MiB, 2 MiB
+ * above), so steady-state runs make no cuMemAlloc. 0 with the error in rt.
+ * disc_gpu_trim gives the kept buffers back to the driver. */
+DiscDevPtr disc_gpu_alloc(DiscRt *rt, DiscGpu *g, size_t bytes);
+void disc_gpu_release(DiscGpu *g, DiscDevPtr p);
+void disc_gpu_trim(DiscGpu *g);
+int disc_gpu_copy_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes);
+int disc_gpu_copy_out(DiscRt *rt, DiscGpu *g, void *dst, DiscDevPtr src, size_t bytes);
+int disc_gpu_copy(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, DiscDevPtr src, size_t bytes);
+int disc_gpu_fill(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, int byte, size_t bytes);
+int disc_gpu_sync(DiscRt *rt, DiscGpu *g);
+/* A module from a CUBIN for the device's architecture or NUL-terminated
+ * PTX (the driver compiles it), and its kernels by name. */
+DiscGpuModule *disc_gpu_module_load(DiscRt *rt, DiscGpu *g, const void *image);
+void disc_gpu_module_unload(DiscGpu *g, DiscGpuModule *m);
+DiscGpuFn *disc_gpu_function(DiscRt *rt, DiscGpu *g, DiscGpuModule *m, const char *name);
+void disc_gpu_function_free(DiscGpuFn *f);
+/* fn on grid blocks of `block` threads with shmem bytes of dynamic shared
+ * memory (above 48 KiB the function is allowed it first); params as
+ * cuLaunchKernel's: a pointer to each parameter's value. grid 0 launches
+ * nothing. */
+int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int block, int64_t shmem, void **params);
+
 #endif

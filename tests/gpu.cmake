@@ -96,3 +96,15 @@ if(NOT DISC_LIBCUDA)
   add_test(NAME gpu/no_driver COMMAND sh -c "out=$($<TARGET_FILE:dcc> check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda 2>&1); rc=$?; echo \"$out\"; case \"$out\" in *'cannot load libcuda.so.1'*) test $rc -eq 3 && echo 'exit 3, the library named';; esac")
   set_tests_properties(gpu/no_driver PROPERTIES LABELS gpu-emu PASS_REGULAR_EXPRESSION "exit 3, the library named")
 endif()
+
+# The CUDA driver layer (runtime/cudrv.c) against a stand-in driver:
+# tests/unit/fake_cuda.c built as fakecuda/libcuda.so.1 and found through
+# LD_LIBRARY_PATH (unit/test_cudrv, without it, checks the no-driver error,
+# or device 0 where a real driver is installed).
+add_library(fake_cuda SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cuda.c)
+set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+add_test(NAME unit/test_cudrv/fake COMMAND test_cudrv --fake)
+set_tests_properties(unit/test_cudrv/fake PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
+set_tests_properties(unit/test_cudrv PROPERTIES LABELS "unit;gpu-driver")

@@ -1,0 +1,354 @@
+/*
+ * fake_cuda.c — a stand-in for libcuda.so.1, for testing runtime/cudrv.c
+ * where there is no GPU: built as build/fakecuda/libcuda.so.1 and found
+ * through LD_LIBRARY_PATH (unit/test_cudrv/fake).
+ *
+ * It answers cuGetProcAddress_v2 with its own functions, as the driver
+ * does, and plays one device ("disc fake GPU", sm_90) whose memory is host
+ * memory. A module is any image that starts with "FAKE"; its kernels are
+ * the two C functions below, run over every thread of the grid in turn.
+ * FAKE_CUDA_FAIL=cuName makes that call fail (cuMemAlloc with
+ * CUDA_ERROR_OUT_OF_MEMORY, any other with CUDA_ERROR_UNKNOWN);
+ * FAKE_CUDA_OOM_AT=N makes cuMemAlloc fail while N or more bytes are held;
+ * FAKE_CUDA_DEVICES=N sets the device count. fake_cuda_calls(name) counts
+ * the calls of name, for the test to ask with dlsym.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum {
+    OK = 0,
+    INVALID_VALUE = 1,
+    OUT_OF_MEMORY = 2,
+    INVALID_IMAGE = 200,
+    INVALID_HANDLE = 400,
+    NOT_FOUND = 500,
+    UNKNOWN = 999,
+};
+
+static struct {
+    const char *name;
+    long calls;
+} counts[64];
+
+long fake_cuda_calls(const char *name);
+long fake_cuda_calls(const char *name)
+{
+    for (int i = 0; i < 64 && counts[i].name; i++)
+        if (!strcmp(counts[i].name, name))
+            return counts[i].calls;
+    return 0;
+}
+
+/* Counts the call; whether FAKE_CUDA_FAIL names it. */
+static int fails(const char *name)
+{
+    int i = 0;
+    while (i < 63 && counts[i].name && strcmp(counts[i].name, name))
+        i++;
+    counts[i].name = name;
+    counts[i].calls++;
+    const char *f = getenv("FAKE_CUDA_FAIL");
+    return f && !strcmp(f, name);
+}
+#define ENTER(name, err)      \
+    do {                      \
+        if (fails(name))      \
+            return err;       \
+    } while (0)
+
+static CUresult cuGetErrorName(CUresult r, const char **s)
+{
+    switch (r) {
+    case OK: *s = "CUDA_SUCCESS"; return OK;
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
+    case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
+    case INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; return OK;
+    case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
+    case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
+    case UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; return OK;
+    }
+    *s = NULL;
+    return INVALID_VALUE;
+}
+
+static CUresult cuGetErrorString(CUresult r, const char **s)
+{
+    switch (r) {
+    case OK: *s = "no error"; return OK;
+    case INVALID_VALUE: *s = "invalid argument"; return OK;
+    case OUT_OF_MEMORY: *s = "out of memory"; return OK;
+    case INVALID_IMAGE: *s = "device kernel image is invalid"; return OK;
+    case INVALID_HANDLE: *s = "invalid resource handle"; return OK;
+    case NOT_FOUND: *s = "named symbol not found"; return OK;
+    case UNKNOWN: *s = "unknown error"; return OK;
+    }
+    *s = NULL;
+    return INVALID_VALUE;
+}
+
+static int inited;
+static CUresult cuInit(unsigned flags)
+{
+    ENTER("cuInit", UNKNOWN);
+    inited = flags == 0;
+    return inited ? OK : INVALID_VALUE;
+}
+
+static CUresult cuDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return OK;
+}
+
+static CUresult cuDeviceGetCount(int *n)
+{
+    ENTER("cuDeviceGetCount", UNKNOWN);
+    const char *e = getenv("FAKE_CUDA_DEVICES");
+    *n = e ? atoi(e) : 1;
+    return inited ? OK : UNKNOWN;
+}
+
+static CUresult cuDeviceGet(int *d, int ordinal)
+{
+    *d = ordinal;
+    return OK;
+}
+
+static CUresult cuDeviceGetName(char *name, int len, int dev)
+{
+    snprintf(name, (size_t)len, "disc fake GPU");
+    return OK;
+}
+
+static CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+    switch (attr) {
+    case 16: *v = 132; return OK;       /* multiprocessors */
+    case 75: *v = 9; return OK;         /* compute capability */
+    case 76: *v = 0; return OK;
+    case 97: *v = 227 << 10; return OK; /* shared memory a block may opt in to */
+    }
+    return INVALID_VALUE;
+}
+
+static CUresult cuDeviceTotalMem(size_t *n, int dev)
+{
+    *n = (size_t)80 << 30;
+    return OK;
+}
+
+static int ctx_refs;
+static CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev)
+{
+    ENTER("cuDevicePrimaryCtxRetain", UNKNOWN);
+    ctx_refs++;
+    *ctx = &ctx_refs;
+    return OK;
+}
+
+static CUresult cuDevicePrimaryCtxRelease(int dev)
+{
+    ctx_refs--;
+    return OK;
+}
+
+static void *current;
+static CUresult cuCtxSetCurrent(void *ctx)
+{
+    current = ctx;
+    return OK;
+}
+
+static int streams;
+static CUresult cuStreamCreate(void **s, unsigned flags)
+{
+    ENTER("cuStreamCreate", UNKNOWN);
+    *s = &streams;
+    streams++;
+    return current ? OK : INVALID_HANDLE;
+}
+
+static CUresult cuStreamDestroy(void *s)
+{
+    streams--;
+    return OK;
+}
+
+static CUresult cuStreamSynchronize(void *s)
+{
+    ENTER("cuStreamSynchronize", UNKNOWN);
+    return OK;
+}
+
+/* device memory: host blocks with their sizes */
+static size_t held;
+static CUresult cuMemAlloc(unsigned long long *p, size_t n)
+{
+    ENTER("cuMemAlloc", OUT_OF_MEMORY);
+    const char *at = getenv("FAKE_CUDA_OOM_AT");
+    if (!current || !n)
+        return INVALID_VALUE;
+    if (at && held + n >= (size_t)atoll(at))
+        return OUT_OF_MEMORY;
+    size_t *b = malloc(n + 16);
+    if (!b)
+        return OUT_OF_MEMORY;
+    b[0] = n;
+    held += n;
+    *p = (unsigned long long)(uintptr_t)(b + 2);
+    return OK;
+}
+
+static CUresult cuMemFree(unsigned long long p)
+{
+    fails("cuMemFree");
+    if (!p)
+        return INVALID_VALUE;
+    size_t *b = (size_t *)(uintptr_t)p - 2;
+    held -= b[0];
+    free(b);
+    return OK;
+}
+
+static CUresult cuMemcpyHtoDAsync(unsigned long long d, const void *s, size_t n, void *st)
+{
+    ENTER("cuMemcpyHtoDAsync", UNKNOWN);
+    memcpy((void *)(uintptr_t)d, s, n);
+    return OK;
+}
+
+static CUresult cuMemcpyDtoHAsync(void *d, unsigned long long s, size_t n, void *st)
+{
+    ENTER("cuMemcpyDtoHAsync", UNKNOWN);
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return OK;
+}
+
+static CUresult cuMemcpyDtoDAsync(unsigned long long d, unsigned long long s, size_t n, void *st)
+{
+    memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    return OK;
+}
+
+static CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *st)
+{
+    memset((void *)(uintptr_t)d, v, n);
+    return OK;
+}
+
+/* kernels: one thread's work at global index i of n threads */
+typedef void Body(void **params, int64_t i, int64_t n);
+static void fill_f32(void **params, int64_t i, int64_t n) /* (float *p, int64_t count, float v) */
+{
+    float *p = *(float **)params[0];
+    int64_t count = *(int64_t *)params[1];
+    for (int64_t j = i; j < count; j += n)
+        p[j] = *(float *)params[2];
+}
+static void axpy_f32(void **params, int64_t i, int64_t n) /* (float *y, const float *x, float a, int64_t count) */
+{
+    float *y = *(float **)params[0];
+    const float *x = *(const float **)params[1];
+    int64_t count = *(int64_t *)params[3];
+    for (int64_t j = i; j < count; j += n)
+        y[j] += *(float *)params[2] * x[j];
+}
+typedef struct Fn {
+    const char *name;
+    Body *body;
+    int shmem; /* the dynamic shared memory it was allowed */
+} Fn;
+static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10}, {"axpy_f32", axpy_f32, 48 << 10}};
+static int modules;
+
+static CUresult cuModuleLoadData(void **m, const void *image)
+{
+    ENTER("cuModuleLoadData", UNKNOWN);
+    if (memcmp(image, "FAKE", 4) != 0)
+        return INVALID_IMAGE;
+    modules++;
+    *m = fns;
+    return OK;
+}
+
+static CUresult cuModuleUnload(void *m)
+{
+    modules--;
+    return OK;
+}
+
+static CUresult cuModuleGetFunction(void **f, void *m, const char *name)
+{
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (!strcmp(fns[i].name, name)) {
+            *f = &fns[i];
+            return OK;
+        }
+    return NOT_FOUND;
+}
+
+static CUresult cuFuncSetAttribute(void *f, int attr, int v)
+{
+    fails("cuFuncSetAttribute");
+    if (attr != 8 || v > 227 << 10)
+        return INVALID_VALUE;
+    ((Fn *)f)->shmem = v;
+    return OK;
+}
+
+static CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                               unsigned shmem, void *stream, void **params, void **extra)
+{
+    ENTER("cuLaunchKernel", UNKNOWN);
+    Fn *fn = f;
+    if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || (int)shmem > fn->shmem || extra)
+        return INVALID_VALUE;
+    int64_t n = (int64_t)gx * gy * gz * bx * by * bz;
+    for (int64_t i = 0; i < n; i++)
+        fn->body(params, i, n);
+    return OK;
+}
+
+typedef struct {
+    const char *name;
+    void *fn;
+} Entry;
+#define E(f) {#f, (void *)f}
+static const Entry entries[] = {
+    E(cuGetErrorName),    E(cuGetErrorString),    E(cuInit),           E(cuDriverGetVersion),
+    E(cuDeviceGetCount),  E(cuDeviceGet),         E(cuDeviceGetName),  E(cuDeviceGetAttribute),
+    E(cuDeviceTotalMem),  E(cuDevicePrimaryCtxRetain), E(cuDevicePrimaryCtxRelease), E(cuCtxSetCurrent),
+    E(cuStreamCreate),    E(cuStreamDestroy),     E(cuStreamSynchronize), E(cuMemAlloc),
+    E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync),
+    E(cuMemsetD8Async),   E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
+    E(cuFuncSetAttribute), E(cuLaunchKernel),
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+{
+    *pfn = NULL;
+    if (version < 12000)
+        return INVALID_VALUE;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (!strcmp(entries[i].name, symbol)) {
+            *pfn = entries[i].fn;
+            if (status)
+                *status = 0;
+            return OK;
+        }
+    if (status)
+        *status = 1;
+    return NOT_FOUND;
+}
+
+/* the live counts, for the test's leak checks */
+int fake_cuda_live(void);
+int fake_cuda_live(void)
+{
+    return ctx_refs + streams + modules + (held != 0);
+}
