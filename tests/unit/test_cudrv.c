@@ -1,10 +1,13 @@
 /*
  * test_cudrv.c — the CUDA driver layer (runtime/cudrv.c).
  *
- *   test_cudrv          without a driver (this machine): one error naming
+ *   test_cudrv [--module FILE KERNEL...]
+ *                       without a driver (this machine): one error naming
  *                       libcuda.so.1, from every entry; with a real driver
- *                       (a lent GPU), device 0's memory, copies and the
- *                       allocator's cache
+ *                       (a lent GPU: tests/gpu/run_on_device.sh), device
+ *                       0's memory, copies and the allocator's cache, and
+ *                       FILE (a CUBIN or PTX that dcc made) loaded with
+ *                       each KERNEL found in it
  *   test_cudrv --fake   against tests/unit/fake_cuda.c as libcuda.so.1
  *                       (LD_LIBRARY_PATH): the entry points through
  *                       cuGetProcAddress, launches with their parameters,
@@ -77,7 +80,32 @@ static void memory(DiscRt *rt, DiscGpu *g)
     CHECK(!disc_rt_error(rt));
 }
 
-static void no_driver(void)
+/* FILE's module on g, and each kernel of names in it. */
+static void module(DiscRt *rt, DiscGpu *g, const char *file, char **names, int n)
+{
+    FILE *f = fopen(file, "rb");
+    CHECK_MSG(f != NULL, "cannot open %s", file);
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *image = calloc((size_t)size + 1, 1); /* PTX ends with a NUL */
+    CHECK(image && fread(image, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    DiscGpuModule *m = image ? disc_gpu_module_load(rt, g, image) : NULL;
+    CHECK_MSG(m != NULL, "%s: %s", file, disc_rt_error(rt));
+    for (int i = 0; m && i < n; i++) {
+        DiscGpuFn *fn = disc_gpu_function(rt, g, m, names[i]);
+        CHECK_MSG(fn != NULL, "%s: %s", names[i], disc_rt_error(rt));
+        printf("%s: kernel %s %s\n", file, names[i], fn ? "found" : "missing");
+        disc_gpu_function_free(fn);
+    }
+    disc_gpu_module_unload(g, m);
+    free(image);
+}
+
+static void no_driver(const char *file, char **names, int n)
 {
     char why[600];
     if (disc_gpu_driver_version(why, sizeof why) != 0) {
@@ -89,6 +117,8 @@ static void no_driver(void)
             printf("real driver %d: device 0 %s, sm_%d%d, %d SMs\n", in->driver_version, in->name, in->major,
                    in->minor, in->sms);
             memory(rt, g);
+            if (file)
+                module(rt, g, file, names, n);
             disc_gpu_close(g);
         }
         disc_rt_free(rt);
@@ -233,7 +263,9 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--fake"))
         fake();
+    else if (argc > 2 && !strcmp(argv[1], "--module"))
+        no_driver(argv[2], argv + 3, argc - 3);
     else
-        no_driver();
+        no_driver(NULL, NULL, 0);
     return check_done();
 }
