@@ -467,9 +467,14 @@ static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *
     return s == dnnl_success ? 0 : dnnl_failed(rt, what, "packing the weights", s);
 }
 
-/* The copy of src (laid out as plain) in layout md, referenced; made on a miss. */
-static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
-                          const dnnl_memory_desc_t *md, const void *src, int nthr)
+/* Fills dst (md's bytes) from src, for a copy oneDNN's reorders do not make. */
+typedef void PackFill(const void *src, void *dst, const void *ctx);
+
+/* The copy of src (laid out as plain) in layout md, referenced; made on a
+ * miss by a oneDNN reorder, or by fill (with ctx) where not NULL. */
+static Packed *packed_get_by(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                             const dnnl_memory_desc_t *md, const void *src, int nthr, PackFill *fill,
+                             const void *ctx)
 {
     uint64_t print = print_of(src, plain);
     pthread_mutex_lock(&packed.mu);
@@ -496,7 +501,9 @@ static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t
         disc_rt_fail(rt, "%s: out of memory for %zu bytes of packed weights", what, bytes);
         return NULL;
     }
-    if (pack_weights(rt, what, plain, md, src, data, nthr) != 0) {
+    if (fill)
+        fill(src, data, ctx);
+    else if (pack_weights(rt, what, plain, md, src, data, nthr) != 0) {
         pthread_mutex_unlock(&packed.packing);
         free(data);
         free(k);
@@ -514,6 +521,12 @@ static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t
     pthread_mutex_unlock(&packed.mu);
     pthread_mutex_unlock(&packed.packing);
     return k;
+}
+
+static Packed *packed_get(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                          const dnnl_memory_desc_t *md, const void *src, int nthr)
+{
+    return packed_get_by(rt, what, plain, md, src, nthr, NULL, NULL);
 }
 
 /* ---- the cache ----------------------------------------------------------- */
@@ -1809,6 +1822,290 @@ static int conv_subsampled(DiscRt *rt, const DiscConv *d, const void *x, const v
     return 1;
 }
 
+/* ---- 3 x 3 convolutions by Winograd's F(2x2, 3x3) ----------------------------
+ *
+ * Each 2 x 2 block of outputs ("tile") comes from a 4 x 4 patch d of the
+ * input: Y = A' [(G g G') . (B' d B)] A, where the product . is
+ * elementwise over the 16 positions, so for all channels at once the
+ * convolution is 16 independent matmuls, one per position p:
+ *
+ *     M[p] (tiles x O) = V[p] (tiles x C) x U[p] (C x O)
+ *
+ * with V = B' d B of every tile and channel (the input transform), U =
+ * G g G' of every weight (made once per weight tensor, kept with the
+ * packed copies), and the outputs A' M A (the output transform, with the
+ * conv's bias, activation and residual). 2.25 times fewer multiplies than
+ * the direct convolution, in matmuls of C-long rows. oneDNN 2.6 has no
+ * Winograd kernel for AVX2, and its direct jit:avx2 kernel ran ResNet-50's
+ * 3 x 3 convolutions at 55-65% of the FMA peak (bench/NOTES.md).
+ *
+ *     B' = [1  0 -1  0]    G = [ 1    0    0 ]    A' = [1  1  1  0]
+ *          [0  1  1  0]        [1/2  1/2  1/2]         [0  1 -1 -1]
+ *          [0 -1  1  0]        [1/2 -1/2  1/2]
+ *          [0  1  0 -1]        [ 0    0    1 ]
+ */
+enum { WINO_P = 16 };
+
+typedef struct Wino {
+    const DiscConv *d;
+    int64_t th, tw, tiles;     /* tiles down, across, in all (n th tw) */
+    const float *x;
+    float *v, *m;              /* [16][tiles][c], [16][tiles][o] */
+    float *y;
+    const float *zeros;        /* c zeros: the pixels outside the image */
+    DiscRt *rt;
+} Wino;
+
+/* U[p][c][o] from the weights [o][c][3][3]. */
+static void wino_weights(const void *src, void *dst, const void *ctx)
+{
+    const DiscConv *d = ctx;
+    const float *g = src;
+    float *u = dst;
+    int64_t c = d->c, o = d->o;
+    for (int64_t oc = 0; oc < o; oc++)
+        for (int64_t ic = 0; ic < c; ic++) {
+            const float *k = g + (oc * c + ic) * 9;
+            float t[4][3]; /* G g */
+            for (int j = 0; j < 3; j++) {
+                t[0][j] = k[j];
+                t[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
+                t[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
+                t[3][j] = k[6 + j];
+            }
+            for (int i = 0; i < 4; i++) { /* (G g) G' */
+                float r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]), 0.5f * (t[i][0] - t[i][1] + t[i][2]),
+                              t[i][2]};
+                for (int j = 0; j < 4; j++)
+                    u[((int64_t)(i * 4 + j) * c + ic) * o + oc] = r[j];
+            }
+        }
+}
+
+/* Eight floats as one vector (GCC's vector extension: AVX registers in
+ * the avx2 clones below, two SSE ones in the default); loads and stores
+ * through memcpy, which compiles to unaligned moves; macros, as a
+ * function returning a V8 would change the ABI between the clones). */
+typedef float V8 __attribute__((vector_size(32)));
+#define V8_LOAD(p)                       \
+    ({                                   \
+        V8 v8_;                          \
+        memcpy(&v8_, (p), sizeof v8_);   \
+        v8_;                             \
+    })
+#define V8_STORE(p, v)                   \
+    do {                                 \
+        V8 v8_ = (v);                    \
+        memcpy((p), &v8_, sizeof v8_);   \
+    } while (0)
+
+/* B' d B of 16 rows of channels (d[i*4+j]: the patch's pixel i, j; a row
+ * of zeros outside the image) into out[k][ch] (k = i*4+j), channels
+ * [0, c). */
+#define WINO_IN_STEP(T, LOAD, STORE, ch)                                                   \
+    do {                                                                                   \
+        T x[16], e[16];                                                                    \
+        for (int q = 0; q < 16; q++)                                                       \
+            x[q] = LOAD(d[q] + (ch));                                                      \
+        for (int j = 0; j < 4; j++) {                                                      \
+            e[0 + j] = x[0 + j] - x[8 + j];                                                \
+            e[4 + j] = x[4 + j] + x[8 + j];                                                \
+            e[8 + j] = x[8 + j] - x[4 + j];                                                \
+            e[12 + j] = x[4 + j] - x[12 + j];                                              \
+        }                                                                                  \
+        for (int i = 0; i < 4; i++) {                                                      \
+            STORE(out[i * 4 + 0] + (ch), e[i * 4 + 0] - e[i * 4 + 2]);                     \
+            STORE(out[i * 4 + 1] + (ch), e[i * 4 + 1] + e[i * 4 + 2]);                     \
+            STORE(out[i * 4 + 2] + (ch), e[i * 4 + 2] - e[i * 4 + 1]);                     \
+            STORE(out[i * 4 + 3] + (ch), e[i * 4 + 1] - e[i * 4 + 3]);                     \
+        }                                                                                  \
+    } while (0)
+#define F_LOAD(p) (*(p))
+#define F_STORE(p, v) (*(p) = (v))
+
+__attribute__((target_clones("avx2", "default"))) static void wino_in_rows(const float *const *d, float *const *out,
+                                                                         int64_t c)
+{
+    int64_t ch = 0;
+    for (; ch + 8 <= c; ch += 8)
+        WINO_IN_STEP(V8, V8_LOAD, V8_STORE, ch);
+    for (; ch < c; ch++)
+        WINO_IN_STEP(float, F_LOAD, F_STORE, ch);
+}
+
+/* The input transform of tiles [lo, hi): V[p][tile][c]. */
+static void wino_in(int64_t lo, int64_t hi, void *args)
+{
+    const Wino *w = args;
+    const DiscConv *d = w->d;
+    int64_t c = d->c, ih = d->in[0], iw = d->in[1];
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
+        int64_t y0 = 2 * ty - d->pad_lo[0], x0 = 2 * tx - d->pad_lo[1];
+        const float *px[16];
+        float *out[16];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                int64_t yy = y0 + i, xx = x0 + j;
+                px[i * 4 + j] = yy >= 0 && yy < ih && xx >= 0 && xx < iw ? w->x + ((n * ih + yy) * iw + xx) * c
+                                                                          : w->zeros;
+                out[i * 4 + j] = w->v + ((int64_t)(i * 4 + j) * w->tiles + t) * c;
+            }
+        wino_in_rows(px, out, c);
+    }
+}
+
+/* A' M A of 16 rows of channels m[k] (k = i*4+j) into the 2 x 2 results
+ * r[i*2+j], channels [0, o). */
+#define WINO_OUT_STEP(T, LOAD, STORE, oc)                                                  \
+    do {                                                                                   \
+        T s[8];                                                                            \
+        for (int j = 0; j < 4; j++) {                                                      \
+            T m0 = LOAD(m[0 + j] + (oc)), m1 = LOAD(m[4 + j] + (oc));                      \
+            T m2 = LOAD(m[8 + j] + (oc)), m3 = LOAD(m[12 + j] + (oc));                     \
+            s[j] = m0 + m1 + m2;                                                           \
+            s[4 + j] = m1 - m2 - m3;                                                       \
+        }                                                                                  \
+        for (int i = 0; i < 2; i++) {                                                      \
+            STORE(r[i * 2 + 0] + (oc), s[i * 4 + 0] + s[i * 4 + 1] + s[i * 4 + 2]);        \
+            STORE(r[i * 2 + 1] + (oc), s[i * 4 + 1] - s[i * 4 + 2] - s[i * 4 + 3]);        \
+        }                                                                                  \
+    } while (0)
+
+__attribute__((target_clones("avx2", "default"))) static void wino_out_rows(const float *const *m, float *const *r,
+                                                                          int64_t o)
+{
+    int64_t oc = 0;
+    for (; oc + 8 <= o; oc += 8)
+        WINO_OUT_STEP(V8, V8_LOAD, V8_STORE, oc);
+    for (; oc < o; oc++)
+        WINO_OUT_STEP(float, F_LOAD, F_STORE, oc);
+}
+
+/* The output transform of tiles [lo, hi), with the conv's epilogue. */
+static void wino_out(int64_t lo, int64_t hi, void *args)
+{
+    const Wino *w = args;
+    const DiscConv *d = w->d;
+    int64_t o = d->o, oh = d->out[0], ow = d->out[1];
+    const float *bias = d->bias, *res = d->residual;
+    float *edge = NULL; /* 4 x o: the results of a tile that passes the output's edge */
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
+        const float *m[16];
+        for (int k = 0; k < 16; k++)
+            m[k] = w->m + ((int64_t)k * w->tiles + t) * o;
+        float *r[4];
+        bool whole = 2 * ty + 1 < oh && 2 * tx + 1 < ow;
+        if (!whole && !edge && !(edge = malloc((size_t)o * 4 * sizeof *edge))) {
+            disc_rt_fail(w->rt, "conv: out of memory");
+            return;
+        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                int64_t at = ((n * oh + 2 * ty + i) * ow + 2 * tx + j) * o;
+                r[i * 2 + j] = whole ? w->y + at : edge + (i * 2 + j) * o;
+            }
+        wino_out_rows(m, r, o);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                int64_t yy = 2 * ty + i, xx = 2 * tx + j;
+                if (yy >= oh || xx >= ow)
+                    continue;
+                float *dst = w->y + ((n * oh + yy) * ow + xx) * o, *src = r[i * 2 + j];
+                const float *rp = res ? res + ((n * oh + yy) * ow + xx) * o : NULL;
+                if (!bias && d->post == DISC_POST_NONE && !rp && src == dst)
+                    continue;
+                for (int64_t oc = 0; oc < o; oc++) {
+                    float v = src[oc] + (bias ? bias[oc] : 0);
+                    if (d->post == DISC_POST_RELU)
+                        v = v > 0 ? v : 0;
+                    else if (d->post != DISC_POST_NONE)
+                        v = apply_post(d->post, v);
+                    if (rp) {
+                        v += rp[oc];
+                        if (d->post_res == DISC_POST_RELU)
+                            v = v > 0 ? v : 0;
+                        else if (d->post_res != DISC_POST_NONE)
+                            v = apply_post(d->post_res, v);
+                    }
+                    dst[oc] = v;
+                }
+            }
+    }
+    free(edge);
+}
+
+/* Whether 3 x 3 convolutions take the Winograd path: DISC_WINOGRAD=0 never,
+ * =1 always; by default where oneDNN runs at AVX2 or below (its direct
+ * kernel there reached 55-65% of the FMA peak; ResNet-50's 3 x 3 layers
+ * ran 1.4-2.2 times faster by Winograd on an AVX2 EPYC, bench/NOTES.md).
+ * On AVX-512 oneDNN's brgconv is not measured against it yet. */
+static bool wino_enabled(void)
+{
+    int env = disc_env()->winograd;
+    if (env >= 0)
+        return env == 1;
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx2 || isa == dnnl_cpu_isa_avx2_vnni || isa == dnnl_cpu_isa_avx ||
+           isa == dnnl_cpu_isa_sse41;
+}
+
+/* A 3 x 3 convolution of stride 1 on channels-last f32 data by F(2x2, 3x3):
+ * 1 when it ran the call (0 or -1 in *rc), 0 when the call is not one for
+ * it. */
+static int conv_winograd(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
+{
+    enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
+    if (!wino_enabled() || d->transpose || d->nsp != 2 || d->groups != 1 || d->dtype != DT_F32 ||
+        !d->weights_const || (d->layout & NHWC) != NHWC || (d->residual && !(d->layout & DISC_NHWC_RES)) ||
+        d->c < 16 || d->o < 16)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (d->k[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_lo[i] > 2 || d->pad_hi[i] > 2)
+            return 0;
+    pthread_mutex_lock(&cache.mu);
+    bool cached = cache.capacity > 0; /* no cache: no transformed weights either */
+    pthread_mutex_unlock(&cache.mu);
+    if (!cached || !get_engine(rt))
+        return 0;
+    Wino wn = {.d = d, .rt = rt, .th = (d->out[0] + 1) / 2, .tw = (d->out[1] + 1) / 2, .x = x, .y = y};
+    wn.tiles = d->n * wn.th * wn.tw;
+    /* the transformed weights, 16 x c x o, with the packed copies: a 3-D
+     * descriptor no reorder of a 4-D weight tensor has */
+    dnnl_memory_desc_t plain, md;
+    dnnl_dims_t wd = {d->o, d->c, 3, 3}, ud = {WINO_P, d->c, d->o};
+    if (dnnl_memory_desc_init_by_tag(&plain, 4, wd, dnnl_f32, dnnl_abcd) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&md, 3, ud, dnnl_f32, dnnl_abc) != dnnl_success)
+        return 0;
+    Packed *u = packed_get_by(rt, "conv", &plain, &md, w, 1, wino_weights, d);
+    if (!u) {
+        *rc = -1;
+        return 1;
+    }
+    wn.v = disc_rt_alloc(rt, WINO_P * wn.tiles * d->c * 4);
+    wn.m = disc_rt_alloc(rt, WINO_P * wn.tiles * d->o * 4);
+    float *zeros = disc_rt_alloc(rt, d->c * 4);
+    wn.zeros = zeros;
+    if (!wn.v || !wn.m || !zeros) {
+        packed_release(u);
+        *rc = -1;
+        return 1;
+    }
+    memset(zeros, 0, (size_t)d->c * 4);
+    int64_t grain = 1 + 4096 / (d->c > d->o ? d->c : d->o); /* a few thousand channels' work a chunk */
+    disc_rt_parallel_for(rt, wino_in, &wn, wn.tiles, grain);
+    DiscMatmul mm = {.dtype = DT_F32, .batch = WINO_P, .m = wn.tiles, .n = d->o, .k = d->c,
+                     .a_stride = {wn.tiles * d->c, d->c, 1}, .b_stride = {d->c * d->o, d->o, 1},
+                     .c_stride = {wn.tiles * d->o, d->o, 1}, .weights_const = 1};
+    *rc = disc_rt_matmul(rt, &mm, wn.v, u->data, wn.m);
+    if (*rc == 0)
+        disc_rt_parallel_for(rt, wino_out, &wn, wn.tiles, grain);
+    disc_rt_set_call_how(rt, "winograd F(2x2,3x3), 16 matmuls");
+    packed_release(u);
+    return 1;
+}
+
 int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, void *y)
 {
     DiscConv turned;
@@ -1864,7 +2161,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, v
         return -1;
     }
     int rc;
-    if (conv_subsampled(rt, d, x, w, y, &rc))
+    if (conv_subsampled(rt, d, x, w, y, &rc) || conv_winograd(rt, d, x, w, y, &rc))
         return rc;
     int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
                             d->bias != NULL, d->post + 16 * d->post_res, d->residual != NULL};

@@ -12,6 +12,9 @@
  *                          AVX-512 kernels, 256 for AVX2 and SSE; 0: none)
  *   DISC_SPLIT=0           oneDNN calls on oneDNN's threads, not in parts
  *   DISC_CONV_LAYOUT=plain convolutions on NCHW, not oneDNN's layouts
+ *   DISC_WINOGRAD=0|1      3 x 3 convolutions of stride 1 never or always by
+ *                          Winograd's F(2x2, 3x3) (dnnl.c; default: where
+ *                          oneDNN runs at AVX2 or below)
  *   DISC_FPMATH=bf16       f32 matmuls on constant weights multiply in bf16
  *   DISC_CACHE_DIR=DIR     where the JIT keeps compiled code between
  *                          processes (codegen/cache.h; default
@@ -43,6 +46,7 @@ static void read_env(void)
     env.profile_top = (e = getenv("DISC_PROFILE_TOP")) ? atoi(e) : 25;
     env.skinny_m = (e = getenv("DISC_SKINNY")) ? strtoll(e, NULL, 10) : -1;
     env.split = !((e = getenv("DISC_SPLIT")) && !strcmp(e, "0"));
+    env.winograd = !(e = getenv("DISC_WINOGRAD")) ? -1 : !strcmp(e, "0") ? 0 : 1;
     env.conv_plain = (e = getenv("DISC_CONV_LAYOUT")) && !strcmp(e, "plain");
     env.fpmath_bf16 = (e = getenv("DISC_FPMATH")) && !strcmp(e, "bf16");
     env.cache_dir = getenv("DISC_CACHE_DIR");

@@ -113,6 +113,7 @@ typedef struct DiscEnv {
     int64_t skinny_m;     /* DISC_SKINNY; -1: unset (disc_rt_skinny_max_m) */
     int split;            /* not DISC_SPLIT=0 */
     int conv_plain;       /* DISC_CONV_LAYOUT=plain */
+    int winograd;         /* DISC_WINOGRAD: 0, 1, or -1 (unset: by the ISA) */
     int fpmath_bf16;      /* DISC_FPMATH=bf16 */
     int omp_passive;      /* OMP_WAIT_POLICY=passive without GOMP_SPINCOUNT */
     const char *cache_dir; /* DISC_CACHE_DIR, or NULL (codegen/cache.h) */

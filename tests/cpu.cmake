@@ -23,3 +23,6 @@ set_tests_properties(cpu/conv_nhwc/kept PROPERTIES LABELS "unit;cpu"
 # channels-last values), where the subsampling copies single floats
 add_test(NAME cpu/conv_strided_1x1/plain COMMAND test_interp --cpu ${CMAKE_SOURCE_DIR}/tests/cpu/conv_strided_1x1.disc)
 set_tests_properties(cpu/conv_strided_1x1/plain PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_LAYOUT=plain")
+# the same 3 x 3 convolutions on oneDNN's direct kernels (not by Winograd)
+add_test(NAME cpu/conv_winograd/direct COMMAND test_interp --cpu ${CMAKE_SOURCE_DIR}/tests/cpu/conv_winograd.disc)
+set_tests_properties(cpu/conv_winograd/direct PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_WINOGRAD=0")
