@@ -2106,6 +2106,104 @@ static int conv_winograd(DiscRt *rt, const DiscConv *d, const void *x, const voi
     return 1;
 }
 
+/* ---- strided k x k convolutions as a matmul over copied windows -------------
+ *
+ * A convolution with a stride reads each output pixel's window once, so
+ * the windows copied out one after another (tap by tap, a pixel's
+ * channels at a time: the rows of A, kh kw c long) and multiplied by the
+ * weights reordered to [kh][kw][c][o] (B, made once per weight tensor)
+ * are the convolution as one matmul of pixels x (kh kw c) x o, with the
+ * conv's bias, activation and residual as the matmul's epilogue. The copy
+ * is the input's size again (a quarter of it times 9 at stride 2), small
+ * against the product. oneDNN 2.6's direct jit:avx2 kernel ran
+ * ResNet-50's stride-2 3 x 3 convolutions at about half of ONNX Runtime's
+ * speed (bench/NOTES.md). */
+static void window_weights(const void *src, void *dst, const void *ctx)
+{
+    const DiscConv *d = ctx;
+    const float *g = src;
+    float *b = dst;
+    int64_t kk = d->k[0] * d->k[1];
+    for (int64_t oc = 0; oc < d->o; oc++)
+        for (int64_t ic = 0; ic < d->c; ic++)
+            for (int64_t t = 0; t < kk; t++)
+                b[(t * d->c + ic) * d->o + oc] = g[(oc * d->c + ic) * kk + t];
+}
+
+typedef struct Win {
+    const DiscConv *d;
+    const float *x;
+    float *a;                  /* [pixels][kh kw c] */
+} Win;
+
+/* The windows of output pixels [lo, hi) (over the batch) into their rows. */
+static void window_rows(int64_t lo, int64_t hi, void *args)
+{
+    const Win *w = args;
+    const DiscConv *d = w->d;
+    int64_t c = d->c, ih = d->in[0], iw = d->in[1], oh = d->out[0], ow = d->out[1];
+    int64_t row = d->k[0] * d->k[1] * c;
+    size_t bytes = (size_t)c * sizeof(float);
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t n = p / (oh * ow), oy = p / ow % oh, ox = p % ow;
+        float *a = w->a + p * row;
+        for (int64_t u = 0; u < d->k[0]; u++) {
+            int64_t yy = oy * d->stride[0] - d->pad_lo[0] + u * d->dilation[0];
+            for (int64_t v = 0; v < d->k[1]; v++, a += c) {
+                int64_t xx = ox * d->stride[1] - d->pad_lo[1] + v * d->dilation[1];
+                if (yy < 0 || yy >= ih || xx < 0 || xx >= iw)
+                    memset(a, 0, bytes);
+                else
+                    memcpy(a, w->x + ((n * ih + yy) * iw + xx) * c, bytes);
+            }
+        }
+    }
+}
+
+/* Whether strided convolutions take this path: where oneDNN runs at AVX2
+ * or below, as the Winograd path (and DISC_WINOGRAD's 0 and 1 turn both). */
+static bool wino_enabled(void);
+
+/* A strided k x k (k > 1) convolution on channels-last f32 data as copied
+ * windows and a matmul: 1 when it ran the call (0 or -1 in *rc), 0 when
+ * the call is not one for it. */
+static int conv_windows(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
+{
+    enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
+    if (!wino_enabled() || d->transpose || d->nsp != 2 || d->groups != 1 || d->dtype != DT_F32 ||
+        !d->weights_const || (d->layout & NHWC) != NHWC || (d->residual && !(d->layout & DISC_NHWC_RES)) ||
+        d->c < 16 || d->o < 16 || d->post_res != DISC_POST_NONE || d->k[0] * d->k[1] < 2 ||
+        (d->stride[0] < 2 && d->stride[1] < 2))
+        return 0;
+    pthread_mutex_lock(&cache.mu);
+    bool cached = cache.capacity > 0; /* no cache: no reordered weights either */
+    pthread_mutex_unlock(&cache.mu);
+    if (!cached || !get_engine(rt))
+        return 0;
+    int64_t pix = d->n * d->out[0] * d->out[1], row = d->k[0] * d->k[1] * d->c;
+    dnnl_memory_desc_t plain, md;
+    dnnl_dims_t wd = {d->o, d->c, d->k[0], d->k[1]}, bd = {d->k[0], d->k[1], d->c, d->o};
+    if (dnnl_memory_desc_init_by_tag(&plain, 4, wd, dnnl_f32, dnnl_abcd) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&md, 4, bd, dnnl_f32, dnnl_abcd) != dnnl_success)
+        return 0;
+    Packed *b = packed_get_by(rt, "conv", &plain, &md, w, 1, window_weights, d);
+    Win wn = {.d = d, .x = x, .a = b ? disc_rt_alloc(rt, pix * row * 4) : NULL};
+    if (!wn.a) {
+        if (b)
+            packed_release(b);
+        *rc = -1;
+        return 1;
+    }
+    disc_rt_parallel_for(rt, window_rows, &wn, pix, 1 + 16384 / row);
+    DiscMatmul mm = {.dtype = DT_F32, .batch = 1, .m = pix, .n = d->o, .k = row, .a_stride = {0, row, 1},
+                     .b_stride = {0, d->o, 1}, .c_stride = {0, d->o, 1}, .bias = d->bias, .post = d->post,
+                     .residual = d->residual, .weights_const = 1};
+    *rc = disc_rt_matmul(rt, &mm, wn.a, b->data, y);
+    disc_rt_set_call_how(rt, "windows copied, one matmul");
+    packed_release(b);
+    return 1;
+}
+
 int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, void *y)
 {
     DiscConv turned;
@@ -2161,7 +2259,8 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, v
         return -1;
     }
     int rc;
-    if (conv_subsampled(rt, d, x, w, y, &rc) || conv_winograd(rt, d, x, w, y, &rc))
+    if (conv_subsampled(rt, d, x, w, y, &rc) || conv_winograd(rt, d, x, w, y, &rc) ||
+        conv_windows(rt, d, x, w, y, &rc))
         return rc;
     int64_t key[KEY_LEN] = {2, d->dtype, d->nsp, d->n, d->c, d->o, d->groups, d->transpose + 2 * d->layout,
                             d->bias != NULL, d->post + 16 * d->post_res, d->residual != NULL};
