@@ -24,6 +24,10 @@
  * current on the calling thread, so a DiscGpu may move between threads,
  * one at a time.
  *
+ * DISC_PROFILE: every launch between two CUDA events on the stream, whose
+ * time goes to the profile (prof.c) under the kernel's name at the next
+ * disc_gpu_sync.
+ *
  * Memory: device buffers come from a caching allocator. A released buffer
  * keeps its device memory in a free list under its size class (sizes
  * rounded up to 512 bytes below 1 MiB, to 2 MiB above), and the next
@@ -50,6 +54,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 enum {
@@ -99,6 +104,10 @@ static struct {
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void **, void **);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
 } cu = {.once = PTHREAD_ONCE_INIT};
 
 static void driver_load(void)
@@ -131,7 +140,8 @@ static void driver_load(void)
         SYM(MemAlloc),        SYM(MemFree),           SYM(MemcpyHtoDAsync),
         SYM(MemcpyDtoHAsync), SYM(MemcpyDtoDAsync),   SYM(MemsetD8Async),
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
-        SYM(FuncSetAttribute), SYM(LaunchKernel),
+        SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
+        SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -211,6 +221,13 @@ typedef struct Block {
     struct Block *next;
 } Block;
 
+/* A launch timed for DISC_PROFILE: events before and after it on the
+ * stream, read at the next disc_gpu_sync. */
+typedef struct Timed {
+    CUevent start, end;
+    const struct DiscGpuFn *f;
+} Timed;
+
 struct DiscGpu {
     CUdevice dev;
     CUcontext ctx;
@@ -219,6 +236,8 @@ struct DiscGpu {
     pthread_mutex_t mu;  /* the allocator's lists */
     Block *live, *idle;  /* handed out; released and kept */
     DiscGpuStats stats;
+    Timed *timed;        /* launches waiting for their times */
+    int ntimed, captimed;
 };
 
 struct DiscGpuModule {
@@ -230,6 +249,23 @@ struct DiscGpuFn {
     int64_t shmem_set;   /* dynamic shared memory the function was allowed (0: the default) */
     char name[64];
 };
+
+/* ---- profiling ------------------------------------------------------------ */
+
+/* Frees the events of the timed launches; with report, adds their times to
+ * the profile under each kernel's name first. */
+static void timed_drain(DiscGpu *g, bool report)
+{
+    for (int i = 0; i < g->ntimed; i++) {
+        Timed *t = &g->timed[i];
+        float ms = 0;
+        if (report && cu.EventElapsedTime(&ms, t->start, t->end) == 0)
+            disc_rt_prof_add(t->f, t->f->name, 1e-3 * ms);
+        cu.EventDestroy(t->start);
+        cu.EventDestroy(t->end);
+    }
+    g->ntimed = 0;
+}
 
 /* Makes g's context current on this thread. */
 static int current(DiscRt *rt, DiscGpu *g)
@@ -306,6 +342,7 @@ void disc_gpu_close(DiscGpu *g)
         cu.CtxSetCurrent(g->ctx);
         if (g->stream) {
             cu.StreamSynchronize(g->stream);
+            timed_drain(g, false);
             cu.StreamDestroy(g->stream);
         }
         pthread_mutex_lock(&g->mu);
@@ -320,6 +357,7 @@ void disc_gpu_close(DiscGpu *g)
         cu.DevicePrimaryCtxRelease(g->dev);
     }
     pthread_mutex_destroy(&g->mu);
+    free(g->timed);
     free(g);
 }
 
@@ -466,6 +504,7 @@ int disc_gpu_sync(DiscRt *rt, DiscGpu *g)
     if (current(rt, g) != 0)
         return -1;
     CUresult r = cu.StreamSynchronize(g->stream);
+    timed_drain(g, r == 0);
     /* a kernel's fault shows here, the first call after it */
     return r ? failed(rt, r, "cuStreamSynchronize (a kernel or copy before it failed)") : 0;
 }
@@ -542,8 +581,36 @@ int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int bloc
                           (long long)shmem);
         f->shmem_set = shmem;
     }
+    /* DISC_PROFILE: the launch between two events, read at the next sync */
+    Timed *t = NULL;
+    if (disc_rt_profiling()) {
+        if (g->ntimed == g->captimed) {
+            int cap = g->captimed ? 2 * g->captimed : 64;
+            Timed *p = realloc(g->timed, (size_t)cap * sizeof *p);
+            if (!p) {
+                disc_rt_fail(rt, "cuda: out of memory");
+                return -1;
+            }
+            g->timed = p;
+            g->captimed = cap;
+        }
+        t = &g->timed[g->ntimed];
+        *t = (Timed){.f = f};
+        if ((r = cu.EventCreate(&t->start, 0)) != 0 || (r = cu.EventCreate(&t->end, 0)) != 0 ||
+            (r = cu.EventRecord(t->start, g->stream)) != 0) {
+            if (t->start)
+                cu.EventDestroy(t->start);
+            if (t->end)
+                cu.EventDestroy(t->end);
+            return failed(rt, r, "timing %s with events (DISC_PROFILE)", f->name);
+        }
+        g->ntimed++;
+    }
     r = cu.LaunchKernel(f->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shmem, g->stream, params, NULL);
-    return r ? failed(rt, r, "cuLaunchKernel(%s, grid %lld, block %d, shared memory %lld)", f->name,
-                      (long long)grid, block, (long long)shmem)
-             : 0;
+    if (r)
+        return failed(rt, r, "cuLaunchKernel(%s, grid %lld, block %d, shared memory %lld)", f->name, (long long)grid,
+                      block, (long long)shmem);
+    if (t && (r = cu.EventRecord(t->end, g->stream)) != 0)
+        return failed(rt, r, "timing %s with events (DISC_PROFILE)", f->name);
+    return 0;
 }

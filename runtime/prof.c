@@ -94,6 +94,20 @@ void disc_rt_prof_add(const void *key, const char *what, double seconds)
     pthread_mutex_unlock(&prof.mu);
 }
 
+double disc_rt_prof_get(const void *key, long *calls)
+{
+    double t = 0;
+    *calls = 0;
+    pthread_mutex_lock(&prof.mu);
+    for (int i = 0; i < prof.n; i++)
+        if (prof.e[i].key == key) {
+            t = prof.e[i].seconds;
+            *calls = prof.e[i].calls;
+        }
+    pthread_mutex_unlock(&prof.mu);
+    return t;
+}
+
 void disc_rt_prof_name(const void *key, const char *what, const char *target)
 {
     if (!disc_rt_profiling())

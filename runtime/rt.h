@@ -128,6 +128,8 @@ const DiscEnv *disc_env(void);
 int disc_rt_profiling(void);
 double disc_rt_now(void); /* seconds, monotonic */
 void disc_rt_prof_add(const void *key, const char *what, double seconds);
+/* The seconds and calls the profile holds for key (0 and 0: none). */
+double disc_rt_prof_get(const void *key, long *calls);
 /* Names the entry of a kernel (key: its function) and says which CPU the
  * kernels were compiled for (target, or NULL). No-op unless profiling. */
 void disc_rt_prof_name(const void *key, const char *what, const char *target);

@@ -10,7 +10,8 @@
  * FAKE_CUDA_FAIL=cuName makes that call fail (cuMemAlloc with
  * CUDA_ERROR_OUT_OF_MEMORY, any other with CUDA_ERROR_UNKNOWN);
  * FAKE_CUDA_OOM_AT=N makes cuMemAlloc fail while N or more bytes are held;
- * FAKE_CUDA_DEVICES=N sets the device count. fake_cuda_calls(name) counts
+ * FAKE_CUDA_DEVICES=N sets the device count. Events read a fake clock
+ * that each launch moves on by a millisecond per block. fake_cuda_calls(name) counts
  * the calls of name, for the test to ask with dlsym.
  */
 #include <stdint.h>
@@ -264,6 +265,7 @@ typedef struct Fn {
 } Fn;
 static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10}, {"axpy_f32", axpy_f32, 48 << 10}};
 static int modules;
+static double clock_ms; /* the events' clock: a millisecond a block launched */
 
 static CUresult cuModuleLoadData(void **m, const void *image)
 {
@@ -310,6 +312,40 @@ static CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     int64_t n = (int64_t)gx * gy * gz * bx * by * bz;
     for (int64_t i = 0; i < n; i++)
         fn->body(params, i, n);
+    clock_ms += (double)gx * gy * gz;
+    return OK;
+}
+
+/* events: the time of a fake clock that each launch moves on by one
+ * millisecond per block */
+static int events;
+static CUresult cuEventCreate(void **e, unsigned flags)
+{
+    ENTER("cuEventCreate", UNKNOWN);
+    double *t = calloc(1, sizeof *t);
+    if (!t)
+        return OUT_OF_MEMORY;
+    events++;
+    *e = t;
+    return OK;
+}
+
+static CUresult cuEventRecord(void *e, void *stream)
+{
+    *(double *)e = clock_ms;
+    return OK;
+}
+
+static CUresult cuEventElapsedTime(float *ms, void *a, void *b)
+{
+    *ms = (float)(*(double *)b - *(double *)a);
+    return OK;
+}
+
+static CUresult cuEventDestroy(void *e)
+{
+    events--;
+    free(e);
     return OK;
 }
 
@@ -325,7 +361,8 @@ static const Entry entries[] = {
     E(cuStreamCreate),    E(cuStreamDestroy),     E(cuStreamSynchronize), E(cuMemAlloc),
     E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync),
     E(cuMemsetD8Async),   E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
-    E(cuFuncSetAttribute), E(cuLaunchKernel),
+    E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
+    E(cuEventElapsedTime), E(cuEventDestroy),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
@@ -350,5 +387,5 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsign
 int fake_cuda_live(void);
 int fake_cuda_live(void)
 {
-    return ctx_refs + streams + modules + (held != 0);
+    return ctx_refs + streams + modules + events + (held != 0);
 }

@@ -12,7 +12,8 @@
  *                       (LD_LIBRARY_PATH): the entry points through
  *                       cuGetProcAddress, launches with their parameters,
  *                       dynamic shared memory past 48 KiB, the caching
- *                       allocator, and the messages of failing calls
+ *                       allocator, DISC_PROFILE's events, and the
+ *                       messages of failing calls
  */
 #include "check.h"
 #include "runtime/rt.h"
@@ -228,6 +229,12 @@ static void fake(void)
         right &= out[i] == 1 + 2 * 3 * 2.5f;
     CHECK(right);
     CHECK(disc_gpu_launch(rt, g, axpy, 0, 256, 0, pa) == 0); /* an empty grid launches nothing */
+    /* DISC_PROFILE (set by main): each launch between events, a
+     * millisecond a block on the stand-in's clock, read at the sync */
+    long nf = 0, na = 0;
+    double tf = disc_rt_prof_get(fill, &nf), ta = disc_rt_prof_get(axpy, &na);
+    CHECK_MSG(nf == 2 && tf > 0.0039 && tf < 0.0041, "fill_f32: %ld calls, %g s", nf, tf);
+    CHECK_MSG(na == 2 && ta > 0.0039 && ta < 0.0041, "axpy_f32: %ld calls, %g s", na, ta);
     long launches = calls(lib, "cuLaunchKernel");
     CHECK(disc_gpu_launch(rt, g, axpy, 1, 2048, 0, pa) != 0);
     CHECK(has(rt, "launch of axpy_f32: grid 1, block 2048"));
@@ -261,8 +268,10 @@ static void fake(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--fake"))
+    if (argc > 1 && !strcmp(argv[1], "--fake")) {
+        setenv("DISC_PROFILE", "1", 1); /* read once, at the first call that asks */
         fake();
+    }
     else if (argc > 2 && !strcmp(argv[1], "--module"))
         no_driver(argv[2], argv + 3, argc - 3);
     else
