@@ -459,44 +459,42 @@ void disc_gpu_trim(DiscGpu *g)
     pthread_mutex_unlock(&g->mu);
 }
 
+/* 1 when a call of `bytes` has work and g's context is current, 0 when
+ * it has none, -1 on an error. */
+static int ready(DiscRt *rt, DiscGpu *g, size_t bytes)
+{
+    return !bytes ? 0 : current(rt, g) != 0 ? -1 : 1;
+}
+
+/* The status of queueing `call` on `bytes` (r: the driver's answer). */
+static int queued(DiscRt *rt, CUresult r, const char *call, size_t bytes)
+{
+    return r ? failed(rt, r, "%s(%zu bytes)", call, bytes) : 0;
+}
+
 int disc_gpu_copy_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (current(rt, g) != 0)
-        return -1;
-    CUresult r = cu.MemcpyHtoDAsync(dst, src, bytes, g->stream);
-    return r ? failed(rt, r, "cuMemcpyHtoDAsync(%zu bytes)", bytes) : 0;
+    int go = ready(rt, g, bytes);
+    return go <= 0 ? go : queued(rt, cu.MemcpyHtoDAsync(dst, src, bytes, g->stream), "cuMemcpyHtoDAsync", bytes);
 }
 
 int disc_gpu_copy_out(DiscRt *rt, DiscGpu *g, void *dst, DiscDevPtr src, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (current(rt, g) != 0)
-        return -1;
-    CUresult r = cu.MemcpyDtoHAsync(dst, src, bytes, g->stream);
-    return r ? failed(rt, r, "cuMemcpyDtoHAsync(%zu bytes)", bytes) : 0;
+    int go = ready(rt, g, bytes);
+    return go <= 0 ? go : queued(rt, cu.MemcpyDtoHAsync(dst, src, bytes, g->stream), "cuMemcpyDtoHAsync", bytes);
 }
 
 int disc_gpu_copy(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, DiscDevPtr src, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (current(rt, g) != 0)
-        return -1;
-    CUresult r = cu.MemcpyDtoDAsync(dst, src, bytes, g->stream);
-    return r ? failed(rt, r, "cuMemcpyDtoDAsync(%zu bytes)", bytes) : 0;
+    int go = ready(rt, g, bytes);
+    return go <= 0 ? go : queued(rt, cu.MemcpyDtoDAsync(dst, src, bytes, g->stream), "cuMemcpyDtoDAsync", bytes);
 }
 
 int disc_gpu_fill(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, int byte, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (current(rt, g) != 0)
-        return -1;
-    CUresult r = cu.MemsetD8Async(dst, (unsigned char)byte, bytes, g->stream);
-    return r ? failed(rt, r, "cuMemsetD8Async(%zu bytes)", bytes) : 0;
+    int go = ready(rt, g, bytes);
+    return go <= 0 ? go
+                   : queued(rt, cu.MemsetD8Async(dst, (unsigned char)byte, bytes, g->stream), "cuMemsetD8Async", bytes);
 }
 
 int disc_gpu_sync(DiscRt *rt, DiscGpu *g)

@@ -1899,14 +1899,13 @@ typedef float V8 __attribute__((vector_size(32)));
         memcpy((p), &v8_, sizeof v8_);   \
     } while (0)
 
-/* B' d B of 16 rows of channels (d[i*4+j]: the patch's pixel i, j; a row
- * of zeros outside the image) into out[k][ch] (k = i*4+j), channels
- * [0, c). */
+/* B' d B of 16 rows of channels (src[i*4+j]: the patch's pixel i, j; a
+ * row of zeros outside the image) into dst[k][ch] (k = i*4+j). */
 #define WINO_IN_STEP(T, LOAD, STORE, ch)                                                   \
     do {                                                                                   \
         T x[16], e[16];                                                                    \
         for (int q = 0; q < 16; q++)                                                       \
-            x[q] = LOAD(d[q] + (ch));                                                      \
+            x[q] = LOAD(src[q] + (ch));                                                      \
         for (int j = 0; j < 4; j++) {                                                      \
             e[0 + j] = x[0 + j] - x[8 + j];                                                \
             e[4 + j] = x[4 + j] + x[8 + j];                                                \
@@ -1914,24 +1913,28 @@ typedef float V8 __attribute__((vector_size(32)));
             e[12 + j] = x[4 + j] - x[12 + j];                                              \
         }                                                                                  \
         for (int i = 0; i < 4; i++) {                                                      \
-            STORE(out[i * 4 + 0] + (ch), e[i * 4 + 0] - e[i * 4 + 2]);                     \
-            STORE(out[i * 4 + 1] + (ch), e[i * 4 + 1] + e[i * 4 + 2]);                     \
-            STORE(out[i * 4 + 2] + (ch), e[i * 4 + 2] - e[i * 4 + 1]);                     \
-            STORE(out[i * 4 + 3] + (ch), e[i * 4 + 1] - e[i * 4 + 3]);                     \
+            STORE(dst[i * 4 + 0] + (ch), e[i * 4 + 0] - e[i * 4 + 2]);                     \
+            STORE(dst[i * 4 + 1] + (ch), e[i * 4 + 1] + e[i * 4 + 2]);                     \
+            STORE(dst[i * 4 + 2] + (ch), e[i * 4 + 2] - e[i * 4 + 1]);                     \
+            STORE(dst[i * 4 + 3] + (ch), e[i * 4 + 1] - e[i * 4 + 3]);                     \
         }                                                                                  \
     } while (0)
 #define F_LOAD(p) (*(p))
 #define F_STORE(p, v) (*(p) = (v))
 
-__attribute__((target_clones("avx2", "default"))) static void wino_in_rows(const float *const *d, float *const *out,
-                                                                         int64_t c)
-{
-    int64_t ch = 0;
-    for (; ch + 8 <= c; ch += 8)
-        WINO_IN_STEP(V8, V8_LOAD, V8_STORE, ch);
-    for (; ch < c; ch++)
-        WINO_IN_STEP(float, F_LOAD, F_STORE, ch);
-}
+/* A transform's rows: STEP over n channels, eight at a time, then one at
+ * a time; built for AVX2 and for the baseline, chosen when loaded. */
+#define WINO_ROWS(name, STEP)                                                                              \
+    __attribute__((target_clones("avx2", "default"))) static void name(const float *const *src,             \
+                                                                       float *const *dst, int64_t n)        \
+    {                                                                                                      \
+        int64_t ch = 0;                                                                                    \
+        for (; ch + 8 <= n; ch += 8)                                                                       \
+            STEP(V8, V8_LOAD, V8_STORE, ch);                                                               \
+        for (; ch < n; ch++)                                                                               \
+            STEP(float, F_LOAD, F_STORE, ch);                                                              \
+    }
+WINO_ROWS(wino_in_rows, WINO_IN_STEP)
 
 /* The input transform of tiles [lo, hi): V[p][tile][c]. */
 static void wino_in(int64_t lo, int64_t hi, void *args)
@@ -1955,32 +1958,24 @@ static void wino_in(int64_t lo, int64_t hi, void *args)
     }
 }
 
-/* A' M A of 16 rows of channels m[k] (k = i*4+j) into the 2 x 2 results
- * r[i*2+j], channels [0, o). */
+/* A' M A of 16 rows of channels src[k] (k = i*4+j) into the 2 x 2
+ * results dst[i*2+j]. */
 #define WINO_OUT_STEP(T, LOAD, STORE, oc)                                                  \
     do {                                                                                   \
         T s[8];                                                                            \
         for (int j = 0; j < 4; j++) {                                                      \
-            T m0 = LOAD(m[0 + j] + (oc)), m1 = LOAD(m[4 + j] + (oc));                      \
-            T m2 = LOAD(m[8 + j] + (oc)), m3 = LOAD(m[12 + j] + (oc));                     \
+            T m0 = LOAD(src[0 + j] + (oc)), m1 = LOAD(src[4 + j] + (oc));                      \
+            T m2 = LOAD(src[8 + j] + (oc)), m3 = LOAD(src[12 + j] + (oc));                     \
             s[j] = m0 + m1 + m2;                                                           \
             s[4 + j] = m1 - m2 - m3;                                                       \
         }                                                                                  \
         for (int i = 0; i < 2; i++) {                                                      \
-            STORE(r[i * 2 + 0] + (oc), s[i * 4 + 0] + s[i * 4 + 1] + s[i * 4 + 2]);        \
-            STORE(r[i * 2 + 1] + (oc), s[i * 4 + 1] - s[i * 4 + 2] - s[i * 4 + 3]);        \
+            STORE(dst[i * 2 + 0] + (oc), s[i * 4 + 0] + s[i * 4 + 1] + s[i * 4 + 2]);        \
+            STORE(dst[i * 2 + 1] + (oc), s[i * 4 + 1] - s[i * 4 + 2] - s[i * 4 + 3]);        \
         }                                                                                  \
     } while (0)
 
-__attribute__((target_clones("avx2", "default"))) static void wino_out_rows(const float *const *m, float *const *r,
-                                                                          int64_t o)
-{
-    int64_t oc = 0;
-    for (; oc + 8 <= o; oc += 8)
-        WINO_OUT_STEP(V8, V8_LOAD, V8_STORE, oc);
-    for (; oc < o; oc++)
-        WINO_OUT_STEP(float, F_LOAD, F_STORE, oc);
-}
+WINO_ROWS(wino_out_rows, WINO_OUT_STEP)
 
 /* The output transform of tiles [lo, hi), with the conv's epilogue. */
 static void wino_out(int64_t lo, int64_t hi, void *args)
