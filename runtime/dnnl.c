@@ -1883,7 +1883,7 @@ static void wino_weights(const void *src, void *dst, const void *ctx)
 }
 
 /* Eight floats as one vector (GCC's vector extension: AVX registers in
- * the avx2 clones below, two SSE ones in the default); loads and stores
+ * the avx2 versions below, two SSE ones in the baseline); loads and stores
  * through memcpy, which compiles to unaligned moves; macros, as a
  * function returning a V8 would change the ABI between the clones). */
 typedef float V8 __attribute__((vector_size(32)));
@@ -1923,16 +1923,27 @@ typedef float V8 __attribute__((vector_size(32)));
 #define F_STORE(p, v) (*(p) = (v))
 
 /* A transform's rows: STEP over n channels, eight at a time, then one at
- * a time; built for AVX2 and for the baseline, chosen when loaded. */
-#define WINO_ROWS(name, STEP)                                                                              \
-    __attribute__((target_clones("avx2", "default"))) static void name(const float *const *src,             \
-                                                                       float *const *dst, int64_t n)        \
+ * a time; built for AVX2 and for the baseline, the one this CPU runs
+ * chosen at each call (not target_clones: its ifunc resolver runs before
+ * ThreadSanitizer's runtime is up and crashed `make tsan`). */
+#define WINO_ROWS_BODY(STEP)                                                                               \
     {                                                                                                      \
         int64_t ch = 0;                                                                                    \
         for (; ch + 8 <= n; ch += 8)                                                                       \
             STEP(V8, V8_LOAD, V8_STORE, ch);                                                               \
         for (; ch < n; ch++)                                                                               \
             STEP(float, F_LOAD, F_STORE, ch);                                                              \
+    }
+#define WINO_ROWS(name, STEP)                                                                              \
+    __attribute__((target("avx2"))) static void name##_avx2(const float *const *src, float *const *dst,     \
+                                                             int64_t n) WINO_ROWS_BODY(STEP)               \
+    static void name##_base(const float *const *src, float *const *dst, int64_t n) WINO_ROWS_BODY(STEP)    \
+    static void name(const float *const *src, float *const *dst, int64_t n)                                \
+    {                                                                                                      \
+        if (__builtin_cpu_supports("avx2"))                                                                \
+            name##_avx2(src, dst, n);                                                                      \
+        else                                                                                               \
+            name##_base(src, dst, n);                                                                      \
     }
 WINO_ROWS(wino_in_rows, WINO_IN_STEP)
 
