@@ -1844,13 +1844,17 @@ static int conv_subsampled(DiscRt *rt, const DiscConv *d, const void *x, const v
  *          [0 -1  1  0]        [1/2 -1/2  1/2]
  *          [0  1  0 -1]        [ 0    0    1 ]
  */
-enum { WINO_P = 16 };
+enum {
+    WINO_P = 16,               /* positions of a 4 x 4 patch: the products */
+    WINO_CHUNK = 64 << 20,     /* bytes of V and M at most (tiles in chunks) */
+};
 
 typedef struct Wino {
     const DiscConv *d;
     int64_t th, tw, tiles;     /* tiles down, across, in all (n th tw) */
+    int64_t t0, nt;            /* the chunk of tiles [t0, t0 + nt) in v and m */
     const float *x;
-    float *v, *m;              /* [16][tiles][c], [16][tiles][o] */
+    float *v, *m;              /* [16][nt][c], [16][nt][o] */
     float *y;
     const float *zeros;        /* c zeros: the pixels outside the image */
     DiscRt *rt;
@@ -1947,14 +1951,14 @@ typedef float V8 __attribute__((vector_size(32)));
     }
 WINO_ROWS(wino_in_rows, WINO_IN_STEP)
 
-/* The input transform of tiles [lo, hi): V[p][tile][c]. */
+/* The input transform of the chunk's tiles [lo, hi): V[p][tile][c]. */
 static void wino_in(int64_t lo, int64_t hi, void *args)
 {
     const Wino *w = args;
     const DiscConv *d = w->d;
     int64_t c = d->c, ih = d->in[0], iw = d->in[1];
-    for (int64_t t = lo; t < hi; t++) {
-        int64_t n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
+    for (int64_t q = lo; q < hi; q++) {
+        int64_t t = w->t0 + q, n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
         int64_t y0 = 2 * ty - d->pad_lo[0], x0 = 2 * tx - d->pad_lo[1];
         const float *px[16];
         float *out[16];
@@ -1963,7 +1967,7 @@ static void wino_in(int64_t lo, int64_t hi, void *args)
                 int64_t yy = y0 + i, xx = x0 + j;
                 px[i * 4 + j] = yy >= 0 && yy < ih && xx >= 0 && xx < iw ? w->x + ((n * ih + yy) * iw + xx) * c
                                                                           : w->zeros;
-                out[i * 4 + j] = w->v + ((int64_t)(i * 4 + j) * w->tiles + t) * c;
+                out[i * 4 + j] = w->v + ((int64_t)(i * 4 + j) * w->nt + q) * c;
             }
         wino_in_rows(px, out, c);
     }
@@ -1988,7 +1992,8 @@ static void wino_in(int64_t lo, int64_t hi, void *args)
 
 WINO_ROWS(wino_out_rows, WINO_OUT_STEP)
 
-/* The output transform of tiles [lo, hi), with the conv's epilogue. */
+/* The output transform of the chunk's tiles [lo, hi), with the conv's
+ * epilogue. */
 static void wino_out(int64_t lo, int64_t hi, void *args)
 {
     const Wino *w = args;
@@ -1996,11 +2001,11 @@ static void wino_out(int64_t lo, int64_t hi, void *args)
     int64_t o = d->o, oh = d->out[0], ow = d->out[1];
     const float *bias = d->bias, *res = d->residual;
     float *edge = NULL; /* 4 x o: the results of a tile that passes the output's edge */
-    for (int64_t t = lo; t < hi; t++) {
-        int64_t n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
+    for (int64_t q = lo; q < hi; q++) {
+        int64_t t = w->t0 + q, n = t / (w->th * w->tw), ty = t / w->tw % w->th, tx = t % w->tw;
         const float *m[16];
         for (int k = 0; k < 16; k++)
-            m[k] = w->m + ((int64_t)k * w->tiles + t) * o;
+            m[k] = w->m + ((int64_t)k * w->nt + q) * o;
         float *r[4];
         bool whole = 2 * ty + 1 < oh && 2 * tx + 1 < ow;
         if (!whole && !edge && !(edge = malloc((size_t)o * 4 * sizeof *edge))) {
@@ -2089,8 +2094,14 @@ static int conv_winograd(DiscRt *rt, const DiscConv *d, const void *x, const voi
         *rc = -1;
         return 1;
     }
-    wn.v = disc_rt_alloc(rt, WINO_P * wn.tiles * d->c * 4);
-    wn.m = disc_rt_alloc(rt, WINO_P * wn.tiles * d->o * 4);
+    /* V and M are 4 times the input and the output: in chunks of tiles
+     * of at most WINO_CHUNK bytes for a large image */
+    int64_t per_tile = WINO_P * (d->c + d->o) * 4;
+    wn.nt = WINO_CHUNK / per_tile < 64 ? 64 : WINO_CHUNK / per_tile;
+    if (wn.nt > wn.tiles)
+        wn.nt = wn.tiles;
+    wn.v = disc_rt_alloc(rt, WINO_P * wn.nt * d->c * 4);
+    wn.m = disc_rt_alloc(rt, WINO_P * wn.nt * d->o * 4);
     float *zeros = disc_rt_alloc(rt, d->c * 4);
     wn.zeros = zeros;
     if (!wn.v || !wn.m || !zeros) {
@@ -2100,13 +2111,20 @@ static int conv_winograd(DiscRt *rt, const DiscConv *d, const void *x, const voi
     }
     memset(zeros, 0, (size_t)d->c * 4);
     int64_t grain = 1 + 4096 / (d->c > d->o ? d->c : d->o); /* a few thousand channels' work a chunk */
-    disc_rt_parallel_for(rt, wino_in, &wn, wn.tiles, grain);
-    DiscMatmul mm = {.dtype = DT_F32, .batch = WINO_P, .m = wn.tiles, .n = d->o, .k = d->c,
-                     .a_stride = {wn.tiles * d->c, d->c, 1}, .b_stride = {d->c * d->o, d->o, 1},
-                     .c_stride = {wn.tiles * d->o, d->o, 1}, .weights_const = 1};
-    *rc = disc_rt_matmul(rt, &mm, wn.v, u->data, wn.m);
-    if (*rc == 0)
-        disc_rt_parallel_for(rt, wino_out, &wn, wn.tiles, grain);
+    int64_t chunk = wn.nt;
+    *rc = 0;
+    for (wn.t0 = 0; wn.t0 < wn.tiles && *rc == 0; wn.t0 += chunk) {
+        wn.nt = wn.tiles - wn.t0 < chunk ? wn.tiles - wn.t0 : chunk;
+        disc_rt_parallel_for(rt, wino_in, &wn, wn.nt, grain);
+        DiscMatmul mm = {.dtype = DT_F32, .batch = WINO_P, .m = wn.nt, .n = d->o, .k = d->c,
+                         .a_stride = {wn.nt * d->c, d->c, 1}, .b_stride = {d->c * d->o, d->o, 1},
+                         .c_stride = {wn.nt * d->o, d->o, 1}, .weights_const = 1};
+        *rc = disc_rt_matmul(rt, &mm, wn.v, u->data, wn.m);
+        if (*rc == 0)
+            disc_rt_parallel_for(rt, wino_out, &wn, wn.nt, grain);
+        if (*rc == 0 && disc_rt_error(rt))
+            *rc = -1; /* a transform out of memory */
+    }
     disc_rt_set_call_how(rt, "winograd F(2x2,3x3), 16 matmuls");
     packed_release(u);
     return 1;
