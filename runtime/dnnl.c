@@ -1553,6 +1553,16 @@ int disc_rt_matmul_packs_weights(DiscRt *rt, const DiscMatmul *d)
     return rc != 0 ? -1 : pack;
 }
 
+/* Whether copies of constant weights may be kept: not where the cache is
+ * off (capacity 0), which keeps none. */
+static bool packing_on(void)
+{
+    pthread_mutex_lock(&cache.mu);
+    bool on = cache.capacity > 0;
+    pthread_mutex_unlock(&cache.mu);
+    return on;
+}
+
 /* ---- skinny matmul ---------------------------------------------------------- */
 
 /* The packed copy the panel kernel reads: oneDNN's BA16a<panel>b layout
@@ -1599,12 +1609,8 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
                 d->residual != c && /* C is written before the epilogue reads the residual */
                 /* the parts are panels: past a few rows, enough of them for every thread */
                 (d->m <= DISC_SKINNY_M || (d->n + panel - 1) / panel >= 4 * (int64_t)disc_rt_threads(rt));
-    if (fits) {
-        pthread_mutex_lock(&cache.mu);
-        fits = cache.capacity > 0; /* no cache: no packed copies either */
-        pthread_mutex_unlock(&cache.mu);
-    }
     int64_t kp = 0;
+    fits = fits && packing_on();
     Packed *k = fits && get_engine(rt) ? panels_get(rt, d, b, panel, &kp) : NULL;
     if (!k)
         return disc_rt_error(rt) ? -1 : disc_rt_matmul(rt, d, a, b, c);
@@ -2062,24 +2068,29 @@ static bool wino_enabled(void)
            isa == dnnl_cpu_isa_sse41;
 }
 
+/* What both rewrites of a convolution (Winograd, copied windows) take:
+ * where wino_enabled says so, a 2-D f32 convolution of one group on
+ * channels-last data (the residual too) with constant weights, at least
+ * 16 channels in and out, and the cache on (they keep transformed
+ * weights). */
+static bool conv_rewritable(DiscRt *rt, const DiscConv *d)
+{
+    enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
+    return wino_enabled() && !d->transpose && d->nsp == 2 && d->groups == 1 && d->dtype == DT_F32 &&
+           d->weights_const && (d->layout & NHWC) == NHWC && (!d->residual || (d->layout & DISC_NHWC_RES)) &&
+           d->c >= 16 && d->o >= 16 && packing_on() && get_engine(rt);
+}
+
 /* A 3 x 3 convolution of stride 1 on channels-last f32 data by F(2x2, 3x3):
  * 1 when it ran the call (0 or -1 in *rc), 0 when the call is not one for
  * it. */
 static int conv_winograd(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
 {
-    enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
-    if (!wino_enabled() || d->transpose || d->nsp != 2 || d->groups != 1 || d->dtype != DT_F32 ||
-        !d->weights_const || (d->layout & NHWC) != NHWC || (d->residual && !(d->layout & DISC_NHWC_RES)) ||
-        d->c < 16 || d->o < 16)
+    if (!conv_rewritable(rt, d))
         return 0;
     for (int i = 0; i < 2; i++)
         if (d->k[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_lo[i] > 2 || d->pad_hi[i] > 2)
             return 0;
-    pthread_mutex_lock(&cache.mu);
-    bool cached = cache.capacity > 0; /* no cache: no transformed weights either */
-    pthread_mutex_unlock(&cache.mu);
-    if (!cached || !get_engine(rt))
-        return 0;
     Wino wn = {.d = d, .rt = rt, .th = (d->out[0] + 1) / 2, .tw = (d->out[1] + 1) / 2, .x = x, .y = y};
     wn.tiles = d->n * wn.th * wn.tw;
     /* the transformed weights, 16 x c x o, with the packed copies: a 3-D
@@ -2184,25 +2195,13 @@ static void window_rows(int64_t lo, int64_t hi, void *args)
     }
 }
 
-/* Whether strided convolutions take this path: where oneDNN runs at AVX2
- * or below, as the Winograd path (and DISC_WINOGRAD's 0 and 1 turn both). */
-static bool wino_enabled(void);
-
 /* A strided k x k (k > 1) convolution on channels-last f32 data as copied
  * windows and a matmul: 1 when it ran the call (0 or -1 in *rc), 0 when
  * the call is not one for it. */
 static int conv_windows(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
 {
-    enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
-    if (!wino_enabled() || d->transpose || d->nsp != 2 || d->groups != 1 || d->dtype != DT_F32 ||
-        !d->weights_const || (d->layout & NHWC) != NHWC || (d->residual && !(d->layout & DISC_NHWC_RES)) ||
-        d->c < 16 || d->o < 16 || d->post_res != DISC_POST_NONE || d->k[0] * d->k[1] < 2 ||
-        (d->stride[0] < 2 && d->stride[1] < 2))
-        return 0;
-    pthread_mutex_lock(&cache.mu);
-    bool cached = cache.capacity > 0; /* no cache: no reordered weights either */
-    pthread_mutex_unlock(&cache.mu);
-    if (!cached || !get_engine(rt))
+    if (d->post_res != DISC_POST_NONE || d->k[0] * d->k[1] < 2 || (d->stride[0] < 2 && d->stride[1] < 2) ||
+        !conv_rewritable(rt, d))
         return 0;
     int64_t pix = d->n * d->out[0] * d->out[1], row = d->k[0] * d->k[1] * d->c;
     dnnl_memory_desc_t plain, md;
