@@ -259,8 +259,9 @@ static Opts *opts_copy(const disc_options *o)
 static disc_compiled *compile(Graph *g, const disc_options *o)
 {
     const char *backend = o->backend ? o->backend : "cpu";
-    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "interp") != 0) {
-        set_error(DISC_ERR_ARG, "error: unknown backend '%s' (backends: cpu, interp)", backend);
+    bool native = !strcmp(backend, "cpu") || !strcmp(backend, "cuda");
+    if (!native && strcmp(backend, "interp") != 0) {
+        set_error(DISC_ERR_ARG, "error: unknown backend '%s' (backends: cpu, cuda, interp)", backend);
         return NULL;
     }
     disc_compiled *c = calloc(1, sizeof *c);
@@ -277,9 +278,10 @@ static disc_compiled *compile(Graph *g, const disc_options *o)
         return NULL;
     }
     ShapeOpts so = {o->assume, o->nassume};
-    if (!strcmp(backend, "cpu")) {
+    if (native) {
         CgOpts co = {.opt_level = o->opt_level, .cpu = o->cpu, .verbose = o->verbose != 0, .threads = o->threads,
-                     .no_cache = o->no_cache != 0, .cache_dir = o->cache_dir};
+                     .no_cache = o->no_cache != 0, .cache_dir = o->cache_dir,
+                     .gpu = strcmp(backend, "cuda") ? NULL : "cuda"};
         c->exec = exec_compile(c->g, &so, &co, &d);
     } else {
         c->si = shape_analyze(c->g, &so, &d);

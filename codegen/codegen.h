@@ -285,6 +285,12 @@ typedef struct CgTarget {
     /* The call that runs op on the host; bufs (i8**) holds its operands,
      * then room for its results. Returns the call's i32 status. */
     LLVMValueRef (*host_op)(struct Host *h, Op *op, LLVMValueRef bufs);
+    /* Kernels read and write device memory (host.c keeps a host and a
+     * device copy of a value as each side needs, and the memory plan's
+     * block is on the device); the address of a constant's device copy
+     * (i8*), uploaded once per compiled model. */
+    bool dev_memory;
+    LLVMValueRef (*const_dev)(struct Host *h, const Op *op);
     /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
      * or write the object. Owns m->mod from here on. */
     bool (*finish)(const struct CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d);

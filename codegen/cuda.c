@@ -2083,6 +2083,25 @@ static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
     else
         gpu_str_printf(s, "0");
     gpu_str_printf(s, ", %s_thread, a, \"%s\");\n}\n\n", gk->name, gk->name);
+    /* a launch through the CUDA driver's parameters (cuLaunchKernel's: a
+     * pointer to each parameter's value), grid and shared memory as the
+     * host flow computed them; device addresses are host ^ dev (the
+     * stand-in driver's, tests/unit/fake_cuda.c) */
+    int nsyms = k->cg->g->dims.nsyms;
+    gpu_str_printf(s, "void %s_cu(int64_t grid, int block, int64_t shmem, void **params, uint64_t dev)\n{\n",
+                   gk->name);
+    gpu_str_printf(s, "    int64_t s[%d] = {0};\n    void *a[%d];\n", nsyms + 1, k->nb + 2);
+    for (int i = 0; i < k->nb; i++)
+        gpu_str_printf(s, "    a[%d] = (void *)(uintptr_t)(*(const uint64_t *)params[%d] ^ dev);\n", i, i);
+    for (int i = 0; i < gk->nsyms; i++)
+        gpu_str_printf(s, "    s[%d] = *(const int64_t *)params[%d];\n", gk->syms[i], k->nb + i);
+    gpu_str_printf(s, "    a[%d] = s;\n", k->nb);
+    if (gk->var)
+        gpu_str_printf(s, "    a[%d] = params[%d];\n", k->nb + 1, k->nb + gk->nsyms);
+    else
+        gpu_str_printf(s, "    a[%d] = NULL;\n", k->nb + 1);
+    gpu_str_printf(s, "    disc_emu_run(0, grid, grid, block, shmem, %s_thread, a, \"%s\");\n}\n\n", gk->name,
+                   gk->name);
 }
 
 bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int grid_max, int warp, GpuStr *src,

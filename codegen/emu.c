@@ -154,33 +154,74 @@ static bool cc_compile(const char *dir, const char *src, Diag *d)
     return true;
 }
 
-void *gpu_emu_load(const char *src, int warp, Diag *d)
+/* The source after the emulator's prelude, compiled by cc into dir/k.so
+ * (dir: a fresh directory, made here; emu_clean removes it). */
+static bool emu_build(const char *src, int warp, char *dir, Diag *d)
 {
-    char dir[] = "/tmp/disc-emu-XXXXXX";
-    if (!mkdtemp(dir)) {
-        diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot make a directory in /tmp");
-        return NULL;
-    }
+    if (!mkdtemp(dir))
+        return diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot make a directory in /tmp");
     GpuStr all = {0};
     gpu_str_printf(&all, "#define DISC_WARP %d\n%s\n%s", warp, gpu_prelude(GPU_EMU), src);
     bool ok = !all.failed ? cc_compile(dir, all.p, d) : diag_oom(d);
     gpu_str_free(&all);
+    return ok;
+}
+
+static void emu_clean(const char *dir)
+{
+    static const char *files[] = {"k.c", "k.so", "log"};
     char path[256];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+void *gpu_emu_load(const char *src, int warp, Diag *d)
+{
+    char dir[] = "/tmp/disc-emu-XXXXXX";
     void *lib = NULL;
-    if (ok) {
+    if (emu_build(src, warp, dir, d)) {
+        char path[256];
         snprintf(path, sizeof path, "%s/k.so", dir);
         if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
             const char *err = dlerror();
             diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot load %s: %s", path, err ? err : "");
         }
     }
-    static const char *files[] = {"k.c", "k.so", "log"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    emu_clean(dir);
     return lib;
+}
+
+char *gpu_emu_image(const char *src, int warp, size_t *n, Diag *d)
+{
+    char dir[] = "/tmp/disc-emu-XXXXXX";
+    char *img = NULL;
+    if (emu_build(src, warp, dir, d)) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/k.so", dir);
+        FILE *f = fopen(path, "rb");
+        long size = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0)
+            size = ftell(f);
+        if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (img = malloc(16 + (size_t)size))) {
+            uint64_t sz = (uint64_t)size;
+            memcpy(img, "DISCEMU", 8);
+            memcpy(img + 8, &sz, 8);
+            if (fread(img + 16, 1, (size_t)size, f) != (size_t)size) {
+                free(img);
+                img = NULL;
+            }
+            *n = 16 + (size_t)size;
+        }
+        if (!img)
+            diag_setk(d, DIAG_RESOURCE, "error: cuda-emu: cannot read %s", path);
+        if (f)
+            fclose(f);
+    }
+    emu_clean(dir);
+    return img;
 }
 
 bool gpu_emu_link(GpuEmu *e, const CgModule *m, const char ***names, void ***addrs, int *n, Diag *d)

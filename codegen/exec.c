@@ -84,6 +84,9 @@ struct Exec {
     CpuTarget cpu;     /* what the kernels were compiled for */
     double t_opt;      /* seconds in the LLVM optimiser */
     GpuEmu *emu;       /* cuda-emu: the kernels run by the GPU emulator */
+    GpuRun *gpu;       /* cuda: the kernels on a GPU (gpurun.c); runs take
+                          turns on it, under gpu_lock */
+    pthread_mutex_t gpu_lock;
     /* run contexts kept between runs: their memory stays mapped, so a run
      * does not fault in fresh pages (several runs at once take several) */
     pthread_mutex_t lock;
@@ -201,6 +204,11 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_call_conv", (void *)disc_rt_call_conv},
         {"disc_rt_call_pool", (void *)disc_rt_call_pool},
         {"disc_exec_host_op", (void *)disc_exec_host_op},
+        {"disc_rt_dev_alloc", (void *)disc_rt_dev_alloc},
+        {"disc_rt_dev_in", (void *)disc_rt_dev_in},
+        {"disc_rt_dev_out", (void *)disc_rt_dev_out},
+        {"disc_rt_dev_fill", (void *)disc_rt_dev_fill},
+        {"disc_rt_dev_launch", (void *)disc_rt_dev_launch},
         {"__gnu_f2h_ieee", (void *)f32_to_f16},
         {"__gnu_h2f_ieee", (void *)f16_to_f32},
     };
@@ -233,6 +241,26 @@ static bool define_runtime(Exec *e, Diag *d)
     return true;
 }
 
+/* Symbols at fixed addresses for the JIT to link the flow to: n names,
+ * their addresses, callable (code) or not (data). */
+static bool define_abs(Exec *e, const char **names, void **addrs, int n, bool code, Diag *d)
+{
+    if (n == 0)
+        return true;
+    LLVMJITCSymbolMapPair *pairs = calloc((size_t)n, sizeof *pairs);
+    if (!pairs)
+        return diag_oom(d);
+    for (int i = 0; i < n; i++) {
+        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, names[i]);
+        pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)addrs[i];
+        pairs[i].Sym.Flags.GenericFlags =
+            LLVMJITSymbolGenericFlagsExported | (code ? LLVMJITSymbolGenericFlagsCallable : 0);
+    }
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(e->jit), LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
+    free(pairs);
+    return !err || llvm_error(d, err, "cannot define the kernels for the JIT");
+}
+
 /* cuda-emu: the kernels' entries in the shared object the emulator
  * compiled, for the JIT to link the host flow to. */
 static bool define_emu(Exec *e, const CgModule *m, Diag *d)
@@ -242,22 +270,21 @@ static bool define_emu(Exec *e, const CgModule *m, Diag *d)
     int n;
     if (!gpu_emu_link(e->emu, m, &names, &addrs, &n, d))
         return false;
-    if (n == 0)
-        return true;
-    LLVMJITCSymbolMapPair *pairs = calloc((size_t)n, sizeof *pairs);
-    if (!pairs) {
-        free(addrs);
-        return diag_oom(d);
-    }
-    for (int i = 0; i < n; i++) {
-        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, names[i]);
-        pairs[i].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)addrs[i];
-        pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    }
-    LLVMErrorRef err = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(e->jit), LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
-    free(pairs);
+    bool ok = define_abs(e, names, addrs, n, true, d);
     free(addrs);
-    return !err || llvm_error(d, err, "cannot define the emulated kernels for the JIT");
+    return ok;
+}
+
+/* cuda: the module compiled and loaded, the constants uploaded, and the
+ * tables the flow reads them through. */
+static bool define_gpu(Exec *e, Diag *d)
+{
+    GpuRunSyms s;
+    if (!gpu_run_link(e->gpu, &s, d))
+        return false;
+    const char *names[2] = {"disc_jit_gpufns", "disc_jit_dconsts"};
+    void *addrs[2] = {s.fns, s.consts};
+    return define_abs(e, names, addrs, 2, false, d);
 }
 
 static void free_kdesc(char **kdesc, int n)
@@ -356,6 +383,8 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule
     ok = ok && define_runtime(e, d);
     if (ok && e->emu)
         ok = define_emu(e, m, d);
+    if (ok && e->gpu)
+        ok = define_gpu(e, d);
     for (int i = 0; i < nobj; i++) {
         if (ok) {
             err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj[i]);
@@ -537,6 +566,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     e->g = g;
     e->threads = o->threads;
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->gpu_lock, NULL);
     if (!cpu_target_init(&e->cpu, o->cpu, d) || !cpu_target_runs_here(&e->cpu, d) || !keep_weights(g)) {
         if (!d->set)
             diag_oom(d);
@@ -549,7 +579,8 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     jit.host_op = jit_host_op;
     jit.finish = jit_finish;
     jit.state = e;
-    if (o->gpu && !(e->emu = gpu_emu_new(&jit, o->gpu, d))) {
+    bool cuda = o->gpu && !strcmp(o->gpu, "cuda");
+    if (o->gpu && (cuda ? !(e->gpu = gpu_run_new(&jit, o, d)) : !(e->emu = gpu_emu_new(&jit, o->gpu, d)))) {
         exec_free(e);
         return NULL;
     }
@@ -558,7 +589,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     CacheKey key = {0};
     CacheEntry ce = {0};
     char why[64] = "";
-    bool cache = !e->emu && !o->keep_llvm && !o->dump_after && cache_dir(o, dir, sizeof dir);
+    bool cache = !e->emu && !e->gpu && !o->keep_llvm && !o->dump_after && cache_dir(o, dir, sizeof dir);
     if (cache && !cache_key(g, so, o, &e->cpu, &key, d)) {
         exec_free(e);
         return NULL;
@@ -640,6 +671,13 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
     }
+    if (o->verbose && e->gpu) {
+        GpuRunStats st;
+        gpu_run_stats(e->gpu, &st);
+        fprintf(stderr, "dcc: cuda: %d kernels, %zu bytes of CUDA C, %s for %s (%s) in %.1f ms%s; %d constants "
+                        "uploaded\n", st.nkernels, st.bytes, st.emu ? "compiled for the emulator" : "NVRTC",
+                st.arch, st.device, 1e3 * st.seconds, st.hit ? " (from the cache)" : "", st.nconsts);
+    }
     if (o->verbose && e->emu) {
         int nk;
         size_t bytes;
@@ -672,6 +710,8 @@ void exec_free(Exec *e)
     shape_info_free(e->si);
     cpu_target_free(&e->cpu);
     gpu_emu_free(e->emu);
+    gpu_run_free(e->gpu);
+    pthread_mutex_destroy(&e->gpu_lock);
     free(e->llvm_text);
     free(e->ops);
     free(e->cdata);
@@ -727,7 +767,13 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         s[1] = (void *)(uintptr_t)(given ? outputs[i].nbytes : 0);
         s[2] = NULL;
     }
+    if (e->gpu) { /* the model's device, its stream and memory: one run at a time */
+        pthread_mutex_lock(&e->gpu_lock);
+        disc_rt_set_gpu(rt, gpu_run_device(e->gpu));
+    }
     int32_t rc = e->main(rt, io, shapes, syms);
+    if (e->gpu && rc == 0 && disc_gpu_sync(rt, gpu_run_device(e->gpu)) != 0)
+        rc = -1; /* a kernel's fault after the last copy out */
     bool ok = rc == 0;
     if (rc > 0) {
         if (shape_check_inputs(e->si, inputs, ninputs, d))
@@ -785,6 +831,10 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
         for (int i = 0; i < noutputs; i++)
             if (outputs[i].owned)
                 tensor_free(&outputs[i]);
+    if (e->gpu) {
+        disc_rt_set_gpu(rt, NULL); /* the run's device memory back to the cache */
+        pthread_mutex_unlock(&e->gpu_lock);
+    }
     rt_release(e, rt);
     free(syms);
     return ok;

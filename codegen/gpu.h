@@ -32,6 +32,7 @@
 #define DISC_GPU_H
 
 #include "codegen/codegen.h"
+#include "runtime/rt.h"
 
 typedef enum GpuLang { GPU_CUDA, GPU_HIP, GPU_EMU } GpuLang;
 
@@ -171,5 +172,36 @@ void gpu_emu_stats(const GpuEmu *e, int *nkernels, size_t *bytes, double *second
  * prelude for warps of `warp` lanes, compiled by cc and loaded (dlclose
  * it); NULL with d set. */
 void *gpu_emu_load(const char *src, int warp, Diag *d);
+/* The same shared object as a module image for the cuda backend on the
+ * stand-in driver (tests/unit/fake_cuda.c): "DISCEMU\0", its size as 8
+ * bytes, the object; malloc'd, *n its bytes; NULL with d set. */
+char *gpu_emu_image(const char *src, int warp, size_t *n, Diag *d);
+
+/* ---- the cuda target (gpurun.c) -------------------------------------------- */
+
+typedef struct GpuRun GpuRun;
+/* Makes t (cpu_target_hooks'd, the cpu-jit's const_ptr, host_op and
+ * finish set) the cuda target: opens the device (DISC_CUDA_DEVICE, else
+ * 0); NULL with the driver's error in d. */
+GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, Diag *d);
+/* The data the JIT defines for the flow, once the module is built: the
+ * kernels' DiscGpuFn* (disc_jit_gpufns) and the constants' device
+ * addresses (disc_jit_dconsts). */
+typedef struct GpuRunSyms {
+    void *fns, *consts;
+} GpuRunSyms;
+/* Compiles the kernels (NVRTC, through the cache; the emulator's image
+ * with DISC_CUDA_EMU_MODULES=1), loads them and uploads the constants. */
+bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d);
+DiscGpu *gpu_run_device(const GpuRun *r);
+typedef struct GpuRunStats {
+    int nkernels, nconsts;
+    size_t bytes;      /* of CUDA C */
+    double seconds;    /* compiling it (0 from the cache) */
+    bool hit, emu;
+    char arch[16], device[128];
+} GpuRunStats;
+void gpu_run_stats(const GpuRun *r, GpuRunStats *s);
+void gpu_run_free(GpuRun *r);
 
 #endif

@@ -114,38 +114,129 @@ static void emit_steps(Host *h)
     }
 }
 
+/* v's size in bytes. */
+static LLVMValueRef bytes_of(Host *h, const Value *v)
+{
+    Cg *cg = h->cg;
+    LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
+    return cg_checked(cg, B, true, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)));
+}
+
+static int output_index(const Graph *g, const Value *v)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return i;
+    return -1;
+}
+
+/* A call of the runtime's fn(rt, ...) returning a pointer, checked. */
+static LLVMValueRef rt_ptr_call(Host *h, const char *fn, LLVMValueRef *args, int n)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_i64};
+    if (n == 2)
+        params[1] = cg->t_i64;
+    LLVMValueRef f = host_fn_decl(cg, fn, cg->t_p8, params, n, &fty);
+    LLVMValueRef p = LLVMBuildCall2(B, fty, f, args, (unsigned)n, "");
+    host_check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
+    return p;
+}
+
+/* A call of the runtime's copy fn(rt, dst, src, bytes), checked. */
+static void rt_copy_call(Host *h, const char *fn, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef bytes)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_i64};
+    LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, 4, &fty);
+    LLVMValueRef a[4] = {h->rt, dst, src, bytes};
+    LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 4, "");
+    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+}
+
+/* A slot of the memory plan's block for v, or NULL. */
+static LLVMValueRef plan_slot(Host *h, const Value *v)
+{
+    Cg *cg = h->cg;
+    if (!h->block || !cg->mp || cg->mp->slot_of[v->id] < 0 || output_index(cg->g, v) >= 0)
+        return NULL;
+    LLVMValueRef off = cg_dim(cg, cg->mp->offset[cg->mp->slot_of[v->id]]);
+    return LLVMBuildGEP2(B, cg->t_i8, h->block, &off, 1, "");
+}
+
 /* Memory for v: a graph output goes straight to the caller's buffer (or
  * to memory the caller will own), anything else to run memory. */
 LLVMValueRef host_alloc(Host *h, Value *v)
 {
     Cg *cg = h->cg;
-    LLVMValueRef n = cg_dim(cg, type_numel(&cg->g->dims, &v->type));
-    LLVMValueRef bytes = cg_checked(cg, B, true, n, cg_i64(cg, (int64_t)dtype_size(v->type.dtype)));
-    int k = -1;
-    for (int i = 0; i < cg->g->noutputs && k < 0; i++)
-        if (cg->g->outputs[i] == v)
-            k = i;
-    LLVMValueRef p;
-    if (k < 0 && h->block && cg->mp && cg->mp->slot_of[v->id] >= 0) {
-        LLVMValueRef off = cg_dim(cg, cg->mp->offset[cg->mp->slot_of[v->id]]);
-        p = LLVMBuildGEP2(B, cg->t_i8, h->block, &off, 1, "");
+    LLVMValueRef bytes = bytes_of(h, v), p;
+    int k = output_index(cg->g, v);
+    if (!cg->target->dev_memory && (p = plan_slot(h, v))) {
         h->vbuf[v->id] = p;
         return p;
     }
     if (k >= 0) {
-        LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_i64};
-        LLVMValueRef f = host_fn_decl(cg, "disc_rt_output", cg->t_p8, params, 4, &fty);
         LLVMValueRef args[4] = {h->rt, h->io, cg_i64(cg, cg->g->ninputs + 3 * k), bytes};
-        p = LLVMBuildCall2(B, fty, f, args, 4, "");
+        p = rt_ptr_call(h, "disc_rt_output", args, 4);
     } else {
-        LLVMTypeRef fty, params[2] = {cg->t_p8, cg->t_i64};
-        LLVMValueRef f = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, params, 2, &fty);
         LLVMValueRef args[2] = {h->rt, bytes};
-        p = LLVMBuildCall2(B, fty, f, args, 2, "");
+        p = rt_ptr_call(h, "disc_rt_alloc", args, 2);
     }
-    host_check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
     h->vbuf[v->id] = p;
     return p;
+}
+
+LLVMValueRef host_alloc_k(Host *h, Value *v)
+{
+    Cg *cg = h->cg;
+    if (!cg->target->dev_memory)
+        return host_alloc(h, v);
+    LLVMValueRef p = plan_slot(h, v);
+    if (!p) {
+        LLVMValueRef args[2] = {h->rt, bytes_of(h, v)};
+        p = rt_ptr_call(h, "disc_rt_dev_alloc", args, 2);
+    }
+    h->dbuf[v->id] = p;
+    return p;
+}
+
+static LLVMValueRef no_buffer(Cg *cg, const Value *v)
+{
+    diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
+              v->def ? op_info(v->def->kind)->name : "the flow");
+    return NULL;
+}
+
+LLVMValueRef host_kbuf(Host *h, Value *v)
+{
+    Cg *cg = h->cg;
+    if (!cg->target->dev_memory)
+        return h->vbuf[v->id] ? h->vbuf[v->id] : no_buffer(cg, v);
+    if (h->dbuf[v->id])
+        return h->dbuf[v->id];
+    if (v->def && v->def->kind == OP_CONST && h->vbuf[v->id])
+        return h->dbuf[v->id] = cg->target->const_dev(h, v->def);
+    if (!h->vbuf[v->id])
+        return no_buffer(cg, v);
+    LLVMValueRef bytes = bytes_of(h, v);
+    LLVMValueRef args[2] = {h->rt, bytes};
+    LLVMValueRef p = rt_ptr_call(h, "disc_rt_dev_alloc", args, 2);
+    rt_copy_call(h, "disc_rt_dev_in", p, h->vbuf[v->id], bytes);
+    return h->dbuf[v->id] = p;
+}
+
+LLVMValueRef host_hbuf(Host *h, Value *v)
+{
+    Cg *cg = h->cg;
+    if (h->vbuf[v->id])
+        return h->vbuf[v->id];
+    if (!cg->target->dev_memory || !h->dbuf[v->id])
+        return no_buffer(cg, v);
+    LLVMValueRef bytes = bytes_of(h, v);
+    LLVMValueRef args[2] = {h->rt, bytes};
+    LLVMValueRef p = rt_ptr_call(h, "disc_rt_alloc", args, 2);
+    rt_copy_call(h, "disc_rt_dev_out", p, h->dbuf[v->id], bytes);
+    return h->vbuf[v->id] = p;
 }
 
 LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)
@@ -228,7 +319,7 @@ static bool emit_single(Host *h, Op *op)
                 .outs = op->out, .nouts = op->nout, .root = op};
     switch (g1.kind) {
     case FUSE_SHAPE: return emit_shape_op(h, op);
-    case FUSE_LIBRARY: return host_emit_library_op(h, op);
+    case FUSE_LIBRARY: return h->cg->target->library ? h->cg->target->library(h, &g1) : host_emit_library_op(h, op);
     case FUSE_OPAQUE: return host_emit_host_op(h, op);
     default: return host_emit_kernel_group(h, &g1);
     }
@@ -300,13 +391,10 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 2];
     for (int i = 0; i < grp->nouts; i++)
-        host_alloc(h, grp->outs[i]);
-    for (int i = 0; i < nb; i++) {
-        Value *v = i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins];
-        ptrs[i] = h->vbuf[v->id];
-        if (!ptrs[i])
-            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: group %d reads a value with no buffer", grp->id);
-    }
+        host_alloc_k(h, grp->outs[i]);
+    for (int i = 0; i < nb; i++)
+        if (!(ptrs[i] = host_kbuf(h, i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins])))
+            return false;
     ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMBasicBlockRef join = NULL;
@@ -354,12 +442,9 @@ bool host_emit_host_op(Host *h, Op *op)
     Cg *cg = h->cg;
     int n = op->nin + op->nout;
     LLVMValueRef ptrs[n + 1];
-    for (int i = 0; i < op->nin; i++) {
-        ptrs[i] = h->vbuf[op->in[i]->id];
-        if (!ptrs[i])
-            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
-                             op_info(op->kind)->name);
-    }
+    for (int i = 0; i < op->nin; i++)
+        if (!(ptrs[i] = host_hbuf(h, op->in[i])))
+            return false;
     for (int i = 0; i < op->nout; i++)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
     LLVMValueRef arr = host_ptr_array(h, ptrs, n);
@@ -417,7 +502,8 @@ bool cg_host(Cg *cg)
     h.shapes = LLVMGetParam(fn, 2);
     h.syms = LLVMGetParam(fn, 3);
     h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
-    if (!h.vbuf)
+    h.dbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.dbuf);
+    if (!h.vbuf || !h.dbuf)
         return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;
@@ -439,12 +525,9 @@ bool cg_host(Cg *cg)
      * (cg_dim_forget), which keeps the flow of a deep CNN small */
     cg_dim_forget(cg);
     cg->memo = true;
-    if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer */
-        LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
-        LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
+    if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer (on the device, if kernels run there) */
         LLVMValueRef aargs[2] = {h.rt, cg_dim(cg, cg->mp->total)};
-        h.block = LLVMBuildCall2(B, aty, af, aargs, 2, "block");
-        host_check_or_return(&h, LLVMBuildIsNotNull(B, h.block, ""), -1);
+        h.block = rt_ptr_call(&h, cg->target->dev_memory ? "disc_rt_dev_alloc" : "disc_rt_alloc", aargs, 2);
     }
     bool ok = true;
     for (int i = 0; i < cg->plan->n && ok; i++) {
@@ -474,6 +557,12 @@ bool cg_host(Cg *cg)
         off += g->inputs[i]->type.rank;
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
+        if (!h.vbuf[v->id] && h.dbuf[v->id]) { /* made on the device: into the caller's buffer */
+            LLVMValueRef bytes = bytes_of(&h, v);
+            LLVMValueRef args[4] = {h.rt, h.io, cg_i64(cg, g->ninputs + 3 * i), bytes};
+            h.vbuf[v->id] = rt_ptr_call(&h, "disc_rt_output", args, 4);
+            rt_copy_call(&h, "disc_rt_dev_out", h.vbuf[v->id], h.dbuf[v->id], bytes);
+        }
         if (!h.vbuf[v->id])
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: output %d has no buffer", i);
         LLVMBuildStore(B, h.vbuf[v->id], host_gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));

@@ -12,7 +12,10 @@ typedef struct Host {
     Cg *cg;
     LLVMValueRef block; /* the memory plan's one block for this run */
     LLVMValueRef rt, io, shapes, syms;
-    LLVMValueRef *vbuf; /* by value id: i8* */
+    LLVMValueRef *vbuf; /* by value id: i8*, its data on the host */
+    LLVMValueRef *dbuf; /* by value id: its copy in device memory, on a
+                           target whose kernels run on a device
+                           (CgTarget.dev_memory; else unused) */
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
 } Host;
 
@@ -21,8 +24,19 @@ LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef
 LLVMValueRef host_gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i);
 /* Returns from the flow with code unless cond holds. */
 void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code);
-/* Memory for v (run memory, a slot of the plan, or an output's buffer). */
+/* Memory for v where the host writes it (run memory, a slot of the plan,
+ * or an output's buffer), or (host_alloc_k) where the target's kernels do:
+ * on a device, device run memory or a slot of the plan's block there. */
 LLVMValueRef host_alloc(Host *h, Value *v);
+LLVMValueRef host_alloc_k(Host *h, Value *v);
+/* v's data where the target's kernels read it, or on the host. With
+ * device memory the flow keeps a copy on each side that needs one: the
+ * first kernel to read a value made on the host copies it in (a
+ * constant's copy is the target's, const_dev), the first host op to read
+ * one made on the device copies it out. Values never change (SSA), so
+ * the copies stay valid. NULL with cg->d set when v has no buffer. */
+LLVMValueRef host_kbuf(Host *h, Value *v);
+LLVMValueRef host_hbuf(Host *h, Value *v);
 /* An array of i8* in the entry block holding the given pointers. */
 LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n);
 /* op on the host, through the reference interpreter's code (the target's

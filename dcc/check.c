@@ -61,6 +61,8 @@ static const char usage_check_text[] =
     "options:\n"
     "  --backend NAME  interp (the reference interpreter; the default) or cpu\n"
     "                  (native code through LLVM, compiled once for every shape);\n"
+    "                  cuda: on an NVIDIA GPU (device 0, or DISC_CUDA_DEVICE;\n"
+    "                  the kernels through NVRTC, the host flow on the CPU);\n"
     "                  cuda-emu: the GPU kernels (CUDA C) on an emulator, for\n"
     "                  tests (doc/gpu.md); cuda-emu64: with warps of 64 lanes\n"
     "  --rtol R        relative tolerance (default 1e-3, as ONNX's backend tests)\n"
@@ -94,7 +96,7 @@ static const char usage_bench[] =
     "other processes disturbs less than the wall time).\n"
     "\n"
     "options:\n"
-    "  --backend NAME  cpu (the default) or interp\n"
+    "  --backend NAME  cpu (the default), cuda or interp\n"
     "  --runs N        timed runs per data set\n"
     "  --threads N     threads per run (default: every core)\n"
     "  --cpu CPU       the CPU to compile for (see dcc check --help)\n"
@@ -132,9 +134,10 @@ static int usage(const char *fmt, const char *arg, const char *text)
     return EXIT_USAGE;
 }
 
-/* Backends: interp and cpu run, and cuda-emu, cuda-emu64 (the GPU kernels on the
- * emulator, for tests: codegen/emu.c); cuda needs the driver first. */
+/* Backends: interp; cpu and cuda (compiled: exec.c, gpurun.c), and cuda-emu,
+ * cuda-emu64 (the GPU kernels on the emulator, for tests: codegen/emu.c). */
 static bool is_emu(const char *name) { return !strcmp(name, "cuda-emu") || !strcmp(name, "cuda-emu64"); }
+static bool is_gpu(const char *name) { return is_emu(name) || !strcmp(name, "cuda"); }
 
 static int check_backend(const char *name, const char *text)
 {
@@ -147,16 +150,14 @@ static int check_backend(const char *name, const char *text)
             fprintf(stderr, "dcc: %s\n", d.msg);
             return dcc_exit_code(&d);
         }
-        fprintf(stderr, "dcc: error: backend cuda: running on a GPU is not supported yet (kernels: dcc emit "
-                        "--stage cuda; on the emulator: --backend cuda-emu)\n");
-        return EXIT_INPUT;
+        return 0;
     }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (!strcmp(name, later[i])) {
-            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu, cuda-emu, cuda-emu64)\n", name);
+            fprintf(stderr, "dcc: error: backend '%s' is not available yet (backends: interp, cpu, cuda, cuda-emu, cuda-emu64)\n", name);
             return EXIT_USAGE;
         }
-    return usage("unknown backend '%s' (backends: interp, cpu, cuda-emu, cuda-emu64)", name, text);
+    return usage("unknown backend '%s' (backends: interp, cpu, cuda, cuda-emu, cuda-emu64)", name, text);
 }
 
 static char *path_join(const char *dir, const char *name)
@@ -250,7 +251,7 @@ static bool model_build(Model *m, Graph *g, Diag *d)
     graph_value_names_free(m->g, printed);
     if (!m->inames || !m->onames)
         return diag_oom(d);
-    if (!strcmp(m->backend, "cpu") || is_emu(m->backend)) {
+    if (!strcmp(m->backend, "cpu") || is_gpu(m->backend)) {
         CgOpts o = m->co;
         o.gpu = strcmp(m->backend, "cpu") ? m->backend : NULL;
         return (m->exec = exec_compile(m->g, NULL, &o, d)) != NULL;
@@ -272,7 +273,7 @@ static int model_open(Model *m, const char *path, bool no_shape, const char *bac
     if (!g)
         return rc;
     if (!model_build(m, g, &d)) {
-        bool shapes = strcmp(backend, "cpu") && !is_emu(backend) && m->inames && m->onames;
+        bool shapes = strcmp(backend, "cpu") && !is_gpu(backend) && m->inames && m->onames;
         fprintf(stderr, "%s: %s%s\n", path, shapes ? "shape analysis: " : "", d.msg);
         model_free(m);
         return dcc_exit_code(&d);
@@ -783,7 +784,7 @@ static const char usage_fuzz[] =
     "  --n N          bindings (default 100)\n"
     "  --seed S       the random seed (default 1)\n"
     "  --max-dim D    the largest value drawn for a symbol (default 24)\n"
-    "  --backend NAME cpu (the default), cuda-emu or cuda-emu64\n"
+    "  --backend NAME cpu (the default), cuda, cuda-emu or cuda-emu64\n"
     "  --rtol R       relative tolerance (default 1e-3)\n"
     "  --atol A       absolute tolerance (default 1e-4)\n"
     "  --threads N    cpu: threads per run\n"
@@ -906,8 +907,8 @@ int dcc_fuzz_shapes(int argc, char **argv)
     }
     if (!dir)
         return usage("%s", "no model directory", usage_fuzz);
-    if (strcmp(backend, "cpu") && !is_emu(backend))
-        return usage("--backend %s: fuzz-shapes compares cpu or cuda-emu with the interpreter", backend, usage_fuzz);
+    if (strcmp(backend, "cpu") && !is_gpu(backend))
+        return usage("--backend %s: fuzz-shapes compares cpu, cuda or cuda-emu with the interpreter", backend, usage_fuzz);
     char *model = path_join(dir, "model.onnx");
     CgOpts co = {.opt_level = 3, .threads = (int)threads};
     Model ref, m;

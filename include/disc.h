@@ -73,7 +73,10 @@ typedef struct disc_model disc_model;       /* a loaded model */
 typedef struct disc_compiled disc_compiled; /* a model compiled for a backend */
 
 typedef struct disc_options {
-    const char *backend;        /* "cpu" (native code, the default) or "interp" */
+    const char *backend;        /* "cpu" (native code, the default), "cuda" (an NVIDIA GPU:
+                                   device 0 or $DISC_CUDA_DEVICE; the kernels through NVRTC,
+                                   the host flow on the CPU; disc_run takes and returns host
+                                   tensors) or "interp" */
     int opt_level;              /* 0..3 (default 3) */
     int threads;                /* 0: every core */
     const char *const *assume;  /* facts about the symbols: "S % 8 == 0", "B <= 64" */

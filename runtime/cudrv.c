@@ -98,6 +98,7 @@ static struct {
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -139,6 +140,7 @@ static void driver_load(void)
         SYM(StreamCreate),    SYM(StreamDestroy),     SYM(StreamSynchronize),
         SYM(MemAlloc),        SYM(MemFree),           SYM(MemcpyHtoDAsync),
         SYM(MemcpyDtoHAsync), SYM(MemcpyDtoDAsync),   SYM(MemsetD8Async),
+        SYM(MemsetD32Async),
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
         SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
         SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),
@@ -497,6 +499,12 @@ int disc_gpu_fill(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, int byte, size_t bytes
                    : queued(rt, cu.MemsetD8Async(dst, (unsigned char)byte, bytes, g->stream), "cuMemsetD8Async", bytes);
 }
 
+int disc_gpu_fill32(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, uint32_t bits, size_t n)
+{
+    int go = ready(rt, g, n);
+    return go <= 0 ? go : queued(rt, cu.MemsetD32Async(dst, bits, n, g->stream), "cuMemsetD32Async", 4 * n);
+}
+
 int disc_gpu_sync(DiscRt *rt, DiscGpu *g)
 {
     if (current(rt, g) != 0)
@@ -611,4 +619,60 @@ int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int bloc
     if (t && (r = cu.EventRecord(t->end, g->stream)) != 0)
         return failed(rt, r, "timing %s with events (DISC_PROFILE)", f->name);
     return 0;
+}
+
+/* ---- a model's run (rt.h: the host flow's calls) --------------------------- */
+
+static DiscGpu *run_gpu(DiscRt *rt)
+{
+    DiscGpu *g = disc_rt_gpu(rt);
+    if (!g)
+        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+    return g;
+}
+
+static DiscDevPtr devp(const void *p)
+{
+    return (DiscDevPtr)(uintptr_t)p;
+}
+
+int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes)
+{
+    DiscGpu *g = run_gpu(rt);
+    return g && bytes >= 0 ? disc_gpu_copy_in(rt, g, devp(dst), src, (size_t)bytes) : -1;
+}
+
+int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes)
+{
+    DiscGpu *g = run_gpu(rt);
+    if (!g || bytes < 0 || disc_gpu_copy_out(rt, g, dst, devp(src), (size_t)bytes) != 0)
+        return -1;
+    return disc_gpu_sync(rt, g);
+}
+
+int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_t bits)
+{
+    DiscGpu *g = run_gpu(rt);
+    if (!g || n < 0 || (size != 4 && size != 8))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (bits == 0)
+        return disc_gpu_fill(rt, g, devp(dst), 0, (size_t)n * (size_t)size);
+    if (size == 4)
+        return disc_gpu_fill32(rt, g, devp(dst), (uint32_t)bits, (size_t)n);
+    /* 8-byte values with no 64-bit memset: staged in run memory, copied
+     * (the copy from pageable memory has read it when it returns) */
+    uint64_t *h = disc_rt_alloc(rt, n * 8);
+    if (!h)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = bits;
+    return disc_gpu_copy_in(rt, g, devp(dst), h, (size_t)n * 8);
+}
+
+int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params)
+{
+    DiscGpu *g = run_gpu(rt);
+    return g ? disc_gpu_launch(rt, g, fn, grid, (int)block, shmem, params) : -1;
 }

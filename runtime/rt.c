@@ -42,6 +42,9 @@ struct DiscRt {
     size_t want;           /* the size of the first block of the next run */
     const char *how;       /* how the last library call ran (disc_rt_call_how) */
     int in_call;           /* inside a library call (disc_rt_set_in_call) */
+    DiscGpu *gpu;          /* the device of a cuda model's run, or NULL */
+    DiscDevPtr *dev;       /* device run memory, released at disc_rt_reset */
+    int ndev, capdev;
 };
 
 DiscRt *disc_rt_new(const DiscRtOpts *o)
@@ -77,10 +80,19 @@ static void free_blocks(DiscRt *rt, Block *keep)
     }
 }
 
+static void release_dev(DiscRt *rt)
+{
+    for (int i = 0; i < rt->ndev; i++)
+        disc_gpu_release(rt->gpu, rt->dev[i]);
+    rt->ndev = 0;
+}
+
 void disc_rt_free(DiscRt *rt)
 {
     if (!rt)
         return;
+    release_dev(rt);
+    free(rt->dev);
     free_blocks(rt, NULL);
     disc_rt_pool_release(rt->pool);
     pthread_mutex_destroy(&rt->mu);
@@ -171,12 +183,56 @@ void *disc_rt_alloc(DiscRt *rt, int64_t bytes)
     return p;
 }
 
+void disc_rt_set_gpu(DiscRt *rt, DiscGpu *g)
+{
+    release_dev(rt);
+    rt->gpu = g;
+}
+
+DiscGpu *disc_rt_gpu(const DiscRt *rt)
+{
+    return rt->gpu;
+}
+
+void *disc_rt_dev_alloc(DiscRt *rt, int64_t bytes)
+{
+    if (!rt->gpu) {
+        disc_rt_fail(rt, "cuda: device memory asked of a run with no device");
+        return NULL;
+    }
+    if (bytes < 0) {
+        disc_rt_fail(rt, "alloc: negative size %lld (an overflowed size computation?)", (long long)bytes);
+        return NULL;
+    }
+    pthread_mutex_lock(&rt->mu);
+    if (rt->ndev == rt->capdev) {
+        int cap = rt->capdev ? 2 * rt->capdev : 32;
+        DiscDevPtr *p = realloc(rt->dev, (size_t)cap * sizeof *p);
+        if (!p) {
+            pthread_mutex_unlock(&rt->mu);
+            disc_rt_fail(rt, "cuda: out of memory");
+            return NULL;
+        }
+        rt->dev = p;
+        rt->capdev = cap;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    DiscDevPtr p = disc_gpu_alloc(rt, rt->gpu, (size_t)bytes);
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&rt->mu);
+    rt->dev[rt->ndev++] = p;
+    pthread_mutex_unlock(&rt->mu);
+    return (void *)(uintptr_t)p;
+}
+
 void disc_rt_reset(DiscRt *rt)
 {
     pthread_mutex_lock(&rt->mu);
     Block *keep = rt->blocks && !rt->blocks->next ? rt->blocks : NULL;
     rt->want = rt->total;
     free_blocks(rt, keep);
+    release_dev(rt);
     rt->total = 0;
     rt->err[0] = 0;
     rt->kind = 0;

@@ -443,5 +443,26 @@ void disc_gpu_function_free(DiscGpuFn *f);
  * cuLaunchKernel's: a pointer to each parameter's value. grid 0 launches
  * nothing. */
 int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int block, int64_t shmem, void **params);
+/* n 32-bit words of the value bits at dst (cuMemsetD32Async). */
+int disc_gpu_fill32(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, uint32_t bits, size_t n);
+
+/* ---- a cuda model's run: what the generated host flow calls ------------------
+ * A DiscRt given a device runs a model compiled for it: the flow's device
+ * memory comes from the device's caching allocator and goes back to it at
+ * disc_rt_reset (or disc_rt_set_gpu, disc_rt_free); copies, fills and
+ * launches go on the device's stream. A device address travels through
+ * the flow as a pointer it never dereferences. Each returns 0, or -1 (NULL)
+ * with the error in rt. */
+void disc_rt_set_gpu(DiscRt *rt, DiscGpu *g);
+DiscGpu *disc_rt_gpu(const DiscRt *rt);
+void *disc_rt_dev_alloc(DiscRt *rt, int64_t bytes);
+/* Host to device; device to host (waits for the stream: the host reads
+ * dst next, and a kernel's fault shows here). */
+int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes);
+int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes);
+/* n elements of `size` bytes (4 or 8), each the value of bits, at dst. */
+int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_t bits);
+/* fn (a DiscGpuFn) on grid blocks of `block` threads (disc_gpu_launch). */
+int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params);
 
 #endif

@@ -90,7 +90,6 @@ if(NOT DISC_SANITIZE)
   endforeach()
 endif()
 # The cuda backend without a driver: one error naming the library, exit 3.
-# (Where libcuda.so.1 exists it says running on a GPU is not supported yet.)
 find_library(DISC_LIBCUDA NAMES libcuda.so.1 cuda)
 if(NOT DISC_LIBCUDA)
   add_test(NAME gpu/no_driver COMMAND sh -c "out=$($<TARGET_FILE:dcc> check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda 2>&1); rc=$?; echo \"$out\"; case \"$out\" in *'cannot load libcuda.so.1'*) test $rc -eq 3 && echo 'exit 3, the library named';; esac")
@@ -108,3 +107,30 @@ add_test(NAME unit/test_cudrv/fake COMMAND test_cudrv --fake)
 set_tests_properties(unit/test_cudrv/fake PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
 set_tests_properties(unit/test_cudrv PROPERTIES LABELS "unit;gpu-driver")
+
+# The cuda backend (codegen/gpurun.c: the host flow with device memory,
+# copies, constants uploaded once, launches with the grid, variant and
+# shared memory the flow computes) end to end on the stand-in driver: the
+# kernels compiled for the emulator (DISC_CUDA_EMU_MODULES=1), loaded and
+# launched through runtime/cudrv.c, device memory at addresses the host
+# cannot read. The interpreter's and tests/cpu's files and tests/gpu's
+# against the interpreter, and the model tests against ONNX Runtime's
+# outputs.
+set(DISC_FAKE_ENV "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_CUDA_EMU_MODULES=1")
+foreach(set interp cpu gpu)
+  string(TOUPPER ${set} up)
+  set(files ${DISC_GPU_${up}})
+  if(set STREQUAL "gpu")
+    set(files ${DISC_GPU_VARIANTS})
+  endif()
+  add_test(NAME gpu-driver/${set} COMMAND test_interp --cuda ${files})
+  set_tests_properties(gpu-driver/${set} PROPERTIES LABELS gpu-driver ENVIRONMENT "${DISC_FAKE_ENV}")
+endforeach()
+foreach(dir ${DISC_GPU_MODEL_DIRS})
+  file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
+  if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME gpu-driver/model/${name} COMMAND dcc check ${dir} --backend cuda --atol 1e-5)
+    set_tests_properties(gpu-driver/model/${name} PROPERTIES LABELS "gpu-driver;model" ENVIRONMENT "${DISC_FAKE_ENV}")
+  endif()
+endforeach()

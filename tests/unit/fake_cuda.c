@@ -5,8 +5,14 @@
  *
  * It answers cuGetProcAddress_v2 with its own functions, as the driver
  * does, and plays one device ("disc fake GPU", sm_90) whose memory is host
- * memory. A module is any image that starts with "FAKE"; its kernels are
- * the two C functions below, run over every thread of the grid in turn.
+ * memory at other addresses: a device address is the host address with
+ * bit 46 flipped (DEV below), so a host flow that read device memory on
+ * the host would fault, as it would with a real GPU. A module is an image
+ * that starts with "FAKE", whose kernels are the two C functions below,
+ * run over every thread of the grid in turn, or one that starts with
+ * "DISCEMU": the cuda backend's kernels compiled for disc's GPU emulator
+ * (codegen/emu.c, gpu_emu_image: a shared object), whose entries
+ * NAME_cu(grid, block, shmem, params, DEV) run a launch's blocks.
  * FAKE_CUDA_FAIL=cuName makes that call fail (cuMemAlloc with
  * CUDA_ERROR_OUT_OF_MEMORY, any other with CUDA_ERROR_UNKNOWN);
  * FAKE_CUDA_OOM_AT=N makes cuMemAlloc fail while N or more bytes are held;
@@ -14,10 +20,19 @@
  * that each launch moves on by a millisecond per block. fake_cuda_calls(name) counts
  * the calls of name, for the test to ask with dlsym.
  */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* device address = host address ^ DEV */
+#define DEV ((uint64_t)1 << 46)
+static void *host(unsigned long long p)
+{
+    return (void *)(uintptr_t)(p ^ DEV);
+}
 
 typedef int CUresult;
 enum {
@@ -200,7 +215,7 @@ static CUresult cuMemAlloc(unsigned long long *p, size_t n)
         return OUT_OF_MEMORY;
     b[0] = n;
     held += n;
-    *p = (unsigned long long)(uintptr_t)(b + 2);
+    *p = (unsigned long long)(uintptr_t)(b + 2) ^ DEV;
     return OK;
 }
 
@@ -209,7 +224,7 @@ static CUresult cuMemFree(unsigned long long p)
     fails("cuMemFree");
     if (!p)
         return INVALID_VALUE;
-    size_t *b = (size_t *)(uintptr_t)p - 2;
+    size_t *b = (size_t *)host(p) - 2;
     held -= b[0];
     free(b);
     return OK;
@@ -218,26 +233,35 @@ static CUresult cuMemFree(unsigned long long p)
 static CUresult cuMemcpyHtoDAsync(unsigned long long d, const void *s, size_t n, void *st)
 {
     ENTER("cuMemcpyHtoDAsync", UNKNOWN);
-    memcpy((void *)(uintptr_t)d, s, n);
+    memcpy(host(d), s, n);
     return OK;
 }
 
 static CUresult cuMemcpyDtoHAsync(void *d, unsigned long long s, size_t n, void *st)
 {
     ENTER("cuMemcpyDtoHAsync", UNKNOWN);
-    memcpy(d, (const void *)(uintptr_t)s, n);
+    memcpy(d, host(s), n);
     return OK;
 }
 
 static CUresult cuMemcpyDtoDAsync(unsigned long long d, unsigned long long s, size_t n, void *st)
 {
-    memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    memmove(host(d), host(s), n);
     return OK;
 }
 
 static CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *st)
 {
-    memset((void *)(uintptr_t)d, v, n);
+    memset(host(d), v, n);
+    return OK;
+}
+
+static CUresult cuMemsetD32Async(unsigned long long d, unsigned v, size_t n, void *st)
+{
+    ENTER("cuMemsetD32Async", UNKNOWN);
+    uint32_t *p = host(d);
+    for (size_t i = 0; i < n; i++)
+        p[i] = v;
     return OK;
 }
 
@@ -245,31 +269,69 @@ static CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n,
 typedef void Body(void **params, int64_t i, int64_t n);
 static void fill_f32(void **params, int64_t i, int64_t n) /* (float *p, int64_t count, float v) */
 {
-    float *p = *(float **)params[0];
+    float *p = host(*(unsigned long long *)params[0]);
     int64_t count = *(int64_t *)params[1];
     for (int64_t j = i; j < count; j += n)
         p[j] = *(float *)params[2];
 }
 static void axpy_f32(void **params, int64_t i, int64_t n) /* (float *y, const float *x, float a, int64_t count) */
 {
-    float *y = *(float **)params[0];
-    const float *x = *(const float **)params[1];
+    float *y = host(*(unsigned long long *)params[0]);
+    const float *x = host(*(unsigned long long *)params[1]);
     int64_t count = *(int64_t *)params[3];
     for (int64_t j = i; j < count; j += n)
         y[j] += *(float *)params[2] * x[j];
 }
+/* an emulated kernel's launch (codegen/cuda.c, emu_entry) */
+typedef void EmuLaunch(int64_t grid, int block, int64_t shmem, void **params, uint64_t dev);
 typedef struct Fn {
     const char *name;
     Body *body;
     int shmem; /* the dynamic shared memory it was allowed */
+    EmuLaunch *emu;
+    struct Fn *next; /* an emulated module's functions */
 } Fn;
-static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10}, {"axpy_f32", axpy_f32, 48 << 10}};
+static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10, NULL, NULL}, {"axpy_f32", axpy_f32, 48 << 10, NULL, NULL}};
 static int modules;
 static double clock_ms; /* the events' clock: a millisecond a block launched */
+
+/* an emulated module: the shared object and the functions asked of it */
+typedef struct EmuModule {
+    void *lib;
+    Fn *fns;
+} EmuModule;
+
+/* "DISCEMU\0", the object's size (8 bytes), the object: written to a file
+ * and loaded. */
+static CUresult emu_load(void **m, const unsigned char *image)
+{
+    uint64_t n;
+    memcpy(&n, image + 8, 8);
+    char path[] = "/tmp/fake-cuda-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return UNKNOWN;
+    int ok = write(fd, image + 16, n) == (ssize_t)n;
+    close(fd);
+    void *lib = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    unlink(path);
+    EmuModule *em = lib ? calloc(1, sizeof *em) : NULL;
+    if (!em) {
+        if (lib)
+            dlclose(lib);
+        return INVALID_IMAGE;
+    }
+    em->lib = lib;
+    *m = em;
+    modules++;
+    return OK;
+}
 
 static CUresult cuModuleLoadData(void **m, const void *image)
 {
     ENTER("cuModuleLoadData", UNKNOWN);
+    if (!strncmp(image, "DISCEMU", 8))
+        return emu_load(m, image);
     if (memcmp(image, "FAKE", 4) != 0)
         return INVALID_IMAGE;
     modules++;
@@ -280,11 +342,39 @@ static CUresult cuModuleLoadData(void **m, const void *image)
 static CUresult cuModuleUnload(void *m)
 {
     modules--;
+    if (m != (void *)fns) {
+        EmuModule *em = m;
+        while (em->fns) {
+            Fn *f = em->fns;
+            em->fns = f->next;
+            free((char *)f->name);
+            free(f);
+        }
+        dlclose(em->lib);
+        free(em);
+    }
     return OK;
 }
 
 static CUresult cuModuleGetFunction(void **f, void *m, const char *name)
 {
+    if (m != (void *)fns) {
+        EmuModule *em = m;
+        char entry[128];
+        snprintf(entry, sizeof entry, "%s_cu", name);
+        EmuLaunch *fn = (EmuLaunch *)dlsym(em->lib, entry);
+        Fn *e = fn ? calloc(1, sizeof *e) : NULL;
+        if (!e || !(e->name = strdup(name))) {
+            free(e);
+            return NOT_FOUND;
+        }
+        e->emu = fn;
+        e->shmem = 48 << 10;
+        e->next = em->fns;
+        em->fns = e;
+        *f = e;
+        return OK;
+    }
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (!strcmp(fns[i].name, name)) {
             *f = &fns[i];
@@ -310,7 +400,12 @@ static CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || (int)shmem > fn->shmem || extra)
         return INVALID_VALUE;
     int64_t n = (int64_t)gx * gy * gz * bx * by * bz;
-    for (int64_t i = 0; i < n; i++)
+    if (fn->emu) {
+        if (gy != 1 || gz != 1 || by != 1 || bz != 1)
+            return INVALID_VALUE;
+        fn->emu(gx, (int)bx, shmem, params, DEV);
+    }
+    for (int64_t i = 0; !fn->emu && i < n; i++)
         fn->body(params, i, n);
     clock_ms += (double)gx * gy * gz;
     return OK;
@@ -360,7 +455,7 @@ static const Entry entries[] = {
     E(cuDeviceTotalMem),  E(cuDevicePrimaryCtxRetain), E(cuDevicePrimaryCtxRelease), E(cuCtxSetCurrent),
     E(cuStreamCreate),    E(cuStreamDestroy),     E(cuStreamSynchronize), E(cuMemAlloc),
     E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync),
-    E(cuMemsetD8Async),   E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
+    E(cuMemsetD8Async),   E(cuMemsetD32Async),    E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
     E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
     E(cuEventElapsedTime), E(cuEventDestroy),
 };

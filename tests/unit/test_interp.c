@@ -43,7 +43,8 @@
  * cuda-emu64) in place of the cpu
  * backend's. A file the GPU path does not take yet (a reduction, a
  * library call) prints the located error and exits 77: ctest shows it as
- * skipped, with the reason.
+ * skipped, with the reason. With --cuda, on the cuda backend (a GPU, or
+ * the stand-in driver with DISC_CUDA_EMU_MODULES=1: gpu.cmake).
  */
 #include "codegen/codegen.h"
 #include "runtime/interp.h"
@@ -190,7 +191,7 @@ static void case_free(Case *c)
         tensor_free(&c->expect[i]);
 }
 
-/* The compiled backend: "cpu", or "cuda-emu" (--emu), "cuda-emu64" (--emu64). */
+/* The compiled backend: "cpu", or "cuda-emu" (--emu), "cuda-emu64" (--emu64), "cuda" (--cuda). */
 static const char *backend = "cpu";
 
 /* The cpu backend's outputs against the interpreter's (ref). */
@@ -755,7 +756,10 @@ static void test_elided(void)
 int main(int argc, char **argv)
 {
     if (argc > 1) {
-        bool cpu = !strcmp(argv[1], "--cpu") || !strcmp(argv[1], "--emu") || !strcmp(argv[1], "--emu64");
+        bool cpu = !strcmp(argv[1], "--cpu") || !strcmp(argv[1], "--emu") || !strcmp(argv[1], "--emu64") ||
+                   !strcmp(argv[1], "--cuda");
+        if (!strcmp(argv[1], "--cuda"))
+            backend = "cuda";
         if (!strcmp(argv[1], "--emu"))
             backend = "cuda-emu";
         if (!strcmp(argv[1], "--emu64")) /* the emulator at warps of 64 lanes */

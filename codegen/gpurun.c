@@ -1,0 +1,337 @@
+/*
+ * gpurun.c — the cuda target: a model's kernels on an NVIDIA GPU.
+ *
+ * The host flow is the cpu-jit's (exec.c: LLVM, JIT-compiled, on the CPU:
+ * the shape program, the guards, the variant choices and the host ops
+ * stay there); what changes is where the kernels run and where their
+ * data lives (CgTarget.dev_memory, host.c):
+ *
+ *   - a group's kernel is cuda.c's CUDA C, every kernel of the model in
+ *     one module compiled by NVRTC at link time into a CUBIN for the
+ *     device's architecture (through the on-disk cache of compiled
+ *     modules), loaded once per compiled model;
+ *   - its launch is a call of disc_rt_dev_launch with the grid, the
+ *     variant and the dynamic shared memory that the flow computes from
+ *     the symbols (GpuKernel), and cuLaunchKernel's parameters: pointers
+ *     to the buffers' device addresses and to the symbols' values;
+ *     outputs a split variant combines into are filled first;
+ *   - the memory plan's block, and every buffer a kernel writes, is
+ *     device memory from the device's caching allocator; inputs are
+ *     copied in where a kernel first reads them, results copied out where
+ *     a host op or the caller reads them; constants are uploaded once, at
+ *     link, and the flow reaches them through the table disc_jit_dconsts;
+ *   - a library group (dot, conv, pool with its epilogue) is a kernel too
+ *     (cuda.c's tiled GEMM, a thread per result for conv and pool); a
+ *     group no template takes runs on the host, as on the CPU.
+ *
+ * One device (DISC_CUDA_DEVICE, else 0) per compiled model, its primary
+ * context and a stream of the model's own (cudrv.c); runs of one model
+ * take turns on it (exec.c).
+ *
+ * Tests without a GPU: with DISC_CUDA_EMU_MODULES=1 the module is the
+ * same CUDA C compiled for the emulator (emu.c, gpu_emu_image) into an
+ * image that only the stand-in driver loads (tests/unit/fake_cuda.c):
+ * then everything above runs, the driver calls included, with the
+ * device played by host memory at addresses the host may not read.
+ */
+#include "codegen/gpu.h"
+#include "codegen/host.h"
+#include "runtime/rt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct GpuRun {
+    GpuStr src;         /* every kernel, after the header line */
+    GpuKernel *k;       /* per kernel: its launch */
+    LLVMValueRef *fn;   /* per kernel: the placeholder the flow names it by */
+    int n, capk, capfn;
+    const Op **consts;  /* the constants kernels read, by disc_jit_dconsts index */
+    int nconsts, capconsts;
+    bool emu;           /* kernels for the emulator, on the stand-in driver */
+    CgOpts o;           /* for the module cache */
+    DiscRt *rt;         /* for the device's errors at compile and link */
+    DiscGpu *gpu;
+    DiscGpuModule *mod;
+    DiscGpuFn **fns;    /* per kernel: disc_jit_gpufns */
+    DiscDevPtr *dconst; /* per constant: disc_jit_dconsts */
+    char arch[16];      /* "sm_90" */
+    GpuCacheInfo ci;    /* what compiling the module did */
+    size_t srcbytes;
+};
+
+static bool grow(void **p, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return true;
+    int c = *cap ? 2 * *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* The kernel hook: grp's CUDA C into the module; its LLVM function is a
+ * placeholder the launch hook finds the kernel by (never called). */
+static bool run_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
+{
+    GpuRun *r = cg->target->kstate;
+    char name[32];
+    snprintf(name, sizeof name, "disc_k%d", cg->nkernels);
+    if (!grow((void **)&r->k, &r->capk, r->n + 1, sizeof *r->k) ||
+        !grow((void **)&r->fn, &r->capfn, r->n + 1, sizeof *r->fn))
+        return diag_oom(cg->d);
+    GpuKernel gk;
+    GpuLang lang = r->emu ? GPU_EMU : GPU_CUDA;
+    if (!gpu_kernel(cg, grp, name, lang, r->emu ? GPU_EMU_GRID_MAX : GPU_GRID_MAX, 32, &r->src, &gk))
+        return false; /* the flow splits the group up, or runs the op on the host */
+    char desc[256];
+    int n = snprintf(desc, sizeof desc, "%s %s (cuda):", name, fuse_kind_name(grp->kind));
+    for (int i = 0; i < grp->nops && n > 0 && (size_t)n < sizeof desc; i++)
+        n += snprintf(desc + n, sizeof desc - (size_t)n, " %s", op_info(grp->ops[i]->kind)->name);
+    if (!(cg->kdesc[cg->nkernels] = strdup(desc))) {
+        gpu_kernel_free(&gk);
+        return diag_oom(cg->d);
+    }
+    cg->nkernels++;
+    snprintf(ki->name, sizeof ki->name, "%s", name);
+    ki->fn = LLVMAddFunction(cg->mod, name, cg->t_kernel);
+    ki->range = gk.grid;
+    ki->grain = 1;
+    r->k[r->n] = gk;
+    r->fn[r->n++] = ki->fn;
+    return true;
+}
+
+/* A global of the module that the JIT defines at link (exec.c). */
+static LLVMValueRef table(Cg *cg, const char *name)
+{
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, 0);
+    LLVMValueRef gv = LLVMGetNamedGlobal(cg->mod, name);
+    return gv ? gv : LLVMAddGlobal(cg->mod, at, name);
+}
+
+static LLVMValueRef table_entry(Cg *cg, const char *name, int i)
+{
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, 0);
+    LLVMValueRef ix[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+    return LLVMBuildLoad2(cg->b, cg->t_p8, LLVMBuildGEP2(cg->b, at, table(cg, name), ix, 2, ""), "");
+}
+
+static LLVMValueRef run_const_dev(Host *h, const Op *op)
+{
+    Cg *cg = h->cg;
+    GpuRun *r = cg->target->kstate;
+    int j = 0;
+    while (j < r->nconsts && r->consts[j] != op)
+        j++;
+    if (j == r->nconsts) {
+        if (!grow((void **)&r->consts, &r->capconsts, j + 1, sizeof *r->consts)) {
+            diag_oom(cg->d);
+            return NULL;
+        }
+        r->consts[r->nconsts++] = op;
+    }
+    return table_entry(cg, "disc_jit_dconsts", j);
+}
+
+/* A call of the runtime's i32 fn, returning from the flow unless it is 0. */
+static void checked_call(Host *h, const char *fn, LLVMTypeRef *params, LLVMValueRef *args, int n)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty;
+    LLVMValueRef f = host_fn_decl(cg, fn, cg->t_i32, params, n, &fty);
+    LLVMValueRef rc = LLVMBuildCall2(cg->b, fty, f, args, (unsigned)n, "");
+    host_check_or_return(h, LLVMBuildICmp(cg->b, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+}
+
+static uint64_t init_bits(const GpuInit *in)
+{
+    if (in->dtype == DT_F32) {
+        float f = (float)in->value;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        return u;
+    }
+    uint64_t u;
+    memcpy(&u, &in->value, 8);
+    return u;
+}
+
+/* The launch hook: args is the CPU kernel ABI's array (the buffers, here
+ * device addresses, then the symbols), whose slots serve as the
+ * parameters' values. */
+static void run_launch(Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain)
+{
+    Cg *cg = h->cg;
+    GpuRun *r = cg->target->kstate;
+    (void)range;
+    (void)grain;
+    int i = 0;
+    while (i < r->n && r->fn[i] != fn)
+        i++;
+    if (i == r->n) {
+        diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a launch of a kernel the cuda target did not make");
+        return;
+    }
+    const GpuKernel *gk = &r->k[i];
+    int np = gk->nbufs + gk->nsyms + (gk->var ? 1 : 0);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef params = LLVMBuildArrayAlloca(cg->eb, cg->t_p8, cg_i64(cg, np > 0 ? np : 1), "params");
+    args = LLVMBuildBitCast(b, args, cg->t_pp8, "");
+    for (int j = 0; j < gk->nbufs; j++)
+        LLVMBuildStore(b, LLVMBuildBitCast(b, host_gep(cg, cg->t_p8, args, j), cg->t_p8, ""),
+                       host_gep(cg, cg->t_p8, params, j));
+    for (int j = 0; j < gk->nsyms; j++)
+        LLVMBuildStore(b, LLVMBuildBitCast(b, host_gep(cg, cg->t_i64, h->syms, gk->syms[j]), cg->t_p8, ""),
+                       host_gep(cg, cg->t_p8, params, gk->nbufs + j));
+    LLVMValueRef var = NULL;
+    if (gk->var) {
+        LLVMValueRef slot = LLVMBuildAlloca(cg->eb, cg->t_i64, "var");
+        var = cg_dim(cg, gk->var);
+        LLVMBuildStore(b, var, slot);
+        LLVMBuildStore(b, LLVMBuildBitCast(b, slot, cg->t_p8, ""), host_gep(cg, cg->t_p8, params, gk->nbufs + gk->nsyms));
+    }
+    /* the outputs a split variant's parts combine into: filled first
+     * (where the kernel has a variant, only when its bit 0 is set) */
+    for (int k = 0; k < gk->ninit; k++) {
+        const GpuInit *in = &gk->init[k];
+        LLVMValueRef n = cg_dim(cg, in->n);
+        if (var)
+            n = LLVMBuildMul(cg->b, n, LLVMBuildAnd(cg->b, var, cg_i64(cg, 1), ""), "");
+        LLVMTypeRef p[5] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_i64, cg->t_i64};
+        LLVMValueRef a[5] = {h->rt, LLVMBuildLoad2(cg->b, cg->t_p8, host_gep(cg, cg->t_p8, args, in->buf), ""), n,
+                             cg_i64(cg, (int64_t)dtype_size(in->dtype)), cg_i64(cg, (int64_t)init_bits(in))};
+        checked_call(h, "disc_rt_dev_fill", p, a, 5);
+    }
+    LLVMTypeRef p[6] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_i64, cg->t_i64, cg->t_pp8};
+    LLVMValueRef a[6] = {h->rt, table_entry(cg, "disc_jit_gpufns", i), cg_dim(cg, gk->grid), cg_i64(cg, gk->block),
+                         gk->shmem ? cg_dim(cg, gk->shmem) : cg_i64(cg, 0), params};
+    checked_call(h, "disc_rt_dev_launch", p, a, 6);
+}
+
+static const char *rt_msg(DiscRt *rt)
+{
+    const char *m = disc_rt_error(rt);
+    return m ? m : "failed";
+}
+
+GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, Diag *d)
+{
+    GpuRun *r = calloc(1, sizeof *r);
+    DiscRtOpts ro = {.threads = 1};
+    if (!r || !(r->rt = disc_rt_new(&ro))) {
+        free(r);
+        diag_oom(d);
+        return NULL;
+    }
+    r->o = *o;
+    const char *emu = getenv("DISC_CUDA_EMU_MODULES");
+    r->emu = emu && !strcmp(emu, "1");
+    const char *dev = getenv("DISC_CUDA_DEVICE");
+    int ordinal = dev && *dev ? atoi(dev) : 0;
+    if (!(r->gpu = disc_gpu_open(r->rt, ordinal))) {
+        diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+        gpu_run_free(r);
+        return NULL;
+    }
+    const DiscGpuInfo *in = disc_gpu_info(r->gpu);
+    snprintf(r->arch, sizeof r->arch, "sm_%d%d", in->major, in->minor);
+    gpu_str_printf(&r->src, "/* disc: CUDA kernels */\n%s\n", r->emu ? "" : "#include \"disc_cuda.h\"");
+    t->name = "cuda";
+    t->kernel = run_kernel;
+    t->kernel_split = NULL; /* one grid per group */
+    t->skinny = NULL;
+    t->library = host_emit_kernel_group;
+    t->launch = run_launch;
+    t->dev_memory = true;
+    t->const_dev = run_const_dev;
+    t->kstate = r;
+    return r;
+}
+
+DiscGpu *gpu_run_device(const GpuRun *r)
+{
+    return r->gpu;
+}
+
+bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)
+{
+    memset(s, 0, sizeof *s);
+    if (r->src.failed)
+        return diag_oom(d);
+    r->srcbytes = r->src.n;
+    if (r->n > 0) {
+        char *img = NULL;
+        size_t n = 0;
+        bool ok;
+        if (r->emu) {
+            double t0 = disc_rt_now();
+            ok = (img = gpu_emu_image(r->src.p, 32, &n, d)) != NULL;
+            r->ci.seconds = disc_rt_now() - t0;
+        } else {
+            ok = gpu_rtc_compile_cached(&r->o, GPU_CUDA, r->src.p, "disc.cu", r->arch, true, &img, &n, &r->ci, d);
+        }
+        if (ok && !(r->mod = disc_gpu_module_load(r->rt, r->gpu, img)))
+            ok = diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+        free(img);
+        if (!ok)
+            return false;
+        if (!(r->fns = calloc((size_t)r->n, sizeof *r->fns)))
+            return diag_oom(d);
+        for (int i = 0; i < r->n; i++)
+            if (!(r->fns[i] = disc_gpu_function(r->rt, r->gpu, r->mod, r->k[i].name)))
+                return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+    }
+    if (!(r->dconst = calloc((size_t)r->nconsts + 1, sizeof *r->dconst)))
+        return diag_oom(d);
+    for (int i = 0; i < r->nconsts; i++) { /* the constants, once */
+        const Const *c = r->consts[i]->cst;
+        if (!(r->dconst[i] = disc_gpu_alloc(r->rt, r->gpu, c->nbytes)) ||
+            disc_gpu_copy_in(r->rt, r->gpu, r->dconst[i], c->data, c->nbytes) != 0)
+            return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: uploading the constants: %s", rt_msg(r->rt));
+    }
+    if (disc_gpu_sync(r->rt, r->gpu) != 0)
+        return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+    s->fns = (void *)r->fns;
+    s->consts = (void *)r->dconst;
+    return true;
+}
+
+void gpu_run_stats(const GpuRun *r, GpuRunStats *st)
+{
+    *st = (GpuRunStats){.nkernels = r->n, .bytes = r->srcbytes, .seconds = r->ci.seconds, .hit = r->ci.hit,
+                        .nconsts = r->nconsts, .emu = r->emu};
+    snprintf(st->arch, sizeof st->arch, "%s", r->arch);
+    if (r->gpu)
+        snprintf(st->device, sizeof st->device, "%s", disc_gpu_info(r->gpu)->name);
+}
+
+void gpu_run_free(GpuRun *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        gpu_kernel_free(&r->k[i]);
+        if (r->fns)
+            disc_gpu_function_free(r->fns[i]);
+    }
+    if (r->gpu) {
+        for (int i = 0; r->dconst && i < r->nconsts; i++)
+            disc_gpu_release(r->gpu, r->dconst[i]);
+        disc_gpu_module_unload(r->gpu, r->mod);
+        disc_gpu_close(r->gpu);
+    }
+    free(r->k);
+    free(r->fn);
+    free(r->fns);
+    free(r->dconst);
+    free(r->consts);
+    gpu_str_free(&r->src);
+    disc_rt_free(r->rt);
+    free(r);
+}
