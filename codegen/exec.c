@@ -209,6 +209,7 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_dev_out", (void *)disc_rt_dev_out},
         {"disc_rt_dev_fill", (void *)disc_rt_dev_fill},
         {"disc_rt_dev_launch", (void *)disc_rt_dev_launch},
+        {"disc_rt_dev_const", (void *)disc_rt_dev_const},
         {"__gnu_f2h_ieee", (void *)f32_to_f16},
         {"__gnu_h2f_ieee", (void *)f16_to_f32},
     };
@@ -580,7 +581,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
     jit.finish = jit_finish;
     jit.state = e;
     bool cuda = o->gpu && !strcmp(o->gpu, "cuda");
-    if (o->gpu && (cuda ? !(e->gpu = gpu_run_new(&jit, o, d)) : !(e->emu = gpu_emu_new(&jit, o->gpu, d)))) {
+    if (o->gpu && (cuda ? !(e->gpu = gpu_run_new(&jit, o, true, d)) : !(e->emu = gpu_emu_new(&jit, o->gpu, d)))) {
         exec_free(e);
         return NULL;
     }
@@ -675,7 +676,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         GpuRunStats st;
         gpu_run_stats(e->gpu, &st);
         fprintf(stderr, "dcc: cuda: %d kernels, %zu bytes of CUDA C, %s for %s (%s) in %.1f ms%s; %d constants "
-                        "uploaded\n", st.nkernels, st.bytes, st.emu ? "compiled for the emulator" : "NVRTC",
+                        "read by kernels\n", st.nkernels, st.bytes, st.emu ? "compiled for the emulator" : "NVRTC",
                 st.arch, st.device, 1e3 * st.seconds, st.hit ? " (from the cache)" : "", st.nconsts);
     }
     if (o->verbose && e->emu) {

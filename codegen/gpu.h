@@ -180,18 +180,28 @@ char *gpu_emu_image(const char *src, int warp, size_t *n, Diag *d);
 /* ---- the cuda target (gpurun.c) -------------------------------------------- */
 
 typedef struct GpuRun GpuRun;
-/* Makes t (cpu_target_hooks'd, the cpu-jit's const_ptr, host_op and
- * finish set) the cuda target: opens the device (DISC_CUDA_DEVICE, else
- * 0); NULL with the driver's error in d. */
-GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, Diag *d);
+/* Makes t (cpu_target_hooks'd, a CPU target's const_ptr, host_op and
+ * finish set) the cuda target; with open (the JIT), opens the device
+ * (DISC_CUDA_DEVICE, else 0) the module is compiled for. NULL with the
+ * driver's error in d. */
+GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d);
+/* The module of the kernels made so far: a CUBIN for arch, or (cubin
+ * false) NUL-terminated PTX; with DISC_CUDA_EMU_MODULES=1 the emulator's
+ * image whatever arch says. malloc'd, n bytes; false with d set. */
+bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d);
+/* The kernels' names (up to max into names); returns how many there are. */
+int gpu_run_kernels(const GpuRun *r, const char **names, int max);
+/* The constants the kernels read (slots of disc_jit_dconsts). */
+int gpu_run_consts(const GpuRun *r);
+bool gpu_run_emu(const GpuRun *r);
 /* The data the JIT defines for the flow, once the module is built: the
  * kernels' DiscGpuFn* (disc_jit_gpufns) and the constants' device
  * addresses (disc_jit_dconsts). */
 typedef struct GpuRunSyms {
     void *fns, *consts;
 } GpuRunSyms;
-/* Compiles the kernels (NVRTC, through the cache; the emulator's image
- * with DISC_CUDA_EMU_MODULES=1), loads them and uploads the constants. */
+/* Compiles the kernels for the open device (gpu_run_compile), loads
+ * them, and makes the (empty) table of the constants' device copies. */
 bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d);
 DiscGpu *gpu_run_device(const GpuRun *r);
 typedef struct GpuRunStats {

@@ -18,8 +18,9 @@
  *   - the memory plan's block, and every buffer a kernel writes, is
  *     device memory from the device's caching allocator; inputs are
  *     copied in where a kernel first reads them, results copied out where
- *     a host op or the caller reads them; constants are uploaded once, at
- *     link, and the flow reaches them through the table disc_jit_dconsts;
+ *     a host op or the caller reads them; a constant is uploaded by the
+ *     first run that reads it and kept with the model (the table
+ *     disc_jit_dconsts, disc_rt_dev_const);
  *   - a library group (dot, conv, pool with its epilogue) is a kernel too
  *     (cuda.c's tiled GEMM, a thread per result for conv and pool); a
  *     group no template takes runs on the host, as on the CPU.
@@ -54,7 +55,7 @@ struct GpuRun {
     DiscGpu *gpu;
     DiscGpuModule *mod;
     DiscGpuFn **fns;    /* per kernel: disc_jit_gpufns */
-    DiscDevPtr *dconst; /* per constant: disc_jit_dconsts */
+    DiscDevPtr *dconst; /* per constant: disc_jit_dconsts (the runs fill it) */
     char arch[16];      /* "sm_90" */
     GpuCacheInfo ci;    /* what compiling the module did */
     size_t srcbytes;
@@ -122,6 +123,10 @@ static LLVMValueRef table_entry(Cg *cg, const char *name, int i)
     return LLVMBuildLoad2(cg->b, cg->t_p8, LLVMBuildGEP2(cg->b, at, table(cg, name), ix, 2, ""), "");
 }
 
+/* A constant's device copy: slot j of the table disc_jit_dconsts, made by
+ * the first run that reads it (disc_rt_dev_const) and kept with the
+ * compiled model. The host copy is the target's (const_ptr: in memory, in
+ * an AOT object, or in its weights file). */
 static LLVMValueRef run_const_dev(Host *h, const Op *op)
 {
     Cg *cg = h->cg;
@@ -136,7 +141,15 @@ static LLVMValueRef run_const_dev(Host *h, const Op *op)
         }
         r->consts[r->nconsts++] = op;
     }
-    return table_entry(cg, "disc_jit_dconsts", j);
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, 0);
+    LLVMValueRef ix[2] = {cg_i64(cg, 0), cg_i64(cg, j)};
+    LLVMValueRef slot = LLVMBuildGEP2(cg->b, at, table(cg, "disc_jit_dconsts"), ix, 2, "");
+    LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_pp8, cg->t_p8, cg->t_i64};
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_const", cg->t_p8, params, 4, &fty);
+    LLVMValueRef a[4] = {h->rt, slot, h->vbuf[op->out[0]->id], cg_i64(cg, (int64_t)op->cst->nbytes)};
+    LLVMValueRef p = LLVMBuildCall2(cg->b, fty, f, a, 4, "");
+    host_check_or_return(h, LLVMBuildIsNotNull(cg->b, p, ""), -1);
+    return p;
 }
 
 /* A call of the runtime's i32 fn, returning from the flow unless it is 0. */
@@ -214,13 +227,17 @@ static void run_launch(Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef
     checked_call(h, "disc_rt_dev_launch", p, a, 6);
 }
 
+/* The driver layer's error, without its "cuda: " (the caller's prefix
+ * says it). */
 static const char *rt_msg(DiscRt *rt)
 {
     const char *m = disc_rt_error(rt);
+    if (m && !strncmp(m, "cuda: ", 6))
+        m += 6;
     return m ? m : "failed";
 }
 
-GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, Diag *d)
+GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
 {
     GpuRun *r = calloc(1, sizeof *r);
     DiscRtOpts ro = {.threads = 1};
@@ -234,13 +251,15 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, Diag *d)
     r->emu = emu && !strcmp(emu, "1");
     const char *dev = getenv("DISC_CUDA_DEVICE");
     int ordinal = dev && *dev ? atoi(dev) : 0;
-    if (!(r->gpu = disc_gpu_open(r->rt, ordinal))) {
+    if (open && !(r->gpu = disc_gpu_open(r->rt, ordinal))) {
         diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
         gpu_run_free(r);
         return NULL;
     }
-    const DiscGpuInfo *in = disc_gpu_info(r->gpu);
-    snprintf(r->arch, sizeof r->arch, "sm_%d%d", in->major, in->minor);
+    if (open) {
+        const DiscGpuInfo *in = disc_gpu_info(r->gpu);
+        snprintf(r->arch, sizeof r->arch, "sm_%d%d", in->major, in->minor);
+    }
     gpu_str_printf(&r->src, "/* disc: CUDA kernels */\n%s\n", r->emu ? "" : "#include \"disc_cuda.h\"");
     t->name = "cuda";
     t->kernel = run_kernel;
@@ -259,23 +278,52 @@ DiscGpu *gpu_run_device(const GpuRun *r)
     return r->gpu;
 }
 
-bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)
+bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d)
 {
-    memset(s, 0, sizeof *s);
+    *img = NULL;
+    *n = 0;
     if (r->src.failed)
         return diag_oom(d);
     r->srcbytes = r->src.n;
+    if (r->emu) {
+        double t0 = disc_rt_now();
+        *img = gpu_emu_image(r->src.p, 32, n, d);
+        r->ci.seconds = disc_rt_now() - t0;
+        return *img != NULL;
+    }
+    if (!gpu_rtc_compile_cached(&r->o, GPU_CUDA, r->src.p, "disc.cu", arch, cubin, img, n, &r->ci, d))
+        return false;
+    if (!cubin) { /* PTX goes to the driver as a C string */
+        char *p = realloc(*img, *n + 1);
+        if (!p) {
+            free(*img);
+            *img = NULL;
+            return diag_oom(d);
+        }
+        p[*n] = 0;
+        *img = p;
+        ++*n;
+    }
+    return true;
+}
+
+int gpu_run_kernels(const GpuRun *r, const char **names, int max)
+{
+    for (int i = 0; i < r->n && i < max; i++)
+        names[i] = r->k[i].name;
+    return r->n;
+}
+
+int gpu_run_consts(const GpuRun *r) { return r->nconsts; }
+bool gpu_run_emu(const GpuRun *r) { return r->emu; }
+
+bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)
+{
+    memset(s, 0, sizeof *s);
     if (r->n > 0) {
         char *img = NULL;
         size_t n = 0;
-        bool ok;
-        if (r->emu) {
-            double t0 = disc_rt_now();
-            ok = (img = gpu_emu_image(r->src.p, 32, &n, d)) != NULL;
-            r->ci.seconds = disc_rt_now() - t0;
-        } else {
-            ok = gpu_rtc_compile_cached(&r->o, GPU_CUDA, r->src.p, "disc.cu", r->arch, true, &img, &n, &r->ci, d);
-        }
+        bool ok = gpu_run_compile(r, r->arch, true, &img, &n, d);
         if (ok && !(r->mod = disc_gpu_module_load(r->rt, r->gpu, img)))
             ok = diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
         free(img);
@@ -289,14 +337,6 @@ bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)
     }
     if (!(r->dconst = calloc((size_t)r->nconsts + 1, sizeof *r->dconst)))
         return diag_oom(d);
-    for (int i = 0; i < r->nconsts; i++) { /* the constants, once */
-        const Const *c = r->consts[i]->cst;
-        if (!(r->dconst[i] = disc_gpu_alloc(r->rt, r->gpu, c->nbytes)) ||
-            disc_gpu_copy_in(r->rt, r->gpu, r->dconst[i], c->data, c->nbytes) != 0)
-            return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: uploading the constants: %s", rt_msg(r->rt));
-    }
-    if (disc_gpu_sync(r->rt, r->gpu) != 0)
-        return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
     s->fns = (void *)r->fns;
     s->consts = (void *)r->dconst;
     return true;
@@ -320,9 +360,7 @@ void gpu_run_free(GpuRun *r)
         if (r->fns)
             disc_gpu_function_free(r->fns[i]);
     }
-    if (r->gpu) {
-        for (int i = 0; r->dconst && i < r->nconsts; i++)
-            disc_gpu_release(r->gpu, r->dconst[i]);
+    if (r->gpu) { /* the constants' copies go with the device */
         disc_gpu_module_unload(r->gpu, r->mod);
         disc_gpu_close(r->gpu);
     }

@@ -671,6 +671,17 @@ int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_
     return disc_gpu_copy_in(rt, g, devp(dst), h, (size_t)n * 8);
 }
 
+void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes)
+{
+    if (*slot)
+        return *slot;
+    DiscGpu *g = run_gpu(rt);
+    DiscDevPtr p = g && bytes >= 0 ? disc_gpu_alloc(rt, g, (size_t)bytes) : 0;
+    if (!p || disc_gpu_copy_in(rt, g, p, host, (size_t)bytes) != 0)
+        return NULL;
+    return *slot = (void *)(uintptr_t)p;
+}
+
 int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params)
 {
     DiscGpu *g = run_gpu(rt);

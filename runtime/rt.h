@@ -462,6 +462,10 @@ int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes);
 int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes);
 /* n elements of `size` bytes (4 or 8), each the value of bits, at dst. */
 int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_t bits);
+/* The device copy of a compiled model's constant: *slot, or (the first
+ * time) a buffer that lives with the device, `bytes` copied in from host,
+ * kept in *slot. Runs of the model take turns (the caller's lock). */
+void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes);
 /* fn (a DiscGpuFn) on grid blocks of `block` threads (disc_gpu_launch). */
 int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params);
 

@@ -134,3 +134,12 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
     set_tests_properties(gpu-driver/model/${name} PROPERTIES LABELS "gpu-driver;model" ENVIRONMENT "${DISC_FAKE_ENV}")
   endif()
 endforeach()
+# The real compile path on the stand-in driver: NVRTC makes the CUBIN of a
+# whole model for the device's sm_90, which the stand-in cannot load (it
+# runs only the emulator's modules): the error must come from
+# cuModuleLoadData. Skipped where NVRTC cannot be loaded.
+add_test(NAME gpu-driver/nvrtc_module COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder --backend cuda)
+set_tests_properties(gpu-driver/nvrtc_module PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda"
+                     PASS_REGULAR_EXPRESSION "backend cuda: cuModuleLoadData \\(a CUBIN for sm_90, or PTX, expected\\): CUDA_ERROR_INVALID_IMAGE"
+                     SKIP_REGULAR_EXPRESSION "cannot load NVRTC")
