@@ -23,6 +23,7 @@
  * position-independent, for executables (PIE) and shared objects alike;
  * it needs only the runtime archive (libdisc_rt.a) and what that needs.
  */
+#include "codegen/gpu.h"
 #include "codegen/host.h"
 #include "passes/constraint.h"
 #include "runtime/aot.h"
@@ -53,9 +54,12 @@ typedef struct CgAot {
     bool need_ir;          /* a host op: the object carries the graph's text */
     bool failed_io;
     double t_opt;          /* seconds in the LLVM optimiser */
+    GpuRun *gpu;           /* cuda: the kernels (gpurun.c) */
+    double t_gpu;          /* seconds compiling their images */
+    int nimages;
 } CgAot;
 
-enum { NFIELDS = 20 }; /* DiscAotModel's fields, all 8 bytes */
+enum { NFIELDS = 21 }; /* DiscAotModel's fields, all 8 bytes */
 
 static LLVMTypeRef model_type(Cg *cg)
 {
@@ -268,7 +272,7 @@ static char *graph_text(const Graph *g)
     return buf;
 }
 
-static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef main_fn)
+static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef main_fn, LLVMValueRef gpu)
 {
     Graph *g = cg->g;
     const HostProg *p = &cg->si->prog;
@@ -314,6 +318,7 @@ static bool define_model(Cg *cg, const AotOpts *o, int64_t whash, LLVMValueRef m
         ir,
         ptr_table(cg, syms, g->dims.nsyms, "disc.symnames"),
         LLVMConstBitCast(state, cg->t_p8),
+        gpu ? LLVMConstBitCast(gpu, cg->t_p8) : null,
     };
     LLVMValueRef gv = model_global(cg);
     LLVMSetInitializer(gv, LLVMConstStructInContext(cg->ctx, f, NFIELDS, false));
@@ -555,6 +560,93 @@ static bool emit_object(LLVMModuleRef mod, const CpuTarget *t, const char *path,
     return diag_setk(d, DIAG_RESOURCE, "%s", msg);
 }
 
+/* A zeroed internal table of n pointers in place of the flow's external
+ * [0 x i8*] global `name` (gpurun.c), or NULL where the flow has none. */
+static LLVMValueRef sized_table(Cg *cg, const char *name, int n)
+{
+    LLVMValueRef old = LLVMGetNamedGlobal(cg->mod, name);
+    LLVMTypeRef at = LLVMArrayType(cg->t_p8, (unsigned)(n > 0 ? n : 1));
+    char nm[64];
+    snprintf(nm, sizeof nm, "disc.%s", name + strlen("disc_jit_"));
+    LLVMValueRef gv = LLVMAddGlobal(cg->mod, at, nm);
+    LLVMSetInitializer(gv, LLVMConstNull(at));
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    if (old) {
+        LLVMReplaceAllUsesWith(old, LLVMConstBitCast(gv, LLVMTypeOf(old)));
+        LLVMDeleteGlobal(old);
+    }
+    return gv;
+}
+
+/* cuda: the kernels' images (a CUBIN per architecture of o->gpu_arch and
+ * the PTX of the first; the emulator's alone with DISC_CUDA_EMU_MODULES=1)
+ * and the DiscAotGpu that lists them with the flow's tables. */
+static LLVMValueRef define_gpu(Cg *cg, CgAot *a, Diag *d)
+{
+    GpuRun *r = a->gpu;
+    const char *list = a->o->gpu_arch ? a->o->gpu_arch : "sm_80,sm_90";
+    enum { MAXIMG = 16 };
+    LLVMValueRef archs[MAXIMG + 1], imgs[MAXIMG + 1];
+    int n = 0;
+    double t0 = disc_rt_now();
+    char first[16] = "";
+    int nk = gpu_run_kernels(r, NULL, 0);
+    for (const char *p = list; nk > 0 && *p && n < MAXIMG - 1;) {
+        size_t len = strcspn(p, ",");
+        char arch[16];
+        if (len == 0 || len >= sizeof arch || strncmp(p, "sm_", 3)) {
+            diag_setk(d, DIAG_ARG, "error: --gpu-arch %s: not a list of sm_XY", list);
+            return NULL;
+        }
+        snprintf(arch, sizeof arch, "%.*s", (int)len, p);
+        if (!first[0])
+            snprintf(first, sizeof first, "%s", arch);
+        for (int ptx = 0; ptx < 2 && n < MAXIMG; ptx++) {
+            if (ptx && (strcmp(arch, first) || gpu_run_emu(r)))
+                break;
+            char *img;
+            size_t size;
+            if (!gpu_run_compile(r, arch, !ptx, &img, &size, d))
+                return NULL;
+            imgs[n] = private_bytes(cg, img, size, 16, "disc.gpu.image");
+            archs[n++] = cstring(cg, gpu_run_emu(r) ? "emu" : ptx ? "ptx" : arch);
+            free(img);
+            if (gpu_run_emu(r))
+                goto done;
+        }
+        p += len + (p[len] == ',');
+    }
+done:
+    a->t_gpu = disc_rt_now() - t0;
+    a->nimages = n;
+    const char *names[nk + 1];
+    LLVMValueRef kn[nk + 1];
+    gpu_run_kernels(r, names, nk);
+    for (int i = 0; i < nk; i++)
+        kn[i] = cstring(cg, names[i]);
+    LLVMValueRef state = LLVMAddGlobal(cg->mod, cg->t_p8, "disc.gpu.state");
+    LLVMSetInitializer(state, LLVMConstPointerNull(cg->t_p8));
+    LLVMSetLinkage(state, LLVMInternalLinkage);
+    LLVMValueRef f[8] = {
+        cg_i64(cg, n),
+        ptr_table(cg, archs, n, "disc.gpu.archs"),
+        ptr_table(cg, imgs, n, "disc.gpu.images"),
+        cg_i64(cg, nk),
+        ptr_table(cg, kn, nk, "disc.gpu.kernels"),
+        LLVMConstBitCast(sized_table(cg, "disc_jit_gpufns", nk), cg->t_p8),
+        LLVMConstBitCast(sized_table(cg, "disc_jit_dconsts", gpu_run_consts(r)), cg->t_p8),
+        LLVMConstBitCast(state, cg->t_p8),
+    };
+    LLVMTypeRef ft[8];
+    for (int i = 0; i < 8; i++)
+        ft[i] = LLVMTypeOf(f[i]);
+    LLVMValueRef init = LLVMConstStructInContext(cg->ctx, f, 8, false);
+    LLVMValueRef gv = LLVMAddGlobal(cg->mod, LLVMStructTypeInContext(cg->ctx, ft, 8, false), "disc.gpu");
+    LLVMSetInitializer(gv, init);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    return gv;
+}
+
 /* The model's description and entry points around the driver's module,
  * optimised for the CPU and written as an object. */
 static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const CpuTarget *cpu, Diag *d)
@@ -577,7 +669,9 @@ static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const C
     LLVMValueRef main_fn = LLVMGetNamedFunction(m->mod, "disc_main");
     if (main_fn)
         cg_no_opt(main_fn); /* as the JIT compiles it */
-    bool ok = define_model(&cg, o, a->whash, main_fn);
+    LLVMValueRef gpu = NULL;
+    bool ok = !a->gpu || (gpu = define_gpu(&cg, a, d)) != NULL;
+    ok = ok && define_model(&cg, o, a->whash, main_fn, gpu);
     if (ok) {
         define_entries(&cg, o->name);
         char *vmsg = NULL;
@@ -638,6 +732,17 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
     t.finish = aot_finish;
     t.state = &a;
     a.obj_path = obj_path;
+    if (co->gpu && (strcmp(co->gpu, "cuda") || !(a.gpu = gpu_run_new(&t, co, false, d)))) {
+        if (!d->set)
+            diag_setk(d, DIAG_ARG, "error: dcc compile: backend %s: only cpu and cuda compile ahead of time", co->gpu);
+        if (a.wf)
+            fclose(a.wf);
+        if (wtmp)
+            remove(wtmp);
+        free(wtmp);
+        cpu_target_free(&cpu);
+        return false;
+    }
     LLVMContextRef ctx = LLVMContextCreate();
     CgModule m;
     bool ok = cg_compile(g, so, co, &cpu, ctx, &t, &m, d);
@@ -652,6 +757,11 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * a.t_opt, 1e3 * (m.t[3] - a.t_opt), m.nlaunch,
                 m.nkernels, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, m.nnhwc, (long long)a.woff,
                 a.wf ? o->weights_path : "the object", cpu.name, cpu.isa, cpu.vbits, cpu.nvregs);
+    if (ok && co->verbose && a.gpu)
+        fprintf(stderr, "dcc: cuda: %d kernels in %d module image%s (%s) in %.1f ms\n", gpu_run_kernels(a.gpu, NULL, 0),
+                a.nimages, a.nimages == 1 ? "" : "s", gpu_run_emu(a.gpu) ? "the emulator's" : o->gpu_arch ? o->gpu_arch : "sm_80,sm_90 and PTX",
+                1e3 * a.t_gpu);
+    gpu_run_free(a.gpu);
     if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL))
         ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", header_path);
     if (a.wf) { /* the header: magic, size, checksum */

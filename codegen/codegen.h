@@ -414,6 +414,9 @@ typedef struct AotOpts {
     const char *name;         /* C identifier prefix of the entry points */
     const char *weights_path; /* NULL: constants in the object; else this side file */
     bool pic;                 /* position-independent (a shared object) */
+    const char *gpu_arch;     /* with CgOpts.gpu "cuda": the architectures to embed
+                                 CUBINs for ("sm_80,sm_90"; NULL: that), PTX of
+                                 the first for the others */
 } AotOpts;
 /* Compiles g into an object file at obj_path, its header at header_path
  * (NULL: none) and, with o->weights_path, its constants there. */

@@ -22,7 +22,8 @@
 
 static const char usage_compile[] =
     "usage: dcc compile MODEL -o OUT.o|OUT.so [--emit-header FILE.h] [--weights FILE]\n"
-    "                   [--name NAME] [--cpu CPU] [--assume HINT]... [-O N] [-v]\n"
+    "                   [--name NAME] [--cpu CPU] [--backend cpu|cuda] [--gpu-arch LIST]\n"
+    "                   [--assume HINT]... [-O N] [-v]\n"
     "                   [--dump-after=PASS]\n"
     "\n"
     "Compiles MODEL (.onnx, or IR text) once, for every shape it accepts, into a\n"
@@ -44,6 +45,12 @@ static const char usage_compile[] =
     "                     leading 'lib', as a C identifier)\n"
     "  --cpu CPU          the CPU to compile for: an LLVM name such as x86-64,\n"
     "                     x86-64-v3 or skylake-avx512 (default native: this machine's)\n"
+    "  --backend B        cpu (the default), or cuda: the kernels for NVIDIA GPUs,\n"
+    "                     embedded as CUBINs and PTX; the host flow stays native\n"
+    "                     code for --cpu; the program needs the CUDA driver\n"
+    "                     (libcuda.so.1, loaded at run time) and no CUDA library\n"
+    "  --gpu-arch LIST    cuda: the architectures to embed CUBINs for (default\n"
+    "                     sm_80,sm_90), with the first's PTX for newer devices\n"
     "  --assume HINT      a fact about the symbols, e.g. 'S %% 8 == 0' (repeatable)\n"
     "  -O N               LLVM optimisation level, 0..3 (default 3)\n"
     "  -v                 times per stage\n"
@@ -133,7 +140,7 @@ static double now(void)
 int dcc_compile(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL, *header = NULL, *weights = NULL, *name = NULL, *cpu = NULL;
-    const char *dump = NULL;
+    const char *dump = NULL, *backend = "cpu", *gpu_arch = NULL;
     const char *assume[64];
     int nassume = 0, level = 3;
     bool verbose = false;
@@ -152,7 +159,8 @@ int dcc_compile(int argc, char **argv)
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--emit-header") || !strcmp(a, "--weights") ||
-                   !strcmp(a, "--name") || !strcmp(a, "--cpu") || !strcmp(a, "--assume") || !strcmp(a, "-O")) {
+                   !strcmp(a, "--name") || !strcmp(a, "--cpu") || !strcmp(a, "--assume") || !strcmp(a, "-O") ||
+                   !strcmp(a, "--backend") || !strcmp(a, "--gpu-arch")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -166,6 +174,12 @@ int dcc_compile(int argc, char **argv)
                 name = v;
             else if (!strcmp(a, "--cpu"))
                 cpu = v;
+            else if (!strcmp(a, "--backend")) {
+                if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+                    return usage_error("--backend %s: dcc compile takes cpu or cuda", v);
+                backend = v;
+            } else if (!strcmp(a, "--gpu-arch"))
+                gpu_arch = v;
             else if (!strcmp(a, "-O")) {
                 if (strlen(v) != 1 || v[0] < '0' || v[0] > '3')
                     return usage_error("-O %s: the level is 0, 1, 2 or 3", v);
@@ -186,6 +200,8 @@ int dcc_compile(int argc, char **argv)
         return usage_error("%s", "no model given");
     if (!out)
         return usage_error("%s", "no output: -o OUT.o or -o OUT.so");
+    if (gpu_arch && strcmp(backend, "cuda"))
+        return usage_error("%s", "--gpu-arch goes with --backend cuda");
     bool so = dcc_ends_with(out, ".so");
     if (!so && !dcc_ends_with(out, ".o"))
         return usage_error("-o %s: the output is an object (.o) or a shared object (.so)", out);
@@ -223,8 +239,9 @@ int dcc_compile(int argc, char **argv)
     char obj[PATH_MAX];
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
     ShapeOpts sopts = {assume, nassume};
-    CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump};
-    AotOpts ao = {.name = name, .weights_path = weights, .pic = so};
+    CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump,
+                 .gpu = strcmp(backend, "cuda") ? NULL : "cuda"};
+    AotOpts ao = {.name = name, .weights_path = weights, .pic = so, .gpu_arch = gpu_arch};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
     if (!ok) {
         fprintf(stderr, "%s\n", d.msg);

@@ -76,6 +76,82 @@ static void given_shapes(const DiscAotModel *m, const int64_t *const *shapes, ch
     }
 }
 
+/* ---- cuda models ------------------------------------------------------------ */
+
+/* A cuda model's device and module, made by its first run. */
+typedef struct AotGpu {
+    DiscGpu *gpu;
+    DiscGpuModule *mod;
+    char error[600];   /* why the model cannot run here, or "" */
+} AotGpu;
+
+/* Runs of cuda models take turns: a model's tables and its device's
+ * stream are shared by its runs. */
+static pthread_mutex_t gpu_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void gpu_error(AotGpu *st, DiscRt *rt, const char *what)
+{
+    const char *msg = disc_rt_error(rt);
+    snprintf(st->error, sizeof st->error, "%s%s", what, msg ? msg : "failed");
+}
+
+/* Opens the device, loads the image for its architecture (else the PTX)
+ * and finds the kernels (under gpu_mu). */
+static void gpu_load(const DiscAotGpu *g, AotGpu *st, DiscRt *rt)
+{
+    const char *dev = getenv("DISC_CUDA_DEVICE");
+    if (!(st->gpu = disc_gpu_open(rt, dev && *dev ? atoi(dev) : 0))) {
+        gpu_error(st, rt, "");
+        return;
+    }
+    if (g->nkernels == 0)
+        return;
+    const DiscGpuInfo *in = disc_gpu_info(st->gpu);
+    char sm[16];
+    snprintf(sm, sizeof sm, "sm_%d%d", in->major, in->minor);
+    int pick = -1;
+    for (int pass = 0; pass < 3 && pick < 0; pass++) /* the CUBIN, the emulator's, the PTX */
+        for (int i = 0; i < g->nimages && pick < 0; i++)
+            if (!strcmp(g->archs[i], pass == 0 ? sm : pass == 1 ? "emu" : "ptx"))
+                pick = i;
+    if (pick < 0) {
+        size_t n = (size_t)snprintf(st->error, sizeof st->error, "no module for %s (%s, device %d) in the object, "
+                                    "which has:", sm, in->name, in->ordinal);
+        for (int i = 0; i < g->nimages && n < sizeof st->error; i++)
+            n += (size_t)snprintf(st->error + n, sizeof st->error - n, " %s", g->archs[i]);
+        return;
+    }
+    if (!(st->mod = disc_gpu_module_load(rt, st->gpu, g->images[pick]))) {
+        gpu_error(st, rt, "");
+        return;
+    }
+    for (int i = 0; i < g->nkernels; i++)
+        if (!(g->fns[i] = disc_gpu_function(rt, st->gpu, st->mod, g->kernels[i]))) {
+            gpu_error(st, rt, "");
+            return;
+        }
+}
+
+/* The model's device, loaded on first use; NULL with the reason in err. */
+static DiscGpu *gpu_acquire(const DiscAotModel *m, DiscRt *rt, char *err, int64_t errlen)
+{
+    const DiscAotGpu *g = m->gpu;
+    pthread_mutex_lock(&gpu_mu);
+    AotGpu *st = *g->state;
+    if (!st && (st = calloc(1, sizeof *st))) {
+        *g->state = st;
+        gpu_load(g, st, rt);
+        disc_rt_reset(rt); /* the load's error stays in st */
+    }
+    if (!st || st->error[0]) {
+        fail(err, errlen, DISC_AOT_ERUN, "%s: cuda: %s", m->name, !st ? "out of memory" : st->error);
+        pthread_mutex_unlock(&gpu_mu);
+        return NULL;
+    }
+    disc_rt_set_gpu(rt, st->gpu);
+    return st->gpu;
+}
+
 int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
                      void **outputs, int64_t *const *out_shapes, char *err, int64_t errlen)
 {
@@ -118,7 +194,17 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
         for (int j = 0; j < m->input_ranks[i]; j++)
             shapes[k++] = in_shapes[i][j];
     }
+    DiscGpu *gpu = NULL;
+    if (m->gpu && !(gpu = gpu_acquire(m, rt, err, errlen))) {
+        rt_release(rt);
+        free(io);
+        free(shapes);
+        free(syms);
+        return DISC_AOT_ERUN;
+    }
     int32_t rc = m->main(rt, io, shapes, syms), status = DISC_AOT_OK;
+    if (gpu && rc == 0 && disc_gpu_sync(rt, gpu) != 0)
+        rc = -1; /* a kernel's fault after the last copy out */
     if (rc > 0) {
         char given[512];
         given_shapes(m, in_shapes, given, sizeof given);
@@ -162,6 +248,10 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
             free(outputs[i]);
             outputs[i] = NULL;
         }
+    if (gpu) {
+        disc_rt_set_gpu(rt, NULL); /* the run's device memory back to the cache */
+        pthread_mutex_unlock(&gpu_mu);
+    }
     rt_release(rt);
     free(io);
     free(shapes);

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define DISC_AOT_ABI 2 /* 2: DISC_MM_PANEL in a matmul's fields */
+#define DISC_AOT_ABI 3 /* 2: DISC_MM_PANEL in a matmul's fields; 3: gpu */
 
 /* Status codes of the entry points (also in each generated header). */
 enum {
@@ -26,6 +26,23 @@ enum {
 };
 
 typedef int32_t DiscAotMain(DiscRt *rt, void **io, int64_t *shapes, int64_t *syms);
+/* A model compiled for cuda (dcc compile --backend cuda): its kernels as
+ * module images for several architectures, loaded by the first run on the
+ * device DISC_CUDA_DEVICE (else 0): the CUBIN for the device's sm_XY, else
+ * the PTX (the driver compiles it for the device). The flow reaches the
+ * kernels and the constants' device copies through the two tables, which
+ * are zero in the object and filled at run time. */
+typedef struct DiscAotGpu {
+    int64_t nimages;
+    const char *const *archs;         /* per image: "sm_90", "ptx", or "emu" (the
+                                         emulator's, for the stand-in driver) */
+    const void *const *images;
+    int64_t nkernels;
+    const char *const *kernels;       /* their names */
+    void **fns;                       /* DiscGpuFn* per kernel, set at load */
+    void **dconsts;                   /* device copies of the constants (disc_rt_dev_const) */
+    void **state;                     /* the device and module; zero in the object */
+} DiscAotGpu;
 
 typedef struct DiscAotModel {
     int64_t abi;                      /* DISC_AOT_ABI */
@@ -46,6 +63,7 @@ typedef struct DiscAotModel {
     const char *ir;                   /* NULL, or the graph as IR text, for its host ops */
     const char *const *sym_names;     /* nsyms names, by symbol id (for host ops) */
     void **state;                     /* the runtime's per-model state; zero in the object */
+    const DiscAotGpu *gpu;            /* NULL: a CPU model */
 } DiscAotModel;
 
 /* The entry points' bodies. inputs[i] with shape in_shapes[i] (input_ranks[i]

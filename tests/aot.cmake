@@ -41,3 +41,32 @@ add_test(NAME aot/usage/cpu COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/ao
 set_tests_properties(aot/usage/cpu PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--cpu pentium9000: not a CPU LLVM knows")
 disc_aot_test(edges ${CMAKE_SOURCE_DIR}/tests/aot/edges.disc obj)
 disc_aot_test(columns ${CMAKE_SOURCE_DIR}/tests/aot/columns.disc obj)
+# cuda models ahead of time (dcc compile --backend cuda: the kernels as
+# module images in the object, loaded by the first run) on the stand-in
+# driver, with the emulator's image (DISC_CUDA_EMU_MODULES=1): every test
+# model as an object, BERT with a weights file (constants uploaded from
+# it by the first run), the IR model with host ops.
+foreach(dir ${DISC_AOT_MODELS})
+  if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx)
+    get_filename_component(name ${dir} NAME)
+    set(cuda_models ${cuda_models} ${name}:obj:${dir})
+  endif()
+endforeach()
+set(cuda_models ${cuda_models} bert_encoder/weights:weights:${CMAKE_SOURCE_DIR}/tests/models/bert_encoder
+    hostop:obj:${CMAKE_SOURCE_DIR}/tests/aot/hostop.disc)
+foreach(entry ${cuda_models})
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 name)
+  list(GET parts 1 mode)
+  list(GET parts 2 model)
+  add_test(NAME aot-cuda/${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/aot/run_aot.py --backend cuda
+                   --dcc $<TARGET_FILE:dcc> --rtlib ${CMAKE_BINARY_DIR}/public/libdisc_rt.a
+                   --tmp ${CMAKE_BINARY_DIR}/aot/cuda --mode ${mode} "--cflags=${DISC_AOT_CFLAGS}" ${model})
+  set_tests_properties(aot-cuda/${name} PROPERTIES LABELS "aot;gpu-driver" TIMEOUT 600
+                       ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_CUDA_EMU_MODULES=1")
+endforeach()
+add_test(NAME aot-cuda/usage/gpu_arch COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --gpu-arch sm_90)
+set_tests_properties(aot-cuda/usage/gpu_arch PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--gpu-arch goes with --backend cuda")
+add_test(NAME aot-cuda/usage/bad_arch COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --backend cuda --gpu-arch 90)
+set_tests_properties(aot-cuda/usage/bad_arch PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "--gpu-arch 90: not a list of sm_XY")
