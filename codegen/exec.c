@@ -658,9 +658,18 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         exec_free(e);
         return NULL;
     }
-    if (disc_rt_profiling()) { /* names for the profile's kernel entries */
+    if (disc_rt_profiling() && e->gpu) { /* the launches are timed by the driver layer, keyed by function */
+        GpuRunStats st;
+        gpu_run_stats(e->gpu, &st);
+        char target[200];
+        snprintf(target, sizeof target, "cuda %s (%s)", st.arch, st.device);
+        void *const *fns = gpu_run_functions(e->gpu);
+        for (int i = 0; i < e->nkernels && e->kdesc && fns; i++)
+            if (e->kdesc[i])
+                disc_rt_prof_name(fns[i], e->kdesc[i], target);
+    } else if (disc_rt_profiling()) { /* names for the profile's kernel entries */
         char target[96];
-        snprintf(target, sizeof target, "%s, %s", e->cpu.name, e->cpu.isa);
+        snprintf(target, sizeof target, "CPU %s, %s", e->cpu.name, e->cpu.isa);
         for (int i = 0; i < e->nkernels && e->kdesc; i++) {
             char name[32];
             LLVMOrcJITTargetAddress ka = 0;

@@ -193,6 +193,8 @@ bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t
 int gpu_run_kernels(const GpuRun *r, const char **names, int max);
 /* The constants the kernels read (slots of disc_jit_dconsts). */
 int gpu_run_consts(const GpuRun *r);
+/* Per kernel its DiscGpuFn, once linked (the profile's keys). */
+void *const *gpu_run_functions(const GpuRun *r);
 bool gpu_run_emu(const GpuRun *r);
 /* The data the JIT defines for the flow, once the module is built: the
  * kernels' DiscGpuFn* (disc_jit_gpufns) and the constants' device

@@ -315,6 +315,7 @@ int gpu_run_kernels(const GpuRun *r, const char **names, int max)
 }
 
 int gpu_run_consts(const GpuRun *r) { return r->nconsts; }
+void *const *gpu_run_functions(const GpuRun *r) { return (void *const *)r->fns; }
 bool gpu_run_emu(const GpuRun *r) { return r->emu; }
 
 bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)

@@ -157,7 +157,7 @@ static void prof_report(void)
     qsort(prof.e, (size_t)prof.n, sizeof *prof.e, by_time);
     fprintf(stderr, "disc profile: %.1f ms in %d kernels and library calls", 1e3 * total, shown);
     if (*prof.target)
-        fprintf(stderr, " (kernels compiled for CPU %s)", prof.target);
+        fprintf(stderr, " (kernels compiled for %s)", prof.target);
     fputc('\n', stderr);
     int ntop = disc_env()->profile_top;
     for (int i = 0; i < prof.n && i < ntop; i++)

@@ -143,3 +143,9 @@ set_tests_properties(gpu-driver/nvrtc_module PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda"
                      PASS_REGULAR_EXPRESSION "backend cuda: cuModuleLoadData \\(a CUBIN for sm_90, or PTX, expected\\): CUDA_ERROR_INVALID_IMAGE"
                      SKIP_REGULAR_EXPRESSION "cannot load NVRTC")
+# DISC_PROFILE on the cuda backend: each launch between two CUDA events
+# (the stand-in's clock moves a millisecond a block), named by its group.
+add_test(NAME gpu-driver/profile COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda)
+set_tests_properties(gpu-driver/profile PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
+                     PASS_REGULAR_EXPRESSION "kernels compiled for cuda sm_90 \\(disc fake GPU\\)[^\n]*\n[^\n]*ms [^\n]*disc_k[0-9] [a-z]+ \\(cuda\\)")
