@@ -450,16 +450,50 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
     DType dt = x->type.dtype;
     LLVMTypeRef t = cg_compute_type(cg, dt);
     OpKind bk = reduce_op(op, dt);
+    LLVMValueRef blocks = LLVMBuildUDiv(B, LLVMBuildSub(B, hi, lo, ""), cg_i64(cg, LANES), "");
+    CgLoop lb, lr;
+    LLVMValueRef v[LANES];
+    if (t == cg->t_f32 && (bk == OP_ADD || bk == OP_MAX || bk == OP_MIN)) {
+        /* one vector accumulator: the lanes' elements gathered into a
+         * vector (which LLVM turns into vector code, loads and all), then
+         * combined as vectors; LLVM's SLP vectoriser left the NaN-aware
+         * max of eight scalar lanes scalar (a softmax's row maximum) */
+        LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+        LLVMValueRef init = acc_init(cg, k, op, dt), lanes[LANES];
+        for (int l = 0; l < LANES; l++)
+            lanes[l] = init;
+        LLVMValueRef vacc = LLVMBuildAlloca(cg->eb, vt, "vacc");
+        LLVMBuildStore(B, LLVMConstVector(lanes, LANES), vacc);
+        LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
+        LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), "");
+        LLVMValueRef vec = LLVMGetUndef(vt);
+        for (int l = 0; l < LANES; l++) {
+            full[ax] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
+            vec = LLVMBuildInsertElement(B, vec, elem(k, x, full), cg_i32(cg, l), "");
+        }
+        LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, vacc, ""), vec), vacc);
+        cg_loop_end(cg, &lb);
+        LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
+        LLVMBuildStore(B, LLVMBuildExtractElement(B, LLVMBuildLoad2(B, vt, vacc, ""), cg_i32(cg, 0), ""), first);
+        LLVMValueRef from = LLVMBuildAdd(B, lo, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), "");
+        full[ax] = cg_loop_begin(cg, &lr, from, hi, "vrest");
+        LLVMValueRef e = elem(k, x, full);
+        LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, first, ""), e), first);
+        lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
+        cg_loop_end(cg, &lr);
+        LLVMValueRef va = LLVMBuildLoad2(B, vt, vacc, "");
+        LLVMValueRef r = LLVMBuildLoad2(B, t, first, "");
+        for (int l = 1; l < LANES; l++)
+            r = kern_binary(k, bk, dt, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
+        return r;
+    }
     LLVMValueRef acc[LANES];
     for (int l = 0; l < LANES; l++) {
         acc[l] = LLVMBuildAlloca(cg->eb, t, "lane");
         LLVMBuildStore(B, acc_init(cg, k, op, dt), acc[l]);
     }
-    LLVMValueRef blocks = LLVMBuildUDiv(B, LLVMBuildSub(B, hi, lo, ""), cg_i64(cg, LANES), "");
-    CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "block");
     LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), "");
-    LLVMValueRef v[LANES];
     for (int l = 0; l < LANES; l++) {
         full[ax] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
         v[l] = elem(k, x, full);
@@ -467,7 +501,6 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
     for (int l = 0; l < LANES; l++)
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, acc[l], ""), v[l]), acc[l]);
     cg_loop_end(cg, &lb);
-    CgLoop lr;
     LLVMValueRef from = LLVMBuildAdd(B, lo, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), "");
     LLVMValueRef j = cg_loop_begin(cg, &lr, from, hi, "rest");
     full[ax] = j;
