@@ -360,10 +360,13 @@ static void to_tensor(Tensor *t, const disc_tensor *x)
     t->nbytes = x->nbytes;
 }
 
-disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
+static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs,
+                       bool dev)
 {
     if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs))
-        return set_error(DISC_ERR_ARG, "error: disc_run: bad arguments");
+        return set_error(DISC_ERR_ARG, "error: %s: bad arguments", dev ? "disc_run_device" : "disc_run");
+    if (dev && !c->exec)
+        return set_error(DISC_ERR_ARG, "error: disc_run_device: the model was compiled for the interpreter, not cuda");
     if (ninputs != c->g->ninputs || noutputs != c->g->noutputs)
         return set_error(DISC_ERR_ARG, "error: the model takes %d inputs and %d outputs, %d and %d given",
                          c->g->ninputs, c->g->noutputs, ninputs, noutputs);
@@ -388,7 +391,7 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
                 out[i].data = outputs[i].data;
                 out[i].nbytes = outputs[i].nbytes;
             }
-        ok = exec_run(c->exec, in, ninputs, out, noutputs, &d);
+        ok = exec_run_io(c->exec, in, ninputs, out, noutputs, dev, &d);
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
@@ -397,7 +400,7 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
          * model would take: then the untied one names what the
          * computation itself refuses) */
         disc_compiled *u = d.kind == DIAG_SHAPE && c->path ? untied(c) : NULL;
-        return u ? disc_run(u, inputs, ninputs, outputs, noutputs) : report(&d);
+        return u ? run(u, inputs, ninputs, outputs, noutputs, dev) : report(&d);
     }
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
@@ -420,6 +423,17 @@ disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, d
         o->nbytes = nbytes;
     }
     return st;
+}
+
+disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
+{
+    return run(c, inputs, ninputs, outputs, noutputs, false);
+}
+
+disc_status disc_run_device(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
+                            int noutputs)
+{
+    return run(c, inputs, ninputs, outputs, noutputs, true);
 }
 
 void disc_tensor_free(disc_tensor *t)

@@ -210,6 +210,8 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_dev_fill", (void *)disc_rt_dev_fill},
         {"disc_rt_dev_launch", (void *)disc_rt_dev_launch},
         {"disc_rt_dev_const", (void *)disc_rt_dev_const},
+        {"disc_rt_dev_input", (void *)disc_rt_dev_input},
+        {"disc_rt_dev_output", (void *)disc_rt_dev_output},
         {"__gnu_f2h_ieee", (void *)f32_to_f16},
         {"__gnu_h2f_ieee", (void *)f16_to_f32},
     };
@@ -742,9 +744,20 @@ bool exec_cache_hit(const Exec *e) { return e->hit; }
 
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {
+    return exec_run_io(e, inputs, ninputs, outputs, noutputs, false, d);
+}
+
+bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, bool dev_io, Diag *d)
+{
     Graph *g = e->g;
     if (ninputs != g->ninputs || noutputs != g->noutputs)
         return diag_setk(d, DIAG_ARG, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
+    if (dev_io && !e->gpu)
+        return diag_setk(d, DIAG_ARG, "error: inputs and outputs in device memory need a model compiled for cuda");
+    for (int i = 0; dev_io && i < noutputs; i++)
+        if (!outputs[i].data || outputs[i].owned)
+            return diag_setk(d, DIAG_ARG, "error: output %d: in device memory, the caller gives every output's "
+                                          "buffer (data and nbytes)", i);
     int nshapes = 0;
     for (int i = 0; i < g->ninputs; i++) {
         if (inputs[i].rank != g->inputs[i]->type.rank || inputs[i].dtype != g->inputs[i]->type.dtype)
@@ -780,6 +793,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
     if (e->gpu) { /* the model's device, its stream and memory: one run at a time */
         pthread_mutex_lock(&e->gpu_lock);
         disc_rt_set_gpu(rt, gpu_run_device(e->gpu));
+        disc_rt_set_dev_io(rt, dev_io);
     }
     int32_t rc = e->main(rt, io, shapes, syms);
     if (e->gpu && rc == 0 && disc_gpu_sync(rt, gpu_run_device(e->gpu)) != 0)
@@ -842,6 +856,7 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
             if (outputs[i].owned)
                 tensor_free(&outputs[i]);
     if (e->gpu) {
+        disc_rt_set_dev_io(rt, 0);
         disc_rt_set_gpu(rt, NULL); /* the run's device memory back to the cache */
         pthread_mutex_unlock(&e->gpu_lock);
     }

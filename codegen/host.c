@@ -175,7 +175,7 @@ LLVMValueRef host_alloc(Host *h, Value *v)
         h->vbuf[v->id] = p;
         return p;
     }
-    if (k >= 0) {
+    if (k >= 0 && !cg->target->dev_memory) { /* (on a device target, the caller's may be device memory) */
         LLVMValueRef args[4] = {h->rt, h->io, cg_i64(cg, cg->g->ninputs + 3 * k), bytes};
         p = rt_ptr_call(h, "disc_rt_output", args, 4);
     } else {
@@ -207,6 +207,19 @@ static LLVMValueRef no_buffer(Cg *cg, const Value *v)
     return NULL;
 }
 
+/* A graph input's data on the device (dev) or the host, from the caller's
+ * pointer (disc_rt_dev_input: copied where it is on the other side). */
+static LLVMValueRef raw_view(Host *h, Value *v, bool dev)
+{
+    Cg *cg = h->cg;
+    LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_p8, cg->t_i64, cg->t_i32};
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_input", cg->t_p8, params, 4, &fty);
+    LLVMValueRef a[4] = {h->rt, h->raw[v->id], bytes_of(h, v), cg_i32(cg, dev)};
+    LLVMValueRef p = LLVMBuildCall2(B, fty, f, a, 4, "");
+    host_check_or_return(h, LLVMBuildIsNotNull(B, p, ""), -1);
+    return p;
+}
+
 LLVMValueRef host_kbuf(Host *h, Value *v)
 {
     Cg *cg = h->cg;
@@ -214,6 +227,8 @@ LLVMValueRef host_kbuf(Host *h, Value *v)
         return h->vbuf[v->id] ? h->vbuf[v->id] : no_buffer(cg, v);
     if (h->dbuf[v->id])
         return h->dbuf[v->id];
+    if (h->raw[v->id]) /* a graph input: copied in unless the caller's is on the device */
+        return h->dbuf[v->id] = raw_view(h, v, true);
     if (v->def && v->def->kind == OP_CONST && h->vbuf[v->id])
         return h->dbuf[v->id] = cg->target->const_dev(h, v->def);
     if (!h->vbuf[v->id])
@@ -230,6 +245,8 @@ LLVMValueRef host_hbuf(Host *h, Value *v)
     Cg *cg = h->cg;
     if (h->vbuf[v->id])
         return h->vbuf[v->id];
+    if (cg->target->dev_memory && h->raw[v->id])
+        return h->vbuf[v->id] = raw_view(h, v, false);
     if (!cg->target->dev_memory || !h->dbuf[v->id])
         return no_buffer(cg, v);
     LLVMValueRef bytes = bytes_of(h, v);
@@ -503,7 +520,8 @@ bool cg_host(Cg *cg)
     h.syms = LLVMGetParam(fn, 3);
     h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
     h.dbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.dbuf);
-    if (!h.vbuf || !h.dbuf)
+    h.raw = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.raw);
+    if (!h.vbuf || !h.dbuf || !h.raw)
         return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;
@@ -517,8 +535,13 @@ bool cg_host(Cg *cg)
     LLVMBuildCall2(B, oty, of, &h.rt, 1, "");
     LLVMBuildRet(B, cg_i32(cg, -1));
     LLVMPositionBuilderAtEnd(B, body);
-    for (int i = 0; i < g->ninputs; i++)
-        h.vbuf[g->inputs[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, h.io, i), "");
+    for (int i = 0; i < g->ninputs; i++) {
+        LLVMValueRef p = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, h.io, i), "");
+        if (cg->target->dev_memory) /* the caller's, on either side: raw_view */
+            h.raw[g->inputs[i]->id] = p;
+        else
+            h.vbuf[g->inputs[i]->id] = p;
+    }
     emit_steps(&h);
     /* from here the symbols are bound and checked: a dim is computed once
      * and reused until control flow joins or a host op may bind symbols
@@ -557,11 +580,20 @@ bool cg_host(Cg *cg)
         off += g->inputs[i]->type.rank;
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
-        if (!h.vbuf[v->id] && h.dbuf[v->id]) { /* made on the device: into the caller's buffer */
-            LLVMValueRef bytes = bytes_of(&h, v);
-            LLVMValueRef args[4] = {h.rt, h.io, cg_i64(cg, g->ninputs + 3 * i), bytes};
-            h.vbuf[v->id] = rt_ptr_call(&h, "disc_rt_output", args, 4);
-            rt_copy_call(&h, "disc_rt_dev_out", h.vbuf[v->id], h.dbuf[v->id], bytes);
+        if (cg->target->dev_memory) { /* into the caller's buffer, on whichever side (disc_rt_dev_output) */
+            int on = h.dbuf[v->id] && !h.raw[v->id] ? 1 : h.raw[v->id] ? 2 : 0;
+            LLVMValueRef src = on == 1 ? h.dbuf[v->id] : on == 2 ? h.raw[v->id] : h.vbuf[v->id];
+            if (!src)
+                return diag_setk(cg->d, DIAG_INTERNAL, "codegen: output %d has no buffer", i);
+            LLVMTypeRef outty, op[6] = {cg->t_p8, cg->t_pp8, cg->t_i64, cg->t_p8, cg->t_i64, cg->t_i32};
+            LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_output", cg->t_p8, op, 6, &outty);
+            LLVMValueRef a[6] = {h.rt, h.io, cg_i64(cg, g->ninputs + 3 * i), src, bytes_of(&h, v), cg_i32(cg, on)};
+            LLVMValueRef p = LLVMBuildCall2(B, outty, f, a, 6, "");
+            host_check_or_return(&h, LLVMBuildIsNotNull(B, p, ""), -1);
+            LLVMBuildStore(B, p, host_gep(cg, cg->t_p8, h.io, g->ninputs + 3 * i));
+            for (int k = 0; k < v->type.rank; k++)
+                LLVMBuildStore(B, cg_dim(cg, v->type.dims[k]), host_gep(cg, cg->t_i64, h.shapes, off++));
+            continue;
         }
         if (!h.vbuf[v->id])
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: output %d has no buffer", i);

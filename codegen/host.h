@@ -16,6 +16,9 @@ typedef struct Host {
     LLVMValueRef *dbuf; /* by value id: its copy in device memory, on a
                            target whose kernels run on a device
                            (CgTarget.dev_memory; else unused) */
+    LLVMValueRef *raw;  /* by value id, with dev_memory: a graph input's
+                           pointer as the caller gave it, on the host or
+                           the device (disc_rt_dev_io) */
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
 } Host;
 

@@ -137,6 +137,17 @@ int disc_compiled_kernel_count(const disc_compiled *c);
 disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
                      int noutputs);
 void disc_tensor_free(disc_tensor *t);
+/* Backend "cuda", with the data in device memory: every input's data is
+ * a device address (a CUdeviceptr cast to void *) and every output's
+ * buffer is the caller's (data a device address, nbytes its size; the
+ * library allocates no output). The run uses the device's primary
+ * context and a stream of the compiled model's own, and has finished
+ * with the inputs and written the outputs when it returns, so the caller
+ * may use them on any stream after it (make the work that produced the
+ * inputs finish first, e.g. cuStreamSynchronize). Shapes are host
+ * values as in disc_run. */
+disc_status disc_run_device(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
+                            int noutputs);
 
 #ifdef __cplusplus
 }

@@ -671,6 +671,45 @@ int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_
     return disc_gpu_copy_in(rt, g, devp(dst), h, (size_t)n * 8);
 }
 
+void *disc_rt_dev_input(DiscRt *rt, const void *raw, int64_t bytes, int32_t want_dev)
+{
+    if (!!disc_rt_dev_io(rt) == !!want_dev)
+        return (void *)raw;
+    if (want_dev) {
+        void *p = disc_rt_dev_alloc(rt, bytes);
+        return p && disc_rt_dev_in(rt, p, raw, bytes) == 0 ? p : NULL;
+    }
+    void *p = disc_rt_alloc(rt, bytes);
+    return p && disc_rt_dev_out(rt, p, raw, bytes) == 0 ? p : NULL;
+}
+
+void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src, int64_t bytes, int32_t on_dev)
+{
+    DiscGpu *g = run_gpu(rt);
+    bool dev_io = disc_rt_dev_io(rt);
+    bool src_dev = on_dev == 2 ? dev_io : on_dev;
+    if (!g || bytes < 0)
+        return NULL;
+    if (!dev_io) {
+        if (!src_dev)
+            return (void *)src; /* the caller copies it */
+        void *p = disc_rt_output(rt, slots, slot, bytes);
+        return p && disc_gpu_copy_out(rt, g, p, devp(src), (size_t)bytes) == 0 ? p : NULL;
+    }
+    void **s = slots + slot;
+    if (!s[0] || (int64_t)(uintptr_t)s[1] < bytes) {
+        disc_rt_fail(rt, "cuda: an output needs a device buffer of %lld bytes, %lld given (disc_run_device: "
+                     "outputs in device memory are the caller's)", (long long)bytes,
+                     s[0] ? (long long)(uintptr_t)s[1] : 0LL);
+        return NULL;
+    }
+    if (src == s[0])
+        return s[0];
+    int rc = src_dev ? disc_gpu_copy(rt, g, devp(s[0]), devp(src), (size_t)bytes)
+                     : disc_gpu_copy_in(rt, g, devp(s[0]), src, (size_t)bytes);
+    return rc == 0 ? s[0] : NULL;
+}
+
 void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes)
 {
     if (*slot)

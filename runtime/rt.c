@@ -45,6 +45,7 @@ struct DiscRt {
     DiscGpu *gpu;          /* the device of a cuda model's run, or NULL */
     DiscDevPtr *dev;       /* device run memory, released at disc_rt_reset */
     int ndev, capdev;
+    int dev_io;            /* the run's inputs and outputs are in device memory */
 };
 
 DiscRt *disc_rt_new(const DiscRtOpts *o)
@@ -192,6 +193,16 @@ void disc_rt_set_gpu(DiscRt *rt, DiscGpu *g)
 DiscGpu *disc_rt_gpu(const DiscRt *rt)
 {
     return rt->gpu;
+}
+
+void disc_rt_set_dev_io(DiscRt *rt, int on)
+{
+    rt->dev_io = on;
+}
+
+int disc_rt_dev_io(const DiscRt *rt)
+{
+    return rt->dev_io;
 }
 
 void *disc_rt_dev_alloc(DiscRt *rt, int64_t bytes)

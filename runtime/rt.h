@@ -462,6 +462,24 @@ int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes);
 int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes);
 /* n elements of `size` bytes (4 or 8), each the value of bits, at dst. */
 int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_t bits);
+/* Where the run's inputs and outputs are: on the host (0, the default),
+ * or (1) in the device's memory (disc_run_device): inputs are device
+ * addresses, outputs the caller's device buffers. */
+void disc_rt_set_dev_io(DiscRt *rt, int on);
+int disc_rt_dev_io(const DiscRt *rt);
+/* The flow's view of input data raw (the caller's pointer, `bytes` long):
+ * on the device (want_dev) or on the host, copied (into run memory)
+ * where the caller's is on the other side. NULL with the error in rt. */
+void *disc_rt_dev_input(DiscRt *rt, const void *raw, int64_t bytes, int32_t want_dev);
+/* Output `slot` of slots (disc_rt_output's three per output) from src,
+ * `bytes` long, on the device (on_dev 1), on the host (0), or the
+ * caller's input data (2: on the side the run's inputs are). With host
+ * I/O: a device result is copied out into disc_rt_output's buffer, a
+ * host one returned as it is (the caller copies it); with device I/O,
+ * every result is copied into the caller's device buffer slots[slot]
+ * (of capacity slots[slot + 1]), which must be large enough. Returns
+ * what the flow stores in slots[slot]; NULL with the error in rt. */
+void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src, int64_t bytes, int32_t on_dev);
 /* The device copy of a compiled model's constant: *slot, or (the first
  * time) a buffer that lives with the device, `bytes` copied in from host,
  * kept in *slot. Runs of the model take turns (the caller's lock). */

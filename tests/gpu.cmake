@@ -149,3 +149,9 @@ add_test(NAME gpu-driver/profile COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/mod
 set_tests_properties(gpu-driver/profile PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
                      PASS_REGULAR_EXPRESSION "kernels compiled for cuda sm_90 \\(disc fake GPU\\)[^\n]*\n[^\n]*ms [^\n]*disc_k[0-9] [a-z]+ \\(cuda\\)")
+# The C API's cuda backend on the stand-in driver: disc_run and
+# disc_run_device (inputs and outputs in device memory) on a model with a
+# host op between kernels.
+add_test(NAME unit/test_api_cuda/fake COMMAND test_api_cuda --fake)
+set_tests_properties(unit/test_api_cuda/fake PROPERTIES LABELS "unit;gpu-driver" ENVIRONMENT "${DISC_FAKE_ENV}")
+set_tests_properties(unit/test_api_cuda PROPERTIES LABELS "unit;gpu-driver")
