@@ -220,6 +220,16 @@ static LLVMValueRef raw_view(Host *h, Value *v, bool dev)
     return p;
 }
 
+/* A copy of v's data src in run memory on the device (dev) or the host. */
+static LLVMValueRef copied(Host *h, Value *v, LLVMValueRef src, bool dev)
+{
+    LLVMValueRef bytes = bytes_of(h, v);
+    LLVMValueRef args[2] = {h->rt, bytes};
+    LLVMValueRef p = rt_ptr_call(h, dev ? "disc_rt_dev_alloc" : "disc_rt_alloc", args, 2);
+    rt_copy_call(h, dev ? "disc_rt_dev_in" : "disc_rt_dev_out", p, src, bytes);
+    return p;
+}
+
 LLVMValueRef host_kbuf(Host *h, Value *v)
 {
     Cg *cg = h->cg;
@@ -233,11 +243,7 @@ LLVMValueRef host_kbuf(Host *h, Value *v)
         return h->dbuf[v->id] = cg->target->const_dev(h, v->def);
     if (!h->vbuf[v->id])
         return no_buffer(cg, v);
-    LLVMValueRef bytes = bytes_of(h, v);
-    LLVMValueRef args[2] = {h->rt, bytes};
-    LLVMValueRef p = rt_ptr_call(h, "disc_rt_dev_alloc", args, 2);
-    rt_copy_call(h, "disc_rt_dev_in", p, h->vbuf[v->id], bytes);
-    return h->dbuf[v->id] = p;
+    return h->dbuf[v->id] = copied(h, v, h->vbuf[v->id], true);
 }
 
 LLVMValueRef host_hbuf(Host *h, Value *v)
@@ -249,11 +255,7 @@ LLVMValueRef host_hbuf(Host *h, Value *v)
         return h->vbuf[v->id] = raw_view(h, v, false);
     if (!cg->target->dev_memory || !h->dbuf[v->id])
         return no_buffer(cg, v);
-    LLVMValueRef bytes = bytes_of(h, v);
-    LLVMValueRef args[2] = {h->rt, bytes};
-    LLVMValueRef p = rt_ptr_call(h, "disc_rt_alloc", args, 2);
-    rt_copy_call(h, "disc_rt_dev_out", p, h->dbuf[v->id], bytes);
-    return h->vbuf[v->id] = p;
+    return h->vbuf[v->id] = copied(h, v, h->dbuf[v->id], false);
 }
 
 LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)

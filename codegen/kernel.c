@@ -342,6 +342,30 @@ static LLVMValueRef vec_combine(Cg *cg, OpKind bk, LLVMValueRef a, LLVMValueRef 
     return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, a, b, ""), nan, r, "");
 }
 
+/* A vector of LANES accumulators of op's reduction, each its initial value. */
+static LLVMValueRef vec_acc(Cg *cg, Kern *k, const Op *op)
+{
+    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+    LLVMValueRef init = acc_init(cg, k, op, DT_F32), lanes[LANES];
+    for (int l = 0; l < LANES; l++)
+        lanes[l] = init;
+    LLVMValueRef acc = LLVMBuildAlloca(cg->eb, vt, "vacc");
+    LLVMBuildStore(B, LLVMConstVector(lanes, LANES), acc);
+    return acc;
+}
+
+/* The result of vector accumulators acc and the scalar lane0 that took
+ * the row's tail after lane 0 of acc: lanes 0 to LANES - 1 combined in
+ * order. */
+static LLVMValueRef vec_acc_result(Cg *cg, Kern *k, OpKind bk, LLVMValueRef acc, LLVMValueRef lane0)
+{
+    LLVMValueRef va = LLVMBuildLoad2(B, LLVMVectorType(cg->t_f32, LANES), acc, "");
+    LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, lane0, "");
+    for (int l = 1; l < LANES; l++)
+        r = kern_binary(k, bk, DT_F32, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
+    return r;
+}
+
 /* The lane reduction of a row that is already in memory, contiguous f32
  * at base (the softmax cache): the same lanes and order as
  * emit_lane_reduction, as LANES-wide vector code (LLVM's SLP vectoriser
@@ -350,11 +374,7 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
                                       bool square)
 {
     LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
-    LLVMValueRef init = acc_init(cg, k, op, DT_F32), lanes[LANES];
-    for (int l = 0; l < LANES; l++)
-        lanes[l] = init;
-    LLVMValueRef acc = LLVMBuildAlloca(cg->eb, vt, "vacc");
-    LLVMBuildStore(B, LLVMConstVector(lanes, LANES), acc);
+    LLVMValueRef acc = vec_acc(cg, k, op);
     LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
     CgLoop lb;
     LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
@@ -377,11 +397,7 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
     lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
     cg_loop_end(cg, &lr);
-    va = LLVMBuildLoad2(B, vt, acc, "");
-    LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, first, "");
-    for (int l = 1; l < LANES; l++)
-        r = kern_binary(k, bk, DT_F32, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
-    return r;
+    return vec_acc_result(cg, k, bk, acc, first);
 }
 
 /* A plain loop over the row at full (axis ax): the output k->cache_out
@@ -459,11 +475,7 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
          * combined as vectors; LLVM's SLP vectoriser left the NaN-aware
          * max of eight scalar lanes scalar (a softmax's row maximum) */
         LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
-        LLVMValueRef init = acc_init(cg, k, op, dt), lanes[LANES];
-        for (int l = 0; l < LANES; l++)
-            lanes[l] = init;
-        LLVMValueRef vacc = LLVMBuildAlloca(cg->eb, vt, "vacc");
-        LLVMBuildStore(B, LLVMConstVector(lanes, LANES), vacc);
+        LLVMValueRef vacc = vec_acc(cg, k, op);
         LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
         LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), "");
         LLVMValueRef vec = LLVMGetUndef(vt);
@@ -481,11 +493,7 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, first, ""), e), first);
         lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
         cg_loop_end(cg, &lr);
-        LLVMValueRef va = LLVMBuildLoad2(B, vt, vacc, "");
-        LLVMValueRef r = LLVMBuildLoad2(B, t, first, "");
-        for (int l = 1; l < LANES; l++)
-            r = kern_binary(k, bk, dt, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
-        return r;
+        return vec_acc_result(cg, k, bk, vacc, first);
     }
     LLVMValueRef acc[LANES];
     for (int l = 0; l < LANES; l++) {
