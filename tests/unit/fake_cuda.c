@@ -200,7 +200,15 @@ static CUresult cuStreamSynchronize(void *s)
     return OK;
 }
 
-/* device memory: host blocks with their sizes */
+/* device memory: host blocks with their sizes, on a list (a device
+ * address hides its block from a leak checker; a real driver's memory
+ * left allocated at exit, as a process may, is no leak either) */
+typedef struct MemBlock {
+    struct MemBlock *prev, *next;
+    size_t n;
+    size_t pad;
+} MemBlock;
+static MemBlock *blocks;
 static size_t held;
 static CUresult cuMemAlloc(unsigned long long *p, size_t n)
 {
@@ -210,12 +218,15 @@ static CUresult cuMemAlloc(unsigned long long *p, size_t n)
         return INVALID_VALUE;
     if (at && held + n >= (size_t)atoll(at))
         return OUT_OF_MEMORY;
-    size_t *b = malloc(n + 16);
+    MemBlock *b = malloc(sizeof *b + n);
     if (!b)
         return OUT_OF_MEMORY;
-    b[0] = n;
+    *b = (MemBlock){.next = blocks, .n = n};
+    if (blocks)
+        blocks->prev = b;
+    blocks = b;
     held += n;
-    *p = (unsigned long long)(uintptr_t)(b + 2) ^ DEV;
+    *p = (unsigned long long)(uintptr_t)(b + 1) ^ DEV;
     return OK;
 }
 
@@ -224,8 +235,14 @@ static CUresult cuMemFree(unsigned long long p)
     fails("cuMemFree");
     if (!p)
         return INVALID_VALUE;
-    size_t *b = (size_t *)host(p) - 2;
-    held -= b[0];
+    MemBlock *b = (MemBlock *)host(p) - 1;
+    held -= b->n;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        blocks = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
     free(b);
     return OK;
 }
