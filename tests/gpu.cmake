@@ -155,3 +155,12 @@ set_tests_properties(gpu-driver/profile PROPERTIES LABELS gpu-driver
 add_test(NAME unit/test_api_cuda/fake COMMAND test_api_cuda --fake)
 set_tests_properties(unit/test_api_cuda/fake PROPERTIES LABELS "unit;gpu-driver" ENVIRONMENT "${DISC_FAKE_ENV}")
 set_tests_properties(unit/test_api_cuda PROPERTIES LABELS "unit;gpu-driver")
+# Random shapes, valid and not, on the cuda backend against the
+# interpreter (dcc fuzz-shapes), on the stand-in driver: the transformer
+# models and a CNN.
+foreach(name bert_encoder gpt_decoder resnet_cnn)
+  add_test(NAME gpu-driver/fuzz-shapes/${name} COMMAND dcc fuzz-shapes ${CMAKE_SOURCE_DIR}/tests/models/${name}
+           --backend cuda --n 25 --max-dim 40)
+  set_tests_properties(gpu-driver/fuzz-shapes/${name} PROPERTIES LABELS "gpu-driver;fuzz-shapes"
+                       ENVIRONMENT "${DISC_FAKE_ENV}" PASS_REGULAR_EXPRESSION "25 bindings: .* 0 disagreed")
+endforeach()
