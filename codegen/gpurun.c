@@ -39,6 +39,7 @@
 #include "codegen/host.h"
 #include "runtime/rt.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,14 +47,17 @@ struct GpuRun {
     GpuStr src;         /* every kernel, after the header line */
     GpuKernel *k;       /* per kernel: its launch */
     LLVMValueRef *fn;   /* per kernel: the placeholder the flow names it by */
-    int n, capk, capfn;
+    int n, capk, capfn, capoff;
     const Op **consts;  /* the constants kernels read, by disc_jit_dconsts index */
     int nconsts, capconsts;
     bool emu;           /* kernels for the emulator, on the stand-in driver */
     CgOpts o;           /* for the module cache */
     DiscRt *rt;         /* for the device's errors at compile and link */
     DiscGpu *gpu;
-    DiscGpuModule *mod;
+    size_t hdr;         /* bytes of src before the first kernel */
+    size_t *off;        /* per kernel: where its text starts in src */
+    DiscGpuModule **mods; /* the JIT's modules: the kernels in parts */
+    int nmods;
     DiscGpuFn **fns;    /* per kernel: disc_jit_gpufns */
     DiscDevPtr *dconst; /* per constant: disc_jit_dconsts (the runs fill it) */
     char arch[16];      /* "sm_90" */
@@ -84,8 +88,10 @@ static bool run_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     char name[32];
     snprintf(name, sizeof name, "disc_k%d", cg->nkernels);
     if (!grow((void **)&r->k, &r->capk, r->n + 1, sizeof *r->k) ||
+        !grow((void **)&r->off, &r->capoff, r->n + 1, sizeof *r->off) ||
         !grow((void **)&r->fn, &r->capfn, r->n + 1, sizeof *r->fn))
         return diag_oom(cg->d);
+    size_t at = r->src.n;
     GpuKernel gk;
     GpuLang lang = r->emu ? GPU_EMU : GPU_CUDA;
     if (!gpu_kernel(cg, grp, name, lang, r->emu ? GPU_EMU_GRID_MAX : GPU_GRID_MAX, 32, &r->src, &gk))
@@ -104,6 +110,7 @@ static bool run_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
     ki->range = gk.grid;
     ki->grain = 1;
     r->k[r->n] = gk;
+    r->off[r->n] = at;
     r->fn[r->n++] = ki->fn;
     return true;
 }
@@ -261,6 +268,7 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
         snprintf(r->arch, sizeof r->arch, "sm_%d%d", in->major, in->minor);
     }
     gpu_str_printf(&r->src, "/* disc: CUDA kernels */\n%s\n", r->emu ? "" : "#include \"disc_cuda.h\"");
+    r->hdr = r->src.n;
     t->name = "cuda";
     t->kernel = run_kernel;
     t->kernel_split = NULL; /* one grid per group */
@@ -278,20 +286,17 @@ DiscGpu *gpu_run_device(const GpuRun *r)
     return r->gpu;
 }
 
-bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d)
+/* src compiled for arch (the emulator's image with r->emu). */
+static bool compile_src(const GpuRun *r, const char *src, const char *arch, bool cubin, char **img, size_t *n,
+                        GpuCacheInfo *ci, Diag *d)
 {
     *img = NULL;
     *n = 0;
-    if (r->src.failed)
-        return diag_oom(d);
-    r->srcbytes = r->src.n;
     if (r->emu) {
-        double t0 = disc_rt_now();
-        *img = gpu_emu_image(r->src.p, 32, n, d);
-        r->ci.seconds = disc_rt_now() - t0;
-        return *img != NULL;
+        memset(ci, 0, sizeof *ci);
+        return (*img = gpu_emu_image(src, 32, n, d)) != NULL;
     }
-    if (!gpu_rtc_compile_cached(&r->o, GPU_CUDA, r->src.p, "disc.cu", arch, cubin, img, n, &r->ci, d))
+    if (!gpu_rtc_compile_cached(&r->o, GPU_CUDA, src, "disc.cu", arch, cubin, img, n, ci, d))
         return false;
     if (!cubin) { /* PTX goes to the driver as a C string */
         char *p = realloc(*img, *n + 1);
@@ -305,6 +310,93 @@ bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t
         ++*n;
     }
     return true;
+}
+
+bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d)
+{
+    if (r->src.failed)
+        return diag_oom(d);
+    r->srcbytes = r->src.n;
+    double t0 = disc_rt_now();
+    bool ok = compile_src(r, r->src.p, arch, cubin, img, n, &r->ci, d);
+    r->ci.seconds = disc_rt_now() - t0;
+    return ok;
+}
+
+/* Kernels [lo, hi) as a module of their own, compiled on a thread of its
+ * own: NVRTC's time grows with the kernels, and the parts run at once. */
+typedef struct Part {
+    const GpuRun *r;
+    int lo, hi;
+    GpuStr src;
+    char *img;
+    size_t n;
+    GpuCacheInfo ci;
+    Diag d;
+    bool ok;
+} Part;
+
+static void *part_compile(void *arg)
+{
+    Part *p = arg;
+    const GpuRun *r = p->r;
+    size_t end = p->hi < r->n ? r->off[p->hi] : r->src.n;
+    gpu_str_printf(&p->src, "%.*s%.*s", (int)r->hdr, r->src.p, (int)(end - r->off[p->lo]), r->src.p + r->off[p->lo]);
+    p->ok = p->src.failed ? diag_oom(&p->d)
+                          : compile_src(r, p->src.p, r->arch, true, &p->img, &p->n, &p->ci, &p->d);
+    return NULL;
+}
+
+/* Every kernel compiled for the open device, in up to one part per CPU,
+ * each loaded as a module; r->fns[i] from its part's module. */
+static bool compile_parts(GpuRun *r, Diag *d)
+{
+    int np = cg_cpus();
+    np = np < 1 ? 1 : np > CG_MAX_OBJECTS ? CG_MAX_OBJECTS : np;
+    np = np > r->n ? r->n : np;
+    Part *parts = calloc((size_t)np, sizeof *parts);
+    pthread_t tid[CG_MAX_OBJECTS];
+    bool started[CG_MAX_OBJECTS] = {false};
+    if (!parts || !(r->mods = calloc((size_t)np, sizeof *r->mods)) ||
+        !(r->fns = calloc((size_t)r->n, sizeof *r->fns))) {
+        free(parts);
+        return diag_oom(d);
+    }
+    double t0 = disc_rt_now();
+    for (int i = 0; i < np; i++) {
+        parts[i] = (Part){.r = r, .lo = (int)((int64_t)r->n * i / np), .hi = (int)((int64_t)r->n * (i + 1) / np)};
+        if (i > 0) /* part 0 here; a part with no thread here too, after it */
+            started[i] = pthread_create(&tid[i], NULL, part_compile, &parts[i]) == 0;
+    }
+    part_compile(&parts[0]);
+    for (int i = 1; i < np; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            part_compile(&parts[i]);
+    }
+    r->ci = (GpuCacheInfo){.hit = true, .seconds = disc_rt_now() - t0};
+    r->srcbytes = r->src.n;
+    bool ok = true;
+    for (int i = 0; i < np; i++) {
+        Part *p = &parts[i];
+        r->ci.hit &= p->ci.hit;
+        if (ok && !p->ok)
+            ok = diag_copy(d, &p->d);
+        if (ok && !(r->mods[r->nmods] = disc_gpu_module_load(r->rt, r->gpu, p->img)))
+            ok = diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+        if (ok)
+            r->nmods++;
+        for (int k = p->lo; ok && k < p->hi; k++)
+            if (!(r->fns[k] = disc_gpu_function(r->rt, r->gpu, r->mods[r->nmods - 1], r->k[k].name)))
+                ok = diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
+        free(p->img);
+        gpu_str_free(&p->src);
+    }
+    if (r->ci.seconds > 0 && r->ci.hit)
+        r->ci.seconds = 0;
+    free(parts);
+    return ok;
 }
 
 int gpu_run_kernels(const GpuRun *r, const char **names, int max)
@@ -321,21 +413,10 @@ bool gpu_run_emu(const GpuRun *r) { return r->emu; }
 bool gpu_run_link(GpuRun *r, GpuRunSyms *s, Diag *d)
 {
     memset(s, 0, sizeof *s);
-    if (r->n > 0) {
-        char *img = NULL;
-        size_t n = 0;
-        bool ok = gpu_run_compile(r, r->arch, true, &img, &n, d);
-        if (ok && !(r->mod = disc_gpu_module_load(r->rt, r->gpu, img)))
-            ok = diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
-        free(img);
-        if (!ok)
-            return false;
-        if (!(r->fns = calloc((size_t)r->n, sizeof *r->fns)))
-            return diag_oom(d);
-        for (int i = 0; i < r->n; i++)
-            if (!(r->fns[i] = disc_gpu_function(r->rt, r->gpu, r->mod, r->k[i].name)))
-                return diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
-    }
+    if (r->src.failed)
+        return diag_oom(d);
+    if (r->n > 0 && !compile_parts(r, d))
+        return false;
     if (!(r->dconst = calloc((size_t)r->nconsts + 1, sizeof *r->dconst)))
         return diag_oom(d);
     s->fns = (void *)r->fns;
@@ -362,10 +443,13 @@ void gpu_run_free(GpuRun *r)
             disc_gpu_function_free(r->fns[i]);
     }
     if (r->gpu) { /* the constants' copies go with the device */
-        disc_gpu_module_unload(r->gpu, r->mod);
+        for (int i = 0; i < r->nmods; i++)
+            disc_gpu_module_unload(r->gpu, r->mods[i]);
         disc_gpu_close(r->gpu);
     }
     free(r->k);
+    free(r->off);
+    free(r->mods);
     free(r->fn);
     free(r->fns);
     free(r->dconst);
