@@ -256,9 +256,7 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
     r->o = *o;
     const char *emu = getenv("DISC_CUDA_EMU_MODULES");
     r->emu = emu && !strcmp(emu, "1");
-    const char *dev = getenv("DISC_CUDA_DEVICE");
-    int ordinal = dev && *dev ? atoi(dev) : 0;
-    if (open && !(r->gpu = disc_gpu_open(r->rt, ordinal))) {
+    if (open && !(r->gpu = disc_gpu_open(r->rt, DISC_GPU_ENV))) {
         diag_setk(d, DIAG_RESOURCE, "error: backend cuda: %s", rt_msg(r->rt));
         gpu_run_free(r);
         return NULL;

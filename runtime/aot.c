@@ -99,8 +99,7 @@ static void gpu_error(AotGpu *st, DiscRt *rt, const char *what)
  * and finds the kernels (under gpu_mu). */
 static void gpu_load(const DiscAotGpu *g, AotGpu *st, DiscRt *rt)
 {
-    const char *dev = getenv("DISC_CUDA_DEVICE");
-    if (!(st->gpu = disc_gpu_open(rt, dev && *dev ? atoi(dev) : 0))) {
+    if (!(st->gpu = disc_gpu_open(rt, DISC_GPU_ENV))) {
         gpu_error(st, rt, "");
         return;
     }

@@ -278,6 +278,16 @@ static int current(DiscRt *rt, DiscGpu *g)
 
 DiscGpu *disc_gpu_open(DiscRt *rt, int ordinal)
 {
+    if (ordinal == DISC_GPU_ENV) { /* DISC_CUDA_DEVICE, else 0: a number or an error */
+        const char *e = getenv("DISC_CUDA_DEVICE");
+        char *end = NULL;
+        long v = e && *e ? strtol(e, &end, 10) : 0;
+        if (e && *e && (*end || v < 0 || v > 1 << 20)) {
+            disc_rt_fail(rt, "cuda: DISC_CUDA_DEVICE=%s: not a device number (0, 1, ...)", e);
+            return NULL;
+        }
+        ordinal = (int)v;
+    }
     if (!driver(rt))
         return NULL;
     int count = 0;

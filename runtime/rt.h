@@ -414,8 +414,10 @@ typedef struct DiscGpuStats {
 } DiscGpuStats;
 /* The driver's version (13000), or 0 with the reason in why (n bytes). */
 int disc_gpu_driver_version(char *why, size_t n);
-/* Device `ordinal`: its primary context and a stream of its own; NULL with
- * the error in rt. */
+/* Device `ordinal` (DISC_GPU_ENV: the environment's DISC_CUDA_DEVICE,
+ * else 0; a value that is not a number is an error): its primary context
+ * and a stream of its own; NULL with the error in rt. */
+enum { DISC_GPU_ENV = -1 };
 DiscGpu *disc_gpu_open(DiscRt *rt, int ordinal);
 void disc_gpu_close(DiscGpu *g); /* waits for the stream; frees every buffer */
 const DiscGpuInfo *disc_gpu_info(const DiscGpu *g);

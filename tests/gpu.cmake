@@ -164,3 +164,8 @@ foreach(name bert_encoder gpt_decoder resnet_cnn)
   set_tests_properties(gpu-driver/fuzz-shapes/${name} PROPERTIES LABELS "gpu-driver;fuzz-shapes"
                        ENVIRONMENT "${DISC_FAKE_ENV}" PASS_REGULAR_EXPRESSION "25 bindings: .* 0 disagreed")
 endforeach()
+# A device number that is not one: one error naming the variable.
+add_test(NAME gpu-driver/bad_device COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --backend cuda)
+set_tests_properties(gpu-driver/bad_device PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "${DISC_FAKE_ENV};DISC_CUDA_DEVICE=one"
+                     PASS_REGULAR_EXPRESSION "DISC_CUDA_DEVICE=one: not a device number")
