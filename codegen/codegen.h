@@ -291,6 +291,11 @@ typedef struct CgTarget {
      * (i8*), uploaded once per compiled model. */
     bool dev_memory;
     LLVMValueRef (*const_dev)(struct Host *h, const Op *op);
+    /* What a library call's epilogue cannot apply (hostlib.c): the
+     * activations (bit 1 << DiscPost) and, with lib_res_alone, a residual
+     * after one (cuBLASLt adds its C operand before the activation). */
+    unsigned lib_no_posts;
+    bool lib_res_alone;
     /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
      * or write the object. Owns m->mod from here on. */
     bool (*finish)(const struct CgTarget *t, CgModule *m, const CgOpts *o, const CpuTarget *cpu, Diag *d);

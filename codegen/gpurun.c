@@ -61,6 +61,8 @@ struct GpuRun {
     DiscGpuFn **fns;    /* per kernel: disc_jit_gpufns */
     DiscDevPtr *dconst; /* per constant: disc_jit_dconsts (the runs fill it) */
     char arch[16];      /* "sm_90" */
+    bool blas;          /* dots through cuBLASLt (disc_rt_dev_matmul) */
+    char gemm[160];     /* GpuRunStats.gemm */
     GpuCacheInfo ci;    /* what compiling the module did */
     size_t srcbytes;
 };
@@ -271,7 +273,19 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
     t->kernel = run_kernel;
     t->kernel_split = NULL; /* one grid per group */
     t->skinny = NULL;
-    t->library = host_emit_kernel_group;
+    /* matmuls through cuBLASLt where it loads (DISC_CUBLASLT=0: never),
+     * with the bias, ReLU and tanh-GELU epilogues it applies; else, and
+     * for conv and pool, the group is one of the module's kernels */
+    const char *bl = getenv("DISC_CUBLASLT");
+    char why[600] = "";
+    r->blas = !(bl && !strcmp(bl, "0")) && disc_blas_available(why, sizeof why);
+    if (r->blas)
+        snprintf(r->gemm, sizeof r->gemm, "cuBLASLt");
+    else
+        snprintf(r->gemm, sizeof r->gemm, "disc's GEMM kernel (%.130s)", why[0] ? why : "DISC_CUBLASLT=0");
+    t->library = r->blas ? host_emit_library_group : host_emit_kernel_group;
+    t->lib_no_posts = ~(1u << DISC_POST_RELU | 1u << DISC_POST_GELU_TANH);
+    t->lib_res_alone = true;
     t->launch = run_launch;
     t->dev_memory = true;
     t->const_dev = run_const_dev;
@@ -427,6 +441,7 @@ void gpu_run_stats(const GpuRun *r, GpuRunStats *st)
     *st = (GpuRunStats){.nkernels = r->n, .bytes = r->srcbytes, .seconds = r->ci.seconds, .hit = r->ci.hit,
                         .nconsts = r->nconsts, .emu = r->emu};
     snprintf(st->arch, sizeof st->arch, "%s", r->arch);
+    snprintf(st->gemm, sizeof st->gemm, "%s", r->gemm);
     if (r->gpu)
         snprintf(st->device, sizeof st->device, "%s", disc_gpu_info(r->gpu)->name);
 }

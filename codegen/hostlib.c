@@ -78,10 +78,14 @@ static bool is_const_weights(const Op *op, int operand)
     return w && w->kind == OP_CONST && w->cst && w->cst->data;
 }
 
-static bool dot_call(DimCtx *cx, const Op *op, LibCall *c)
+/* dev: the device's library (cuBLASLt), which takes f16, bf16 and f64 as
+ * well, with both operands and the result of the one dtype. */
+static bool dot_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     const Type *at = &op->in[0]->type, *bt = &op->in[1]->type;
-    if (at->dtype != DT_F32)
+    DType dt = at->dtype;
+    bool fp = dt == DT_F32 || (dev && (dt == DT_F16 || dt == DT_BF16 || dt == DT_F64));
+    if (!fp || bt->dtype != dt || op->out[0]->type.dtype != dt)
         return false;
     const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
     const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
@@ -90,7 +94,7 @@ static bool dot_call(DimCtx *cx, const Op *op, LibCall *c)
     c->fn = "disc_rt_call_matmul";
     c->nfields = DISC_MM_NFIELDS;
     Dim **f = c->f;
-    f[DISC_MM_DTYPE] = dim_const(cx, DT_F32);
+    f[DISC_MM_DTYPE] = dim_const(cx, dt);
     f[DISC_MM_BATCH] = product(cx, at, lb->ints, lb->n);
     f[DISC_MM_M] = product(cx, at, lf, nlf);
     f[DISC_MM_K] = product(cx, at, lc->ints, lc->n);
@@ -239,9 +243,25 @@ static bool skinny_fits(Cg *cg, const Op *op, const LibCall *c)
                       cons_prove(cons, m, REL_LE, dim_const(cx, 0)));
 }
 
-/* The call, with the result written to the value's buffer (fz: with the
- * fused epilogue, into the buffer of fz->result). */
-static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
+static bool unit(const Dim *d)
+{
+    return dim_is_const(d) && d->c == 1;
+}
+
+/* Whether the device's library (cuBLASLt) takes the call: each operand
+ * with a unit stride along one of its matrix axes (A: k or m, B: n or k),
+ * or an axis of size 1, as far as the graph says for every shape. */
+static bool dev_fits(const LibCall *c)
+{
+    Dim *const *f = c->f;
+    bool a = unit(f[DISC_MM_A_STRIDE + 2]) || unit(f[DISC_MM_A_STRIDE + 1]) || unit(f[DISC_MM_K]) || unit(f[DISC_MM_M]);
+    bool b = unit(f[DISC_MM_B_STRIDE + 2]) || unit(f[DISC_MM_B_STRIDE + 1]) || unit(f[DISC_MM_K]) || unit(f[DISC_MM_N]);
+    return a && b;
+}
+
+/* The call's fields, an i64 array filled from the symbols (fz: with the
+ * fused epilogue's post). */
+static LLVMValueRef call_fields(Host *h, const Op *op, const LibCall *c, const Fused *fz)
 {
     Cg *cg = h->cg;
     LLVMValueRef fields = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, c->nfields), "");
@@ -261,6 +281,38 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
     int bits = chan(op, op->in[0]->type.rank).bits;
     if (fz && fz->residual && op->kind == OP_CONV && (bits & DISC_NHWC_DST))
         LLVMBuildStore(B, cg_i64(cg, bits | DISC_NHWC_RES), host_gep(cg, cg->t_i64, fields, DISC_CV_LAYOUT));
+    return fields;
+}
+
+/* A dot on the device's library (disc_rt_dev_matmul): its operands'
+ * device copies, the result in device memory. */
+static bool emit_dev_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
+{
+    Cg *cg = h->cg;
+    LLVMValueRef fields = call_fields(h, op, c, fz);
+    LLVMValueRef null = LLVMConstPointerNull(cg->t_p8);
+    LLVMValueRef a[7] = {h->rt, fields, host_kbuf(h, op->in[0]), host_kbuf(h, op->in[1]), null, null, NULL};
+    if ((fz && fz->bias && !(a[4] = host_kbuf(h, fz->bias))) || (fz && fz->residual && !(a[5] = host_kbuf(h, fz->residual))) ||
+        !a[2] || !a[3])
+        return false;
+    Value *res = fz ? fz->result : op->out[0];
+    a[6] = host_alloc_k(h, alloc_result ? res : op->out[0]);
+    h->dbuf[op->out[0]->id] = h->dbuf[res->id] = a[6];
+    LLVMTypeRef fty, params[7] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8};
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_matmul", cg->t_i32, params, 7, &fty);
+    LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 7, "");
+    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    return true;
+}
+
+/* The call, with the result written to the value's buffer (fz: with the
+ * fused epilogue, into the buffer of fz->result). */
+static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
+{
+    Cg *cg = h->cg;
+    if (cg->target->dev_memory)
+        return emit_dev_call(h, op, c, fz, alloc_result);
+    LLVMValueRef fields = call_fields(h, op, c, fz);
     for (int i = 0; i < op->nin; i++)
         if (!h->vbuf[op->in[i]->id])
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: %s reads a value with no buffer",
@@ -308,13 +360,14 @@ static bool emit_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool a
     return true;
 }
 
-/* Whether the library takes op, and the call's fields. */
-static bool lib_call(DimCtx *cx, const Op *op, LibCall *c)
+/* Whether the library takes op, and the call's fields (dev: the
+ * device's library). */
+static bool lib_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     memset(c, 0, sizeof *c);
     bool ok;
     switch (op->kind) {
-    case OP_DOT: ok = dot_call(cx, op, c); break;
+    case OP_DOT: ok = dot_call(cx, op, c, dev); break;
     case OP_CONV:
     case OP_CONV_TRANSPOSE: ok = conv_call(cx, op, c); break;
     case OP_POOL: ok = pool_call(cx, op, c); break;
@@ -365,7 +418,7 @@ static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, boo
 bool host_emit_library_op(Host *h, Op *op)
 {
     LibCall c;
-    if (!lib_call(&h->cg->g->dims, op, &c))
+    if (!lib_call(&h->cg->g->dims, op, &c, h->cg->target->dev_memory))
         return host_emit_host_op(h, op);
     return emit_library(h, op, &c, NULL, false);
 }
@@ -443,7 +496,7 @@ static Op *sole(const Group *grp, int first, const int *nuse, const Value *v, Op
 static bool bias_fits(const Type *y, const Value *b, int axis)
 {
     const Type *t = &b->type;
-    if (t->dtype != DT_F32 || t->rank > y->rank || t->rank == 0)
+    if (t->dtype != y->dtype || t->rank > y->rank || t->rank == 0)
         return false;
     int off = y->rank - t->rank;
     for (int i = 0; i < t->rank; i++) {
@@ -547,6 +600,8 @@ static Value *activation(Host *h, const Group *grp, int first, const int *nuse, 
         }
         const double *f = vals[chain[end]->out[0]->id];
         for (DiscPost p = DISC_POST_RELU; closed && p < DISC_POST_COUNT && !result; p++) {
+            if (h->cg->target->lib_no_posts & 1u << p)
+                continue;
             bool same = true;
             for (int s = 0; s < NSAMPLE && same; s++) {
                 double want = post_value(p, store[s]);
@@ -584,7 +639,8 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     Value *x = op->out[0];
     memset(fz, 0, sizeof *fz);
     fz->result = x;
-    if (!nuse || op->kind == OP_POOL || x->type.dtype != DT_F32 || c->nguards)
+    DType dt = x->type.dtype;
+    if (!nuse || op->kind == OP_POOL || c->nguards || !(dt == DT_F32 || (h->cg->target->dev_memory && dt == op->in[0]->type.dtype)))
         return;
     int axis = op->kind == OP_DOT ? x->type.rank - 1 : chan(op, x->type.rank).yc;
     if (op->kind == OP_DOT && c->f[DISC_MM_N] != x->type.dims[axis])
@@ -607,7 +663,7 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     Value *act = activation(h, grp, first, nuse, x, fz);
     if (act)
         x = act;
-    if ((s = sole(grp, first, nuse, x, OP_ADD))) {
+    if (!(h->cg->target->lib_res_alone && fz->post != DISC_POST_NONE) && (s = sole(grp, first, nuse, x, OP_ADD))) {
         Value *r = other(s, x);
         if (r != x && type_eq(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
             fz->residual = r;
@@ -635,7 +691,10 @@ bool host_emit_library_group(Host *h, const Group *grp)
     first++;
     LibCall c;
     Fused fz = {.result = root->out[0]}; /* nothing fused unless the library takes it */
-    bool takes = lib_call(&cg->g->dims, root, &c);
+    bool dev = cg->target->dev_memory;
+    bool takes = lib_call(&cg->g->dims, root, &c, dev);
+    if (dev && !(takes && root->kind == OP_DOT && dev_fits(&c)))
+        return host_emit_kernel_group(h, grp); /* the target's own kernel (cuda.c's GEMM template) */
     if (takes)
         match_chain(h, grp, first, root, &c, &fz);
     bool is_out = false;

@@ -223,11 +223,13 @@ typedef struct Block {
     struct Block *next;
 } Block;
 
-/* A launch timed for DISC_PROFILE: events before and after it on the
- * stream, read at the next disc_gpu_sync. */
+/* A launch or library call timed for DISC_PROFILE: events before and
+ * after it on the stream, read at the next disc_gpu_sync; its time goes
+ * to the profile under key and name (which outlive the drain). */
 typedef struct Timed {
     CUevent start, end;
-    const struct DiscGpuFn *f;
+    const void *key;
+    const char *name;
 } Timed;
 
 struct DiscGpu {
@@ -240,6 +242,7 @@ struct DiscGpu {
     DiscGpuStats stats;
     Timed *timed;        /* launches waiting for their times */
     int ntimed, captimed;
+    DiscBlas *blas;      /* cuBLASLt on this device (cublaslt.c), made on first use */
 };
 
 struct DiscGpuModule {
@@ -262,7 +265,7 @@ static void timed_drain(DiscGpu *g, bool report)
         Timed *t = &g->timed[i];
         float ms = 0;
         if (report && cu.EventElapsedTime(&ms, t->start, t->end) == 0)
-            disc_rt_prof_add(t->f, t->f->name, 1e-3 * ms);
+            disc_rt_prof_add(t->key, t->name, 1e-3 * ms);
         cu.EventDestroy(t->start);
         cu.EventDestroy(t->end);
     }
@@ -355,8 +358,10 @@ void disc_gpu_close(DiscGpu *g)
         if (g->stream) {
             cu.StreamSynchronize(g->stream);
             timed_drain(g, false);
-            cu.StreamDestroy(g->stream);
         }
+        disc_blas_free(g->blas); /* its workspace is one of the buffers below */
+        if (g->stream)
+            cu.StreamDestroy(g->stream);
         pthread_mutex_lock(&g->mu);
         idle_free(g);
         while (g->live) { /* buffers never released: freed with the device */
@@ -598,37 +603,63 @@ int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int bloc
         f->shmem_set = shmem;
     }
     /* DISC_PROFILE: the launch between two events, read at the next sync */
-    Timed *t = NULL;
-    if (disc_rt_profiling()) {
-        if (g->ntimed == g->captimed) {
-            int cap = g->captimed ? 2 * g->captimed : 64;
-            Timed *p = realloc(g->timed, (size_t)cap * sizeof *p);
-            if (!p) {
-                disc_rt_fail(rt, "cuda: out of memory");
-                return -1;
-            }
-            g->timed = p;
-            g->captimed = cap;
-        }
-        t = &g->timed[g->ntimed];
-        *t = (Timed){.f = f};
-        if ((r = cu.EventCreate(&t->start, 0)) != 0 || (r = cu.EventCreate(&t->end, 0)) != 0 ||
-            (r = cu.EventRecord(t->start, g->stream)) != 0) {
-            if (t->start)
-                cu.EventDestroy(t->start);
-            if (t->end)
-                cu.EventDestroy(t->end);
-            return failed(rt, r, "timing %s with events (DISC_PROFILE)", f->name);
-        }
-        g->ntimed++;
-    }
+    int t = -1;
+    if (disc_rt_profiling() && (t = disc_gpu_time_start(rt, g, f, f->name)) < 0)
+        return -1;
     r = cu.LaunchKernel(f->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shmem, g->stream, params, NULL);
     if (r)
         return failed(rt, r, "cuLaunchKernel(%s, grid %lld, block %d, shared memory %lld)", f->name, (long long)grid,
                       block, (long long)shmem);
-    if (t && (r = cu.EventRecord(t->end, g->stream)) != 0)
-        return failed(rt, r, "timing %s with events (DISC_PROFILE)", f->name);
-    return 0;
+    return disc_gpu_time_end(rt, g, t);
+}
+
+int disc_gpu_time_start(DiscRt *rt, DiscGpu *g, const void *key, const char *name)
+{
+    if (g->ntimed == g->captimed) {
+        int cap = g->captimed ? 2 * g->captimed : 64;
+        Timed *p = realloc(g->timed, (size_t)cap * sizeof *p);
+        if (!p) {
+            disc_rt_fail(rt, "cuda: out of memory");
+            return -1;
+        }
+        g->timed = p;
+        g->captimed = cap;
+    }
+    Timed *t = &g->timed[g->ntimed];
+    *t = (Timed){.key = key, .name = name};
+    CUresult r;
+    if ((r = cu.EventCreate(&t->start, 0)) != 0 || (r = cu.EventCreate(&t->end, 0)) != 0 ||
+        (r = cu.EventRecord(t->start, g->stream)) != 0) {
+        if (t->start)
+            cu.EventDestroy(t->start);
+        if (t->end)
+            cu.EventDestroy(t->end);
+        return failed(rt, r, "timing %s with events (DISC_PROFILE)", name);
+    }
+    return g->ntimed++;
+}
+
+int disc_gpu_time_end(DiscRt *rt, DiscGpu *g, int t)
+{
+    if (t < 0)
+        return 0;
+    CUresult r = cu.EventRecord(g->timed[t].end, g->stream);
+    return r ? failed(rt, r, "timing %s with events (DISC_PROFILE)", g->timed[t].name) : 0;
+}
+
+void *disc_gpu_stream(const DiscGpu *g)
+{
+    return g->stream;
+}
+
+int disc_gpu_current(DiscRt *rt, DiscGpu *g)
+{
+    return current(rt, g);
+}
+
+DiscBlas **disc_gpu_blas_slot(DiscGpu *g)
+{
+    return &g->blas;
 }
 
 /* ---- a model's run (rt.h: the host flow's calls) --------------------------- */

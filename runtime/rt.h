@@ -447,6 +447,25 @@ void disc_gpu_function_free(DiscGpuFn *f);
 int disc_gpu_launch(DiscRt *rt, DiscGpu *g, DiscGpuFn *f, int64_t grid, int block, int64_t shmem, void **params);
 /* n 32-bit words of the value bits at dst (cuMemsetD32Async). */
 int disc_gpu_fill32(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, uint32_t bits, size_t n);
+/* For the device's libraries (cublaslt.c): its stream (a CUstream), its
+ * context made current on this thread, and DISC_PROFILE's timing of work
+ * queued between time_start (returns a slot, or -1 with the error in rt)
+ * and time_end (slot -1: nothing), its time added under key and name
+ * (both kept until the next disc_gpu_sync) at the next sync. */
+void *disc_gpu_stream(const DiscGpu *g);
+int disc_gpu_current(DiscRt *rt, DiscGpu *g);
+int disc_gpu_time_start(DiscRt *rt, DiscGpu *g, const void *key, const char *name);
+int disc_gpu_time_end(DiscRt *rt, DiscGpu *g, int slot);
+
+/* ---- cuBLASLt (cublaslt.c) ---------------------------------------------------
+ * libcublasLt by dlopen (the toolkit's soname for CUDA 13, else 12), one
+ * handle and workspace per device, made on the first matmul and freed
+ * with the device. disc_blas_available says whether the library loads
+ * (without a device: for the compiler's choice), else why not. */
+typedef struct DiscBlas DiscBlas;
+int disc_blas_available(char *why, size_t n);
+DiscBlas **disc_gpu_blas_slot(DiscGpu *g);
+void disc_blas_free(DiscBlas *b);
 
 /* ---- a cuda model's run: what the generated host flow calls ------------------
  * A DiscRt given a device runs a model compiled for it: the flow's device
@@ -488,5 +507,10 @@ void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src
 void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes);
 /* fn (a DiscGpuFn) on grid blocks of `block` threads (disc_gpu_launch). */
 int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params);
+/* disc_rt_call_matmul's fields (dtype f32, f16, bf16 or f64; post NONE,
+ * RELU or GELU_TANH; a residual only with no post) on device memory,
+ * through cuBLASLt (cublaslt.c). */
+int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                           const void *residual, void *c);
 
 #endif

@@ -103,6 +103,26 @@ endif()
 add_library(fake_cuda SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cuda.c)
 set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+# tests/unit/fake_cublaslt.c beside it as fakecuda/libcublasLt.so.13: the
+# cuda backend's matmuls (runtime/cublaslt.c) on a stand-in that computes
+# what cuBLASLt's documentation says of each call.
+add_library(fake_cublaslt SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cublaslt.c)
+set_target_properties(fake_cublaslt PROPERTIES OUTPUT_NAME cublasLt SOVERSION 13
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+target_link_libraries(fake_cublaslt PRIVATE m)
+add_test(NAME unit/test_cublaslt/fake COMMAND test_cublaslt --fake)
+set_tests_properties(unit/test_cublaslt/fake PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
+set_tests_properties(unit/test_cublaslt PROPERTIES LABELS "unit;gpu-driver" SKIP_REGULAR_EXPRESSION "SKIP:")
+# runtime/cublaslt_abi.h against the toolkit's cublasLt.h, where it is.
+find_path(DISC_CUBLASLT_H cublasLt.h PATHS /usr/local/cuda/include NO_DEFAULT_PATH)
+if(DISC_CUBLASLT_H)
+  add_executable(test_cublaslt_abi ${CMAKE_SOURCE_DIR}/tests/gpu/cublaslt_abi.c)
+  target_include_directories(test_cublaslt_abi PRIVATE ${CMAKE_SOURCE_DIR})
+  target_include_directories(test_cublaslt_abi SYSTEM PRIVATE ${DISC_CUBLASLT_H})
+  add_test(NAME unit/test_cublaslt_abi COMMAND test_cublaslt_abi)
+  set_tests_properties(unit/test_cublaslt_abi PROPERTIES LABELS "unit;gpu-driver")
+endif()
 add_test(NAME unit/test_cudrv/fake COMMAND test_cudrv --fake)
 set_tests_properties(unit/test_cudrv/fake PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
@@ -134,6 +154,31 @@ foreach(dir ${DISC_GPU_MODEL_DIRS})
     set_tests_properties(gpu-driver/model/${name} PROPERTIES LABELS "gpu-driver;model" ENVIRONMENT "${DISC_FAKE_ENV}")
   endif()
 endforeach()
+# disc's own GEMM kernel (DISC_CUBLASLT=0: every library group one of the
+# module's kernels, as where cuBLASLt is not installed): the test files
+# and the models whose dots take each epilogue.
+foreach(set interp gpu)
+  string(TOUPPER ${set} up)
+  set(files ${DISC_GPU_${up}})
+  if(set STREQUAL "gpu")
+    set(files ${DISC_GPU_VARIANTS})
+  endif()
+  add_test(NAME gpu-driver/gemm-kernel/${set} COMMAND test_interp --cuda ${files})
+  set_tests_properties(gpu-driver/gemm-kernel/${set} PROPERTIES LABELS gpu-driver
+                       ENVIRONMENT "${DISC_FAKE_ENV};DISC_CUBLASLT=0")
+endforeach()
+foreach(name bert_encoder gpt_decoder mlp_norm recommender)
+  add_test(NAME gpu-driver/gemm-kernel/model/${name} COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/${name}
+           --backend cuda --atol 1e-5 -v)
+  set_tests_properties(gpu-driver/gemm-kernel/model/${name} PROPERTIES LABELS gpu-driver
+                       ENVIRONMENT "${DISC_FAKE_ENV};DISC_CUBLASLT=0"
+                       PASS_REGULAR_EXPRESSION "matmuls on disc's GEMM kernel \\(DISC_CUBLASLT=0\\).*data sets passed")
+endforeach()
+# DISC_PROFILE names each cuBLASLt call by its shape and fused epilogue.
+add_test(NAME gpu-driver/profile_cublaslt COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/gpt_decoder --backend cuda -v)
+set_tests_properties(gpu-driver/profile_cublaslt PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
+                     PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
 # The real compile path on the stand-in driver: NVRTC makes the CUBIN of a
 # whole model for the device's sm_90, which the stand-in cannot load (it
 # runs only the emulator's modules): the error must come from

@@ -7,15 +7,19 @@
 #           (with build/ built: into tests/gpu/device/, which git ignores,
 #           the CUBINs and PTX of a test module, every model test compiled
 #           ahead of time for cuda -- dcc compile --backend cuda --cpu
-#           x86-64-v3, CUBINs for sm_80 and sm_90 and PTX -- with its data
-#           sets as raw tensors, the runtime archive, and stubs for the
-#           oneDNN entry points the archive names)
+#           x86-64-v3, CUBINs for sm_80 and sm_90 and PTX, its matmuls on
+#           cuBLASLt; the transformers and a CNN a second time with disc's
+#           own GEMM kernel (DISC_CUBLASLT=0) -- with its data sets as raw
+#           tensors, the runtime archive, and stubs for the oneDNN entry
+#           points the archive names)
 #   there:  the device tool's run with carry ["tests/gpu/device"] and
 #           command "sh tests/gpu/run_on_device.sh"
 #
 # What it checks: the driver layer (runtime/cudrv.c) on the real driver
 # (test_cudrv: device 0, memory, copies, the allocator, dcc's modules
-# loaded); then every model test on the GPU: each AOT object linked there
+# loaded); cuBLASLt's calls as disc makes them (test_cublaslt, against a
+# reference on the host; the library from the machine's PyTorch wheels);
+# then every model test on the GPU: each AOT object linked there
 # with tests/aot/aot_check.c and the runtime archive, run on every data
 # set, its outputs against ONNX Runtime's (device_compare.py); then the
 # BERT encoder under compute-sanitizer's memcheck and racecheck. Logs go
@@ -37,6 +41,12 @@ if [ "${1:-}" = --prepare ]; then
         build/dcc compile $d/model.onnx --backend cuda --cpu x86-64-v3 --gpu-arch sm_80,sm_90 --name m \
             -o $dev/models/$n/m.o --emit-header $dev/models/$n/m.h
         python3 tests/gpu/device_prep.py $d $dev/models/$n
+        case $n in bert_encoder|gpt_decoder|recommender|resnet_cnn)
+            mkdir -p $dev/models/${n}_template
+            DISC_CUBLASLT=0 build/dcc compile $d/model.onnx --backend cuda --cpu x86-64-v3 --gpu-arch sm_80,sm_90 \
+                --name m -o $dev/models/${n}_template/m.o --emit-header $dev/models/${n}_template/m.h
+            python3 tests/gpu/device_prep.py $d $dev/models/${n}_template ;;
+        esac
     done
     cp build/public/libdisc_rt.a $dev/
     # oneDNN is not on the GPU machine: its entry points answer
@@ -54,8 +64,9 @@ log="$out/device.log"
 say() { echo "$@" | tee -a "$log"; }
 say "== $(date -u) $(uname -m)"
 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv 2>&1 | tee -a "$log" || true
-cc -O1 -g -std=gnu11 -Iinclude -I. -o "$out/test_cudrv" tests/unit/test_cudrv.c runtime/cudrv.c runtime/rt.c \
-    runtime/pool.c runtime/env.c runtime/prof.c tests/gpu/no_dnnl.c -ldl -lpthread -lm 2>&1 | tee -a "$log"
+cc -c -O1 -o "$out/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
+cc -O1 -g -std=gnu11 -Iinclude -I. -o "$out/test_cudrv" tests/unit/test_cudrv.c $dev/libdisc_rt.a \
+    "$out/no_dnnl_stubs.o" -ldl -lpthread -lm 2>&1 | tee -a "$log"
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 fail=0
 for m in "$dev/loop_vec.sm_$cap.cubin" "$dev/loop_vec.sm_80.ptx"; do
@@ -64,8 +75,26 @@ for m in "$dev/loop_vec.sm_$cap.cubin" "$dev/loop_vec.sm_80.ptx"; do
     "$out/test_cudrv" --module "$m" disc_k0 disc_k1 >> "$log" 2>&1 || fail=1
     tail -1 "$log"
 done
+# cuBLASLt: one on LD_LIBRARY_PATH (a rehearsal's stand-in), the
+# toolkit's, else PyTorch's wheel (nvidia-cublas)
+lt=
+for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
+    [ -n "$lt" ] || lt=$(ls $d/libcublasLt.so.1[23] 2>/dev/null | head -1)
+done
+[ -n "$lt" ] || lt=$(ldconfig -p 2>/dev/null | grep -o '/[^ ]*libcublasLt\.so\.1[23]$' | head -1)
+[ -n "$lt" ] || lt=$(find /usr /opt /root /home -name 'libcublasLt.so.1[23]' 2>/dev/null | head -1)
+if [ -n "$lt" ]; then
+    export LD_LIBRARY_PATH="$(dirname "$lt")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "== cuBLASLt: $lt"
+else
+    say "== no libcublasLt.so.12 or .13 on this machine: the models' matmuls will fail"
+fi
+cc -O1 -g -std=gnu11 -Iinclude -I. -o "$out/test_cublaslt" tests/unit/test_cublaslt.c $dev/libdisc_rt.a \
+    "$out/no_dnnl_stubs.o" -ldl -lpthread -lm >> "$log" 2>&1 || { say "FAIL: cannot build test_cublaslt"; fail=1; }
+say "== test_cublaslt"
+"$out/test_cublaslt" >> "$log" 2>&1 || fail=1
+tail -1 "$log"
 # every model test on the GPU, ahead of time
-cc -c -O1 -o "$out/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
 npass=0
 nfail=0
 for md in $dev/models/*/; do

@@ -1,0 +1,446 @@
+/*
+ * cublaslt.c — a cuda model's matmuls through cuBLASLt.
+ *
+ * libcublasLt is loaded with dlopen on first use, as the driver is
+ * (cudrv.c), so the runtime archive links no CUDA library and builds where
+ * the toolkit is absent; the types and constants it uses are cublasLt.h's,
+ * declared again in cublaslt_abi.h (unit/test_cublaslt_abi checks them
+ * against the toolkit's header where one is installed).
+ *
+ * The host flow calls disc_rt_dev_matmul with disc_rt_call_matmul's fields
+ * (rt.h): C[b][i][j] = sum_k A[b][i][k] B[b][k][j], row-major C, A and B
+ * as strided views whose k or i (A) and k or j (B) stride is 1. cuBLASLt's
+ * matrices are column-major, so the call computes C's transpose, an n x m
+ * column-major matrix with C's own memory and leading dimension:
+ *
+ *     D (n x m) = X (n x k) . Y (k x m),   X = B^T, Y = A^T
+ *
+ * where X is B's memory read as an n x k column-major matrix (op N) when
+ * B's j stride is 1, or as a k x n one transposed (op T) when its k
+ * stride is 1; Y likewise from A. The batch is the layouts' strided
+ * batch (a stride of 0 broadcasts an operand). The epilogue the flow fused
+ * (hostlib.c) is cuBLASLt's: a bias over C's columns (D's rows, as
+ * cuBLASLt's bias vector runs), then ReLU or GELU in its tanh form; a
+ * residual is cuBLASLt's C operand with beta 1 (before the activation, so
+ * the flow fuses one only where there is none).
+ *
+ * A plan per distinct call (the fields, the epilogue, and the alignment
+ * of each pointer, which the heuristic must know: an algorithm picked
+ * for 256-byte aligned memory may not run on less) holds the descriptors
+ * and the algorithm cublasLtMatmulAlgoGetHeuristic chose, so a shape seen
+ * before costs only the cublasLtMatmul call. Plans live with the device
+ * (at most PLANS_MAX; beyond that the table starts again). The workspace
+ * (32 MiB on sm_90 and later, as NVIDIA advises for Hopper, else 4) is
+ * one device buffer kept with the handle. f32 runs in f32 (TF32 only with
+ * DISC_TF32=1), f16 and bf16 accumulate in f32, f64 in f64.
+ *
+ * Runs of one compiled model take turns (exec.c, aot.c), so a device's
+ * plans need no lock of their own.
+ */
+#include "ir/ir.h"
+#include "runtime/cublaslt_abi.h"
+#include "runtime/rt.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    char name[32]; /* the soname that loaded */
+    char why[600]; /* why the library is not there, or "" */
+    size_t version;
+    LtStatus (*Create)(LtHandle *);
+    LtStatus (*Destroy)(LtHandle);
+    const char *(*GetStatusName)(LtStatus);
+    const char *(*GetStatusString)(LtStatus);
+    size_t (*GetVersion)(void);
+    LtStatus (*MatmulDescCreate)(LtDesc *, int, int);
+    LtStatus (*MatmulDescDestroy)(LtDesc);
+    LtStatus (*MatmulDescSetAttribute)(LtDesc, int, const void *, size_t);
+    LtStatus (*MatrixLayoutCreate)(LtLayout *, int, uint64_t, uint64_t, int64_t);
+    LtStatus (*MatrixLayoutDestroy)(LtLayout);
+    LtStatus (*MatrixLayoutSetAttribute)(LtLayout, int, const void *, size_t);
+    LtStatus (*MatmulPreferenceCreate)(LtPref *);
+    LtStatus (*MatmulPreferenceDestroy)(LtPref);
+    LtStatus (*MatmulPreferenceSetAttribute)(LtPref, int, const void *, size_t);
+    LtStatus (*MatmulAlgoGetHeuristic)(LtHandle, LtDesc, LtLayout, LtLayout, LtLayout, LtLayout, LtPref, int, LtHeuristic *, int *);
+    LtStatus (*Matmul)(LtHandle, LtDesc, const void *, const void *, LtLayout, const void *, LtLayout, const void *,
+                     const void *, LtLayout, void *, LtLayout, const LtAlgo *, void *, size_t, void *);
+} lt = {.once = PTHREAD_ONCE_INIT};
+
+static void lib_load(void)
+{
+    static const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+    const char *err = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !lt.lib; i++)
+        if ((lt.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+            snprintf(lt.name, sizeof lt.name, "%s", names[i]);
+        else if (!err)
+            err = dlerror();
+    if (!lt.lib) {
+        snprintf(lt.why, sizeof lt.why, "cannot load libcublasLt.so.13 or .12 (cuBLASLt, from the CUDA toolkit): %s",
+                 err ? err : "not found");
+        return;
+    }
+    struct {
+        void **fn;
+        const char *name;
+    } syms[] = {
+#define SYM(f) {(void **)&lt.f, "cublasLt" #f}
+        SYM(Create), SYM(Destroy), SYM(GetStatusName), SYM(GetStatusString), SYM(GetVersion),
+        SYM(MatmulDescCreate), SYM(MatmulDescDestroy), SYM(MatmulDescSetAttribute),
+        SYM(MatrixLayoutCreate), SYM(MatrixLayoutDestroy), SYM(MatrixLayoutSetAttribute),
+        SYM(MatmulPreferenceCreate), SYM(MatmulPreferenceDestroy), SYM(MatmulPreferenceSetAttribute),
+        SYM(MatmulAlgoGetHeuristic), SYM(Matmul),
+#undef SYM
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].fn = dlsym(lt.lib, syms[i].name))) {
+            snprintf(lt.why, sizeof lt.why, "%s has no %s (disc needs cuBLASLt 12 or later)", lt.name, syms[i].name);
+            return;
+        }
+    lt.version = lt.GetVersion();
+}
+
+int disc_blas_available(char *why, size_t n)
+{
+    pthread_once(&lt.once, lib_load);
+    if (lt.why[0] && why && n)
+        snprintf(why, n, "%s", lt.why);
+    return !lt.why[0];
+}
+
+/* Records the failure of `what` with cuBLASLt's name and text for s; -1. */
+static int failed(DiscRt *rt, LtStatus s, const char *what)
+{
+    const char *name = lt.GetStatusName ? lt.GetStatusName(s) : NULL;
+    const char *text = lt.GetStatusString ? lt.GetStatusString(s) : NULL;
+    disc_rt_fail(rt, "cuda: cuBLASLt: %s: %s (%s)", what, name ? name : "error", text ? text : "");
+    return -1;
+}
+
+/* ---- plans -------------------------------------------------------------------- */
+
+enum { PLANS_MAX = 1024, NBUCKET = 256 };
+
+/* What makes two calls the same plan. */
+typedef struct Key {
+    int64_t f[DISC_MM_NFIELDS]; /* the fields, DISC_MM_WEIGHTS_CONST and _PANEL zeroed */
+    int32_t bias, residual;
+    uint32_t align[4];          /* of X (B), Y (A), C, D */
+} Key;
+
+typedef struct Plan {
+    Key key;
+    LtDesc desc;
+    LtLayout lx, ly, lc;
+    LtAlgo algo;
+    size_t ws;            /* the workspace the algorithm needs */
+    char name[112];       /* for DISC_PROFILE */
+    struct Plan *next;
+} Plan;
+
+struct DiscBlas {
+    LtHandle h;
+    DiscDevPtr ws;
+    size_t wsbytes;
+    bool tf32;            /* DISC_TF32=1 */
+    Plan *bucket[NBUCKET];
+    int nplans;
+};
+
+static void plan_free(Plan *p)
+{
+    if (p->desc)
+        lt.MatmulDescDestroy(p->desc);
+    if (p->lx)
+        lt.MatrixLayoutDestroy(p->lx);
+    if (p->ly)
+        lt.MatrixLayoutDestroy(p->ly);
+    if (p->lc)
+        lt.MatrixLayoutDestroy(p->lc);
+    free(p);
+}
+
+static void plans_clear(DiscBlas *b)
+{
+    for (int i = 0; i < NBUCKET; i++)
+        while (b->bucket[i]) {
+            Plan *p = b->bucket[i];
+            b->bucket[i] = p->next;
+            plan_free(p);
+        }
+    b->nplans = 0;
+}
+
+void disc_blas_free(DiscBlas *b)
+{
+    if (!b)
+        return;
+    plans_clear(b);
+    if (b->h)
+        lt.Destroy(b->h);
+    free(b); /* the workspace goes with the device's buffers */
+}
+
+/* The device's cuBLASLt: made on first use. */
+static DiscBlas *blas(DiscRt *rt, DiscGpu *g)
+{
+    DiscBlas **slot = disc_gpu_blas_slot(g);
+    if (*slot)
+        return *slot;
+    char why[600];
+    if (!disc_blas_available(why, sizeof why)) {
+        disc_rt_fail(rt, "cuda: %s (this model's matmuls were compiled for cuBLASLt; DISC_CUBLASLT=0 at compile "
+                         "time makes disc's own GEMM kernel instead)", why);
+        return NULL;
+    }
+    DiscBlas *b = calloc(1, sizeof *b);
+    if (!b) {
+        disc_rt_fail(rt, "cuda: out of memory");
+        return NULL;
+    }
+    const char *tf = getenv("DISC_TF32");
+    b->tf32 = tf && !strcmp(tf, "1");
+    b->wsbytes = (size_t)(disc_gpu_info(g)->major >= 9 ? 32 : 4) << 20;
+    LtStatus s = 0;
+    bool ok = disc_gpu_current(rt, g) == 0;
+    if (ok && (s = lt.Create(&b->h)) != 0) {
+        b->h = NULL;
+        ok = failed(rt, s, "cublasLtCreate") == 0;
+    }
+    if (!ok || !(b->ws = disc_gpu_alloc(rt, g, b->wsbytes))) {
+        disc_blas_free(b);
+        return NULL;
+    }
+    return *slot = b;
+}
+
+static uint32_t alignment(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint32_t al = 16; /* what vector loads and TMA need; more only narrows the choice (PyTorch asks the same) */
+    while (al > 1 && a % al)
+        al /= 2;
+    return al;
+}
+
+static int cuda_type(int64_t dt)
+{
+    switch (dt) {
+    case DT_F32: return R_32F;
+    case DT_F16: return R_16F;
+    case DT_BF16: return R_16BF;
+    case DT_F64: return R_64F;
+    default: return -1;
+    }
+}
+
+/* A layout of rows x cols, column-major with leading dimension ld, and
+ * the batch. */
+static LtStatus layout(LtLayout *l, int type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride)
+{
+    if (cols == 1 && ld < rows)
+        ld = rows; /* one column: its stride is anything */
+    LtStatus s = lt.MatrixLayoutCreate(l, type, (uint64_t)rows, (uint64_t)cols, ld > 0 ? ld : 1);
+    int32_t n = (int32_t)batch;
+    if (!s && batch > 1 && !(s = lt.MatrixLayoutSetAttribute(*l, LAYOUT_BATCH_COUNT, &n, sizeof n)))
+        s = lt.MatrixLayoutSetAttribute(*l, LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    return s;
+}
+
+/* An operand's view as a column-major matrix of rows x cols: by its
+ * stride along rows (sr) and cols (sc); op N where sr is 1, op T (the
+ * cols x rows matrix, transposed) where sc is 1. False: neither. */
+static bool view(int64_t rows, int64_t cols, int64_t sr, int64_t sc, int *op, int64_t *r, int64_t *c, int64_t *ld)
+{
+    if (sr == 1 || rows == 1) {
+        *op = OP_N, *r = rows, *c = cols, *ld = sc;
+        return cols == 1 || sc >= rows;
+    }
+    if (sc == 1 || cols == 1) {
+        *op = OP_T, *r = cols, *c = rows, *ld = sr;
+        return rows == 1 || sr >= cols;
+    }
+    return false;
+}
+
+static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
+{
+    const int64_t *f = key->f;
+    int64_t batch = f[DISC_MM_BATCH], m = f[DISC_MM_M], n = f[DISC_MM_N], k = f[DISC_MM_K];
+    int64_t post = f[DISC_MM_POST], dt = f[DISC_MM_DTYPE];
+    int type = cuda_type(dt);
+    const char *epi = post == DISC_POST_RELU ? "relu" : post == DISC_POST_GELU_TANH ? "gelu" : "";
+    if (type < 0 || (post != DISC_POST_NONE && post != DISC_POST_RELU && post != DISC_POST_GELU_TANH) ||
+        (key->residual && post != DISC_POST_NONE)) {
+        disc_rt_fail(rt, "cuda: cuBLASLt: a matmul of dtype %lld with epilogue %lld%s: not one disc hands it",
+                     (long long)dt, (long long)post, key->residual ? " and a residual" : "");
+        return NULL;
+    }
+    /* X = B^T (n x k), Y = A^T (k x m); an empty k reads a column and a
+     * row of zeros (k 1, the caller's scratch) */
+    int opx, opy;
+    int64_t xr, xc, xld, yr, yc, yld, xs = f[DISC_MM_B_STRIDE], ys = f[DISC_MM_A_STRIDE];
+    bool ok;
+    if (k == 0) {
+        opx = opy = OP_N, xr = n, xc = 1, xld = n, yr = 1, yc = m, yld = 1, xs = ys = 0;
+        ok = true;
+    } else {
+        ok = view(n, k, f[DISC_MM_B_STRIDE + 2], f[DISC_MM_B_STRIDE + 1], &opx, &xr, &xc, &xld) &&
+             view(k, m, f[DISC_MM_A_STRIDE + 2], f[DISC_MM_A_STRIDE + 1], &opy, &yr, &yc, &yld);
+    }
+    if (!ok || f[DISC_MM_C_STRIDE + 2] != 1 || f[DISC_MM_C_STRIDE + 1] < n) {
+        disc_rt_fail(rt, "cuda: cuBLASLt: matmul %lldx%lldx%lld: an operand with no unit stride (strides A %lld %lld "
+                     "%lld, B %lld %lld %lld)", (long long)m, (long long)n, (long long)k,
+                     (long long)f[DISC_MM_A_STRIDE], (long long)f[DISC_MM_A_STRIDE + 1],
+                     (long long)f[DISC_MM_A_STRIDE + 2], (long long)f[DISC_MM_B_STRIDE],
+                     (long long)f[DISC_MM_B_STRIDE + 1], (long long)f[DISC_MM_B_STRIDE + 2]);
+        return NULL;
+    }
+    Plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        disc_rt_fail(rt, "cuda: out of memory");
+        return NULL;
+    }
+    p->key = *key;
+    snprintf(p->name, sizeof p->name, "cublasLt %s%lldx%lldx%lld %s%s%s%s%s", batch > 1 ? "batch " : "",
+             (long long)m, (long long)n, (long long)k, dtype_name((DType)dt), key->bias ? " +bias" : "",
+             *epi ? " +" : "", epi, key->residual ? " +residual" : "");
+    if (batch > 1) {
+        char *e = p->name + strlen(p->name);
+        snprintf(e, sizeof p->name - (size_t)(e - p->name), " (x%lld)", (long long)batch);
+    }
+    int compute = dt == DT_F64 ? COMPUTE_64F : dt == DT_F32 && b->tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
+    int32_t ta = opx, tb = opy;
+    uint32_t e = post == DISC_POST_RELU ? EPI_RELU : post == DISC_POST_GELU_TANH ? EPI_GELU : EPI_DEFAULT;
+    if (key->bias)
+        e = e == EPI_DEFAULT ? EPI_BIAS : e == EPI_RELU ? EPI_RELU_BIAS : EPI_GELU_BIAS;
+    const char *what = "cublasLtMatmulDescCreate";
+    LtStatus s = lt.MatmulDescCreate(&p->desc, compute, dt == DT_F64 ? R_64F : R_32F);
+    if (!s && (what = "cublasLtMatmulDescSetAttribute", 1) &&
+        !(s = lt.MatmulDescSetAttribute(p->desc, DESC_TRANSA, &ta, sizeof ta)) &&
+        !(s = lt.MatmulDescSetAttribute(p->desc, DESC_TRANSB, &tb, sizeof tb)))
+        s = lt.MatmulDescSetAttribute(p->desc, DESC_EPILOGUE, &e, sizeof e);
+    int64_t cstride = batch > 1 ? f[DISC_MM_C_STRIDE] : 0;
+    if (!s && (what = "cublasLtMatrixLayoutCreate", 1) &&
+        !(s = layout(&p->lx, type, xr, xc, xld, batch, xs)) && !(s = layout(&p->ly, type, yr, yc, yld, batch, ys)))
+        s = layout(&p->lc, type, n, m, f[DISC_MM_C_STRIDE + 1], batch, cstride);
+    LtPref pref = NULL;
+    uint64_t wsb = b->wsbytes;
+    if (!s && (what = "cublasLtMatmulPreference", 1) && !(s = lt.MatmulPreferenceCreate(&pref)))
+        s = lt.MatmulPreferenceSetAttribute(pref, PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    for (int i = 0; i < 4 && !s; i++)
+        s = lt.MatmulPreferenceSetAttribute(pref, PREF_MIN_ALIGNMENT_A + i, &key->align[i], sizeof key->align[i]);
+    LtHeuristic h;
+    int found = 0;
+    memset(&h, 0, sizeof h);
+    if (!s && (what = "cublasLtMatmulAlgoGetHeuristic", 1))
+        s = lt.MatmulAlgoGetHeuristic(b->h, p->desc, p->lx, p->ly, p->lc, p->lc, pref, 1, &h, &found);
+    if (pref)
+        lt.MatmulPreferenceDestroy(pref);
+    if (s || found < 1 || h.state) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s for %s", what, p->name);
+        if (s || h.state)
+            failed(rt, s ? s : h.state, msg);
+        else
+            disc_rt_fail(rt, "cuda: cuBLASLt: no algorithm for %s (alignments %u %u %u %u)", p->name,
+                         key->align[0], key->align[1], key->align[2], key->align[3]);
+        plan_free(p);
+        return NULL;
+    }
+    p->algo = h.algo;
+    p->ws = h.workspaceSize;
+    return p;
+}
+
+static unsigned hash(const Key *k)
+{
+    const unsigned char *c = (const unsigned char *)k;
+    uint32_t x = 2166136261u;
+    for (size_t i = 0; i < sizeof *k; i++)
+        x = (x ^ c[i]) * 16777619u;
+    return x % NBUCKET;
+}
+
+static Plan *plan_for(DiscRt *rt, DiscBlas *b, const Key *key)
+{
+    unsigned hb = hash(key);
+    for (Plan *p = b->bucket[hb]; p; p = p->next)
+        if (!memcmp(&p->key, key, sizeof *key))
+            return p;
+    if (b->nplans >= PLANS_MAX)
+        plans_clear(b);
+    Plan *p = plan_make(rt, b, key);
+    if (p) {
+        p->next = b->bucket[hb];
+        b->bucket[hb] = p;
+        b->nplans++;
+    }
+    return p;
+}
+
+/* ---- the call ------------------------------------------------------------------ */
+
+int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
+                           const void *residual, void *c)
+{
+    DiscGpu *g = disc_rt_gpu(rt);
+    if (!g) {
+        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+        return -1;
+    }
+    int64_t batch = f[DISC_MM_BATCH], m = f[DISC_MM_M], n = f[DISC_MM_N], k = f[DISC_MM_K];
+    if (batch <= 0 || m <= 0 || n <= 0)
+        return 0; /* an empty result */
+    DiscBlas *bl = blas(rt, g);
+    if (!bl)
+        return -1;
+    size_t esize = dtype_size((DType)f[DISC_MM_DTYPE]);
+    const void *x = b, *y = a;
+    if (k == 0) { /* zeros for X and Y */
+        int64_t len = m > n ? m : n;
+        void *z = disc_rt_dev_alloc(rt, len * (int64_t)esize);
+        if (!z || disc_rt_dev_fill(rt, z, len * (int64_t)esize / 4 + 1, 4, 0) != 0)
+            return -1;
+        x = y = z;
+    }
+    Key key;
+    memset(&key, 0, sizeof key);
+    memcpy(key.f, f, sizeof key.f);
+    key.f[DISC_MM_WEIGHTS_CONST] = key.f[DISC_MM_PANEL] = 0;
+    key.bias = bias != NULL;
+    key.residual = residual != NULL;
+    const void *cin = residual ? residual : c;
+    key.align[0] = alignment(x);
+    key.align[1] = alignment(y);
+    key.align[2] = alignment(cin);
+    key.align[3] = alignment(c);
+    Plan *p = plan_for(rt, bl, &key);
+    if (!p || disc_gpu_current(rt, g) != 0)
+        return -1;
+    LtStatus s;
+    if (bias && (s = lt.MatmulDescSetAttribute(p->desc, DESC_BIAS_POINTER, &bias, sizeof bias)) != 0)
+        return failed(rt, s, "cublasLtMatmulDescSetAttribute (the bias)");
+    double one = 1, zero = 0;
+    float onef = 1, zerof = 0;
+    bool f64 = f[DISC_MM_DTYPE] == DT_F64;
+    const void *alpha = f64 ? (const void *)&one : &onef;
+    const void *beta = residual ? alpha : f64 ? (const void *)&zero : &zerof;
+    int t = -1;
+    if (disc_rt_profiling() && (t = disc_gpu_time_start(rt, g, p, p->name)) < 0)
+        return -1;
+    s = lt.Matmul(bl->h, p->desc, alpha, x, p->lx, y, p->ly, beta, cin, p->lc, c, p->lc, &p->algo,
+                  (void *)(uintptr_t)bl->ws, p->ws, disc_gpu_stream(g));
+    if (s) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "cublasLtMatmul (%s)", p->name);
+        return failed(rt, s, msg);
+    }
+    return disc_gpu_time_end(rt, g, t);
+}

@@ -1,0 +1,442 @@
+/*
+ * fake_cublaslt.c — a stand-in for libcublasLt.so.13, for testing
+ * runtime/cublaslt.c and the cuda backend's matmuls where there is no GPU:
+ * built as build/fakecuda/libcublasLt.so.13 beside the stand-in driver
+ * (fake_cuda.c), found through LD_LIBRARY_PATH.
+ *
+ * It implements what cuBLASLt's documentation says of the calls disc
+ * makes, strictly, and independently of how disc maps its row-major
+ * matmuls onto them: matrices are column-major (element (r, c) of a
+ * layout at r + c * ld, ld >= rows), D = epilogue(alpha op(A) op(B) + beta
+ * C + bias) with op from TRANSA / TRANSB, C read only where beta is not 0,
+ * the bias a vector over D's rows (its batch stride from the descriptor,
+ * default 0), GELU in its tanh form, strided batches from each layout's
+ * BATCH_COUNT and STRIDED_BATCH_OFFSET (in elements). Attributes are
+ * checked for their documented sizes; a layout whose ld is below its rows,
+ * shapes that do not chain, or mixed types are CUBLAS_STATUS_INVALID_VALUE.
+ * The algorithm the heuristic picks requires the alignments the
+ * preference stated (default 256 bytes) and a workspace of 1 KiB, and
+ * cublasLtMatmul refuses (CUBLAS_STATUS_NOT_SUPPORTED) a pointer less
+ * aligned than that, as a real kernel would fault on it. Pointers are the
+ * stand-in driver's device addresses (the host's with bit 46 flipped, DEV).
+ * Computed in double on the calling thread.
+ *
+ * FAKE_CUBLAS_FAIL=name makes that call fail (CUBLAS_STATUS_EXECUTION_FAILED);
+ * fake_cublas_calls(name) counts calls, for a test to ask with dlsym.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEV ((uint64_t)1 << 46)
+
+typedef int Status;
+enum {
+    SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13, NOT_SUPPORTED = 15,
+    R_32F = 0, R_64F = 1, R_16F = 2, R_16BF = 14,
+    COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70,
+    OP_N = 0, OP_T = 1,
+    WS_NEED = 1024,
+};
+
+typedef struct {
+    int compute, scale;
+    int32_t ta, tb;
+    uint32_t epi;
+    uint64_t bias;
+    int64_t bias_stride;
+} Desc;
+typedef struct {
+    int type;
+    uint64_t rows, cols;
+    int64_t ld;
+    int32_t batch;
+    int64_t stride;
+} Layout;
+typedef struct {
+    uint64_t ws;
+    uint32_t align[4];
+} Pref;
+typedef struct {
+    uint64_t data[8];
+} Algo;
+typedef struct {
+    Algo algo;
+    size_t workspaceSize;
+    Status state;
+    float wavesCount;
+    int reserved[4];
+} Heuristic;
+
+static struct {
+    const char *name;
+    long calls;
+} counts[32];
+
+long fake_cublas_calls(const char *name);
+long fake_cublas_calls(const char *name)
+{
+    for (int i = 0; i < 32 && counts[i].name; i++)
+        if (!strcmp(counts[i].name, name))
+            return counts[i].calls;
+    return 0;
+}
+
+static int fails(const char *name)
+{
+    int i = 0;
+    while (i < 31 && counts[i].name && strcmp(counts[i].name, name))
+        i++;
+    counts[i].name = name;
+    counts[i].calls++;
+    const char *f = getenv("FAKE_CUBLAS_FAIL");
+    return f && !strcmp(f, name);
+}
+#define ENTER(name)               \
+    do {                          \
+        if (fails(name))          \
+            return EXECUTION_FAILED; \
+    } while (0)
+
+/* The exported API (cublasLt.h's names; every argument as documented). */
+#define API __attribute__((visibility("default")))
+
+API Status cublasLtCreate(void **h);
+API Status cublasLtCreate(void **h)
+{
+    ENTER("cublasLtCreate");
+    static int handle;
+    *h = &handle;
+    return SUCCESS;
+}
+
+API Status cublasLtDestroy(void *h);
+API Status cublasLtDestroy(void *h)
+{
+    (void)h;
+    return SUCCESS;
+}
+
+API const char *cublasLtGetStatusName(Status s);
+API const char *cublasLtGetStatusName(Status s)
+{
+    switch (s) {
+    case SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
+API const char *cublasLtGetStatusString(Status s);
+API const char *cublasLtGetStatusString(Status s)
+{
+    return s == NOT_SUPPORTED ? "the functionality requested is not supported" : "fake cuBLASLt";
+}
+
+API size_t cublasLtGetVersion(void);
+API size_t cublasLtGetVersion(void)
+{
+    return 130000;
+}
+
+API Status cublasLtMatmulDescCreate(Desc **d, int compute, int scale);
+API Status cublasLtMatmulDescCreate(Desc **d, int compute, int scale)
+{
+    ENTER("cublasLtMatmulDescCreate");
+    if ((compute != COMPUTE_32F && compute != COMPUTE_32F_FAST_TF32 && compute != COMPUTE_64F) ||
+        (scale != R_32F && scale != R_64F) || (compute == COMPUTE_64F) != (scale == R_64F))
+        return INVALID_VALUE;
+    *d = calloc(1, sizeof **d);
+    if (!*d)
+        return NOT_INITIALIZED;
+    **d = (Desc){.compute = compute, .scale = scale, .epi = 1};
+    return SUCCESS;
+}
+
+API Status cublasLtMatmulDescDestroy(Desc *d);
+API Status cublasLtMatmulDescDestroy(Desc *d)
+{
+    free(d);
+    return SUCCESS;
+}
+
+API Status cublasLtMatmulDescSetAttribute(Desc *d, int attr, const void *buf, size_t n);
+API Status cublasLtMatmulDescSetAttribute(Desc *d, int attr, const void *buf, size_t n)
+{
+    ENTER("cublasLtMatmulDescSetAttribute");
+    switch (attr) {
+    case 3: /* TRANSA, TRANSB: int32_t cublasOperation_t */
+    case 4:
+        if (n != sizeof(int32_t))
+            return INVALID_VALUE;
+        memcpy(attr == 3 ? &d->ta : &d->tb, buf, n);
+        return (attr == 3 ? d->ta : d->tb) <= OP_T ? SUCCESS : INVALID_VALUE;
+    case 7: { /* EPILOGUE: uint32_t */
+        if (n != sizeof(uint32_t))
+            return INVALID_VALUE;
+        uint32_t e;
+        memcpy(&e, buf, n);
+        if (e != 1 && e != 2 && e != 4 && e != 6 && e != 32 && e != 36)
+            return INVALID_VALUE;
+        d->epi = e;
+        return SUCCESS;
+    }
+    case 8: /* BIAS_POINTER: a device pointer */
+        if (n != sizeof(void *))
+            return INVALID_VALUE;
+        memcpy(&d->bias, buf, n);
+        return SUCCESS;
+    case 10: /* BIAS_BATCH_STRIDE: int64_t */
+        if (n != sizeof(int64_t))
+            return INVALID_VALUE;
+        memcpy(&d->bias_stride, buf, n);
+        return SUCCESS;
+    default: return INVALID_VALUE;
+    }
+}
+
+API Status cublasLtMatrixLayoutCreate(Layout **l, int type, uint64_t rows, uint64_t cols, int64_t ld);
+API Status cublasLtMatrixLayoutCreate(Layout **l, int type, uint64_t rows, uint64_t cols, int64_t ld)
+{
+    ENTER("cublasLtMatrixLayoutCreate");
+    if ((type != R_32F && type != R_64F && type != R_16F && type != R_16BF) || ld < (int64_t)rows || ld < 1)
+        return INVALID_VALUE;
+    *l = calloc(1, sizeof **l);
+    if (!*l)
+        return NOT_INITIALIZED;
+    **l = (Layout){.type = type, .rows = rows, .cols = cols, .ld = ld, .batch = 1};
+    return SUCCESS;
+}
+
+API Status cublasLtMatrixLayoutDestroy(Layout *l);
+API Status cublasLtMatrixLayoutDestroy(Layout *l)
+{
+    free(l);
+    return SUCCESS;
+}
+
+API Status cublasLtMatrixLayoutSetAttribute(Layout *l, int attr, const void *buf, size_t n);
+API Status cublasLtMatrixLayoutSetAttribute(Layout *l, int attr, const void *buf, size_t n)
+{
+    ENTER("cublasLtMatrixLayoutSetAttribute");
+    if (attr == 5 && n == sizeof(int32_t)) { /* BATCH_COUNT */
+        memcpy(&l->batch, buf, n);
+        return l->batch >= 1 ? SUCCESS : INVALID_VALUE;
+    }
+    if (attr == 6 && n == sizeof(int64_t)) { /* STRIDED_BATCH_OFFSET */
+        memcpy(&l->stride, buf, n);
+        return SUCCESS;
+    }
+    return INVALID_VALUE;
+}
+
+API Status cublasLtMatmulPreferenceCreate(Pref **p);
+API Status cublasLtMatmulPreferenceCreate(Pref **p)
+{
+    ENTER("cublasLtMatmulPreferenceCreate");
+    *p = calloc(1, sizeof **p);
+    if (!*p)
+        return NOT_INITIALIZED;
+    for (int i = 0; i < 4; i++)
+        (*p)->align[i] = 256;
+    return SUCCESS;
+}
+
+API Status cublasLtMatmulPreferenceDestroy(Pref *p);
+API Status cublasLtMatmulPreferenceDestroy(Pref *p)
+{
+    free(p);
+    return SUCCESS;
+}
+
+API Status cublasLtMatmulPreferenceSetAttribute(Pref *p, int attr, const void *buf, size_t n);
+API Status cublasLtMatmulPreferenceSetAttribute(Pref *p, int attr, const void *buf, size_t n)
+{
+    ENTER("cublasLtMatmulPreferenceSetAttribute");
+    if (attr == 1 && n == sizeof(uint64_t)) { /* MAX_WORKSPACE_BYTES */
+        memcpy(&p->ws, buf, n);
+        return SUCCESS;
+    }
+    if (attr >= 5 && attr <= 8 && n == sizeof(uint32_t)) { /* MIN_ALIGNMENT_A..D_BYTES */
+        memcpy(&p->align[attr - 5], buf, n);
+        return SUCCESS;
+    }
+    return INVALID_VALUE;
+}
+
+/* Whether the call's shapes chain: op(A) m x k, op(B) k x n, C and D m x n,
+ * one type, one batch count (or 1). */
+static Status shapes(const Desc *d, const Layout *a, const Layout *b, const Layout *c, const Layout *dd)
+{
+    uint64_t m = dd->rows, n = dd->cols;
+    uint64_t am = d->ta == OP_N ? a->rows : a->cols, ak = d->ta == OP_N ? a->cols : a->rows;
+    uint64_t bk = d->tb == OP_N ? b->rows : b->cols, bn = d->tb == OP_N ? b->cols : b->rows;
+    if (am != m || bn != n || ak != bk || c->rows != m || c->cols != n)
+        return INVALID_VALUE;
+    if (a->type != dd->type || b->type != dd->type || c->type != dd->type)
+        return INVALID_VALUE;
+    if ((dd->type == R_64F) != (d->compute == COMPUTE_64F) || (d->compute == COMPUTE_32F_FAST_TF32 && dd->type != R_32F))
+        return INVALID_VALUE;
+    if (a->batch != dd->batch || b->batch != dd->batch || c->batch != dd->batch)
+        return INVALID_VALUE;
+    return SUCCESS;
+}
+
+API Status cublasLtMatmulAlgoGetHeuristic(void *h, Desc *d, Layout *a, Layout *b, Layout *c, Layout *dd, Pref *p,
+                                          int want, Heuristic *res, int *found);
+API Status cublasLtMatmulAlgoGetHeuristic(void *h, Desc *d, Layout *a, Layout *b, Layout *c, Layout *dd, Pref *p,
+                                          int want, Heuristic *res, int *found)
+{
+    (void)h;
+    ENTER("cublasLtMatmulAlgoGetHeuristic");
+    if (want < 1)
+        return INVALID_VALUE;
+    Status s = shapes(d, a, b, c, dd);
+    *found = 0;
+    if (s)
+        return s;
+    if (p->ws < WS_NEED)
+        return NOT_SUPPORTED;
+    memset(res, 0, sizeof *res);
+    res->algo.data[0] = 0xa160;
+    for (int i = 0; i < 4; i++)
+        res->algo.data[1 + i] = p->align[i];
+    res->workspaceSize = WS_NEED;
+    res->wavesCount = 1;
+    *found = 1;
+    return SUCCESS;
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, u;
+    if (e == 0) {
+        float f = ldexpf((float)m, -24);
+        return sign ? -f : f;
+    }
+    u = e == 31 ? sign | 0x7f800000 | m << 13 : sign | (e + 112) << 23 | m << 13;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+    float a = fabsf(f);
+    if (a != a)
+        return sign | 0x7e00;
+    if (a >= 65520.0f)
+        return sign | 0x7c00;
+    if (a < ldexpf(1, -14)) /* subnormal: a multiple of 2^-24, rounded to even */
+        return sign | (uint16_t)nearbyintf(a * ldexpf(1, 24));
+    int e;
+    float fr = frexpf(a, &e); /* a = fr 2^e, fr in [0.5, 1) */
+    uint32_t m = (uint32_t)nearbyintf(fr * 2048.0f); /* 11 bits, rounded to even */
+    if (m == 2048) {
+        m = 1024;
+        e++;
+    }
+    return sign | (uint16_t)((uint32_t)(e + 14) << 10 | (m - 1024));
+}
+
+static double load(const void *p, int type, int64_t i)
+{
+    switch (type) {
+    case R_32F: return ((const float *)p)[i];
+    case R_64F: return ((const double *)p)[i];
+    case R_16F: return f16_to_f32(((const uint16_t *)p)[i]);
+    default: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    }
+}
+
+static void store(void *p, int type, int64_t i, double v)
+{
+    switch (type) {
+    case R_32F: ((float *)p)[i] = (float)v; break;
+    case R_64F: ((double *)p)[i] = v; break;
+    case R_16F: ((uint16_t *)p)[i] = f32_to_f16((float)v); break;
+    default: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u += 0x7fff + (u >> 16 & 1); /* round to nearest even */
+        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+    }
+    }
+}
+
+/* The host memory of device address p (a host pointer would be an
+ * address the process does not map: the test faults, as a GPU would);
+ * *bad set where p is not aligned to `align` bytes. */
+static void *host(const void *p, uint64_t align, int *bad)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (!a)
+        *bad = INVALID_VALUE;
+    if (align > 1 && a % align)
+        *bad = NOT_SUPPORTED;
+    return (void *)(uintptr_t)(a ^ DEV);
+}
+
+API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
+                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
+                          void *ws, size_t wsbytes, void *stream);
+API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
+                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
+                          void *ws, size_t wsbytes, void *stream)
+{
+    (void)h;
+    (void)stream;
+    ENTER("cublasLtMatmul");
+    Status s = shapes(d, a, b, c, dd);
+    if (s)
+        return s;
+    if (!algo || algo->data[0] != 0xa160 || wsbytes < WS_NEED || !ws)
+        return INVALID_VALUE;
+    if (c->ld != dd->ld || c->stride != dd->stride)
+        return NOT_SUPPORTED; /* C and D share a layout in disc's use: the same one */
+    double al = d->scale == R_64F ? *(const double *)alpha : *(const float *)alpha;
+    double be = d->scale == R_64F ? *(const double *)beta : *(const float *)beta;
+    int bad = 0;
+    const void *pa = host(A, algo->data[1], &bad), *pb = host(B, algo->data[2], &bad);
+    const void *pc = be != 0 ? host(C, algo->data[3], &bad) : NULL;
+    void *pd = host(D, algo->data[4], &bad);
+    const void *pbias = d->epi & 4 ? host((const void *)(uintptr_t)d->bias, 1, &bad) : NULL;
+    host(ws, 1, &bad);
+    if (bad)
+        return bad;
+    int t = dd->type;
+    uint64_t m = dd->rows, n = dd->cols, k = d->ta == OP_N ? a->cols : a->rows;
+    for (int32_t bt = 0; bt < dd->batch; bt++)
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t i = 0; i < m; i++) {
+                double acc = 0;
+                for (uint64_t p = 0; p < k; p++) {
+                    int64_t ia = d->ta == OP_N ? (int64_t)(i + p * a->ld) : (int64_t)(p + i * a->ld);
+                    int64_t ib = d->tb == OP_N ? (int64_t)(p + j * b->ld) : (int64_t)(j + p * b->ld);
+                    acc += load(pa, t, bt * a->stride + ia) * load(pb, t, bt * b->stride + ib);
+                }
+                double v = al * acc;
+                if (pc)
+                    v += be * load(pc, t, bt * c->stride + (int64_t)(i + j * c->ld));
+                if (pbias)
+                    v += load(pbias, t, bt * d->bias_stride + (int64_t)i);
+                if (d->epi & 2)
+                    v = v > 0 ? v : 0;
+                if (d->epi & 32)
+                    v = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+                store(pd, t, bt * dd->stride + (int64_t)(i + j * dd->ld), v);
+            }
+    return SUCCESS;
+}
