@@ -645,6 +645,11 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
     }
     case OP_CONCAT: {
         int axis = (int)op_attr_int(op, "axis", 0);
+        if (op == k->piece_op && idx[axis] == k->piece_var) { /* one operand's piece of the inner loop */
+            memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
+            xi[axis] = LLVMBuildSub(B, idx[axis], k->piece_start, "");
+            return elem(k, op->in[k->piece], xi);
+        }
         LLVMValueRef r = NULL, start = cg_i64(cg, 0);
         for (int i = 0; i < op->nin; i++) {
             const Type *xt = &op->in[i]->type;

@@ -36,6 +36,13 @@ typedef struct Kern {
      * var is a vector sum of squares over it (kernel.c, find_norm) */
     const Op *norm_mean, *norm_var;
     Value *norm_d;
+    /* a loop kernel's inner loop in pieces, one per operand of a concat
+     * along it (kernel.c, emit_loop_body): where piece_op is read at the
+     * inner loop's index piece_var, its operand `piece` alone, at that
+     * index less piece_start (no select, no clamp: vector code) */
+    const Op *piece_op;
+    int piece;
+    LLVMValueRef piece_var, piece_start;
 } Kern;
 
 /* True if v is computed by an op of the group. */

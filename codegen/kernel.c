@@ -185,6 +185,27 @@ static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMV
     cg->nvariants++;
 }
 
+/* A concat of the group along the last axis of the loop's index space
+ * (its result of the root's rank, that axis the root's last dim), of a
+ * few operands: the inner loop then runs in one piece per operand, where
+ * the concat is that operand at an affine index (elem.c), so the piece
+ * vectorises; a rotary embedding's rotate_half (concat(-x2, x1)) ran as
+ * scalar code with a select and clamped indices per element. Where the
+ * concat is read at another index (through a transpose or a slice of the
+ * last axis), elem takes the general path. */
+static const Op *inner_concat(const Group *grp, const Type *rt)
+{
+    int r = rt->rank;
+    for (int i = 0; i < grp->nops; i++) {
+        const Op *op = grp->ops[i];
+        const Type *t = &op->out[0]->type;
+        if (op->kind == OP_CONCAT && op->nin <= 8 && t->rank == r && op_attr_int(op, "axis", 0) == r - 1 &&
+            t->dims[r - 1] == rt->dims[r - 1])
+            return op;
+    }
+    return NULL;
+}
+
 static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
@@ -223,12 +244,23 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     split(cg, rt, outer, r - 1, q, idx);
     LLVMValueRef n = cg_dim(cg, inner);
     LLVMValueRef base = LLVMBuildMul(B, q, n, "");
-    LLVMValueRef j = cg_loop_begin(cg, &cols, cg_i64(cg, 0), n, "col");
-    idx[r - 1] = j;
-    LLVMValueRef flat = LLVMBuildAdd(B, base, j, "");
-    for (int o = 0; o < grp->nouts; o++)
-        store_at(cg, k, grp->outs[o], rt, idx, flat);
-    cg_loop_end(cg, &cols);
+    const Op *cat = inner_concat(grp, rt);
+    LLVMValueRef lo = cg_i64(cg, 0);
+    for (int p = 0; p < (cat ? cat->nin : 1); p++) { /* the inner loop, or its pieces */
+        LLVMValueRef hi = cat ? LLVMBuildAdd(B, lo, cg_dim(cg, cat->in[p]->type.dims[r - 1]), "") : n;
+        LLVMValueRef j = cg_loop_begin(cg, &cols, lo, hi, "col");
+        k->piece_op = cat;
+        k->piece = p;
+        k->piece_var = j;
+        k->piece_start = lo;
+        idx[r - 1] = j;
+        LLVMValueRef flat = LLVMBuildAdd(B, base, j, "");
+        for (int o = 0; o < grp->nouts; o++)
+            store_at(cg, k, grp->outs[o], rt, idx, flat);
+        cg_loop_end(cg, &cols);
+        lo = hi;
+    }
+    k->piece_op = NULL;
     cg_loop_end(cg, &rows);
 }
 

@@ -409,6 +409,70 @@ static Value *outer_product(Canon *c, Op *op)
     return out;
 }
 
+/* A transpose feeding a dot, absorbed into the dot's axes: the dot reads
+ * the transpose's operand, with its batch and contracted axes mapped
+ * through the permutation, where its free axes keep their order (they
+ * are the result's axes, in order). The library then reads the operand
+ * in place with a transposed stride (attention's q . k^T: PyTorch
+ * exports k.transpose(-2, -1) as a Transpose, which a loop kernel wrote
+ * at an element's stride). */
+static bool dot_transpose(Canon *c, Op *op)
+{
+    static const char *names[2][2] = {{"lhs_batch", "lhs_contract"}, {"rhs_batch", "rhs_contract"}};
+    bool done = false;
+    for (int s = 0; s < 2; s++) {
+        const Op *t = op->in[s]->def;
+        if (!t || t->kind != OP_TRANSPOSE)
+            continue;
+        const Attr *perm = op_attr(t, "perm");
+        const Attr *ax[2] = {op_attr(op, names[s][0]), op_attr(op, names[s][1])};
+        int r = op->in[s]->type.rank;
+        if (!perm || perm->n != r || !ax[0] || !ax[1])
+            continue;
+        bool role[MAX_RANK] = {false};
+        for (int a = 0; a < 2; a++)
+            for (int i = 0; i < ax[a]->n; i++)
+                role[ax[a]->ints[i]] = true;
+        int64_t last = -1;
+        bool order = true;
+        for (int i = 0; i < r && order; i++)
+            if (!role[i]) {
+                order = perm->ints[i] > last;
+                last = perm->ints[i];
+            }
+        /* and the library's view stays: batch, contracted and free axes
+         * each a run of adjacent axes in order (hostlib.c's strided
+         * matrices); otherwise the dot would run on the host */
+        int64_t runs[3][MAX_RANK];
+        int nrun[3] = {0, 0, 0};
+        for (int a = 0; a < 2; a++)
+            for (int i = 0; i < ax[a]->n; i++)
+                runs[a][nrun[a]++] = perm->ints[ax[a]->ints[i]];
+        bool taken[MAX_RANK] = {false};
+        for (int a = 0; a < 2; a++)
+            for (int i = 0; i < nrun[a]; i++)
+                taken[runs[a][i]] = true;
+        for (int i = 0; i < r; i++)
+            if (!taken[i])
+                runs[2][nrun[2]++] = i;
+        for (int a = 0; a < 3 && order; a++)
+            for (int i = 1; i < nrun[a] && order; i++)
+                order = runs[a][i] == runs[a][i - 1] + 1;
+        if (!order)
+            continue;
+        for (int a = 0; a < 2; a++) {
+            int64_t m[MAX_RANK];
+            for (int i = 0; i < ax[a]->n; i++)
+                m[i] = perm->ints[ax[a]->ints[i]];
+            Attr na = {.name = names[s][a], .kind = ATTR_INTS, .n = ax[a]->n, .ints = m};
+            op_set_attr(c->g, op, &na);
+        }
+        op->in[s] = t->in[0];
+        done = true;
+    }
+    return done;
+}
+
 static Value *simplify(Canon *c, Op *op, bool *changed)
 {
     if (op->nout != 1)
@@ -428,8 +492,12 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         return in && in->kind == OP_NEG && type_eq(&in->in[0]->type, t) ? in->in[0] : NULL;
     case OP_REDUCE:
         return flatten_reduce(c, op);
-    case OP_DOT:
-        return outer_product(c, op);
+    case OP_DOT: {
+        Value *o = outer_product(c, op);
+        if (!o && dot_transpose(c, op))
+            *changed = true;
+        return o;
+    }
     case OP_CONVERT:
         if (in && in->kind == OP_CONVERT && type_eq(&in->in[0]->type, t) &&
             convert_lossless(t->dtype, x->type.dtype))
