@@ -69,30 +69,15 @@ typedef struct {
     int reserved[4];
 } Heuristic;
 
-static struct {
-    const char *name;
-    long calls;
-} counts[32];
+#define FAKE_CALLS_ENV "FAKE_CUBLAS_FAIL"
+#include "fake_calls.h"
 
 long fake_cublas_calls(const char *name);
 long fake_cublas_calls(const char *name)
 {
-    for (int i = 0; i < 32 && counts[i].name; i++)
-        if (!strcmp(counts[i].name, name))
-            return counts[i].calls;
-    return 0;
+    return fake_calls(name);
 }
 
-static int fails(const char *name)
-{
-    int i = 0;
-    while (i < 31 && counts[i].name && strcmp(counts[i].name, name))
-        i++;
-    counts[i].name = name;
-    counts[i].calls++;
-    const char *f = getenv("FAKE_CUBLAS_FAIL");
-    return f && !strcmp(f, name);
-}
 #define ENTER(name)               \
     do {                          \
         if (fails(name))          \

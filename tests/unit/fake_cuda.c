@@ -45,31 +45,15 @@ enum {
     UNKNOWN = 999,
 };
 
-static struct {
-    const char *name;
-    long calls;
-} counts[64];
+#define FAKE_CALLS_ENV "FAKE_CUDA_FAIL"
+#include "fake_calls.h"
 
 long fake_cuda_calls(const char *name);
 long fake_cuda_calls(const char *name)
 {
-    for (int i = 0; i < 64 && counts[i].name; i++)
-        if (!strcmp(counts[i].name, name))
-            return counts[i].calls;
-    return 0;
+    return fake_calls(name);
 }
 
-/* Counts the call; whether FAKE_CUDA_FAIL names it. */
-static int fails(const char *name)
-{
-    int i = 0;
-    while (i < 63 && counts[i].name && strcmp(counts[i].name, name))
-        i++;
-    counts[i].name = name;
-    counts[i].calls++;
-    const char *f = getenv("FAKE_CUDA_FAIL");
-    return f && !strcmp(f, name);
-}
 #define ENTER(name, err)      \
     do {                      \
         if (fails(name))      \

@@ -1,0 +1,41 @@
+/*
+ * fake_calls.h — the stand-in libraries' call counts and failure
+ * injection (fake_cuda.c, fake_cublaslt.c): each entry point counts its
+ * calls under its name (for a test to ask, with dlsym, through the
+ * library's own exported function) and fails where the environment
+ * variable FAKE_CALLS_ENV names it.
+ */
+#ifndef DISC_FAKE_CALLS_H
+#define DISC_FAKE_CALLS_H
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { FAKE_NCOUNTS = 64 };
+
+static struct {
+    const char *name;
+    long calls;
+} counts[FAKE_NCOUNTS];
+
+static long fake_calls(const char *name)
+{
+    for (int i = 0; i < FAKE_NCOUNTS && counts[i].name; i++)
+        if (!strcmp(counts[i].name, name))
+            return counts[i].calls;
+    return 0;
+}
+
+/* Counts the call; whether FAKE_CALLS_ENV names it. */
+static int fails(const char *name)
+{
+    int i = 0;
+    while (i < FAKE_NCOUNTS - 1 && counts[i].name && strcmp(counts[i].name, name))
+        i++;
+    counts[i].name = name;
+    counts[i].calls++;
+    const char *f = getenv(FAKE_CALLS_ENV);
+    return f && !strcmp(f, name);
+}
+
+#endif
