@@ -368,14 +368,19 @@ static unsigned hash(const Key *k)
     return x % NBUCKET;
 }
 
-static Plan *plan_for(DiscRt *rt, DiscBlas *b, const Key *key)
+static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Key *key)
 {
     unsigned hb = hash(key);
     for (Plan *p = b->bucket[hb]; p; p = p->next)
         if (!memcmp(&p->key, key, sizeof *key))
             return p;
-    if (b->nplans >= PLANS_MAX)
+    /* full: start again, once the calls queued with the plans (and
+     * DISC_PROFILE's timings, which hold their names) are done */
+    if (b->nplans >= PLANS_MAX) {
+        if (disc_gpu_sync(rt, g) != 0)
+            return NULL;
         plans_clear(b);
+    }
     Plan *p = plan_make(rt, b, key);
     if (p) {
         p->next = b->bucket[hb];
@@ -404,9 +409,9 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     size_t esize = dtype_size((DType)f[DISC_MM_DTYPE]);
     const void *x = b, *y = a;
     if (k == 0) { /* zeros for X and Y */
-        int64_t len = m > n ? m : n;
-        void *z = disc_rt_dev_alloc(rt, len * (int64_t)esize);
-        if (!z || disc_rt_dev_fill(rt, z, len * (int64_t)esize / 4 + 1, 4, 0) != 0)
+        int64_t words = ((m > n ? m : n) * (int64_t)esize + 3) / 4;
+        void *z = disc_rt_dev_alloc(rt, 4 * words);
+        if (!z || disc_rt_dev_fill(rt, z, words, 4, 0) != 0)
             return -1;
         x = y = z;
     }
@@ -421,7 +426,7 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     key.align[1] = alignment(y);
     key.align[2] = alignment(cin);
     key.align[3] = alignment(c);
-    Plan *p = plan_for(rt, bl, &key);
+    Plan *p = plan_for(rt, g, bl, &key);
     if (!p || disc_gpu_current(rt, g) != 0)
         return -1;
     LtStatus s;

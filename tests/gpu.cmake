@@ -113,6 +113,9 @@ target_link_libraries(fake_cublaslt PRIVATE m)
 add_test(NAME unit/test_cublaslt/fake COMMAND test_cublaslt --fake)
 set_tests_properties(unit/test_cublaslt/fake PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
+add_test(NAME unit/test_cublaslt/fake-profile COMMAND test_cublaslt --fake)
+set_tests_properties(unit/test_cublaslt/fake-profile PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_PROFILE=1")
 set_tests_properties(unit/test_cublaslt PROPERTIES LABELS "unit;gpu-driver" SKIP_REGULAR_EXPRESSION "SKIP:")
 # runtime/cublaslt_abi.h against the toolkit's cublasLt.h, where it is.
 find_path(DISC_CUBLASLT_H cublasLt.h PATHS /usr/local/cuda/include NO_DEFAULT_PATH)
