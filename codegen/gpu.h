@@ -212,7 +212,7 @@ typedef struct GpuRunStats {
     double seconds;    /* compiling it (0 from the cache) */
     bool hit, emu;
     char arch[16], device[128];
-    char gemm[160];    /* where the matmuls run: "cuBLASLt (libcublasLt.so.13)", or disc's kernel and why */
+    char gemm[160];    /* where the matmuls run: "cuBLASLt", or disc's GEMM kernel and why */
 } GpuRunStats;
 void gpu_run_stats(const GpuRun *r, GpuRunStats *s);
 void gpu_run_free(GpuRun *r);
