@@ -207,11 +207,12 @@ static DiscBlas *blas(DiscRt *rt, DiscGpu *g)
     const char *tf = getenv("DISC_TF32");
     b->tf32 = tf && !strcmp(tf, "1");
     b->wsbytes = (size_t)(disc_gpu_info(g)->major >= 9 ? 32 : 4) << 20;
-    LtStatus s = 0;
     bool ok = disc_gpu_current(rt, g) == 0;
-    if (ok && (s = lt.Create(&b->h)) != 0) {
+    LtStatus s = ok ? lt.Create(&b->h) : 0;
+    if (s) {
         b->h = NULL;
-        ok = failed(rt, s, "cublasLtCreate") == 0;
+        failed(rt, s, "cublasLtCreate");
+        ok = false;
     }
     if (!ok || !(b->ws = disc_gpu_alloc(rt, g, b->wsbytes))) {
         disc_blas_free(b);
@@ -278,8 +279,10 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
     const char *epi = post == DISC_POST_RELU ? "relu" : post == DISC_POST_GELU_TANH ? "gelu" : "";
     if (type < 0 || (post != DISC_POST_NONE && post != DISC_POST_RELU && post != DISC_POST_GELU_TANH) ||
         (key->residual && post != DISC_POST_NONE)) {
-        disc_rt_fail(rt, "cuda: cuBLASLt: a matmul of dtype %lld with epilogue %lld%s: not one disc hands it",
-                     (long long)dt, (long long)post, key->residual ? " and a residual" : "");
+        disc_rt_fail(rt, "cuda: cuBLASLt: a matmul of %s with epilogue %lld%s: not one disc hands it (f32, f16, "
+                     "bf16, f64; bias, ReLU, tanh-GELU, or a residual alone)",
+                     cuda_type(dt) < 0 ? "an unsupported dtype" : dtype_name((DType)dt), (long long)post,
+                     key->residual ? " and a residual" : "");
         return NULL;
     }
     /* X = B^T (n x k), Y = A^T (k x m); an empty k reads a column and a

@@ -241,6 +241,19 @@ static void fake(DiscRt *rt, DiscGpu *g)
     CHECK(e && strstr(e, "cublasLtMatmul (cublasLt 2x2x2 f32)") && strstr(e, "CUBLAS_STATUS_EXECUTION_FAILED"));
     disc_rt_reset(rt);
     unsetenv("FAKE_CUBLAS_FAIL");
+    /* an epilogue cuBLASLt does not apply, and an integer dtype: refused, named */
+    f[DISC_MM_POST] = DISC_POST_SIGMOID;
+    CHECK(disc_rt_dev_matmul(rt, f, p, p, NULL, NULL, p) == -1);
+    e = disc_rt_error(rt);
+    printf("  error: %s\n", e ? e : "(none)");
+    CHECK(e && strstr(e, "f32 with epilogue") && strstr(e, "not one disc hands it"));
+    disc_rt_reset(rt);
+    f[DISC_MM_POST] = DISC_POST_NONE, f[DISC_MM_DTYPE] = DT_I32;
+    CHECK(disc_rt_dev_matmul(rt, f, p, p, NULL, NULL, p) == -1);
+    e = disc_rt_error(rt);
+    CHECK(e && strstr(e, "an unsupported dtype"));
+    disc_rt_reset(rt);
+    f[DISC_MM_DTYPE] = DT_F32;
     /* an operand with no unit stride: refused, not run */
     f[DISC_MM_A_STRIDE + 1] = 2, f[DISC_MM_A_STRIDE + 2] = 3;
     CHECK(disc_rt_dev_matmul(rt, f, p, p, NULL, NULL, p) == -1);
