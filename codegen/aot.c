@@ -14,6 +14,7 @@
  *     int NAME_run_arrays(const void *const *inputs, const int64_t *const *shapes,
  *                         void **outputs, int64_t *const *output_shapes,
  *                         char *err, size_t errlen);
+ *     int NAME_run_device(...);   // --backend cuda: data in device memory (runtime/aot.h)
  *     int NAME_load_weights(const char *path, char *err, size_t errlen);  // --weights only
  *     void NAME_unload_weights(void);                                     // --weights only
  *
@@ -345,7 +346,7 @@ static LLVMValueRef rt_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeR
     return LLVMBuildCall2(B, fty, f, args, (unsigned)n, "");
 }
 
-static void define_entries(Cg *cg, const char *prefix)
+static void define_entries(Cg *cg, const char *prefix, bool gpu)
 {
     Graph *g = cg->g;
     int ni = g->ninputs, no = g->noutputs;
@@ -392,6 +393,14 @@ static void define_entries(Cg *cg, const char *prefix)
                        LLVMGetParam(fn, (unsigned)(2 * ni + 2 * i)));
     LLVMBuildRet(B, rc);
 
+    if (gpu) { /* NAME_run_device(inputs, shapes, outputs, output_nbytes, output_shapes, err, errlen) */
+        LLVMTypeRef dp[8] = {cg->t_p8, cg->t_pp8, t_ppi64, cg->t_pp8, cg->t_p64, t_ppi64, cg->t_p8, cg->t_i64};
+        fn = entry(cg, prefix, "run_device", cg->t_i32, dp + 1, 7);
+        LLVMValueRef da[8] = {model};
+        for (int i = 0; i < 7; i++)
+            da[i + 1] = LLVMGetParam(fn, (unsigned)i);
+        LLVMBuildRet(B, rt_call(cg, "disc_aot_run_device", cg->t_i32, dp, da, 8));
+    }
     if (!AOT(cg)->wbase)
         return;
     LLVMTypeRef lp[4] = {cg->t_p8, cg->t_p8, cg->t_p8, cg->t_i64};
@@ -455,7 +464,7 @@ static void shape_comment(FILE *f, const Value *v)
     fputc(']', f);
 }
 
-static bool write_header(const char *path, const Graph *g, const AotOpts *o, bool weights)
+static bool write_header(const char *path, const Graph *g, const AotOpts *o, bool weights, bool gpu)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -542,6 +551,17 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
                "int %s_run_arrays(const void *const *inputs, const int64_t *const *shapes, void **outputs,\n"
                "        int64_t *const *output_shapes, char *err, size_t errlen);\n",
             n);
+    if (gpu)
+        fprintf(f, "\n/* A cuda model with its data in device memory: inputs[i] and outputs[i] are\n"
+                   " * device addresses (CUdeviceptr) in the device's primary context, output i's\n"
+                   " * buffer the caller's, of output_nbytes[i] bytes (the run writes its dims to\n"
+                   " * output_shapes[i]; a buffer too small is %s_ERUN, named). The run uses a\n"
+                   " * stream of its own and has finished with the inputs and written the outputs\n"
+                   " * when it returns: finish the work that produced the inputs first (e.g.\n"
+                   " * cuCtxSynchronize). */\n"
+                   "int %s_run_device(const void *const *inputs, const int64_t *const *shapes, void *const *outputs,\n"
+                   "        const int64_t *output_nbytes, int64_t *const *output_shapes, char *err, size_t errlen);\n",
+                guard, n);
     if (weights)
         fprintf(f, "\nint %s_load_weights(const char *path, char *err, size_t errlen);\nvoid %s_unload_weights(void);\n",
                 n, n);
@@ -673,7 +693,7 @@ static bool aot_finish(const CgTarget *t, CgModule *m, const CgOpts *co, const C
     bool ok = !a->gpu || (gpu = define_gpu(&cg, a, d)) != NULL;
     ok = ok && define_model(&cg, o, a->whash, main_fn, gpu);
     if (ok) {
-        define_entries(&cg, o->name);
+        define_entries(&cg, o->name, gpu != NULL);
         char *vmsg = NULL;
         if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg))
             ok = diag_setk(d, DIAG_INTERNAL, "error: internal: generated LLVM IR is invalid: %.400s", vmsg);
@@ -762,7 +782,7 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 a.nimages, a.nimages == 1 ? "" : "s", gpu_run_emu(a.gpu) ? "the emulator's" : o->gpu_arch ? o->gpu_arch : "sm_80,sm_90 and PTX",
                 1e3 * a.t_gpu);
     gpu_run_free(a.gpu);
-    if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL))
+    if (ok && header_path && !write_header(header_path, g, o, a.wf != NULL, a.gpu != NULL))
         ok = diag_setk(d, DIAG_RESOURCE, "error: cannot write %s", header_path);
     if (a.wf) { /* the header: magic, size, checksum */
         unsigned char hdr[DISC_AOT_WEIGHTS_HEADER] = {0};

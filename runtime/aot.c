@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,14 +152,26 @@ static DiscGpu *gpu_acquire(const DiscAotModel *m, DiscRt *rt, char *err, int64_
     return st->gpu;
 }
 
-int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
-                     void **outputs, int64_t *const *out_shapes, char *err, int64_t errlen)
+/* A run of either entry: dev_nbytes NULL, host memory and outputs
+ * allocated for the caller; else (a cuda model's NAME_run_device) every
+ * input and outputs[i] are device addresses, output i's buffer holding
+ * dev_nbytes[i] bytes. */
+static int32_t run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes, void **outputs,
+                   const int64_t *dev_nbytes, int64_t *const *out_shapes, char *err, int64_t errlen)
 {
     if (!m || m->abi != DISC_AOT_ABI)
         return fail(err, errlen, DISC_AOT_ERUN, "the model object was made for another disc runtime (ABI %lld, "
                     "this runtime %d)", m ? (long long)m->abi : -1LL, DISC_AOT_ABI);
     int ni = (int)m->ninputs, no = (int)m->noutputs;
-    for (int i = 0; i < no; i++)
+    bool dev = dev_nbytes != NULL;
+    if (dev && !m->gpu)
+        return fail(err, errlen, DISC_AOT_EINPUT, "%s: inputs and outputs in device memory need a model compiled "
+                    "for cuda (dcc compile --backend cuda)", m->name);
+    for (int i = 0; dev && i < no; i++)
+        if (!outputs[i] || dev_nbytes[i] < 0)
+            return fail(err, errlen, DISC_AOT_EINPUT, "%s: output \"%s\": in device memory, the caller gives its "
+                        "buffer and its size", m->name, m->output_names[i]);
+    for (int i = 0; !dev && i < no; i++)
         outputs[i] = NULL;
     if (m->weights && !atomic_load((_Atomic(void *) *)m->weights))
         return fail(err, errlen, DISC_AOT_EWEIGHTS, "%s: no weights: call %s_load_weights first", m->name, m->name);
@@ -193,6 +206,10 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
         for (int j = 0; j < m->input_ranks[i]; j++)
             shapes[k++] = in_shapes[i][j];
     }
+    for (int i = 0; dev && i < no; i++) { /* {buffer, capacity, allocated} per output */
+        io[ni + 3 * i] = outputs[i];
+        io[ni + 3 * i + 1] = (void *)(uintptr_t)dev_nbytes[i];
+    }
     DiscGpu *gpu = NULL;
     if (m->gpu && !(gpu = gpu_acquire(m, rt, err, errlen))) {
         rt_release(rt);
@@ -201,6 +218,7 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
         free(syms);
         return DISC_AOT_ERUN;
     }
+    disc_rt_set_dev_io(rt, dev);
     int32_t rc = m->main(rt, io, shapes, syms), status = DISC_AOT_OK;
     if (gpu && rc == 0 && disc_gpu_sync(rt, gpu) != 0)
         rc = -1; /* a kernel's fault after the last copy out */
@@ -228,6 +246,14 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
                 free(s[0]);
             continue;
         }
+        if (dev) { /* the flow wrote the caller's buffer (disc_rt_dev_output) */
+            if (s[2] || s[0] != outputs[i])
+                status = fail(err, errlen, DISC_AOT_ERUN, "%s: output \"%s\" was not written to the device "
+                              "buffer given", m->name, m->output_names[i]);
+            if (s[2])
+                free(s[0]);
+            continue;
+        }
         if (s[2]) { /* allocated for the caller by the flow */
             outputs[i] = s[0];
             continue;
@@ -242,12 +268,13 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
             memcpy(p, s[0], (size_t)bytes);
         outputs[i] = p;
     }
-    if (status != DISC_AOT_OK)
+    if (status != DISC_AOT_OK && !dev)
         for (int i = 0; i < no; i++) {
             free(outputs[i]);
             outputs[i] = NULL;
         }
     if (gpu) {
+        disc_rt_set_dev_io(rt, 0);
         disc_rt_set_gpu(rt, NULL); /* the run's device memory back to the cache */
         pthread_mutex_unlock(&gpu_mu);
     }
@@ -256,6 +283,21 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
     free(shapes);
     free(syms);
     return status;
+}
+
+int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
+                     void **outputs, int64_t *const *out_shapes, char *err, int64_t errlen)
+{
+    return run(m, inputs, in_shapes, outputs, NULL, out_shapes, err, errlen);
+}
+
+int32_t disc_aot_run_device(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
+                            void *const *outputs, const int64_t *nbytes, int64_t *const *out_shapes, char *err,
+                            int64_t errlen)
+{
+    if (!nbytes)
+        return fail(err, errlen, DISC_AOT_EINPUT, "%s: no output sizes", m ? m->name : "?");
+    return run(m, inputs, in_shapes, (void **)outputs, nbytes, out_shapes, err, errlen);
 }
 
 /* ---- weights files --------------------------------------------------------- */

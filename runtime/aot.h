@@ -72,6 +72,12 @@ typedef struct DiscAotModel {
  * message of a failure. */
 int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
                      void **outputs, int64_t *const *out_shapes, char *err, int64_t errlen);
+/* The same for a cuda model with its data in device memory (NAME_run_device):
+ * inputs[i] and outputs[i] are device addresses (CUdeviceptr), output i's
+ * buffer the caller's, of nbytes[i] bytes; as disc_run_device (disc.h). */
+int32_t disc_aot_run_device(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
+                            void *const *outputs, const int64_t *nbytes, int64_t *const *out_shapes, char *err,
+                            int64_t errlen);
 /* Reads a weights file `dcc compile --weights` wrote for m. */
 int32_t disc_aot_load_weights(const DiscAotModel *m, const char *path, char *err, int64_t errlen);
 void disc_aot_unload_weights(const DiscAotModel *m);

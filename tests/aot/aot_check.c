@@ -9,8 +9,18 @@
  * DIR holds input_K.bin (the data) and input_K.shape (the dims, as text);
  * the program writes output_K.bin and output_K.shape there. On a failed run
  * it prints the status and the message and exits with 1.
+ *
+ * Built with -DAOT_DEVICE for a cuda model (and -I the repository root),
+ * it runs the model a second time through NAME_run_device, on copies of
+ * the inputs in device memory (the runtime's driver layer, runtime/rt.h)
+ * into output buffers of the sizes the first run returned, and requires
+ * the same bytes; then once with the first output's buffer a byte short,
+ * which must fail with a message that names the size needed.
  */
 #include AOT_HEADER
+#ifdef AOT_DEVICE
+#include "runtime/rt.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +98,82 @@ static void write_output(const char *dir, int k, int rank, const char *dtype, co
     }
 }
 
+#ifdef AOT_DEVICE
+static size_t out_bytes(int i, const int64_t *shape)
+{
+    size_t n = dtype_bytes(M(_output_dtype)[i]);
+    for (int k = 0; k < M(_output_rank)[i]; k++)
+        n *= (size_t)shape[k];
+    return n;
+}
+
+/* NAME_run_device on the inputs' device copies; 0 if it gives the host run's outputs */
+static int device_run(int ni, const void *const *in, const int64_t *const *ish, int no, void *const *out,
+                      int64_t (*oshape)[8])
+{
+    DiscRtOpts ro = {.threads = 1};
+    DiscRt *rt = disc_rt_new(&ro);
+    DiscGpu *g = rt ? disc_gpu_open(rt, 0) : NULL;
+    if (!g) {
+        printf("device: %s\n", rt ? disc_rt_error(rt) : "out of memory");
+        disc_rt_free(rt);
+        return 1;
+    }
+    int bad = 0;
+    DiscDevPtr din[ni + 1], dout[no + 1];
+    const void *pin[ni + 1];
+    void *pout[no + 1];
+    int64_t nbytes[no + 1], dshape[no + 1][8];
+    int64_t *dsh[no + 1];
+    for (int i = 0; i < ni; i++) {
+        size_t n = dtype_bytes(M(_input_dtype)[i]);
+        for (int k = 0; k < M(_input_rank)[i]; k++)
+            n *= (size_t)ish[i][k];
+        din[i] = disc_gpu_alloc(rt, g, n ? n : 1);
+        bad |= !din[i] || disc_gpu_copy_in(rt, g, din[i], in[i], n) != 0;
+        pin[i] = (const void *)(uintptr_t)din[i];
+    }
+    for (int i = 0; i < no; i++) {
+        nbytes[i] = (int64_t)out_bytes(i, oshape[i]);
+        dout[i] = disc_gpu_alloc(rt, g, (size_t)nbytes[i] + 1);
+        bad |= !dout[i];
+        pout[i] = (void *)(uintptr_t)dout[i];
+        dsh[i] = dshape[i];
+    }
+    char err[1024] = "";
+    int rc = bad ? -1 : M(_run_device)(pin, ish, pout, nbytes, dsh, err, sizeof err);
+    if (rc != 0) {
+        printf("run_device: status %d: %s\n", rc, bad ? disc_rt_error(rt) : err);
+        bad = 1;
+    }
+    for (int i = 0; !bad && i < no; i++) {
+        void *h = malloc((size_t)nbytes[i] + 1);
+        if (!h || memcmp(dshape[i], oshape[i], (size_t)M(_output_rank)[i] * sizeof(int64_t)) ||
+            disc_gpu_copy_out(rt, g, h, dout[i], (size_t)nbytes[i]) != 0 || disc_gpu_sync(rt, g) != 0 ||
+            memcmp(h, out[i], (size_t)nbytes[i])) {
+            printf("run_device: output %d differs from the run on host memory\n", i);
+            bad = 1;
+        }
+        free(h);
+    }
+    if (!bad && no > 0 && nbytes[0] > 0) { /* a buffer a byte short */
+        nbytes[0]--;
+        rc = M(_run_device)(pin, ish, pout, nbytes, dsh, err, sizeof err);
+        if (rc != CAT(AOT_UPPER, _ERUN) || !strstr(err, "needs a device buffer of")) {
+            printf("run_device with output 0 a byte short: status %d, \"%s\"\n", rc, err);
+            bad = 1;
+        }
+    }
+    for (int i = 0; i < ni; i++)
+        disc_gpu_release(g, din[i]);
+    for (int i = 0; i < no; i++)
+        disc_gpu_release(g, dout[i]);
+    disc_gpu_close(g);
+    disc_rt_free(rt);
+    return bad;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--weights"))) {
@@ -119,6 +205,10 @@ int main(int argc, char **argv)
         printf("status %d: %s\n", rc, err);
         return 1;
     }
+#ifdef AOT_DEVICE
+    if (device_run(NI, in, ish, NO, out, oshape) != 0)
+        return 1;
+#endif
     for (int i = 0; i < NO; i++) {
         write_output(argv[1], i, M(_output_rank)[i], M(_output_dtype)[i], oshape[i], out[i]);
         free(out[i]);

@@ -108,6 +108,8 @@ def main():
         weights = os.path.join(tmp, name + ".weights")
         cmd += ["--weights", weights]
         flags.append("-DAOT_WEIGHTS")
+    if cuda and a.mode != "so":  # a second run through NAME_run_device, on device memory
+        flags += ["-DAOT_DEVICE", f"-I{os.path.dirname(os.path.dirname(HERE))}"]
     log = run(cmd + ["-o", out, "-v"], env=dict(os.environ, DISC_RT_LIB=os.path.abspath(a.rtlib)))
     for want in ([] if is_dir else re.findall(r"^# aot-expect-v (.*)$", open(model).read(), re.M)):
         if not re.search(want, log):  # what the compile must report (dcc compile -v)
