@@ -23,7 +23,7 @@
 static const char usage_compile[] =
     "usage: dcc compile MODEL -o OUT.o|OUT.so [--emit-header FILE.h] [--weights FILE]\n"
     "                   [--name NAME] [--cpu CPU] [--backend cpu|cuda] [--gpu-arch LIST]\n"
-    "                   [--assume HINT]... [-O N] [-v]\n"
+    "                   [--assume HINT]... [-O N] [--no-fuse] [-v]\n"
     "                   [--dump-after=PASS]\n"
     "\n"
     "Compiles MODEL (.onnx, or IR text) once, for every shape it accepts, into a\n"
@@ -53,6 +53,7 @@ static const char usage_compile[] =
     "                     sm_80,sm_90), with the first's PTX for newer devices\n"
     "  --assume HINT      a fact about the symbols, e.g. 'S %% 8 == 0' (repeatable)\n"
     "  -O N               LLVM optimisation level, 0..3 (default 3)\n"
+    "  --no-fuse          one kernel per op (the unfused baseline of the benchmarks)\n"
     "  -v                 times per stage\n"
     "  --dump-after=PASS  the IR after PASS on stderr: shape, layout, canon, fusion, memplan\n"
     "                     or llvm (the optimised module, entry points included)\n"
@@ -143,7 +144,7 @@ int dcc_compile(int argc, char **argv)
     const char *dump = NULL, *backend = "cpu", *gpu_arch = NULL;
     const char *assume[64];
     int nassume = 0, level = 3;
-    bool verbose = false;
+    bool verbose = false, unfused = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -151,6 +152,8 @@ int dcc_compile(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "-v")) {
             verbose = true;
+        } else if (!strcmp(a, "--no-fuse")) {
+            unfused = true;
         } else if (!strncmp(a, "--dump-after=", 13)) {
             dump = a + 13;
             if (cg_stage_from_name(dump) == CG_NSTAGES) {
@@ -240,7 +243,7 @@ int dcc_compile(int argc, char **argv)
     snprintf(obj, sizeof obj, so ? "%s.o.tmp" : "%s", out);
     ShapeOpts sopts = {assume, nassume};
     CgOpts co = {.opt_level = level, .cpu = cpu, .verbose = verbose, .dump_after = dump,
-                 .gpu = strcmp(backend, "cuda") ? NULL : "cuda"};
+                 .gpu = strcmp(backend, "cuda") ? NULL : "cuda", .unfused = unfused};
     AotOpts ao = {.name = name, .weights_path = weights, .pic = so, .gpu_arch = gpu_arch};
     bool ok = aot_compile(g, &sopts, &co, &ao, obj, header, &d);
     if (!ok) {
