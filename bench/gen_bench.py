@@ -188,21 +188,26 @@ SEQ = {0: "batch", 1: "seq"}
 IMG = {0: "batch", 2: "height", 3: "width"}
 
 
+def transformer(name):
+    """The module of a BERT or GPT bench model (also bench/gpu_bench.py's)."""
+    if name in ("bert_base", "bert_small"):
+        big = name == "bert_base"
+        return gen_torch.BertEncoder(vocab=30522, hidden=768 if big else 256, heads=12 if big else 4,
+                                     ffn=3072 if big else 1024, layers=12 if big else 4, max_pos=512)
+    big = name == "gpt2"
+    return gen_torch.GptDecoder(vocab=50257 if big else 8000, hidden=768 if big else 256, heads=12 if big else 4,
+                                layers=12 if big else 4, max_pos=1024)
+
+
 def generate(name):
     ids = torch.randint(0, 100, (2, 16), dtype=torch.long)
     mask = torch.ones(2, 16, dtype=torch.long)
     img = torch.randn(1, 3, 224, 224)
     if name in ("bert_base", "bert_small"):
-        big = name == "bert_base"
-        m = gen_torch.BertEncoder(vocab=30522, hidden=768 if big else 256, heads=12 if big else 4,
-                                  ffn=3072 if big else 1024, layers=12 if big else 4, max_pos=512)
-        export(name, m, ["input_ids", "attention_mask"],
+        export(name, transformer(name), ["input_ids", "attention_mask"],
                {"input_ids": SEQ, "attention_mask": SEQ, "out": SEQ}, (ids, mask))
     elif name in ("gpt2", "gpt_small"):
-        big = name == "gpt2"
-        m = gen_torch.GptDecoder(vocab=50257 if big else 8000, hidden=768 if big else 256, heads=12 if big else 4,
-                                 layers=12 if big else 4, max_pos=1024)
-        export(name, m, ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
+        export(name, transformer(name), ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
     elif name == "llama_block":
         export(name, LlamaBlock(), ["input_ids"], {"input_ids": SEQ, "out": SEQ}, (ids,))
     elif name == "encdec":
