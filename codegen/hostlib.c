@@ -442,17 +442,16 @@ static int *use_counts(Host *h)
     return h->nuse;
 }
 
-/* The value of a scalar f32 constant (any rank, one element). */
+/* The value of a scalar floating-point constant (any rank, one element). */
 static bool scalar(const Value *v, double *out)
 {
     const Op *d = v->def;
     size_t n;
-    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || v->type.dtype != DT_F32 ||
+    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || !dtype_is_float(v->type.dtype) ||
         !type_static_numel(&v->type, &n) || n != 1)
         return false;
-    float f;
-    memcpy(&f, d->cst->data, 4);
-    *out = f;
+    Tensor t = {.dtype = v->type.dtype, .rank = 0, .data = (void *)d->cst->data, .nbytes = dtype_size(v->type.dtype)};
+    *out = interp_load_f(&t, 0);
     return true;
 }
 
@@ -599,13 +598,18 @@ static Value *activation(Host *h, const Group *grp, int first, const int *nuse, 
             closed = uses == nuse[v->id];
         }
         const double *f = vals[chain[end]->out[0]->id];
+        /* the chain's constants are of x's dtype: an f16 or bf16 chain
+         * matches to a few units of its precision (the library's
+         * activation, computed in f32, is as close to the exact one) */
+        DType dt = x->type.dtype;
+        double rel = dt == DT_F16 ? 2e-3 : dt == DT_BF16 ? 1.6e-2 : 1e-5;
         for (DiscPost p = DISC_POST_RELU; closed && p < DISC_POST_COUNT && !result; p++) {
             if (h->cg->target->lib_no_posts & 1u << p)
                 continue;
             bool same = true;
             for (int s = 0; s < NSAMPLE && same; s++) {
                 double want = post_value(p, store[s]);
-                same = fabs(f[s] - want) <= 1e-6 + 1e-5 * fabs(want);
+                same = fabs(f[s] - want) <= 1e-6 + rel * fabs(want);
             }
             if (same) {
                 fz->post = p;

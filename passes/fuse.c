@@ -406,7 +406,7 @@ static void place(Planner *p, int op)
     }
     if (g && c == C_LIB && (o->kind == OP_DOT || o->kind == OP_CONV) && g->kind == FUSE_LOOP &&
         numel(p, o->out[0]) == g->space && all_loop_ops(p, g) &&
-        !is_output(p, o) && o->out[0]->type.dtype == DT_F32) {
+        !is_output(p, o) && dtype_is_float(o->out[0]->type.dtype)) {
         g->kind = FUSE_LIBRARY;
         g->root = op;
         join(p, op, gid);

@@ -23,7 +23,8 @@
 
 enum { MAX_FUSE = 8 };
 
-/* A dot x[..., K] @ W[K, N] with W a constant f32 matrix: W's def, or NULL. */
+/* A dot x[..., K] @ W[K, N] with W a constant floating-point matrix of
+ * x's dtype: W's def, or NULL. */
 static const Op *plain_matmul(const Op *op)
 {
     if (op->kind != OP_DOT || op->nin != 2)
@@ -35,8 +36,8 @@ static const Op *plain_matmul(const Op *op)
         lc->ints[0] != x->type.rank - 1 || rc->ints[0] != 0)
         return NULL;
     const Op *d = w->def;
-    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || w->type.dtype != DT_F32 ||
-        x->type.dtype != DT_F32 || w->type.rank != 2 || !dim_is_const(w->type.dims[0]) ||
+    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || !dtype_is_float(w->type.dtype) ||
+        x->type.dtype != w->type.dtype || w->type.rank != 2 || !dim_is_const(w->type.dims[0]) ||
         !dim_is_const(w->type.dims[1]))
         return NULL;
     return d;
@@ -53,21 +54,22 @@ static bool fuse(Graph *g, Op **dots, int n)
         total += dots[i]->in[1]->type.dims[1]->c;
     }
     off[n] = total;
-    size_t bytes = (size_t)(k * total) * 4;
-    float *w = malloc(bytes ? bytes : 4);
+    DType dt = x->type.dtype;
+    size_t es = dtype_size(dt), bytes = (size_t)(k * total) * es;
+    char *w = malloc(bytes ? bytes : 8);
     if (!w || !graph_keep(g, w, free)) {
         free(w);
         graph_oom(g);
         return false;
     }
     for (int i = 0; i < n; i++) {
-        const float *src = dots[i]->in[1]->def->cst->data;
-        int64_t cols = off[i + 1] - off[i];
+        const char *src = dots[i]->in[1]->def->cst->data;
+        size_t cols = (size_t)(off[i + 1] - off[i]);
         for (int64_t r = 0; r < k; r++)
-            memcpy(w + r * total + off[i], src + r * cols, (size_t)cols * 4);
+            memcpy(w + ((size_t)r * (size_t)total + (size_t)off[i]) * es, src + (size_t)r * cols * es, cols * es);
     }
     Dim *wd[2] = {dim_const(&g->dims, k), dim_const(&g->dims, total)};
-    Type wt = type_make(&g->arena, DT_F32, 2, wd);
+    Type wt = type_make(&g->arena, dt, 2, wd);
     Value *c = build_const(g, wt, w, bytes, false);
     int64_t lc = x->type.rank - 1, rc = 0;
     Value *y = c ? build_dot(g, x, c, NULL, NULL, 0, &lc, &rc, 1) : NULL;

@@ -53,7 +53,7 @@ foreach(dir ${DISC_AOT_MODELS})
   endif()
 endforeach()
 set(cuda_models ${cuda_models} bert_encoder/weights:weights:${CMAKE_SOURCE_DIR}/tests/models/bert_encoder
-    hostop:obj:${CMAKE_SOURCE_DIR}/tests/aot/hostop.disc)
+    hostop:obj:${CMAKE_SOURCE_DIR}/tests/aot/hostop.disc epilogue_f16:obj:${CMAKE_SOURCE_DIR}/tests/aot/epilogue_f16.disc)
 foreach(entry ${cuda_models})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)

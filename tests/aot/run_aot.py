@@ -168,6 +168,8 @@ def main():
             # the JIT runs the same code; the interpreter computes in double;
             # the GPU's kernels sum in another order
             tol = (1e-3, 1e-5) if cuda else (1e-6, 1e-6) if backend == "cpu" else (1e-5, 1e-5)
+            if dt == "f16":  # and a library's fused epilogue rounds once where the graph rounds every op
+                tol = (4e-3, 1e-3)
             compare(got, read_pb(os.path.join(jit, f"output_{i}.pb"))[1], *tol,
                     f"set {k} output {i} against dcc run --backend {backend}")
             if expected is not None:
