@@ -23,6 +23,7 @@ the expected-pass list (a listed test that fails is a failure).
 import argparse
 import concurrent.futures
 import os
+import re
 import subprocess
 import sys
 
@@ -90,6 +91,7 @@ def main():
     ap.add_argument("--results", metavar="FILE",
                     help="also write one line per test, 'name<TAB>status<TAB>message' (for op_table.py)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every failure and unsupported test")
+    ap.add_argument("--match", metavar="REGEX", help="only the tests whose names REGEX finds (judged alone)")
     ap.add_argument("tests", nargs="*", help="only these test names (default: all)")
     a = ap.parse_args()
 
@@ -102,6 +104,8 @@ def main():
                    if os.path.isfile(os.path.join(root, n, "model.onnx")))
     if a.tests:
         names = [n for n in names if n in set(a.tests)]
+    if a.match:
+        names = [n for n in names if re.search(a.match, n)]
 
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
@@ -128,7 +132,7 @@ def main():
     expected = read_list(a.expected)
     passing = set(by["passed"])
     # With a list of tests on the command line, only those are judged.
-    judged = set(names) if a.tests else None
+    judged = set(names) if a.tests or a.match else None
     regressions = [n for n in expected if n not in passing and (judged is None or n in judged)]
     newly = [n for n in by["passed"] if n not in set(expected)]
 
