@@ -35,6 +35,9 @@ set_tests_properties(aot/usage/unsupported PROPERTIES LABELS aot PASS_REGULAR_EX
 disc_aot_test(epilogue ${CMAKE_SOURCE_DIR}/tests/aot/epilogue.disc obj)
 disc_aot_test(skinny ${CMAKE_SOURCE_DIR}/tests/aot/skinny.disc obj)
 disc_aot_test(split ${CMAKE_SOURCE_DIR}/tests/aot/split.disc obj)
+# --no-fuse: one kernel per op, more launches than the fused object's
+add_test(NAME aot/no_fuse COMMAND sh -c "k() { $<TARGET_FILE:dcc> compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/nf.o -v \"$@\" 2>&1 | sed -n 's/.* \\([0-9]*\\) kernel launches.*/\\1/p'; }; a=$(k); b=$(k --no-fuse); echo \"fused $a, unfused $b\"; test \"$b\" -gt \"$a\" && echo 'unfused has more launches'" sh)
+set_tests_properties(aot/no_fuse PROPERTIES LABELS aot PASS_REGULAR_EXPRESSION "unfused has more launches")
 # for any x86-64 machine, not only this one
 disc_aot_test(bert_encoder/x86-64 ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder obj --cpu x86-64)
 add_test(NAME aot/usage/cpu COMMAND dcc compile ${mlp} -o ${CMAKE_BINARY_DIR}/aot/x.o --cpu pentium9000)
