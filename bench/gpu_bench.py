@@ -422,15 +422,23 @@ def run(a):
                 r["eager"] = timed(lambda: model(*ins), a.runs)
                 r["compiled"] = None
                 if comp is not None:
-                    t0 = time.perf_counter()
-                    comp(*ins)
-                    sync()
-                    r["compile_first_call_s"] = round(time.perf_counter() - t0, 2)
-                    r["compiled"] = timed(lambda: comp(*ins), a.runs)
+                    try:
+                        t0 = time.perf_counter()
+                        comp(*ins)
+                        sync()
+                        r["compile_first_call_s"] = round(time.perf_counter() - t0, 2)
+                        r["compiled"] = timed(lambda: comp(*ins), a.runs)
+                    except Exception as e:  # noqa: BLE001  (Inductor's failures are many kinds; the rest goes on)
+                        info["torch.compile"] = f"failed at {b}x{s}: {type(e).__name__}: {str(e)[:300]}"
+                        comp = None
                 if (b, s) == shapes[len(shapes) // 2] and DEV == "cuda":
-                    info["eager kernels a run at " + r["shape"]] = kernels_per_run(lambda: model(*ins))
-                    if comp is not None:
-                        info["torch.compile kernels a run at " + r["shape"]] = kernels_per_run(lambda: comp(*ins))
+                    try:
+                        info["eager kernels a run at " + r["shape"]] = kernels_per_run(lambda: model(*ins))
+                        if comp is not None:
+                            info["torch.compile kernels a run at " + r["shape"]] = kernels_per_run(
+                                lambda: comp(*ins))
+                    except Exception as e:  # noqa: BLE001
+                        info["kernels a run"] = f"PyTorch's profiler failed: {str(e)[:200]}"
             for k, v in (("vs_eager", "eager"), ("vs_compiled", "compiled"), ("vs_nofuse", "nofuse")):
                 r[k] = r[v] / r["disc"] if r[v] else None
             rows.append(r)
