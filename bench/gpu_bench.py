@@ -372,8 +372,9 @@ def run(a):
     rows = []
     torch.backends.cuda.matmul.allow_tf32 = False  # as disc without DISC_TF32
     for ent in man["models"]:
-        if a.models and ent["model"] not in a.models.split(","):
+        if (a.models and ent["model"] not in a.models.split(",")) or (a.dtypes and ent["dtype"] not in a.dtypes.split(",")):
             continue
+        t_model = time.perf_counter()
         tag, name, dt = ent["tag"], ent["model"], ent["dtype"]
         d = os.path.join(a.dir, tag)
         info = meta["models"][tag] = {
@@ -460,6 +461,8 @@ def run(a):
             write_report(a.out, meta, rows)
         for x in (fused, nofuse):
             os.remove(x.weights)
+        info["this model's part of the benchmark took"] = f"{time.perf_counter() - t_model:.0f} s"
+        write_report(a.out, meta, rows)
         del fused, nofuse, model, model32, comp
         if DEV == "cuda":
             torch.cuda.empty_cache()
@@ -486,6 +489,7 @@ def main():
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/disc-gpu-bench"))
     r.add_argument("--runs", type=int, default=20)
     r.add_argument("--models", help="a subset, e.g. bert_base")
+    r.add_argument("--dtypes", help="a subset, e.g. f32")
     r.add_argument("--shapes", help="BxS,... (default " + ",".join(f"{b}x{s}" for b, s in SHAPES) + ")")
     r.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     r.add_argument("--no-ncu", action="store_true", help="leave out Nsight Compute's bandwidth of the kernels")

@@ -16,9 +16,12 @@
 #           and f16, fused and --no-fuse, their weights as xz (bench/)
 #   there:  the device tool's run with carry ["tests/gpu/device"] and
 #           command "sh tests/gpu/run_on_device.sh [--tests | --bench [ARGS]]"
-#           (both by default; ARGS go to gpu_bench.py run, e.g. --no-compile
-#           or --models bert_base: split the two over two calls when the
-#           device time is short)
+#           (both by default; ARGS go to gpu_bench.py run, e.g. --no-compile,
+#           --models bert_base or --dtypes f32). With 15 minutes of device
+#           time: "--tests" (a few minutes), then "--bench --dtypes f32"
+#           (torch.compile compiles each model twice: its dynamic graph and
+#           batch 1), then f16 with what is left; each call's report says
+#           how long each model took.
 #
 # What it checks: the driver layer (runtime/cudrv.c) on the real driver
 # (test_cudrv: device 0, memory, copies, the allocator, dcc's modules
