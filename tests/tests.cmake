@@ -80,6 +80,9 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 # The layering of the tree (ir <- runtime <- passes <- codegen <- api, dcc;
 # no circle of calls in codegen/), read from the built objects' symbols.
 add_test(NAME unit/layers COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/layers.py ${CMAKE_BINARY_DIR})
+# bench/gpu_bench.py's weights rule (pinned values, Hankel, full rank) and its reading of ncu's CSV
+add_test(NAME unit/gpu_bench COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_gpu_bench.py)
+set_tests_properties(unit/gpu_bench PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_gpu_bench: PASS")
 set_tests_properties(unit/layers PROPERTIES LABELS unit)
 file(GLOB_RECURSE DISC_GOLDEN_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/*.disc)
 foreach(f ${DISC_GOLDEN_TESTS})
