@@ -329,7 +329,7 @@ def write_report(out, meta, rows):
     with open(os.path.join(out, "gpu_bench.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     lines = [f"# disc cuda vs PyTorch on {meta['gpu']}", "",
-             f"dcc {meta['dcc']}, objects for {meta['arch']} compiled on {meta['cpu']}; torch {meta['torch']}; "
+             f"{meta['dcc']}, objects for {meta['arch']} compiled on {meta['cpu']}; torch {meta['torch']}; "
              f"median of {meta['runs']} runs after {WARMUP}, ms a run; ratio = peer / disc (above 1: disc faster); error: "
              f"the largest difference from PyTorch's f32 result on the same weights. "
              f"Device-to-device copy: {meta['copy_gbs']:.0f} GB/s.", ""]
