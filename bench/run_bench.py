@@ -69,6 +69,7 @@ BROAD_SHAPES = {
 
 THREADS = os.cpu_count() or 1
 CPU_TIME = False  # --cpu-time: compare the processes' CPU time per run, not wall time
+INPROC = False  # --inproc: disc through libdisc.so in this process (inproc_times)
 
 
 def threads():
@@ -170,6 +171,62 @@ def where_time_goes(dcc, work, runs):
             f"{100 * host / total:.0f}% host flow and runtime")
 
 
+def close(got, want, atol=1e-4, rtol=1e-2):
+    """The check dcc bench runs with run_bench's tolerances: "" or what differs."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if got.dtype.kind == "f":
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        bad = ~(np.abs(g - w) <= atol + rtol * np.abs(w)) & ~(np.isnan(g) & np.isnan(w))
+    else:
+        bad = got != want
+    if bad.any():
+        i = np.unravel_index(np.argmax(bad), bad.shape)
+        return f"{int(bad.sum())} of {bad.size} elements differ, first at {list(i)}: {got[i]} against {want[i]}"
+    return ""
+
+
+def inproc_times(name, path, sess, feeds, runs, rounds):
+    """--inproc: disc through libdisc.so (bench/discpy.py) in this process.
+    Shape by shape, `rounds` rounds of `runs` runs of each runtime,
+    alternating which goes first, so the two are timed within seconds of
+    each other. Returns ((compile ms, ops, kernels), disc ms, ORT ms) with
+    the per-round medians per shape; a shape whose outputs differ from
+    ONNX Runtime's gets no disc times."""
+    import discpy
+    t0 = time.perf_counter()
+    model = discpy.Model(path)
+    comp = model.compile(threads=threads())
+    info = (1e3 * (time.perf_counter() - t0), model.ops, comp.kernels)
+    clock = time.process_time if CPU_TIME else time.perf_counter
+    disc_t = {k: [] for k in range(len(feeds))}
+    ort_t = {k: [] for k in range(len(feeds))}
+    names = [i.name for i in sess.get_inputs()]
+    for k, f in enumerate(feeds):
+        arrays = [f[n] for n in names]
+        want = sess.run(None, f)
+        try:
+            got = comp.run(arrays)
+            bad = next((f"output {i}: {e}" for i, (g, w) in enumerate(zip(got, want)) if (e := close(g, w))), "")
+        except discpy.DiscError as e:
+            bad = str(e)
+        if bad:
+            print(f"  {name}: shape {k}: FAIL {bad}", file=sys.stderr)
+            ort_t[k] = [time_ort(sess, f, runs)]
+            continue
+        for r in range(rounds):
+            for who in (("disc", "ort") if r % 2 == 0 else ("ort", "disc")):
+                # a pause, so that neither runtime's workers still spin
+                # (ONNX Runtime's after a run, disc's pool briefly) while
+                # the other is timed
+                time.sleep(0.02)
+                if who == "disc":
+                    disc_t[k].append(statistics.median(comp.time_runs(arrays, runs + 1, clock)[1:]) * 1e3)
+                else:
+                    ort_t[k].append(time_ort(sess, f, runs))
+    return info, disc_t, ort_t
+
+
 def bench_model(name, path, shapes, dcc, runs, rounds, rows):
     sess = ort_session(path)
     rng = np.random.default_rng(0)
@@ -207,7 +264,9 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
         disc_t = {k: [] for k in range(len(shapes))}
         ort_t = {k: [] for k in range(len(shapes))}
         compile_ms, nops, nkern = float("inf"), 0, 0
-        for r in range(rounds):
+        if INPROC:
+            (compile_ms, nops, nkern), disc_t, ort_t = inproc_times(name, path, sess, feeds, runs, rounds)
+        for r in range(0 if INPROC else rounds):
             for who in (("disc", "ort") if r % 2 == 0 else ("ort", "disc")):
                 if who == "disc":
                     (c, nops, nkern), times = run_disc()
@@ -240,7 +299,7 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
 
 
 def main():
-    global THREADS, CPU_TIME
+    global THREADS, CPU_TIME, INPROC
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dcc", default=os.path.join(ROOT, "build", "dcc"))
     ap.add_argument("--runs", type=int, default=10)
@@ -253,8 +312,11 @@ def main():
     ap.add_argument("--cpu-time", action="store_true",
                     help="compare CPU time per run instead of wall time (with --threads 1: figures that load "
                          "from other processes disturbs much less; a busy machine's wall times are not comparable)")
+    ap.add_argument("--inproc", action="store_true",
+                    help="run disc in this process (build/public/libdisc.so through bench/discpy.py), shape by "
+                         "shape alternating with ONNX Runtime within seconds, instead of dcc bench processes")
     args = ap.parse_args()
-    THREADS, CPU_TIME = args.threads, args.cpu_time
+    THREADS, CPU_TIME, INPROC = args.threads, args.cpu_time, args.inproc
     if CPU_TIME and THREADS != 1:
         ap.error("--cpu-time needs --threads 1 (idle threads that spin count as CPU time)")
     want = set(filter(None, args.models.split(",")))
