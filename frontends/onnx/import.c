@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ------------------------------------------------------------------ */
 /* The dispatch table                                                   */
@@ -1281,7 +1282,11 @@ static bool lower_nodes(Imp *im, const Onnx__GraphProto *gp, Value **outs)
 /* ------------------------------------------------------------------ */
 /* Entry points                                                         */
 
-static void free_model(void *p) { onnx__model_proto__free_unpacked(p, NULL); }
+static void free_model(void *p)
+{
+    ProtobufCAllocator a = onnx_pb_alloc(NULL);
+    onnx__model_proto__free_unpacked(p, &a);
+}
 
 Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
                           const char *dir, const OnnxOpts *o, Diag *d)
@@ -1292,7 +1297,13 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
         diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (empty file)", name);
         return NULL;
     }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    bool oom = false;
+    ProtobufCAllocator a = onnx_pb_alloc(&oom);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&a, len, buf);
+    if (!m && oom) {
+        diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory unpacking the model (%zu bytes)", name, len);
+        return NULL;
+    }
     if (!m) {
         diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (not a valid ModelProto: truncated "
                     "or not an ONNX file)", name);
@@ -1334,23 +1345,27 @@ Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
 {
     char err[512];
     size_t len;
-    void *buf = onnx_read_all(path, &len, err, sizeof err);
-    if (!buf) {
+    void *buf = onnx_map_all(path, &len);
+    bool mapped = buf != NULL;
+    if (!mapped && !(buf = onnx_read_all(path, &len, err, sizeof err))) {
         diag_setk(d, DIAG_RESOURCE, "%s: error: %s", path, err);
         return NULL;
     }
     char *dir = strdup(path);
+    Graph *g = NULL;
     if (!dir) {
-        free(buf);
         diag_oom(d);
-        return NULL;
+    } else {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);
+        free(dir);
     }
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    Graph *g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);
-    free(dir);
-    free(buf);
+    if (mapped)
+        munmap(buf, len);
+    else
+        free(buf);
     return g;
 }
 

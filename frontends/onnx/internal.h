@@ -85,6 +85,12 @@ bool onnx_map_file(const char *path, int64_t offset, int64_t length, OnnxMap *m,
 void onnx_map_free(void *m); /* frees an OnnxMap from malloc, for graph_keep */
 /* Reads a whole file into a malloc'd buffer (NULL with err on failure). */
 void *onnx_read_all(const char *path, size_t *len, char *err, size_t errlen);
+/* Maps a whole regular, non-empty file read-only (munmap(p, *len) to
+ * release); NULL where it cannot (read it with onnx_read_all then). */
+void *onnx_map_all(const char *path, size_t *len);
+/* The allocator model unpacking uses: large buffers on huge pages; sets
+ * *failed (if not NULL) when an allocation fails. */
+ProtobufCAllocator onnx_pb_alloc(bool *failed);
 
 /* ---- tensor.c ---- */
 

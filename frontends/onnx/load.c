@@ -1,10 +1,10 @@
 /*
  * load.c — reading model files and external-data side files.
  *
- * A model file is read whole and unpacked by protobuf-c; the unpacked
- * ModelProto then owns its own copy of every raw_data buffer, which the
- * graph references in place, so the file buffer itself is dropped after
- * unpacking. External data (TensorProto.data_location = EXTERNAL) is mapped
+ * A model file is mapped (or, where it cannot be, read) whole and
+ * unpacked by protobuf-c; the unpacked ModelProto then owns its own copy of
+ * every raw_data buffer, which the graph references in place, so the
+ * file's mapping is dropped after unpacking. External data (TensorProto.data_location = EXTERNAL) is mapped
  * read-only from the side file and the mapping is kept by the graph.
  */
 #include "frontends/onnx/internal.h"
@@ -16,6 +16,60 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+enum { HUGE_PAGE = 2 << 20 };
+
+/* protobuf-c's allocations (OnnxPbAlloc in internal.h): from malloc,
+ * except the large ones, a weight's raw_data, which come 2 MiB-aligned
+ * and advised as transparent huge pages: faulted in and cleared 4 KiB at a
+ * time, GPT-2's 650 MB of weights took a fifth of its load in the kernel's
+ * page-fault path. A failed allocation is recorded, so the caller can say
+ * "out of memory" where protobuf-c only returns NULL. */
+static void *pb_alloc(void *data, size_t size)
+{
+    void *p;
+    if (size >= HUGE_PAGE && size <= SIZE_MAX - HUGE_PAGE) {
+        size_t sz = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        p = aligned_alloc(HUGE_PAGE, sz);
+#ifdef MADV_HUGEPAGE
+        if (p)
+            madvise(p, sz, MADV_HUGEPAGE); /* advice only */
+#endif
+    } else {
+        p = malloc(size ? size : 1);
+    }
+    if (!p && data)
+        *(bool *)data = true;
+    return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+    free(p);
+}
+
+ProtobufCAllocator onnx_pb_alloc(bool *failed)
+{
+    return (ProtobufCAllocator){.alloc = pb_alloc, .free = pb_free, .allocator_data = failed};
+}
+
+void *onnx_map_all(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    void *p = MAP_FAILED;
+    /* the whole file is read once, front to back, by the unpacking:
+     * populated at once rather than a fault per 64 KiB */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX)
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return NULL;
+    *len = (size_t)st.st_size;
+    return p;
+}
 
 void *onnx_read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
