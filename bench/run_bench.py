@@ -36,10 +36,11 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import numpy_helper
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's pool: no spinning threads beside the timed runs
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -187,12 +188,16 @@ def close(got, want, atol=1e-4, rtol=1e-2):
 
 
 def inproc_times(name, path, sess, feeds, runs, rounds):
-    """--inproc: disc through libdisc.so (bench/discpy.py) in this process.
-    Shape by shape, `rounds` rounds of `runs` runs of each runtime,
-    alternating which goes first, so the two are timed within seconds of
-    each other. Returns ((compile ms, ops, kernels), disc ms, ORT ms) with
-    the per-round medians per shape; a shape whose outputs differ from
-    ONNX Runtime's gets no disc times."""
+    """--inproc: disc through libdisc.so (bench/discpy.py) in this process,
+    shape by shape, the two runtimes alternating batch by batch: a batch is
+    one run where a run takes 50 ms or more, else as many runs as take about
+    50 ms, and each round (`rounds` of them) times `runs` runs of each,
+    the order flipping batch to batch. So both are timed within a fraction
+    of a second of each other (a shared VM's speed drifts over seconds:
+    rounds of whole batches a few seconds apart read GPT-2 at 0.79-0.90 where
+    run-by-run pairs read 0.95). Returns ((compile ms, ops, kernels),
+    disc ms, ORT ms) with the per-round medians per shape; a shape whose
+    outputs differ from ONNX Runtime's gets no disc times."""
     import discpy
     t0 = time.perf_counter()
     model = discpy.Model(path)
@@ -202,6 +207,15 @@ def inproc_times(name, path, sess, feeds, runs, rounds):
     disc_t = {k: [] for k in range(len(feeds))}
     ort_t = {k: [] for k in range(len(feeds))}
     names = [i.name for i in sess.get_inputs()]
+
+    def ort_runs(f, n):
+        ts = []
+        for _ in range(n):
+            t0 = clock()
+            sess.run(None, f)
+            ts.append(clock() - t0)
+        return ts
+
     for k, f in enumerate(feeds):
         arrays = [f[n] for n in names]
         want = sess.run(None, f)
@@ -214,16 +228,23 @@ def inproc_times(name, path, sess, feeds, runs, rounds):
             print(f"  {name}: shape {k}: FAIL {bad}", file=sys.stderr)
             ort_t[k] = [time_ort(sess, f, runs)]
             continue
+        warm = min(comp.time_runs(arrays, 2, time.perf_counter) + ort_runs(f, 2))
+        batch = max(1, min(runs, int(0.05 / max(warm, 1e-6))))
         for r in range(rounds):
-            for who in (("disc", "ort") if r % 2 == 0 else ("ort", "disc")):
-                # a pause, so that neither runtime's workers still spin
-                # (ONNX Runtime's after a run, disc's pool briefly) while
-                # the other is timed
-                time.sleep(0.02)
-                if who == "disc":
-                    disc_t[k].append(statistics.median(comp.time_runs(arrays, runs + 1, clock)[1:]) * 1e3)
-                else:
-                    ort_t[k].append(time_ort(sess, f, runs))
+            dt, ot = [], []
+            flip = r % 2
+            while len(dt) < runs:
+                n = min(batch, runs - len(dt))
+                for who in ((0, 1) if flip == 0 else (1, 0)):
+                    if threads() > 1:  # neither runtime's workers still spinning while the other runs
+                        time.sleep(0.005)
+                    if who == 0:
+                        dt += comp.time_runs(arrays, n, clock)
+                    else:
+                        ot += ort_runs(f, n)
+                flip ^= 1
+            disc_t[k].append(statistics.median(dt) * 1e3)
+            ort_t[k].append(statistics.median(ot) * 1e3)
     return info, disc_t, ort_t
 
 

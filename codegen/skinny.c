@@ -42,10 +42,14 @@
  * k in blocks of KC = 256. Per block of k, a 16-column panel's strip is
  * 16 KiB (in L1 for every block of 6 rows), the 8 strips of a block of
  * panels 128 KiB (in L2 while every block of rows passes them), and the
- * block of rows' part of C 96 KiB; the 6 rows of A are first copied to a
- * buffer on the stack (6 x KC floats) so the k steps address them at
- * constant offsets from one register. The first block of k starts from
- * zero, the others from C. Unblocked, the kernel read A from L3 for every
+ * block of rows' part of C 96 KiB. The rows of A are read in place, as
+ * MLAS's kernel reads them: copying each block's 6 rows to a buffer on the
+ * stack first (so the k steps addressed them at constant offsets from one
+ * register) copied all of A once per block of panels, and cost 4-8% at 512
+ * rows (512 x 3072 x 768 and back, one thread, timed run by run in one
+ * process against ONNX Runtime: 30.7 and 35.6 ms copied, 29.6 and 32.9 in
+ * place, ONNX Runtime 29.3 and 33.3; bench/NOTES.md). The first block of k
+ * starts from zero, the others from C. Unblocked, the kernel read A from L3 for every
  * panel and ran at 1.5x its one-thread speed on two threads, and a
  * masked store at every block's end cost about 7% on AMD's Zen (a
  * microcoded instruction there), so only a group that ends inside the
@@ -97,7 +101,6 @@ typedef struct Sk {
     LLVMValueRef acc[RMAX][GMAX]; /* allocas */
     LLVMValueRef mask[VMAX];   /* lanes of the panel's columns that exist */
     LLVMValueRef a, bp, bias_p, res_p, c, m, n, k, lda, kp, ldc;
-    LLVMValueRef apack;        /* RMAX x KC floats: the block's rows of A, k block (kc) */
     LLVMValueRef end;          /* the end of this call's panel range */
     LLVMValueRef mend;         /* the end of the block of rows */
     LLVMValueRef pb, pe;       /* the block of panels [pb, pe) */
@@ -255,12 +258,10 @@ static void block(Sk *s, LLVMValueRef i0, int r, int g0)
             }
             LLVMBuildStore(B, v, s->acc[i][q]);
         }
-    /* row i's element k at arow[i] + k: in the packed copy (panels) at
-     * apack + i * KC + k - kb, one base register and constant offsets */
+    /* row i's element k at arow[i] + k, read in place */
     LLVMValueRef arow[RMAX];
     for (int i = 0; i < r; i++)
-        arow[i] = s->kc ? gep(cg, cg->t_f32, s->apack, LLVMBuildSub(B, cg_i64(cg, (int64_t)i * s->kc), s->kb, ""))
-                        : gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
+        arow[i] = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
     int steps = u > 1 ? u : UNROLL;
     LLVMValueRef len = LLVMBuildSub(B, s->ke, s->kb, "");
     LLVMValueRef ku = LLVMBuildSub(B, s->ke, LLVMBuildSRem(B, len, cg_i64(cg, steps), ""), "");
@@ -366,45 +367,10 @@ static void panel_at(Sk *s, LLVMValueRef q)
     }
 }
 
-/* Copies A[i0 + i][kb, ke) to apack + i * KC for i < r: every panel of
- * the block then reads the rows from one 6 KiB buffer at constant offsets
- * from one register (A's rows lie a run-time lda apart, which took an add
- * per row and k step, and at an lda of a multiple of 4 KiB they fall in
- * one L1 set). Vectors of `lanes` floats, then single floats. */
-static void pack(Sk *s, LLVMValueRef i0, int r)
-{
-    Cg *cg = s->cg;
-    LLVMValueRef len = LLVMBuildSub(B, s->ke, s->kb, "");
-    LLVMValueRef nv = LLVMBuildSDiv(B, len, cg_i64(cg, s->lanes), "");
-    LLVMValueRef vend = LLVMBuildMul(B, nv, cg_i64(cg, s->lanes), "");
-    for (int i = 0; i < r; i++) {
-        LLVMValueRef src = gep(cg, cg->t_f32, s->a, LLVMBuildMul(B, LLVMBuildAdd(B, i0, cg_i64(cg, i), ""), s->lda, ""));
-        src = gep(cg, cg->t_f32, src, s->kb);
-        LLVMValueRef dst = gep(cg, cg->t_f32, s->apack, cg_i64(cg, (int64_t)i * s->kc));
-        CgLoop vl, tl;
-        LLVMValueRef v = cg_loop_begin(cg, &vl, cg_i64(cg, 0), nv, "pack");
-        LLVMValueRef at = LLVMBuildMul(B, v, cg_i64(cg, s->lanes), "");
-        LLVMValueRef x = LLVMBuildLoad2(B, s->vt, LLVMBuildBitCast(B, gep(cg, cg->t_f32, src, at), s->pv, ""), "");
-        LLVMSetAlignment(x, 4);
-        LLVMValueRef st = LLVMBuildStore(B, x, LLVMBuildBitCast(B, gep(cg, cg->t_f32, dst, at), s->pv, ""));
-        LLVMSetAlignment(st, 4);
-        cg_loop_end(cg, &vl);
-        LLVMValueRef t = cg_loop_begin(cg, &tl, vend, len, "pack_tail");
-        LLVMBuildStore(B, LLVMBuildLoad2(B, cg->t_f32, gep(cg, cg->t_f32, src, t), ""), gep(cg, cg->t_f32, dst, t));
-        /* a few floats: vectorized and unrolled it was 64 loads and stores
-         * an iteration, and loop strength reduction took half a second
-         * over the kernel's thirteen copies of it */
-        tl.hints = CG_NO_VECTORIZE;
-        cg_loop_end(cg, &tl);
-    }
-}
-
 /* Rows [i0, i0 + r) against every panel of the block, over the block of k. */
 static void panels(Sk *s, LLVMValueRef i0, int r)
 {
     Cg *cg = s->cg;
-    if (s->kc)
-        pack(s, i0, r);
     CgLoop ql;
     LLVMValueRef q = cg_loop_begin(cg, &ql, s->pb, s->pe, "q");
     panel_at(s, q);
@@ -575,10 +541,6 @@ static LLVMValueRef skinny_core(Cg *cg)
     LLVMBasicBlockRef body = LLVMGetInsertBlock(B);
     Sk s = {0};
     sk_init(&s, cg);
-    if (s.kc) {
-        s.apack = LLVMBuildArrayAlloca(cg->eb, cg->t_f32, cg_i64(cg, (int64_t)RMAX * s.kc), "apack");
-        LLVMSetAlignment(s.apack, 64);
-    }
     for (int i = 0; i < RMAX; i++)
         for (int q = 0; q < s.group; q++) {
             s.acc[i][q] = LLVMBuildAlloca(cg->eb, s.vt, "acc");
