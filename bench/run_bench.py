@@ -190,9 +190,12 @@ def close(got, want, atol=1e-4, rtol=1e-2):
 def inproc_times(name, path, sess, feeds, runs, rounds):
     """--inproc: disc through libdisc.so (bench/discpy.py) in this process,
     shape by shape, the two runtimes alternating batch by batch: a batch is
-    one run where a run takes 50 ms or more, else as many runs as take about
-    50 ms, and each round (`rounds` of them) times `runs` runs of each,
-    the order flipping batch to batch. So both are timed within a fraction
+    an untimed run and then one timed run where a run takes 50 ms or more,
+    else as many as take about 50 ms, and each round (`rounds` of them)
+    times `runs` runs of each, the order flipping batch to batch. (Without
+    the untimed run each of a large model's runs followed the other
+    runtime's, caches full of its weights, and the CNNs read 4-9% lower
+    than in batches of five warm runs.) So both are timed within a fraction
     of a second of each other (a shared VM's speed drifts over seconds:
     rounds of whole batches a few seconds apart read GPT-2 at 0.79-0.90 where
     run-by-run pairs read 0.95). Returns ((compile ms, ops, kernels),
@@ -238,10 +241,12 @@ def inproc_times(name, path, sess, feeds, runs, rounds):
                 for who in ((0, 1) if flip == 0 else (1, 0)):
                     if threads() > 1:  # neither runtime's workers still spinning while the other runs
                         time.sleep(0.005)
+                    # a batch starts with an untimed run: the other runtime
+                    # has just filled the caches with its own weights
                     if who == 0:
-                        dt += comp.time_runs(arrays, n, clock)
+                        dt += comp.time_runs(arrays, n + 1, clock)[1:]
                     else:
-                        ot += ort_runs(f, n)
+                        ot += ort_runs(f, n + 1)[1:]
                 flip ^= 1
             disc_t[k].append(statistics.median(dt) * 1e3)
             ort_t[k].append(statistics.median(ot) * 1e3)
