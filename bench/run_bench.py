@@ -2,7 +2,7 @@
 """run_bench.py — disc (cpu backend) against ONNX Runtime, in the same run.
 
     python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--rounds R] [--models NAME,...] [--quick]
-                               [--threads N] [--cpu-time] [--broad]
+                               [--threads N] [--cpu-time] [--broad] [--inproc]
 
 --broad runs the broad bench of issue 18 instead: the twelve models of
 bench/gen_bench.py's BROAD list (CNNs, a ViT, transformer encoders and
@@ -21,6 +21,10 @@ compile time and its kernel count against the model's op count. Each
 model is measured in R rounds (default 3) that alternate which runtime
 goes first; the table has the medians across rounds, and the spread of the
 per-round ratios.
+
+--inproc times disc in this process instead of through `dcc bench`
+(build/public/libdisc.so through bench/discpy.py), the two runtimes taking
+turns batch by batch within a fraction of a second (inproc_times).
 
 Machines here are noisy: only ratios measured in the same run mean much.
 Needs torch (for generating the large models), onnxruntime, numpy, onnx.
