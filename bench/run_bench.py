@@ -195,16 +195,16 @@ def inproc_times(name, path, sess, feeds, runs, rounds):
     """--inproc: disc through libdisc.so (bench/discpy.py) in this process,
     shape by shape, the two runtimes alternating batch by batch: a batch is
     an untimed run and then one timed run where a run takes 50 ms or more,
-    else as many as take about 50 ms, and each round (`rounds` of them)
-    times `runs` runs of each, the order flipping batch to batch. (The
-    untimed run makes every timed run a warm one, as in a steady stream of
-    requests; whole broad-bench runs with and without it read the CNNs
-    alike: 0.95, 0.96, 0.99, 0.94 and 0.91, 0.96, 0.98, 0.97.) So both are timed within a fraction
-    of a second of each other (a shared VM's speed drifts over seconds:
-    rounds of whole batches a few seconds apart read GPT-2 at 0.79-0.90 where
-    run-by-run pairs read 0.95). Returns ((compile ms, ops, kernels),
-    disc ms, ORT ms) with the per-round medians per shape; a shape whose
-    outputs differ from ONNX Runtime's gets no disc times."""
+    else as many as take about 50 ms; each round (`rounds` of them) times
+    `runs` runs of each, the order flipping batch to batch. So both are
+    timed within a fraction of a second of each other (a shared VM's speed
+    drifts over seconds: rounds of whole batches a few seconds apart read
+    GPT-2 at 0.79-0.90 where run-by-run pairs read 0.95). The untimed run
+    makes every timed run a warm one, as in a steady stream of requests
+    (whole broad-bench runs with and without it read the CNNs alike: 0.95,
+    0.96, 0.99, 0.94 and 0.91, 0.96, 0.98, 0.97). Returns ((compile ms, ops,
+    kernels), disc ms, ORT ms) with the per-round medians per shape; a shape
+    whose outputs differ from ONNX Runtime's gets no disc times."""
     import discpy
     t0 = time.perf_counter()
     model = discpy.Model(path)

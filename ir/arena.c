@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { BLOCK_SIZE = 64 * 1024, ALIGN = 16 };
 
@@ -19,6 +20,19 @@ struct ArenaBlock {
     size_t size, used;
     _Alignas(16) unsigned char data[];
 };
+
+void *alloc_huge(size_t bytes)
+{
+    if (bytes > SIZE_MAX - HUGE_PAGE)
+        return NULL;
+    size_t size = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = aligned_alloc(HUGE_PAGE, size ? size : HUGE_PAGE);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, size ? size : HUGE_PAGE, MADV_HUGEPAGE); /* advice only: its failure changes nothing */
+#endif
+    return p;
+}
 
 bool size_mul(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
 bool size_add(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }

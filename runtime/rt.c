@@ -12,6 +12,7 @@
  * locked, so kernels on workers may allocate too.
  */
 #include "runtime/rt.h"
+#include "ir/ir.h" /* alloc_huge */
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -131,21 +132,11 @@ void disc_rt_set_in_call(DiscRt *rt, int in)
     rt->in_call = in;
 }
 
-enum { HUGE_PAGE = 2 << 20 };
-
 void *disc_rt_alloc_big(size_t bytes)
 {
     if (bytes < HUGE_PAGE) /* aligned_alloc wants a multiple of the alignment, and 0 bytes is 64 */
         return aligned_alloc(ALIGN, bytes ? (bytes + ALIGN - 1) / ALIGN * ALIGN : ALIGN);
-    if (bytes > SIZE_MAX - HUGE_PAGE)
-        return NULL;
-    size_t size = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    void *p = aligned_alloc(HUGE_PAGE, size);
-#ifdef MADV_HUGEPAGE
-    if (p)
-        madvise(p, size, MADV_HUGEPAGE); /* advice only: its failure changes nothing */
-#endif
-    return p;
+    return alloc_huge(bytes);
 }
 
 void *disc_rt_alloc(DiscRt *rt, int64_t bytes)

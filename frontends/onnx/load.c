@@ -4,8 +4,9 @@
  * A model file is mapped (or, where it cannot be, read) whole and
  * unpacked by protobuf-c; the unpacked ModelProto then owns its own copy of
  * every raw_data buffer, which the graph references in place, so the
- * file's mapping is dropped after unpacking. External data (TensorProto.data_location = EXTERNAL) is mapped
- * read-only from the side file and the mapping is kept by the graph.
+ * file's mapping is dropped after unpacking. External data
+ * (TensorProto.data_location = EXTERNAL) is mapped read-only from the side
+ * file and the mapping is kept by the graph.
  */
 #include "frontends/onnx/internal.h"
 
@@ -17,27 +18,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { HUGE_PAGE = 2 << 20 };
-
-/* protobuf-c's allocations (OnnxPbAlloc in internal.h): from malloc,
- * except the large ones, a weight's raw_data, which come 2 MiB-aligned
- * and advised as transparent huge pages: faulted in and cleared 4 KiB at a
- * time, GPT-2's 650 MB of weights took a fifth of its load in the kernel's
- * page-fault path. A failed allocation is recorded, so the caller can say
- * "out of memory" where protobuf-c only returns NULL. */
+/* protobuf-c's allocations (onnx_pb_alloc): from malloc, except the
+ * large ones, a weight's raw_data, which come on huge pages (alloc_huge):
+ * faulted in and cleared 4 KiB at a time, GPT-2's 650 MB of weights took a
+ * fifth of its load in the kernel's page-fault path. A failed allocation
+ * is recorded, so the caller can say "out of memory" where protobuf-c only
+ * returns NULL. */
 static void *pb_alloc(void *data, size_t size)
 {
-    void *p;
-    if (size >= HUGE_PAGE && size <= SIZE_MAX - HUGE_PAGE) {
-        size_t sz = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-        p = aligned_alloc(HUGE_PAGE, sz);
-#ifdef MADV_HUGEPAGE
-        if (p)
-            madvise(p, sz, MADV_HUGEPAGE); /* advice only */
-#endif
-    } else {
-        p = malloc(size ? size : 1);
-    }
+    void *p = size >= HUGE_PAGE ? alloc_huge(size) : malloc(size ? size : 1);
     if (!p && data)
         *(bool *)data = true;
     return p;
