@@ -750,6 +750,38 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
     }
 }
 
+/* Whether every index of idx is the same for the whole inner loop of a
+ * loop kernel (Kern.hoist): a constant, or computed in one of Kern.inv's
+ * blocks, which dominate the inner loop. */
+static bool row_invariant(Kern *k, LLVMValueRef *idx, int rank)
+{
+    if (!k->hoist || rank == 0)
+        return false;
+    for (int i = 0; i < rank; i++) {
+        if (LLVMIsConstant(idx[i]))
+            continue;
+        if (!LLVMIsAInstruction(idx[i]))
+            return false;
+        LLVMBasicBlockRef bb = LLVMGetInstructionParent(idx[i]);
+        if (bb != k->inv[0] && bb != k->inv[1] && bb != k->inv[2])
+            return false;
+    }
+    return true;
+}
+
+/* The load of v at a row-invariant idx, emitted before the inner loop. */
+static LLVMValueRef hoisted_load(Kern *k, Value *v, LLVMValueRef base, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
+    LLVMPositionBuilderBefore(B, LLVMGetBasicBlockTerminator(k->hoist));
+    LLVMValueRef off = kern_offset(k, &v->type, idx);
+    LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
+    LLVMValueRef r = cg_load(cg, v->type.dtype, p);
+    LLVMPositionBuilderAtEnd(B, here);
+    return r;
+}
+
 LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -782,8 +814,12 @@ LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
     LLVMValueRef off;
     if (type_static_numel(&v->type, &n) && n == 1)
         off = cg_i64(cg, 0);
+    else if (k->flat)
+        off = k->flat;
+    else if (row_invariant(k, idx, v->type.rank))
+        return hoisted_load(k, v, base, idx);
     else
-        off = k->flat ? k->flat : kern_offset(k, &v->type, idx);
+        off = kern_offset(k, &v->type, idx);
     LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
     return cg_load(cg, v->type.dtype, p);
 }

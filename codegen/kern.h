@@ -43,6 +43,13 @@ typedef struct Kern {
     const Op *piece_op;
     int piece;
     LLVMValueRef piece_var, piece_start;
+    /* a loop kernel's inner loop: a load whose index is the same for every
+     * element of the row (defined in the blocks of inv: the function's
+     * entry, the row loop's head and body) is emitted before the inner
+     * loop, at the end of block hoist (elem.c). LLVM cannot move it there
+     * itself, as the loop's stores might alias it; left in the loop, a
+     * gather's index read kept the loop scalar */
+    LLVMBasicBlockRef hoist, inv[3];
 } Kern;
 
 /* True if v is computed by an op of the group. */

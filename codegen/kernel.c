@@ -248,7 +248,12 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     LLVMValueRef lo = cg_i64(cg, 0);
     for (int p = 0; p < (cat ? cat->nin : 1); p++) { /* the inner loop, or its pieces */
         LLVMValueRef hi = cat ? LLVMBuildAdd(B, lo, cg_dim(cg, cat->in[p]->type.dims[r - 1]), "") : n;
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
         LLVMValueRef j = cg_loop_begin(cg, &cols, lo, hi, "col");
+        k->hoist = pre;
+        k->inv[0] = LLVMGetEntryBasicBlock(cg->fn);
+        k->inv[1] = rows.head;
+        k->inv[2] = rows.body;
         k->piece_op = cat;
         k->piece = p;
         k->piece_var = j;
@@ -258,6 +263,7 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
         for (int o = 0; o < grp->nouts; o++)
             store_at(cg, k, grp->outs[o], rt, idx, flat);
         cg_loop_end(cg, &cols);
+        k->hoist = NULL;
         lo = hi;
     }
     k->piece_op = NULL;
@@ -503,7 +509,8 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
     LLVMValueRef v[LANES];
     if (t == cg->t_f32 && (bk == OP_ADD || bk == OP_MAX || bk == OP_MIN)) {
         /* one vector accumulator: the lanes' elements gathered into a
-         * vector (which LLVM turns into vector code, loads and all), then
+         * vector (which LLVM's SLP vectoriser, driver.c, turns into vector
+         * code, loads and all), then
          * combined as vectors; LLVM's SLP vectoriser left the NaN-aware
          * max of eight scalar lanes scalar (a softmax's row maximum) */
         LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
