@@ -110,6 +110,13 @@ static LLVMValueRef horner(Kern *k, LLVMValueRef x, const float *c, int n)
     return p;
 }
 
+/* a * b + c, fused where the target has FMA */
+static LLVMValueRef fma3(Kern *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+    LLVMValueRef args[3] = {a, b, c};
+    return cg_call_intrinsic(k->cg, "fmuladd", LLVMTypeOf(a), args, 3);
+}
+
 static LLVMValueRef fclamp(Kern *k, LLVMValueRef x, float lim)
 {
     LLVMTypeRef t = k->cg->t_f32;
@@ -151,25 +158,58 @@ static LLVMValueRef fast_tanh(Kern *k, LLVMValueRef x)
     return LLVMBuildSelect(B, small, x, r, "");
 }
 
-/* exp, kept where the vector library's expf takes its fast path: LLVM
- * vectorises llvm.exp.f32 into libmvec's _ZGVdN8v_expf, which runs an
- * input beyond |x| ~ 87.33 (a mask's -inf in a softmax, -1e4 in BERT's
- * additive mask) through scalar calls for the whole vector, 6 to 20 times
- * slower (bench/NOTES.md). Below -87 the argument is raised by 63 ln 2
- * (and held at -87, where the result is 0 in f32 anyway) and the result
- * scaled by 2^-63: the same values to a few parts in 10^6 of numbers
- * below 1.7e-38, 0 for -inf. NaN and large positive x keep the library's
- * own path. */
+/* exp in f32 as plain arithmetic (Cephes' expf): n = round(x log2 e),
+ * r = x - n ln 2 in two steps, e^r = 1 + r + r^2 P(r) (degree 5, within
+ * an ulp or two), times 2^n as two factors 2^(n/2) and 2^(n - n/2), so
+ * that results overflow to inf above 88.72 and go through the denormals
+ * below -87.33 rounded once. x is held to [-104, 89] first (beyond: 0 and
+ * inf); NaN passes through. */
+static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
+{
+    static const float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                              1.6666665459e-1f, 5.0000001201e-1f};
+    Cg *cg = k->cg;
+    LLVMTypeRef t = cg->t_f32;
+    LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
+    /* NaN stays NaN through the clamp and the arithmetic; the integer
+     * lanes it leaves are garbage, and the last select drops them */
+    LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
+    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
+    /* round to nearest through 1.5 * 2^23: the low bits of the sum are n */
+    LLVMValueRef shifter = LLVMConstReal(t, 12582912.0);
+    LLVMValueRef sum = fma3(k, xc, LLVMConstReal(t, 1.44269504088896341), shifter);
+    LLVMValueRef nf = LLVMBuildFSub(B, sum, shifter, "");
+    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), xc);
+    r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
+    LLVMValueRef p = LLVMConstReal(t, c[0]);
+    for (int i = 1; i < 6; i++)
+        p = fma3(k, p, r, LLVMConstReal(t, c[i]));
+    LLVMValueRef one = LLVMConstReal(t, 1.0);
+    p = fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, one, ""));
+    LLVMValueRef n = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""),
+                                  LLVMBuildBitCast(B, shifter, cg->t_i32, ""), "");
+    LLVMValueRef n1 = LLVMBuildAShr(B, n, cg_i32(cg, 1), "");
+    LLVMValueRef n2 = LLVMBuildSub(B, n, n1, "");
+    LLVMValueRef bias = cg_i32(cg, 127), sh = cg_i32(cg, 23);
+    LLVMValueRef s1 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, bias, ""), sh, ""), t, "");
+    LLVMValueRef s2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, bias, ""), sh, ""), t, "");
+    LLVMValueRef e = LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, e, "");
+}
+
+/* exp: f64 through llvm.exp (libm, or libmvec in vector loops), f32 as
+ * fast_exp. LLVM 14 maps llvm.exp.f32 to glibc's 4- and 8-lane vector
+ * expf only, so on AVX-512 a loop with exp ran at 8 lanes, and the
+ * library sends a whole vector through scalar calls when a lane is beyond
+ * |x| ~ 87.33 (a mask's -inf in a softmax: 6 to 20 times slower;
+ * bench/NOTES.md). fast_exp is 16 lanes there and has no slow path: a
+ * swish over 1 x 96 x 112 x 112 went from 0.62 to 0.29 ms (AVX-512; 0.52
+ * at AVX2, level at SSE2), the LLaMA block 4% faster. */
 static LLVMValueRef exp_op(Kern *k, DType dt, LLVMValueRef x)
 {
     if (cg_compute_type(k->cg, dt) != k->cg->t_f32)
         return intrin(k, "exp", dt, x);
-    LLVMValueRef lo = fconst(k, dt, -87.0);
-    LLVMValueRef low = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
-    LLVMValueRef up = LLVMBuildFAdd(B, x, fconst(k, dt, 43.66827237527655), ""); /* 63 ln 2 */
-    up = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, up, lo, ""), lo, up, "");
-    LLVMValueRef e = intrin(k, "exp", dt, LLVMBuildSelect(B, low, up, x, ""));
-    return LLVMBuildSelect(B, low, LLVMBuildFMul(B, e, fconst(k, dt, 0x1p-63), ""), e, "");
+    return fast_exp(k, x);
 }
 
 /* One element of unary op u on x (of dtype dt). A switch over UnaryOp with
@@ -217,12 +257,14 @@ static LLVMValueRef unary(Kern *k, UnaryOp u, DType dt, LLVMValueRef x)
     case UN_CEIL: return f ? intrin(k, "ceil", dt, x) : x;
     case UN_ROUND: return f ? intrin(k, "roundeven", dt, x) : x;
     case UN_SIGMOID: {
-        /* 1 / (1 + exp(-x)), written to avoid overflow for large -x */
+        /* 1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: no
+         * overflow for large -x, and no cancellation either (1 - 1 / (1 +
+         * exp(x)) lost all but a few bits below x = -10: 2% off at -12.75,
+         * 0 from -17 on) */
         LLVMValueRef e = exp_op(k, dt, LLVMBuildFNeg(B, intrin(k, "fabs", dt, x), ""));
         LLVMValueRef one = fconst(k, dt, 1);
-        LLVMValueRef p = LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, e, ""), "");
         LLVMValueRef nonneg = LLVMBuildFCmp(B, LLVMRealOGE, x, fconst(k, dt, 0), "");
-        return LLVMBuildSelect(B, nonneg, p, LLVMBuildFSub(B, one, p, ""), "");
+        return LLVMBuildFDiv(B, LLVMBuildSelect(B, nonneg, one, e, ""), LLVMBuildFAdd(B, one, e, ""), "");
     }
     case UN_NOT: return dt == DT_BOOL ? LLVMBuildXor(B, x, LLVMConstInt(k->cg->t_i1, 1, false), "") : LLVMBuildNot(B, x, "");
     case UN_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
