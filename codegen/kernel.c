@@ -404,6 +404,84 @@ static LLVMValueRef vec_acc_result(Cg *cg, Kern *k, OpKind bk, LLVMValueRef acc,
     return r;
 }
 
+/* The vector blocks of a row reduction: the LANES-float vectors at lo,
+ * lo + LANES, ... up to the last whole block before lo + n, each from
+ * at(k, ctx, index of its first element), combined into the accumulator
+ * vacc (vec_acc). The loop takes nacc blocks a step into nacc accumulators,
+ * folded into vacc after it (then the last blocks one at a time): one
+ * accumulator made every step wait for the previous one's add or max (3
+ * to 5 cycles), and a softmax's row of 512 took as long in its sum and
+ * maximum as in its exp. Returns the count of elements taken. */
+typedef LLVMValueRef (*VecAt)(Kern *k, void *ctx, LLVMValueRef at);
+
+static LLVMValueRef vec_blocks(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMValueRef vacc, LLVMValueRef lo,
+                               LLVMValueRef n, int nacc, VecAt at, void *ctx)
+{
+    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+    LLVMValueRef acc[4] = {vacc};
+    for (int i = 1; i < nacc; i++)
+        acc[i] = vec_acc(cg, k, op);
+    LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
+    LLVMValueRef steps = LLVMBuildUDiv(B, blocks, cg_i64(cg, nacc), "");
+    CgLoop l;
+    LLVMValueRef c = cg_loop_begin(cg, &l, cg_i64(cg, 0), steps, "vstep");
+    LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES * nacc), ""), "");
+    for (int i = 0; i < nacc; i++) {
+        LLVMValueRef v = at(k, ctx, LLVMBuildAdd(B, base, cg_i64(cg, LANES * i), ""));
+        LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc[i], ""), v), acc[i]);
+    }
+    cg_loop_end(cg, &l); /* not unrolled: the steps are unrolled already */
+    for (int i = 1; i < nacc; i++)
+        LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, vacc, ""), LLVMBuildLoad2(B, vt, acc[i], "")),
+                       vacc);
+    CgLoop r;
+    c = cg_loop_begin(cg, &r, LLVMBuildMul(B, steps, cg_i64(cg, nacc), ""), blocks, "vblock");
+    LLVMValueRef v = at(k, ctx, LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), ""));
+    LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, vacc, ""), v), vacc);
+    r.hints = CG_NO_VECTORIZE; /* at most nacc - 1 blocks */
+    cg_loop_end(cg, &r);
+    return LLVMBuildMul(B, blocks, cg_i64(cg, LANES), "");
+}
+
+/* VecAt of a row in memory (vec_row_reduction): the vector at base + at,
+ * squared for a sum of squares */
+typedef struct RowAt {
+    LLVMValueRef base;
+    bool square;
+} RowAt;
+
+static LLVMValueRef row_at(Kern *k, void *ctx, LLVMValueRef at)
+{
+    Cg *cg = k->cg;
+    RowAt *ra = ctx;
+    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+    LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, cg->t_f32, ra->base, &at, 1, ""), LLVMPointerType(vt, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
+    LLVMSetAlignment(v, 4);
+    return ra->square ? LLVMBuildFMul(B, v, v, "") : v;
+}
+
+/* VecAt of the elements of x along axis ax (elem_at): their LANES values
+ * gathered into a vector, which LLVM's SLP vectoriser (driver.c) turns
+ * into vector code, loads and all */
+typedef struct ElemAt {
+    Value *x;
+    LLVMValueRef *full;
+    int ax;
+} ElemAt;
+
+static LLVMValueRef elem_at(Kern *k, void *ctx, LLVMValueRef at)
+{
+    Cg *cg = k->cg;
+    ElemAt *ea = ctx;
+    LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(cg->t_f32, LANES));
+    for (int l = 0; l < LANES; l++) {
+        ea->full[ea->ax] = LLVMBuildAdd(B, at, cg_i64(cg, l), "");
+        vec = LLVMBuildInsertElement(B, vec, elem(k, ea->x, ea->full), cg_i32(cg, l), "");
+    }
+    return vec;
+}
+
 /* The lane reduction of a row that is already in memory, contiguous f32
  * at base (the softmax cache): the same lanes and order as
  * emit_lane_reduction, as LANES-wide vector code (LLVM's SLP vectoriser
@@ -413,22 +491,13 @@ static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, 
 {
     LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
     LLVMValueRef acc = vec_acc(cg, k, op);
-    LLVMValueRef blocks = LLVMBuildUDiv(B, n, cg_i64(cg, LANES), "");
-    CgLoop lb;
-    LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
-    LLVMValueRef at = LLVMBuildMul(B, c, cg_i64(cg, LANES), "");
-    LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, cg->t_f32, base, &at, 1, ""), LLVMPointerType(vt, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
-    LLVMSetAlignment(v, 4);
-    if (square)
-        v = LLVMBuildFMul(B, v, v, "");
-    LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, acc, ""), v), acc);
-    cg_loop_end(cg, &lb); /* not unrolled: one chain of vector adds either way */
+    RowAt ra = {base, square};
+    LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, row_at, &ra);
     LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
     LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
     LLVMBuildStore(B, LLVMBuildExtractElement(B, va, cg_i32(cg, 0), ""), first);
     CgLoop lr; /* the rest goes to lane 0, as in emit_lane_reduction */
-    LLVMValueRef j = cg_loop_begin(cg, &lr, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), n, "vrest");
+    LLVMValueRef j = cg_loop_begin(cg, &lr, from, n, "vrest");
     LLVMValueRef e = LLVMBuildLoad2(B, cg->t_f32, LLVMBuildGEP2(B, cg->t_f32, base, &j, 1, ""), "");
     if (square)
         e = LLVMBuildFMul(B, e, e, "");
@@ -508,25 +577,17 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
     CgLoop lb, lr;
     LLVMValueRef v[LANES];
     if (t == cg->t_f32 && (bk == OP_ADD || bk == OP_MAX || bk == OP_MIN)) {
-        /* one vector accumulator: the lanes' elements gathered into a
-         * vector (which LLVM's SLP vectoriser, driver.c, turns into vector
-         * code, loads and all), then
-         * combined as vectors; LLVM's SLP vectoriser left the NaN-aware
-         * max of eight scalar lanes scalar (a softmax's row maximum) */
+        /* vector accumulators: the lanes' elements gathered into a
+         * vector (elem_at), combined as vectors (vec_blocks); LLVM's SLP
+         * vectoriser left the NaN-aware max of eight scalar lanes scalar
+         * (a softmax's row maximum) */
         LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
         LLVMValueRef vacc = vec_acc(cg, k, op);
-        LLVMValueRef c = cg_loop_begin(cg, &lb, cg_i64(cg, 0), blocks, "vblock");
-        LLVMValueRef base = LLVMBuildAdd(B, lo, LLVMBuildMul(B, c, cg_i64(cg, LANES), ""), "");
-        LLVMValueRef vec = LLVMGetUndef(vt);
-        for (int l = 0; l < LANES; l++) {
-            full[ax] = LLVMBuildAdd(B, base, cg_i64(cg, l), "");
-            vec = LLVMBuildInsertElement(B, vec, elem(k, x, full), cg_i32(cg, l), "");
-        }
-        LLVMBuildStore(B, vec_combine(cg, bk, LLVMBuildLoad2(B, vt, vacc, ""), vec), vacc);
-        cg_loop_end(cg, &lb);
+        ElemAt ea = {x, full, ax};
+        LLVMValueRef from = LLVMBuildAdd(
+            B, lo, vec_blocks(cg, k, op, bk, vacc, lo, LLVMBuildSub(B, hi, lo, ""), 2, elem_at, &ea), "");
         LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
         LLVMBuildStore(B, LLVMBuildExtractElement(B, LLVMBuildLoad2(B, vt, vacc, ""), cg_i32(cg, 0), ""), first);
-        LLVMValueRef from = LLVMBuildAdd(B, lo, LLVMBuildMul(B, blocks, cg_i64(cg, LANES), ""), "");
         full[ax] = cg_loop_begin(cg, &lr, from, hi, "vrest");
         LLVMValueRef e = elem(k, x, full);
         LLVMBuildStore(B, kern_binary(k, bk, dt, LLVMBuildLoad2(B, t, first, ""), e), first);
