@@ -51,6 +51,13 @@ def lib(path=None):
         path = path or os.environ.get("DISC_LIB") or DEFAULT_LIB
         if not os.path.exists(path):
             raise DiscError(f"{path}: no such file (make build makes it)")
+        # oneDNN runs on libgomp, whose threads spin after each library
+        # call by default and take the cores disc's pool needs next; libgomp
+        # reads its wait policy when it loads (with libdisc.so, here), so the
+        # launcher sets it, as dcc does (dcc.c, passive_openmp). Without it
+        # BERT-base at 1 x 8 on 2 threads ran 11.5-13.7 ms here against 8.3-10.3
+        # in dcc bench (AVX-512 EPYC).
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         L = C.CDLL(path)
         L.disc_last_error.restype = C.c_char_p
         L.disc_version.restype = C.c_char_p
