@@ -196,6 +196,36 @@ static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
     return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
 
+/* fast_exp of an x known to be 0 or below (minus_max: a softmax's
+ * exponent, whose results are summed and divided by a sum of at least 1):
+ * 2^n in one factor, as n >= -126 after x is held at -87.34, and 0 below
+ * that (1.2e-38 and less, denormals that would not change the sum):
+ * about 17 vector operations against fast_exp's 21. NaN passes through. */
+static LLVMValueRef exp_nonpositive(Kern *k, LLVMValueRef x)
+{
+    static const float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                              1.6666665459e-1f, 5.0000001201e-1f};
+    Cg *cg = k->cg;
+    LLVMTypeRef t = cg->t_f32;
+    LLVMValueRef lo = LLVMConstReal(t, -87.33654), one = LLVMConstReal(t, 1.0);
+    LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
+    LLVMValueRef xc = LLVMBuildSelect(B, under, lo, x, "");
+    LLVMValueRef shifter = LLVMConstReal(t, 12582912.0);
+    LLVMValueRef sum = fma3(k, xc, LLVMConstReal(t, 1.44269504088896341), shifter);
+    LLVMValueRef nf = LLVMBuildFSub(B, sum, shifter, "");
+    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), xc);
+    r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
+    LLVMValueRef p = LLVMConstReal(t, c[0]);
+    for (int i = 1; i < 6; i++)
+        p = fma3(k, p, r, LLVMConstReal(t, c[i]));
+    p = fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, one, ""));
+    /* 2^n: (n + 127) << 23, n the sum's bits less the shifter's */
+    LLVMValueRef bits = LLVMBuildAdd(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""),
+                                     cg_i32(cg, (int)(127 - 0x4B400000)), "");
+    LLVMValueRef s = LLVMBuildBitCast(B, LLVMBuildShl(B, bits, cg_i32(cg, 23), ""), t, "");
+    return LLVMBuildSelect(B, under, LLVMConstReal(t, 0.0), LLVMBuildFMul(B, p, s, ""), "");
+}
+
 /* exp: f64 through llvm.exp (libm, or libmvec in vector loops), f32 as
  * fast_exp. LLVM 14 maps llvm.exp.f32 to glibc's 4- and 8-lane vector
  * expf only, so on AVX-512 a loop with exp ran at 8 lanes, and the
@@ -605,6 +635,18 @@ static bool is_row_value(const Kern *k, const Value *v)
     return false;
 }
 
+/* Whether v is t - max(t) (the max a reduction of t that keeps its dims,
+ * broadcast back by the subtraction): a softmax's exponent, 0 or below
+ * (or NaN, where t has a NaN or +inf). */
+static bool minus_max(const Value *v)
+{
+    const Op *d = v->def;
+    if (!d || d->kind != OP_SUB)
+        return false;
+    const Op *m = d->in[1]->def;
+    return m && m->kind == OP_REDUCE && m->in[0] == d->in[0] && !strcmp(op_attr_str(m, "kind", "sum"), "max");
+}
+
 static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -614,6 +656,8 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
     DType dt = rt->dtype;
     if (info->cat == CAT_UNARY) {
         LLVMValueRef x = operand(k, op->in[0], rt, idx);
+        if (op->kind == OP_EXP && dt == DT_F32 && minus_max(op->in[0]))
+            return exp_nonpositive(k, x);
         return kern_unary(k, op->kind, op->in[0]->type.dtype, x);
     }
     if (info->cat == CAT_BINARY) {
