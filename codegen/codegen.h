@@ -298,6 +298,9 @@ typedef struct CgTarget {
      * activations (bit 1 << DiscPost) and, with lib_res_alone, a residual
      * after one (cuBLASLt adds its C operand before the activation). */
     unsigned lib_no_posts;
+    /* and what a convolution's should not: the activations its own loop
+     * kernel after the call computes faster (cpu.c) */
+    unsigned conv_no_posts;
     bool lib_res_alone;
     /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
      * or write the object. Owns m->mod from here on. */

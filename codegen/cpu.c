@@ -223,5 +223,13 @@ void cpu_target_hooks(CgTarget *t, const char *name)
         .skinny = cpu_skinny,
         .skinny_rows = cpu_skinny_rows,
         .launch = cpu_launch,
+        /* oneDNN 2.6's swish post-op cost a convolution as much as the
+         * convolution (1x1, 16 -> 96 channels at 112 x 112, one thread:
+         * 172 us without it, 456 with it); the loop kernel after the call,
+         * with elem.c's exp, is cheaper: EfficientNet-B0 6-10% faster on
+         * AVX-512, 3-5% capped to AVX2 (bench/NOTES.md). oneDNN's relu6
+         * and hardswish stay post-ops (MobileNetV2 13%, V3 6% slower as
+         * loop kernels), and so does its GELU (level either way). */
+        .conv_no_posts = 1u << DISC_POST_SWISH,
     };
 }

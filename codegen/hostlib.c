@@ -557,7 +557,8 @@ static double post_value(DiscPost p, double x)
 
 /* The activation the longest chain of epilogue ops from x computes: its
  * ops in fz->ops and its result, or NULL. */
-static Value *activation(Host *h, const Group *grp, int first, const int *nuse, Value *x, Fused *fz)
+static Value *activation(Host *h, const Group *grp, int first, const int *nuse, Value *x, unsigned no_posts,
+                         Fused *fz)
 {
     Graph *g = h->cg->g;
     int nv = g->nvalues + 1;
@@ -604,7 +605,7 @@ static Value *activation(Host *h, const Group *grp, int first, const int *nuse, 
         DType dt = x->type.dtype;
         double rel = dt == DT_F16 ? 2e-3 : dt == DT_BF16 ? 1.6e-2 : 1e-5;
         for (DiscPost p = DISC_POST_RELU; closed && p < DISC_POST_COUNT && !result; p++) {
-            if (h->cg->target->lib_no_posts & 1u << p)
+            if (no_posts & 1u << p)
                 continue;
             bool same = true;
             for (int s = 0; s < NSAMPLE && same; s++) {
@@ -664,7 +665,9 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
         fz->ops[fz->nops++] = s;
         x = s->out[0];
     }
-    Value *act = activation(h, grp, first, nuse, x, fz);
+    const CgTarget *t = h->cg->target;
+    unsigned no_posts = t->lib_no_posts | (op->kind == OP_CONV ? t->conv_no_posts : 0);
+    Value *act = activation(h, grp, first, nuse, x, no_posts, fz);
     if (act)
         x = act;
     if (!(h->cg->target->lib_res_alone && fz->post != DISC_POST_NONE) && (s = sole(grp, first, nuse, x, OP_ADD))) {
@@ -674,7 +677,7 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
             fz->ops[fz->nops++] = s;
             x = s->out[0];
             Fused after = {0};
-            if (op->kind == OP_CONV && (act = activation(h, grp, first, nuse, x, &after))) {
+            if (op->kind == OP_CONV && (act = activation(h, grp, first, nuse, x, no_posts, &after))) {
                 fz->post_res = after.post;
                 for (int i = 0; i < after.nops; i++)
                     fz->ops[fz->nops++] = after.ops[i];
