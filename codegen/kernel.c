@@ -585,7 +585,7 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
         LLVMValueRef vacc = vec_acc(cg, k, op);
         ElemAt ea = {x, full, ax};
         LLVMValueRef from = LLVMBuildAdd(
-            B, lo, vec_blocks(cg, k, op, bk, vacc, lo, LLVMBuildSub(B, hi, lo, ""), 4, elem_at, &ea), "");
+            B, lo, vec_blocks(cg, k, op, bk, vacc, lo, LLVMBuildSub(B, hi, lo, ""), 2, elem_at, &ea), "");
         LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
         LLVMBuildStore(B, LLVMBuildExtractElement(B, LLVMBuildLoad2(B, vt, vacc, ""), cg_i32(cg, 0), ""), first);
         full[ax] = cg_loop_begin(cg, &lr, from, hi, "vrest");
