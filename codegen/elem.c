@@ -158,41 +158,53 @@ static LLVMValueRef fast_tanh(Kern *k, LLVMValueRef x)
     return LLVMBuildSelect(B, small, x, r, "");
 }
 
-/* exp in f32 as plain arithmetic (Cephes' expf): n = round(x log2 e),
- * r = x - n ln 2 in two steps, e^r = 1 + r + r^2 P(r) (degree 5, within
- * an ulp or two), times 2^n as two factors 2^(n/2) and 2^(n - n/2), so
- * that results overflow to inf above 88.72 and go through the denormals
- * below -87.33 rounded once. x is held to [-104, 89] first (beyond: 0 and
- * inf); NaN passes through. About 20 vector operations. */
-static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
+/* Cephes' expf without its scaling: n = round(x log2 e) through the sum
+ * x log2 e + 1.5 * 2^23 (whose low bits are then n; *sum), r = x - n ln 2
+ * in two steps, and e^r = 1 + r + r^2 P(r) (degree 5, within an ulp or
+ * two), returned. x within [-104, 89], or NaN: NaN stays NaN through r
+ * and P, and the integer bits the callers build from *sum are garbage that
+ * times NaN gives NaN again. */
+static LLVMValueRef exp_reduced(Kern *k, LLVMValueRef x, LLVMValueRef *sum)
 {
     static const float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                               1.6666665459e-1f, 5.0000001201e-1f};
-    Cg *cg = k->cg;
-    LLVMTypeRef t = cg->t_f32;
-    LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
-    /* NaN stays NaN through the clamp, r and p; the integer lanes it
-     * leaves are garbage, and p times them NaN again */
-    LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
-    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-    /* round to nearest through 1.5 * 2^23: the low bits of the sum are n */
+    LLVMTypeRef t = k->cg->t_f32;
     LLVMValueRef shifter = LLVMConstReal(t, 12582912.0);
-    LLVMValueRef sum = fma3(k, xc, LLVMConstReal(t, 1.44269504088896341), shifter);
-    LLVMValueRef nf = LLVMBuildFSub(B, sum, shifter, "");
-    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), xc);
+    *sum = fma3(k, x, LLVMConstReal(t, 1.44269504088896341), shifter);
+    LLVMValueRef nf = LLVMBuildFSub(B, *sum, shifter, "");
+    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), x);
     r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
     LLVMValueRef p = LLVMConstReal(t, c[0]);
     for (int i = 1; i < 6; i++)
         p = fma3(k, p, r, LLVMConstReal(t, c[i]));
-    LLVMValueRef one = LLVMConstReal(t, 1.0);
-    p = fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, one, ""));
-    LLVMValueRef n = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""),
-                                  LLVMBuildBitCast(B, shifter, cg->t_i32, ""), "");
+    return fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, LLVMConstReal(t, 1.0), ""));
+}
+
+/* 2^m as a float for the integer m = bits + e, -126 <= m <= 127 (n of
+ * exp_reduced is its sum's bits less 0x4B400000, 1.5 * 2^23's) */
+static LLVMValueRef exp2_bits(Kern *k, LLVMValueRef bits, int e)
+{
+    Cg *cg = k->cg;
+    LLVMValueRef biased = LLVMBuildAdd(B, bits, cg_i32(cg, 127 + e), "");
+    return LLVMBuildBitCast(B, LLVMBuildShl(B, biased, cg_i32(cg, 23), ""), cg->t_f32, "");
+}
+
+/* exp in f32 as plain arithmetic: exp_reduced times 2^n as two factors
+ * 2^(n/2) and 2^(n - n/2), so that results overflow to inf above 88.72
+ * and go through the denormals below -87.33 rounded once. x is held to
+ * [-104, 89] first (beyond: 0 and inf); NaN passes through. About 20
+ * vector operations. */
+static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
+{
+    Cg *cg = k->cg;
+    LLVMTypeRef t = cg->t_f32;
+    LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
+    LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
+    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
+    LLVMValueRef sum, p = exp_reduced(k, xc, &sum);
+    LLVMValueRef n = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""), cg_i32(cg, 0x4B400000), "");
     LLVMValueRef n1 = LLVMBuildAShr(B, n, cg_i32(cg, 1), "");
-    LLVMValueRef n2 = LLVMBuildSub(B, n, n1, "");
-    LLVMValueRef bias = cg_i32(cg, 127), sh = cg_i32(cg, 23);
-    LLVMValueRef s1 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, bias, ""), sh, ""), t, "");
-    LLVMValueRef s2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, bias, ""), sh, ""), t, "");
+    LLVMValueRef s1 = exp2_bits(k, n1, 0), s2 = exp2_bits(k, LLVMBuildSub(B, n, n1, ""), 0);
     return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
 
@@ -203,26 +215,12 @@ static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
  * about 17 vector operations against fast_exp's 21. NaN passes through. */
 static LLVMValueRef exp_nonpositive(Kern *k, LLVMValueRef x)
 {
-    static const float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                              1.6666665459e-1f, 5.0000001201e-1f};
     Cg *cg = k->cg;
     LLVMTypeRef t = cg->t_f32;
-    LLVMValueRef lo = LLVMConstReal(t, -87.33654), one = LLVMConstReal(t, 1.0);
+    LLVMValueRef lo = LLVMConstReal(t, -87.33654);
     LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
-    LLVMValueRef xc = LLVMBuildSelect(B, under, lo, x, "");
-    LLVMValueRef shifter = LLVMConstReal(t, 12582912.0);
-    LLVMValueRef sum = fma3(k, xc, LLVMConstReal(t, 1.44269504088896341), shifter);
-    LLVMValueRef nf = LLVMBuildFSub(B, sum, shifter, "");
-    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), xc);
-    r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
-    LLVMValueRef p = LLVMConstReal(t, c[0]);
-    for (int i = 1; i < 6; i++)
-        p = fma3(k, p, r, LLVMConstReal(t, c[i]));
-    p = fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, one, ""));
-    /* 2^n: (n + 127) << 23, n the sum's bits less the shifter's */
-    LLVMValueRef bits = LLVMBuildAdd(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""),
-                                     cg_i32(cg, (int)(127 - 0x4B400000)), "");
-    LLVMValueRef s = LLVMBuildBitCast(B, LLVMBuildShl(B, bits, cg_i32(cg, 23), ""), t, "");
+    LLVMValueRef sum, p = exp_reduced(k, LLVMBuildSelect(B, under, lo, x, ""), &sum);
+    LLVMValueRef s = exp2_bits(k, LLVMBuildBitCast(B, sum, cg->t_i32, ""), -0x4B400000);
     return LLVMBuildSelect(B, under, LLVMConstReal(t, 0.0), LLVMBuildFMul(B, p, s, ""), "");
 }
 
