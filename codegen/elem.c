@@ -100,21 +100,22 @@ static LLVMValueRef libm(Kern *k, const char *name, DType dt, LLVMValueRef x)
     return cg_call_libm(k->cg, name, cg_compute_type(k->cg, dt), &x, 1);
 }
 
-/* p(x) by Horner's rule over coefficients from the highest degree down. */
-static LLVMValueRef horner(Kern *k, LLVMValueRef x, const float *c, int n)
-{
-    LLVMTypeRef t = k->cg->t_f32;
-    LLVMValueRef p = LLVMConstReal(t, c[0]);
-    for (int i = 1; i < n; i++)
-        p = LLVMBuildFAdd(B, LLVMBuildFMul(B, p, x, ""), LLVMConstReal(t, c[i]), "");
-    return p;
-}
-
 /* a * b + c, fused where the target has FMA */
 static LLVMValueRef fma3(Kern *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
 {
     LLVMValueRef args[3] = {a, b, c};
     return cg_call_intrinsic(k->cg, "fmuladd", LLVMTypeOf(a), args, 3);
+}
+
+/* p(x) by Horner's rule over coefficients from the highest degree down,
+ * each step one fma3. */
+static LLVMValueRef horner(Kern *k, LLVMValueRef x, const float *c, int n)
+{
+    LLVMTypeRef t = k->cg->t_f32;
+    LLVMValueRef p = LLVMConstReal(t, c[0]);
+    for (int i = 1; i < n; i++)
+        p = fma3(k, p, x, LLVMConstReal(t, c[i]));
+    return p;
 }
 
 static LLVMValueRef fclamp(Kern *k, LLVMValueRef x, float lim)
@@ -174,9 +175,7 @@ static LLVMValueRef exp_reduced(Kern *k, LLVMValueRef x, LLVMValueRef *sum)
     LLVMValueRef nf = LLVMBuildFSub(B, *sum, shifter, "");
     LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), x);
     r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
-    LLVMValueRef p = LLVMConstReal(t, c[0]);
-    for (int i = 1; i < 6; i++)
-        p = fma3(k, p, r, LLVMConstReal(t, c[i]));
+    LLVMValueRef p = horner(k, r, c, 6);
     return fma3(k, p, LLVMBuildFMul(B, r, r, ""), LLVMBuildFAdd(B, r, LLVMConstReal(t, 1.0), ""));
 }
 
