@@ -577,14 +577,49 @@ static LLVMValueRef pick(Kern *k, LLVMValueRef *v, int n, LLVMValueRef idx)
     return r;
 }
 
+/* idx[from..to) of a shape's dims as one flat index (row-major). */
+static LLVMValueRef flatten_run(Kern *k, Dim *const *dims, LLVMValueRef *idx, int from, int to)
+{
+    LLVMValueRef flat = idx[from];
+    for (int i = from + 1; i < to; i++)
+        flat = LLVMBuildAdd(B, LLVMBuildMul(B, flat, cg_dim(k->cg, dims[i]), ""), idx[i], "");
+    return from < to ? flat : cg_i64(k->cg, 0);
+}
+
+/* The flat index `flat` of a run of dims [from, to) split into one index
+ * per dim, into xi. */
+static void split_run(Kern *k, Dim *const *dims, LLVMValueRef flat, int from, int to, LLVMValueRef *xi)
+{
+    Cg *cg = k->cg;
+    for (int i = to - 1; i >= from; i--) {
+        if (i == from) {
+            xi[i] = flat;
+            break;
+        }
+        if (dim_is(dims[i], 1)) {
+            xi[i] = cg_i64(cg, 0);
+            continue;
+        }
+        LLVMValueRef d = cg_dim(cg, dims[i]);
+        xi[i] = LLVMBuildURem(B, flat, d, "");
+        flat = LLVMBuildUDiv(B, flat, d, "");
+    }
+}
+
 /* The operand index of a reshape from xt to rt. Leading and trailing dims
- * the two shapes share (equal pointers) pass through; only the middle goes
- * through a flat index, and when the operand's middle is one dim (a merge
- * such as [B, S, 12, 64] -> [B, S, 768] read backwards: the split) that is
- * a sum of products with no division at all. */
+ * the two shapes share (equal pointers) pass through. The middle goes in
+ * groups where it can: a run of the operand's dims whose product is one
+ * dim of the result (a split: that index divided up) or a run of the
+ * result's dims whose product is one of the operand's (a merge: a sum of
+ * products, no division at all); each group's index depends only on its
+ * own axes, so a division by a symbol for the outer axes is made once per
+ * row rather than per element (attention's [S, B, 12, 64] read as
+ * [S * B, 768]: two 64-bit divisions an element made its kernel run at 2
+ * GB/s). What is left is one flat index over the rest, split up. */
 static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *xi)
 {
     Cg *cg = k->cg;
+    DimCtx *cx = &cg->g->dims;
     int lead = 0, tail = 0;
     while (lead < xt->rank && lead < rt->rank && xt->dims[lead] == rt->dims[lead])
         lead++;
@@ -595,31 +630,31 @@ static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef 
         xi[i] = idx[i];
     for (int i = 0; i < tail; i++)
         xi[xt->rank - 1 - i] = idx[rt->rank - 1 - i];
-    int xm = xt->rank - lead - tail, rm = rt->rank - lead - tail;
-    if (xm == 0)
-        return;
-    /* the flat position within the middle block of the result */
-    LLVMValueRef flat = cg_i64(cg, 0);
-    for (int i = lead; i < lead + rm; i++) {
-        LLVMValueRef d = cg_dim(cg, rt->dims[i]);
-        flat = i == lead ? idx[i] : LLVMBuildAdd(B, LLVMBuildMul(B, flat, d, ""), idx[i], "");
-    }
-    if (rm == 0)
-        flat = cg_i64(cg, 0);
-    for (int i = lead + xm - 1; i >= lead; i--) {
-        if (i == lead) {
-            xi[i] = flat;
-            break;
-        }
-        Dim *dd = xt->dims[i];
-        if (dim_is(dd, 1)) {
-            xi[i] = cg_i64(cg, 0);
+    int xe = xt->rank - tail, re = rt->rank - tail, i = lead, j = lead;
+    while (i < xe && j < re) {
+        int a = 0, b = 0;
+        Dim *p = xt->dims[i];
+        for (int n = i + 1; p != rt->dims[j] && n < xe; n++)
+            p = dim_mul(cx, p, xt->dims[n]);
+        if (p == rt->dims[j]) { /* xt[i..i+a) splits rt[j] */
+            for (a = 1, p = xt->dims[i]; p != rt->dims[j]; a++)
+                p = dim_mul(cx, p, xt->dims[i + a]);
+            split_run(k, xt->dims, idx[j], i, i + a, xi);
+            i += a, j++;
             continue;
         }
-        LLVMValueRef d = cg_dim(cg, dd);
-        xi[i] = LLVMBuildURem(B, flat, d, "");
-        flat = LLVMBuildUDiv(B, flat, d, "");
+        p = rt->dims[j];
+        for (int n = j + 1; p != xt->dims[i] && n < re; n++)
+            p = dim_mul(cx, p, rt->dims[n]);
+        if (p != xt->dims[i])
+            break;
+        for (b = 1, p = rt->dims[j]; p != xt->dims[i]; b++) /* rt[j..j+b) merge into xt[i] */
+            p = dim_mul(cx, p, rt->dims[j + b]);
+        xi[i] = flatten_run(k, rt->dims, idx, j, j + b);
+        i++, j += b;
     }
+    if (i < xe)
+        split_run(k, xt->dims, j < re ? flatten_run(k, rt->dims, idx, j, re) : cg_i64(cg, 0), i, xe, xi);
 }
 
 LLVMValueRef kern_div_invariant(Kern *k, LLVMValueRef e, LLVMValueRef r)
