@@ -15,6 +15,9 @@
  *   DISC_WINOGRAD=0|1      3 x 3 convolutions of stride 1 never or always by
  *                          Winograd's F(2x2, 3x3) (dnnl.c; default: where
  *                          oneDNN runs at AVX2 or below)
+ *   DISC_CONV_DW=brdgmm    depthwise convolutions on the implementation
+ *                          oneDNN lists first (brdgmm_dw on AVX-512), not
+ *                          its direct jit_dw kernel (dnnl.c, dw_direct)
  *   DISC_FPMATH=bf16       f32 matmuls on constant weights multiply in bf16
  *   DISC_CACHE_DIR=DIR     where the JIT keeps compiled code between
  *                          processes (codegen/cache.h; default
@@ -47,6 +50,7 @@ static void read_env(void)
     env.skinny_m = (e = getenv("DISC_SKINNY")) ? strtoll(e, NULL, 10) : -1;
     env.split = !((e = getenv("DISC_SPLIT")) && !strcmp(e, "0"));
     env.winograd = !(e = getenv("DISC_WINOGRAD")) ? -1 : !strcmp(e, "0") ? 0 : 1;
+    env.dw_brdgmm = (e = getenv("DISC_CONV_DW")) && !strcmp(e, "brdgmm");
     env.conv_plain = (e = getenv("DISC_CONV_LAYOUT")) && !strcmp(e, "plain");
     env.fpmath_bf16 = (e = getenv("DISC_FPMATH")) && !strcmp(e, "bf16");
     env.cache_dir = getenv("DISC_CACHE_DIR");

@@ -114,6 +114,7 @@ typedef struct DiscEnv {
     int split;            /* not DISC_SPLIT=0 */
     int conv_plain;       /* DISC_CONV_LAYOUT=plain */
     int winograd;         /* DISC_WINOGRAD: 0, 1, or -1 (unset: by the ISA) */
+    int dw_brdgmm;        /* DISC_CONV_DW=brdgmm: depthwise convs as oneDNN lists first */
     int fpmath_bf16;      /* DISC_FPMATH=bf16 */
     int omp_passive;      /* OMP_WAIT_POLICY=passive without GOMP_SPINCOUNT */
     const char *cache_dir; /* DISC_CACHE_DIR, or NULL (codegen/cache.h) */

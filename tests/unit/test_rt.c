@@ -471,6 +471,8 @@ typedef struct ConvCase {
     int bias, residual;
     DiscPost post, post_res;
     int layout;   /* DISC_NHWC_*: x, y, the residual given and taken channels-last */
+    const char *not_how; /* NULL, or what disc_rt_call_how must not mention */
+    int wconst;   /* weights_const: oneDNN picks the weights' layout (packed once) */
 } ConvCase;
 
 static void run_conv(DiscRt *rt, const ConvCase *t)
@@ -495,6 +497,7 @@ static void run_conv(DiscRt *rt, const ConvCase *t)
     double *want = malloc((size_t)ny * sizeof *want);
     d.bias = bias;
     d.residual = res;
+    d.weights_const = t->wconst;
     conv_ref(&d, x, w, bias, res, want);
     int64_t spx = numel_sp(t->nsp, d.in), spy = numel_sp(t->nsp, d.out);
     float *xl = t->layout & DISC_NHWC_SRC ? channels_last(x, t->n, t->c, spx, false) : NULL;
@@ -508,8 +511,12 @@ static void run_conv(DiscRt *rt, const ConvCase *t)
         double e = max_err(yp ? yp : y, want, ny);
         CHECK_MSG(e < 1e-4, "%s: error %g", t->name, e);
         free(yp);
+        const char *how = disc_rt_call_how(rt);
+        CHECK_MSG(!t->not_how || !strstr(how, t->not_how), "%s: ran as %s", t->name, how);
     }
     disc_rt_reset(rt);
+    if (t->wconst)
+        disc_rt_weights_forget(w, nw * (int64_t)sizeof *w);
     free(x), free(w), free(bias), free(res), free(y), free(want), free(xl), free(rl);
 }
 
@@ -548,6 +555,13 @@ static void test_conv(void)
          .stride = {2, 2}, .layout = DISC_NHWC_DST},
         {.name = "2-D depthwise nhwc in, nchw out and residual", .nsp = 2, .n = 2, .c = 16, .o = 16, .groups = 16,
          .in = {6, 7}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .residual = 1, .layout = DISC_NHWC_SRC},
+        /* oneDNN's direct depthwise kernel (jit_dw), not brdgmm_dw: dnnl.c dw_direct */
+        {.name = "2-D depthwise nhwc relu6, direct kernel", .nsp = 2, .n = 2, .c = 32, .o = 32, .groups = 32,
+         .in = {13, 11}, .k = {3, 3}, .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .bias = 1,
+         .post = DISC_POST_RELU6, .layout = DISC_NHWC_SRC | DISC_NHWC_DST, .not_how = "brdgmm", .wconst = 1},
+        {.name = "2-D depthwise nhwc 5x5, direct kernel", .nsp = 2, .n = 1, .c = 48, .o = 48, .groups = 48,
+         .in = {14, 14}, .k = {5, 5}, .lo = {2, 2}, .hi = {2, 2}, .layout = DISC_NHWC_SRC | DISC_NHWC_DST,
+         .not_how = "brdgmm", .wconst = 1},
         /* H x 1 images and windows: run turned to 1 x H (conv_turned) */
         {.name = "2-D H x 1", .nsp = 2, .n = 3, .c = 16, .o = 24, .groups = 1, .in = {37, 1}, .k = {5, 1},
          .stride = {2, 1}, .dil = {2, 1}, .lo = {3, 0}, .hi = {1, 0}, .bias = 1, .residual = 1},
