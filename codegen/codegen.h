@@ -301,6 +301,11 @@ typedef struct CgTarget {
     /* and what a convolution's should not: the activations its own loop
      * kernel after the call computes faster (cpu.c) */
     unsigned conv_no_posts;
+    /* a 1 x 1 convolution with at least this many output channels takes
+     * no residual where the kernels are for AVX-512 (0: every one takes
+     * it): the residual's binary post-op moved oneDNN 2.6 from brgconv_1x1
+     * to its slower jit_1x1 (cpu.c) */
+    int conv_res_wide;
     bool lib_res_alone;
     /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
      * or write the object. Owns m->mod from here on. */

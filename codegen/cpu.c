@@ -231,5 +231,13 @@ void cpu_target_hooks(CgTarget *t, const char *name)
          * and hardswish stay post-ops (MobileNetV2 13%, V3 6% slower as
          * loop kernels), and so does its GELU (level either way). */
         .conv_no_posts = 1u << DISC_POST_SWISH,
+        /* ResNet-50's expanding 1 x 1 convolutions (64 -> 256 ... 512 ->
+         * 2048) with their shortcut added as oneDNN's binary post-op ran
+         * on jit_1x1, without it on brgconv_1x1: the add as a loop kernel
+         * after the call made the model 2-5% faster on AVX-512 (batch 1
+         * to 4); MobileNetV2's narrow ones (24 to 160 channels) were 1-2%
+         * faster with the residual fused, EfficientNet-B0 level
+         * (bench/NOTES.md). On AVX2 oneDNN has no brgconv. */
+        .conv_res_wide = 256,
     };
 }

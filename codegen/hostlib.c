@@ -636,6 +636,22 @@ static bool in_epilogue(const Group *grp, int first, const Value *v)
     return false;
 }
 
+/* Whether conv op leaves its residual to the loop kernel after the call
+ * (CgTarget.conv_res_wide): a 1 x 1 window, kernels for AVX-512 (32
+ * vector registers), at least conv_res_wide output channels. */
+static bool res_alone(const Cg *cg, const Op *op)
+{
+    const Type *w = &op->in[1]->type;
+    int wide = cg->target->conv_res_wide;
+    if (op->kind != OP_CONV || !wide || !cg->cpu || cg->cpu->nvregs < 32 || !dim_is_const(w->dims[0]) ||
+        w->dims[0]->c < wide)
+        return false;
+    for (int i = 2; i < w->rank; i++)
+        if (!dim_is(w->dims[i], 1))
+            return false;
+    return true;
+}
+
 /* The chain bias? activation? residual? after op's result, each step read
  * by nothing else. */
 static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibCall *c, Fused *fz)
@@ -670,7 +686,8 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     Value *act = activation(h, grp, first, nuse, x, no_posts, fz);
     if (act)
         x = act;
-    if (!(h->cg->target->lib_res_alone && fz->post != DISC_POST_NONE) && (s = sole(grp, first, nuse, x, OP_ADD))) {
+    if (!(h->cg->target->lib_res_alone && fz->post != DISC_POST_NONE) && !res_alone(h->cg, op) &&
+        (s = sole(grp, first, nuse, x, OP_ADD))) {
         Value *r = other(s, x);
         if (r != x && type_eq(&r->type, &x->type) && !in_epilogue(grp, first, r)) {
             fz->residual = r;
