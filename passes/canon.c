@@ -409,19 +409,46 @@ static Value *outer_product(Canon *c, Op *op)
     return out;
 }
 
+/* Which operand of t is a scalar that t multiplies the other by, or
+ * divides it by (all its dims 1, the other's type t's own): 0 or 1, or -1
+ * when t is no such product. */
+static int scalar_side(const Op *t)
+{
+    if (!t || t->nout != 1 || (t->kind != OP_MUL && t->kind != OP_DIV))
+        return -1;
+    for (int i = t->kind == OP_DIV ? 1 : 0; i < 2; i++) {
+        const Type *k = &t->in[i]->type, *x = &t->in[1 - i]->type;
+        bool ones = k->rank <= x->rank && type_eq(x, &t->out[0]->type) && k->dtype == x->dtype;
+        for (int d = 0; d < k->rank && ones; d++)
+            ones = dim_is(k->dims[d], 1);
+        if (ones)
+            return i;
+    }
+    return -1;
+}
+
 /* A transpose feeding a dot, absorbed into the dot's axes: the dot reads
  * the transpose's operand, with its batch and contracted axes mapped
  * through the permutation, where its free axes keep their order (they
  * are the result's axes, in order). The library then reads the operand
  * in place with a transposed stride (attention's q . k^T: PyTorch
  * exports k.transpose(-2, -1) as a Transpose, which a loop kernel wrote
- * at an element's stride). */
+ * at an element's stride). A product or quotient by a scalar between the
+ * transpose and the dot (scaled dot-product attention's k^T * sqrt(scale),
+ * torchvision's ViT) moves before the transpose, which the dot then takes
+ * in the same way: the scaling's kernel writes k in its own order rather
+ * than gathering a column per element. */
 static bool dot_transpose(Canon *c, Op *op)
 {
     static const char *names[2][2] = {{"lhs_batch", "lhs_contract"}, {"rhs_batch", "rhs_contract"}};
     bool done = false;
     for (int s = 0; s < 2; s++) {
-        const Op *t = op->in[s]->def;
+        const Op *t = op->in[s]->def, *scale = NULL;
+        int si = scalar_side(t);
+        if (si >= 0) {
+            scale = t;
+            t = t->in[1 - si]->def;
+        }
         if (!t || t->kind != OP_TRANSPOSE)
             continue;
         const Attr *perm = op_attr(t, "perm");
@@ -467,7 +494,18 @@ static bool dot_transpose(Canon *c, Op *op)
             Attr na = {.name = names[s][a], .kind = ATTR_INTS, .n = ax[a]->n, .ints = m};
             op_set_attr(c->g, op, &na);
         }
-        op->in[s] = t->in[0];
+        Value *src = t->in[0];
+        if (scale) { /* the same op on the transpose's operand, where the dot reads it */
+            Value *k = scale->in[si];
+            Value *m = si ? build_binary(c->g, scale->kind, src, k) : build_binary(c->g, scale->kind, k, src);
+            if (!m)
+                return done;
+            graph_move_op(c->g, m->def, op);
+            m->def->src = scale->src;
+            m->def->line = scale->line;
+            src = m;
+        }
+        op->in[s] = src;
         done = true;
     }
     return done;
