@@ -26,6 +26,7 @@
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -129,6 +130,41 @@ static int probe(const char *cpu, bool *avx512)
     }
 }
 
+/* probe, remembered per CPU name for the process: the probe forks, and a
+ * child of a process with threads (the run pool, another compile's) may
+ * find a lock another thread held at the fork and wait on it for ever (a
+ * `dcc run` under ASan hung so in its allocator, compiling a second time
+ * after a run). Remembered, a name is probed once, in practice at the
+ * first compile, before any run starts threads. */
+static int probe_once(const char *cpu, bool *avx512)
+{
+    enum { NSEEN = 16 };
+    static struct {
+        char name[64];
+        int vbits;
+        bool avx512;
+    } seen[NSEEN];
+    static int nseen;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < nseen; i++)
+        if (!strcmp(seen[i].name, cpu)) {
+            *avx512 = seen[i].avx512;
+            int v = seen[i].vbits;
+            pthread_mutex_unlock(&mu);
+            return v;
+        }
+    int vbits = probe(cpu, avx512);
+    if (vbits && nseen < NSEEN && strlen(cpu) < sizeof seen[0].name) {
+        snprintf(seen[nseen].name, sizeof seen[nseen].name, "%s", cpu);
+        seen[nseen].vbits = vbits;
+        seen[nseen].avx512 = *avx512;
+        nseen++;
+    }
+    pthread_mutex_unlock(&mu);
+    return vbits;
+}
+
 bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
 {
     memset(t, 0, sizeof *t);
@@ -159,7 +195,7 @@ bool cpu_target_init(CpuTarget *t, const char *name, Diag *d)
     if (strlen(name) >= sizeof t->name)
         return diag_setk(d, DIAG_ARG, "error: %s%s%.40s...: not a CPU LLVM knows", from, sep, name);
     bool avx512 = false;
-    int vbits = probe(name, &avx512);
+    int vbits = probe_once(name, &avx512);
     if (!vbits) {
         char *triple = LLVMGetDefaultTargetTriple();
         diag_setk(d, DIAG_ARG, "error: %s%s%s: not a CPU LLVM knows for %s (try x86-64, x86-64-v3, x86-64-v4, "
