@@ -632,25 +632,20 @@ static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef 
         xi[xt->rank - 1 - i] = idx[rt->rank - 1 - i];
     int xe = xt->rank - tail, re = rt->rank - tail, i = lead, j = lead;
     while (i < xe && j < re) {
-        int a = 0, b = 0;
+        int a = 1, b = 1;
         Dim *p = xt->dims[i];
-        for (int n = i + 1; p != rt->dims[j] && n < xe; n++)
-            p = dim_mul(cx, p, xt->dims[n]);
+        while (p != rt->dims[j] && i + a < xe)
+            p = dim_mul(cx, p, xt->dims[i + a++]);
         if (p == rt->dims[j]) { /* xt[i..i+a) splits rt[j] */
-            for (a = 1, p = xt->dims[i]; p != rt->dims[j]; a++)
-                p = dim_mul(cx, p, xt->dims[i + a]);
             split_run(k, xt->dims, idx[j], i, i + a, xi);
             i += a, j++;
             continue;
         }
-        p = rt->dims[j];
-        for (int n = j + 1; p != xt->dims[i] && n < re; n++)
-            p = dim_mul(cx, p, rt->dims[n]);
+        for (p = rt->dims[j]; p != xt->dims[i] && j + b < re;)
+            p = dim_mul(cx, p, rt->dims[j + b++]);
         if (p != xt->dims[i])
             break;
-        for (b = 1, p = rt->dims[j]; p != xt->dims[i]; b++) /* rt[j..j+b) merge into xt[i] */
-            p = dim_mul(cx, p, rt->dims[j + b]);
-        xi[i] = flatten_run(k, rt->dims, idx, j, j + b);
+        xi[i] = flatten_run(k, rt->dims, idx, j, j + b); /* rt[j..j+b) merge into xt[i] */
         i++, j += b;
     }
     if (i < xe)

@@ -298,6 +298,17 @@ static Value *binary_passthrough(const Op *op)
     }
 }
 
+/* The ops a rewrite of op `at` made, moved to just before it in order,
+ * with its source position. */
+static void place_before(Graph *g, Op **made, int n, const Op *at)
+{
+    for (int i = 0; i < n; i++) {
+        graph_move_op(g, made[i], (Op *)at);
+        made[i]->src = at->src;
+        made[i]->line = at->line;
+    }
+}
+
 /* Simplifies op: returns the value that replaces its result, or NULL; sets
  * *changed when it rewrote op in place instead. */
 /* A reduction over a trailing block of two or more axes as one over their
@@ -334,12 +345,8 @@ static Value *flatten_reduce(Canon *c, Op *op)
     Value *out = red && keep ? build_reshape(g, red, op->out[0]->type.dims, r) : red;
     if (!out)
         return NULL;
-    Op *made[3] = {xr->def, red->def, out->def}; /* they go where op was, in order */
-    for (int i = 0; i < (out == red ? 2 : 3); i++) {
-        graph_move_op(g, made[i], op);
-        made[i]->src = op->src;
-        made[i]->line = op->line;
-    }
+    Op *made[3] = {xr->def, red->def, out->def};
+    place_before(g, made, out == red ? 2 : 3, op);
     return out;
 }
 
@@ -401,11 +408,7 @@ static Value *outer_product(Canon *c, Op *op)
     if (!out || !type_eq(&out->type, t))
         return NULL; /* (the unused ops go with DCE) */
     made[nmade++] = out->def;
-    for (int i = 0; i < nmade; i++) { /* where op was, in order */
-        graph_move_op(g, made[i], op);
-        made[i]->src = op->src;
-        made[i]->line = op->line;
-    }
+    place_before(g, made, nmade, op);
     return out;
 }
 
@@ -566,11 +569,7 @@ static Value *conv_as_dot(Canon *c, Op *op)
     }
     if (!type_eq(&out->type, t))
         return NULL; /* (the unused ops go with DCE) */
-    for (int i = 0; i < nmade; i++) { /* where op was, in order */
-        graph_move_op(g, made[i], op);
-        made[i]->src = op->src;
-        made[i]->line = op->line;
-    }
+    place_before(g, made, nmade, op);
     return out;
 }
 
