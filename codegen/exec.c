@@ -195,6 +195,7 @@ static bool define_runtime(Exec *e, Diag *d)
         void *addr;
     } syms[] = {
         {"disc_rt_alloc", (void *)disc_rt_alloc},
+        {"disc_rt_place", (void *)disc_rt_place},
         {"disc_rt_threads", (void *)disc_rt_threads},
         {"disc_rt_parallel_for", (void *)disc_rt_parallel_for},
         {"disc_rt_output", (void *)disc_rt_output},

@@ -160,8 +160,41 @@ static LLVMValueRef plan_slot(Host *h, const Value *v)
     Cg *cg = h->cg;
     if (!h->block || !cg->mp || cg->mp->slot_of[v->id] < 0 || output_index(cg->g, v) >= 0)
         return NULL;
-    LLVMValueRef off = cg_dim(cg, cg->mp->offset[cg->mp->slot_of[v->id]]);
+    LLVMValueRef off = h->slot_off[cg->mp->slot_of[v->id]];
     return LLVMBuildGEP2(B, cg->t_i8, h->block, &off, 1, "");
+}
+
+/* The memory plan's one block for this run (on the device, if kernels run
+ * there): the flow computes every slot's size from the symbols, the
+ * runtime lays the slots out (disc_rt_place) and the block is allocated
+ * at the size that layout takes. */
+static bool plan_block(Host *h)
+{
+    Cg *cg = h->cg;
+    const MemPlan *mp = cg->mp;
+    int n = mp->nslots;
+    h->slot_off = arena_array(&cg->g->arena, (size_t)n, sizeof *h->slot_off);
+    if (!h->slot_off)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+    LLVMValueRef bytes = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, n), "");
+    LLVMValueRef off = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, n), "");
+    LLVMValueRef live = LLVMBuildArrayAlloca(cg->eb, cg->t_i32, cg_i64(cg, 2 * n), "");
+    for (int s = 0; s < n; s++) {
+        LLVMBuildStore(B, cg_dim(cg, mp->slots[s].bytes), host_gep(cg, cg->t_i64, bytes, s));
+        LLVMBuildStore(B, cg_i32(cg, mp->slots[s].first), host_gep(cg, cg->t_i32, live, 2 * s));
+        LLVMBuildStore(B, cg_i32(cg, mp->slots[s].last), host_gep(cg, cg->t_i32, live, 2 * s + 1));
+    }
+    LLVMTypeRef fty, params[5] = {cg->t_p8, cg->t_i32, cg->t_p8, cg->t_p8, cg->t_p8};
+    LLVMValueRef f = host_fn_decl(cg, "disc_rt_place", cg->t_i64, params, 5, &fty);
+    LLVMValueRef args[5] = {h->rt, cg_i32(cg, n), LLVMBuildBitCast(B, bytes, cg->t_p8, ""),
+                            LLVMBuildBitCast(B, live, cg->t_p8, ""), LLVMBuildBitCast(B, off, cg->t_p8, "")};
+    LLVMValueRef total = LLVMBuildCall2(B, fty, f, args, 5, "");
+    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntSGE, total, cg_i64(cg, 0), ""), -1);
+    for (int s = 0; s < n; s++)
+        h->slot_off[s] = LLVMBuildLoad2(B, cg->t_i64, host_gep(cg, cg->t_i64, off, s), "");
+    LLVMValueRef aargs[2] = {h->rt, total};
+    h->block = rt_ptr_call(h, cg->target->dev_memory ? "disc_rt_dev_alloc" : "disc_rt_alloc", aargs, 2);
+    return true;
 }
 
 /* Memory for v: a graph output goes straight to the caller's buffer (or
@@ -550,10 +583,8 @@ bool cg_host(Cg *cg)
      * (cg_dim_forget), which keeps the flow of a deep CNN small */
     cg_dim_forget(cg);
     cg->memo = true;
-    if (cg->mp && cg->mp->nslots) { /* one allocation for every planned buffer (on the device, if kernels run there) */
-        LLVMValueRef aargs[2] = {h.rt, cg_dim(cg, cg->mp->total)};
-        h.block = rt_ptr_call(&h, cg->target->dev_memory ? "disc_rt_dev_alloc" : "disc_rt_alloc", aargs, 2);
-    }
+    if (cg->mp && cg->mp->nslots && !plan_block(&h))
+        return false;
     bool ok = true;
     for (int i = 0; i < cg->plan->n && ok; i++) {
         const Group *grp = &cg->plan->groups[i];

@@ -11,6 +11,7 @@
 typedef struct Host {
     Cg *cg;
     LLVMValueRef block; /* the memory plan's one block for this run */
+    LLVMValueRef *slot_off; /* by slot of the plan: its offset in block, this run's */
     LLVMValueRef rt, io, shapes, syms;
     LLVMValueRef *vbuf; /* by value id: i8*, its data on the host */
     LLVMValueRef *dbuf; /* by value id: its copy in device memory, on a

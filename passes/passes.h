@@ -242,16 +242,14 @@ const char *fuse_kind_name(FuseKind k);
 typedef struct MemSlot {
     Dim *bytes;      /* size, 64-byte aligned */
     int first, last; /* groups between which it is in use */
-    int nvalues;     /* values placed in it over the run */
 } MemSlot;
 
 typedef struct MemPlan {
     Graph *g;
     int *slot_of;    /* by value id: its slot, or -1 (not planned) */
-    MemSlot *slots;
+    MemSlot *slots;  /* one per planned value, laid out in one block per run at
+                        the run's sizes (disc_rt_place) */
     int nslots;
-    Dim **offset;    /* by slot: byte offset in the block */
-    Dim *total;      /* bytes of the one block per run */
     Dim *unplanned_total; /* what the planned values would take without reuse */
     int nlate;       /* values sized by data-dependent symbols: not planned */
     Arena arena;

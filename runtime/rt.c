@@ -47,6 +47,9 @@ struct DiscRt {
     DiscDevPtr *dev;       /* device run memory, released at disc_rt_reset */
     int ndev, capdev;
     int dev_io;            /* the run's inputs and outputs are in device memory */
+    int plan_n;            /* the last layout disc_rt_place made: */
+    int64_t *plan_bytes, *plan_off, plan_total; /* its sizes, offsets and block */
+    int32_t *plan_live;                         /* and its lifetimes */
 };
 
 DiscRt *disc_rt_new(const DiscRtOpts *o)
@@ -95,6 +98,7 @@ void disc_rt_free(DiscRt *rt)
         return;
     release_dev(rt);
     free(rt->dev);
+    free(rt->plan_bytes);
     free_blocks(rt, NULL);
     disc_rt_pool_release(rt->pool);
     pthread_mutex_destroy(&rt->mu);
@@ -173,6 +177,34 @@ void *disc_rt_alloc(DiscRt *rt, int64_t bytes)
     rt->total += need;
     pthread_mutex_unlock(&rt->mu);
     return p;
+}
+
+int64_t disc_rt_place(DiscRt *rt, int32_t n, const int64_t *bytes, const int32_t *live, int64_t *off)
+{
+    size_t nb = (size_t)(n > 0 ? n : 0) * sizeof *bytes, nl = 2 * (size_t)(n > 0 ? n : 0) * sizeof *live;
+    if (rt->plan_bytes && rt->plan_n == n && !memcmp(rt->plan_bytes, bytes, nb) && !memcmp(rt->plan_live, live, nl)) {
+        memcpy(off, rt->plan_off, nb);
+        return rt->plan_total;
+    }
+    int64_t total = disc_place(n, bytes, live, off);
+    if (total < 0) {
+        disc_rt_fail(rt, "alloc: the memory plan's %d slots do not fit in 2^63 bytes, or out of memory", (int)n);
+        return -1;
+    }
+    if (rt->plan_n != n || !rt->plan_bytes) { /* one allocation: sizes, offsets, lifetimes */
+        free(rt->plan_bytes);
+        rt->plan_bytes = malloc(2 * nb + nl + 1);
+        rt->plan_n = n;
+    }
+    if (rt->plan_bytes) { /* else no memory to remember it: place again next time */
+        rt->plan_off = rt->plan_bytes + (n > 0 ? n : 0);
+        rt->plan_live = (int32_t *)(rt->plan_off + (n > 0 ? n : 0));
+        memcpy(rt->plan_bytes, bytes, nb);
+        memcpy(rt->plan_off, off, nb);
+        memcpy(rt->plan_live, live, nl);
+        rt->plan_total = total;
+    }
+    return total;
 }
 
 void disc_rt_set_gpu(DiscRt *rt, DiscGpu *g)

@@ -80,6 +80,16 @@ void *disc_rt_alloc(DiscRt *rt, int64_t bytes);
  * 512 x 50257 on an AVX2 EPYC), and the TLB covers it. NULL when out of
  * memory. */
 void *disc_rt_alloc_big(size_t bytes);
+/* Offsets for the memory plan's n slots in one block (place.c): slot i
+ * takes bytes[i] (>= 0, multiples of 64 keep every slot 64-byte aligned)
+ * and is in use from group live[2i] to group live[2i+1]; slots in use at
+ * the same time never overlap. Fills off[0..n) and returns the block's
+ * size, or -1 when out of memory or a size is negative or overflows. */
+int64_t disc_place(int n, const int64_t *bytes, const int32_t *live, int64_t *off);
+/* disc_place through the run context, which remembers its last layout: the
+ * same sizes and lifetimes again (a model run at the same shapes) copy
+ * it. -1 with the run's error set on failure. */
+int64_t disc_rt_place(DiscRt *rt, int32_t n, const int64_t *bytes, const int32_t *live, int64_t *off);
 /* Frees the run memory and clears the error; the DiscRt can run again and
  * reuses one block as large as the last run needed. */
 void disc_rt_reset(DiscRt *rt);

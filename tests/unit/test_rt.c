@@ -114,6 +114,61 @@ static void test_nested(void)
 
 /* ---- run memory and errors ---------------------------------------------------- */
 
+/* The memory plan's layout (place.c): slots live at once never overlap,
+ * at any sizes; a slot dead before another starts gives its bytes up; the
+ * run context's remembered layout is the same layout. Random sizes and
+ * lifetimes, checked pair by pair against a brute-force overlap test. */
+static void test_place(void)
+{
+    enum { N = 60 };
+    int64_t bytes[N], off[N], off2[N];
+    int32_t live[2 * N];
+    unsigned seed = 12345;
+    for (int round = 0; round < 200; round++) {
+        int n = 1 + round % N;
+        int64_t sum = 0;
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            bytes[i] = 64 * (int64_t)((seed >> 8) % (round % 3 ? 1000 : 4)); /* some zero, many equal */
+            seed = seed * 1103515245u + 12345u;
+            live[2 * i] = (int32_t)(i / 2);
+            live[2 * i + 1] = live[2 * i] + (int32_t)((seed >> 8) % (round % 5 ? 4 : n));
+            sum += bytes[i];
+        }
+        int64_t total = disc_place(n, bytes, live, off);
+        CHECK(total >= 0 && total <= sum);
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++) {
+            ok = off[i] >= 0 && off[i] % 64 == 0 && off[i] + bytes[i] <= total;
+            for (int j = 0; j < i && ok; j++) {
+                bool at_once = live[2 * i] <= live[2 * j + 1] && live[2 * j] <= live[2 * i + 1];
+                bool apart = off[i] + bytes[i] <= off[j] || off[j] + bytes[j] <= off[i];
+                ok = !at_once || apart || !bytes[i] || !bytes[j];
+            }
+        }
+        CHECK_MSG(ok, "round %d: two slots live at once overlap, or a slot lies outside the block", round);
+        DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 1});
+        CHECK(rt && disc_rt_place(rt, n, bytes, live, off2) == total && !memcmp(off, off2, n * sizeof *off));
+        CHECK(rt && disc_rt_place(rt, n, bytes, live, off2) == total && !memcmp(off, off2, n * sizeof *off));
+        disc_rt_free(rt);
+    }
+    /* a chain: each value read only by the next, the largest in the middle:
+     * two slots at a time, so the block is the largest neighbouring pair */
+    int64_t cb[5] = {64, 640, 6400, 640, 64};
+    int32_t cl[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5};
+    CHECK(disc_place(5, cb, cl, off) == 7040);
+    /* the same sizes live at once: end to end */
+    int32_t all[10] = {0, 9, 0, 9, 0, 9, 0, 9, 0, 9};
+    CHECK(disc_place(5, cb, all, off) == 7808);
+    /* a negative size or one that overflows: -1, and the run's error */
+    int64_t bad[2] = {64, -64}, huge[2] = {INT64_MAX - 63, 128};
+    CHECK(disc_place(2, bad, all, off) == -1);
+    DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    CHECK(rt && disc_rt_place(rt, 2, huge, all, off) == -1 && disc_rt_error(rt) &&
+          strstr(disc_rt_error(rt), "memory plan"));
+    disc_rt_free(rt);
+}
+
 static void test_alloc(void)
 {
     DiscRt *rt = disc_rt_new(&(DiscRtOpts){.threads = 1});
@@ -1090,6 +1145,7 @@ int main(void)
     test_cover_two_threads();
     test_nested();
     test_alloc();
+    test_place();
     test_matmul();
     test_matmul_half();
     test_conv();
