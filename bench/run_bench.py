@@ -160,15 +160,15 @@ def profile(dcc, work, runs):
 
 
 def where_time_goes(dcc, work, runs):
-    """"; time: L% library calls, K% generated kernels, H% host flow": the
-    difference of two profiled dcc bench runs (runs and 2 * runs a data set,
-    so the first run's primitive creation and weight packing cancel out);
-    time. The profile's timers add to every call, so where calls take a few
-    microseconds (an LSTM's steps) the host flow's share reads low."""
-    ok1, lib1, kern1, _ = profile(dcc, work, runs)
-    ok2, lib2, kern2, med = profile(dcc, work, 2 * runs)
-    lib, kern, wall = max(0.0, lib2 - lib1), max(0.0, kern2 - kern1), med * runs
-    if not (ok1 and ok2) or wall <= 0 or lib + kern <= 0:
+    """"; time: L% library calls, K% generated kernels, H% host flow": a
+    profiled dcc bench of `runs` runs a data set (its profile leaves out each
+    set's first run, which creates oneDNN's primitives and packs weights)
+    against the runs' median time. The profile's timers add to every call,
+    so where calls take a few microseconds (an LSTM's steps) the host flow's
+    share reads low."""
+    ok, lib, kern, med = profile(dcc, work, runs)
+    wall = med * runs
+    if not ok or wall <= 0 or lib + kern <= 0:
         return ""
     total = max(wall, lib + kern)
     host = total - lib - kern

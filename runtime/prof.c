@@ -40,6 +40,7 @@ static struct {
     char target[96];           /* the CPU the last named kernels were compiled for */
     char *keys[NKEYS];         /* interned call descriptions */
     int nkeys;
+    int paused;                /* disc_rt_prof_pause */
 } prof = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
@@ -86,11 +87,18 @@ static ProfEntry *entry(const void *key, const char *what)
 void disc_rt_prof_add(const void *key, const char *what, double seconds)
 {
     pthread_mutex_lock(&prof.mu);
-    ProfEntry *p = entry(key, what);
+    ProfEntry *p = prof.paused ? NULL : entry(key, what);
     if (p) {
         p->seconds += seconds;
         p->calls++;
     }
+    pthread_mutex_unlock(&prof.mu);
+}
+
+void disc_rt_prof_pause(int paused)
+{
+    pthread_mutex_lock(&prof.mu);
+    prof.paused = paused;
     pthread_mutex_unlock(&prof.mu);
 }
 

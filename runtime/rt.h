@@ -139,6 +139,10 @@ const DiscEnv *disc_env(void);
 int disc_rt_profiling(void);
 double disc_rt_now(void); /* seconds, monotonic */
 void disc_rt_prof_add(const void *key, const char *what, double seconds);
+/* While paused (1), calls and launches add nothing to the profile: dcc
+ * bench leaves out each data set's first run, which creates oneDNN's
+ * primitives and packs weights, so the profile is of the timed runs. */
+void disc_rt_prof_pause(int paused);
 /* The seconds and calls the profile holds for key (0 and 0: none). */
 double disc_rt_prof_get(const void *key, long *calls);
 /* Names the entry of a kernel (key: its function) and says which CPU the

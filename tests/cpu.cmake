@@ -26,3 +26,9 @@ set_tests_properties(cpu/conv_strided_1x1/plain PROPERTIES LABELS "unit;cpu" ENV
 # the same 3 x 3 convolutions on oneDNN's direct kernels (not by Winograd)
 add_test(NAME cpu/conv_winograd/direct COMMAND test_interp --cpu ${CMAKE_SOURCE_DIR}/tests/cpu/conv_winograd.disc)
 set_tests_properties(cpu/conv_winograd/direct PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_WINOGRAD=0")
+# DISC_PROFILE under dcc bench: the timed runs only (each data set's first
+# run, which creates oneDNN's primitives and packs weights, left out): 3
+# sets x 2 runs give the stitch kernel 6 launches, not 9
+add_test(NAME cpu/bench_profile COMMAND dcc bench ${CMAKE_SOURCE_DIR}/tests/models/mlp_norm --runs 2 --no-cache)
+set_tests_properties(cpu/bench_profile PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_PROFILE=1"
+                     PASS_REGULAR_EXPRESSION " 6 calls  disc_k0 stitch")
