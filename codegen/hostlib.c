@@ -752,11 +752,20 @@ bool host_emit_library_group(Host *h, const Group *grp)
     epi.nins = ni;
     epi.root = ops[n - 1];
     Value *outs[grp->nouts + 1];
-    int no = 0;
+    int over[grp->nouts + 1], no = 0, nover = 0;
+    const MemPlan *mp = cg->mp;
     for (int i = 0; i < grp->nouts; i++)
-        if (grp->outs[i] != root->out[0] && grp->outs[i] != fz.result)
+        if (grp->outs[i] != root->out[0] && grp->outs[i] != fz.result) {
+            /* the plan put it over the call's result, which fz.result's
+             * buffer is (emit_call), unless that is an output itself */
+            int s = mp ? mp->slot_of[grp->outs[i]->id] : -1;
+            over[no] = s >= 0 && s == mp->slot_of[root->out[0]->id] && fz.result->type.dtype == grp->outs[i]->type.dtype
+                           ? ni - 1 : -1;
+            nover += over[no] >= 0;
             outs[no++] = grp->outs[i];
+        }
     epi.outs = outs;
     epi.nouts = no;
+    epi.over = nover ? over : NULL;
     return no == 0 || host_emit_kernel_group(h, &epi);
 }

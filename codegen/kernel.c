@@ -1257,6 +1257,13 @@ static LLVMBasicBlockRef kern_open(Cg *cg, const Group *grp, Kern *k, KernelInfo
         LLVMValueRef raw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");
         k->bv[i] = v;
         k->bp[i] = LLVMBuildBitCast(cg->eb, raw, LLVMPointerType(cg_storage_type(cg, v->type.dtype), 0), "");
+        /* an output written over an input (in place, of its dtype) through
+         * the input's own pointer: the vectoriser sees one base and no
+         * overlap to check, where two equal pointers would fail its
+         * run-time check and run the scalar loop */
+        int o = i - grp->nins;
+        if (o >= 0 && grp->over && grp->over[o] >= 0)
+            k->bp[i] = k->bp[grp->over[o]];
     }
     LLVMValueRef ix = cg_i64(cg, k->nb);
     LLVMValueRef sraw = LLVMBuildLoad2(cg->eb, cg->t_p8, LLVMBuildGEP2(cg->eb, cg->t_p8, args, &ix, 1, ""), "");

@@ -89,6 +89,8 @@ char *cg_kernel_signature(const Group *grp)
         put_source(f, grp, grp->outs[i]);
         fputc(':', f);
         put_type(f, &grp->outs[i]->type);
+        if (grp->over && grp->over[i] >= 0) /* written over that input */
+            fprintf(f, "@%d", grp->over[i]);
         fputc(' ', f);
     }
     for (int i = 0; i < grp->nops; i++) {

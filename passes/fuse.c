@@ -730,6 +730,8 @@ static bool emit(Planner *p, FusionPlan *plan)
     free(dedge);
     bool ok = norder == live;
     plan->groups = arena_array(&plan->arena, (size_t)live + 1, sizeof(Group));
+    if (plan->groups) /* fields set below, and the rest (over) NULL */
+        memset(plan->groups, 0, ((size_t)live + 1) * sizeof(Group));
     for (int i = 0; ok && plan->groups && i < norder; i++) {
         const PGroup *pg = &p->groups[order[i]];
         Group *g = &plan->groups[plan->n];

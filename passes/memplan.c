@@ -82,6 +82,57 @@ static bool late(const ShapeInfo *si, const Dim *bytes)
     return false;
 }
 
+/* Whether d and e have the same dims (equal dims are equal pointers). */
+static bool same_dims(const Type *d, const Type *e)
+{
+    if (d->rank != e->rank)
+        return false;
+    for (int i = 0; i < d->rank; i++)
+        if (d->dims[i] != e->dims[i])
+            return false;
+    return true;
+}
+
+/* The output of library group grp (which writes w[0..nw)) that its
+ * epilogue may write over the call's result, in place, or NULL. The
+ * epilogue kernel reads the result and writes the output at the same
+ * index (every op that reads the result, or a value computed from it, is
+ * elementwise over the result's dims), nothing reads the result after the
+ * group, and the output takes as many bytes. A swish or a residual add
+ * after a convolution then runs over lines the call has just written
+ * instead of into a second buffer as large. */
+static const Value *in_place(const Group *grp, const Value **w, int nw, const int *last, int gi)
+{
+    if (grp->kind != FUSE_LIBRARY || !grp->root || nw != 2 || w[1] != grp->root->out[0])
+        return NULL;
+    const Value *r = w[1], *o = w[0];
+    if (last[r->id] != gi || !same_dims(&o->type, &r->type) || dtype_size(o->type.dtype) != dtype_size(r->type.dtype))
+        return NULL;
+    const Value *from[grp->nops + 1];
+    int nf = 0, k = 0;
+    from[nf++] = r;
+    while (k < grp->nops && grp->ops[k] != grp->root)
+        k++;
+    for (k++; k < grp->nops; k++) {
+        const Op *op = grp->ops[k];
+        bool reads = false;
+        for (int j = 0; j < op->nin; j++)
+            for (int f = 0; f < nf; f++)
+                reads |= op->in[j] == from[f];
+        if (!reads)
+            continue; /* a bias's reshape */
+        OpCat c = op_info(op->kind)->cat;
+        if ((c != CAT_UNARY && c != CAT_BINARY && c != CAT_ELEM) || op->nout != 1 ||
+            !same_dims(&op->out[0]->type, &r->type))
+            return NULL;
+        from[nf++] = op->out[0];
+    }
+    for (int f = 1; f < nf; f++)
+        if (from[f] == o)
+            return o;
+    return NULL;
+}
+
 MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
 {
     Graph *g = fp->g;
@@ -126,10 +177,19 @@ MemPlan *memplan_build(const FusionPlan *fp, ShapeInfo *si, Diag *d)
         const Group *grp = &fp->groups[gi];
         const Value *w[grp->nouts + 1];
         int nw = written(g, grp, w);
-        for (int k = 0; k < nw; k++) {
+        const Value *over = in_place(grp, w, nw, last, gi);
+        for (int k = nw - 1; k >= 0; k--) { /* the call's result (last) first */
             const Value *v = w[k];
             if (def[v->id] != gi)
                 continue;
+            int rs = over == v ? mp->slot_of[grp->root->out[0]->id] : -1;
+            if (rs >= 0) { /* over the call's result */
+                mp->unplanned_total = dim_add(cx, mp->unplanned_total, value_bytes(cx, v));
+                mp->slot_of[v->id] = rs;
+                if (mp->slots[rs].last < last[v->id])
+                    mp->slots[rs].last = last[v->id];
+                continue;
+            }
             Dim *bytes = value_bytes(cx, v);
             if (late(si, bytes)) {
                 mp->nlate++;
@@ -159,15 +219,25 @@ void memplan_free(MemPlan *mp)
 void memplan_print(FILE *f, const MemPlan *mp, const DimEnv *env)
 {
     fputs("# memory plan\n", f);
-    fprintf(f, "#   %d values written by kernels and library calls, a slot each\n", mp->nslots);
+    int planned = 0;
+    for (int i = 0; i < mp->g->nvalues; i++)
+        planned += mp->slot_of[i] >= 0;
+    fprintf(f, "#   %d values written by kernels and library calls in %d slots\n", planned, mp->nslots);
     if (mp->nlate)
         fprintf(f, "#   %d value%s sized by data-dependent symbols allocated where written\n", mp->nlate,
                 mp->nlate == 1 ? "" : "s");
+    char **names = graph_value_names(mp->g);
     for (int s = 0; s < mp->nslots; s++) {
-        fprintf(f, "#   slot %d: groups %d..%d, bytes ", s, mp->slots[s].first, mp->slots[s].last);
+        fprintf(f, "#   slot %d:", s);
+        int k = 0; /* its values: a call's result, then what its epilogue writes over it */
+        for (int i = 0; names && i < mp->g->nvalues; i++)
+            if (mp->slot_of[i] == s)
+                fprintf(f, "%s %s", k++ ? ", then" : "", names[i]);
+        fprintf(f, "; groups %d..%d, bytes ", mp->slots[s].first, mp->slots[s].last);
         dim_print(f, mp->slots[s].bytes);
         fputc('\n', f);
     }
+    graph_value_names_free(mp->g, names);
     fputs("#   block: the slots laid out at each run's sizes (without reuse: ", f);
     dim_print(f, mp->unplanned_total);
     fputs(" bytes)\n", f);

@@ -208,6 +208,9 @@ typedef struct Group {
     Op *root;        /* LOOP: the op whose result shape is the index space;
                         INPUT, STITCH: the last reduction; LIBRARY: the
                         library op; OPAQUE: the op */
+    const int *over; /* codegen's, for a library call's epilogue kernel: by
+                        output, the input whose buffer it is written over in
+                        place (the memory plan's in_place), or -1; NULL: none */
 } Group;
 
 typedef struct FusionPlan {

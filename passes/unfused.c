@@ -56,6 +56,8 @@ FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d)
     p->g = g;
     arena_init(&p->arena);
     p->groups = arena_array(&p->arena, (size_t)g->nops + 1, sizeof(Group));
+    if (p->groups) /* fields set below, and the rest (over) NULL */
+        memset(p->groups, 0, ((size_t)g->nops + 1) * sizeof(Group));
     graph_for_each_op(g, op) {
         Group *grp = &p->groups[p->n];
         grp->id = p->n++;
