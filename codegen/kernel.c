@@ -1016,7 +1016,31 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         LLVMValueRef c = cg_loop_begin(cg, &lc, zero, w, "cinit");
         LLVMBuildStore(B, acc_init(cg, k, op, dt), acc_at(cg, x, i, c));
         cg_loop_end(cg, &lc);
-        LLVMValueRef r = cg_loop_begin(cg, &lr, zero, rn, "cred");
+        /* rows four at a time: each accumulator is loaded and stored once
+         * per four rows, its sum taken in the same order (row by row), so
+         * the result is the same bit for bit; a row at a time, the chain
+         * through the stored accumulator (store, forward, add) set the
+         * pace (the recommender's pooling over [16, 100, 64]: 6.5 us) */
+        LLVMValueRef q = cg_loop_begin(cg, &lr, zero, LLVMBuildSDiv(B, rn, cg_i64(cg, 4), ""), "cred4");
+        LLVMValueRef rix[4][MAX_RANK];
+        for (int u = 0; u < 4; u++) {
+            LLVMValueRef ru = LLVMBuildAdd(B, LLVMBuildMul(B, q, cg_i64(cg, 4), ""), cg_i64(cg, u), "");
+            split(cg, xt, x->rax, x->nr, ru, x->idx);
+            memcpy(rix[u], x->idx, sizeof rix[u]);
+        }
+        c = cg_loop_begin(cg, &lc, zero, w, "col4");
+        col_bind(cg, k, x, i, c);
+        LLVMValueRef p4 = acc_at(cg, x, i, c), a4 = LLVMBuildLoad2(B, x->t[i], p4, "");
+        for (int u = 0; u < 4; u++) {
+            memcpy(x->idx, rix[u], sizeof rix[u]);
+            col_at(cg, x, c);
+            a4 = kern_binary(k, bk, dt, a4, elem(k, in, x->idx));
+        }
+        LLVMBuildStore(B, a4, p4);
+        cg_loop_end(cg, &lc);
+        cg_loop_end(cg, &lr);
+        LLVMValueRef r = cg_loop_begin(cg, &lr, LLVMBuildMul(B, LLVMBuildSDiv(B, rn, cg_i64(cg, 4), ""), cg_i64(cg, 4), ""),
+                                       rn, "cred");
         split(cg, xt, x->rax, x->nr, r, x->idx);
         c = cg_loop_begin(cg, &lc, zero, w, "col");
         col_at(cg, x, c);

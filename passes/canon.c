@@ -412,6 +412,80 @@ static Value *outer_product(Canon *c, Op *op)
     return out;
 }
 
+/* A dot whose one side has no free elements (every free dim the constant
+ * 1: a batch of vectors times a batch of matrices, such as a
+ * recommender's attention pooling or a decode step's attention over its
+ * keys) and whose other side, the matrix, is not a constant: the vector
+ * broadcast over the matrix, multiplied, and summed over the contracted
+ * axes. A reduction kernel reads the matrix once, fused with whatever
+ * made it (an embedding's gather), where the library made a call of tiny
+ * GEMVs (oneDNN: 3.7 us for the recommender's 4 x [1 x 50] x [50 x 64],
+ * 45% of its run). A constant matrix stays a dot: the skinny kernel reads
+ * it packed. f32 only, so the sum keeps the dot's precision. */
+static Value *matvec_as_reduce(Canon *c, Op *op)
+{
+    Graph *g = c->g;
+    const Attr *lb = op_attr(op, "lhs_batch"), *rb = op_attr(op, "rhs_batch");
+    const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+    const Type *t = &op->out[0]->type;
+    if (!lb || !rb || !lc || !rc || t->dtype != DT_F32 || op->in[0]->type.dtype != DT_F32 ||
+        op->in[1]->type.dtype != DT_F32 || !lc->n)
+        return NULL;
+    const Attr *con[2] = {lc, rc}, *bat[2] = {lb, rb};
+    int role[2][MAX_RANK]; /* per axis: -1 free, else 2 * index + (contracted) */
+    int vs = -1;
+    for (int s = 0; s < 2; s++) {
+        const Type *xt = &op->in[s]->type;
+        bool ones = true;
+        for (int i = 0; i < xt->rank; i++) {
+            role[s][i] = -1;
+            for (int j = 0; j < bat[s]->n; j++)
+                if (bat[s]->ints[j] == i)
+                    role[s][i] = 2 * j;
+            for (int j = 0; j < con[s]->n; j++)
+                if (con[s]->ints[j] == i)
+                    role[s][i] = 2 * j + 1;
+            ones &= role[s][i] >= 0 || dim_is(xt->dims[i], 1);
+        }
+        if (ones && vs < 0)
+            vs = s;
+    }
+    if (vs < 0)
+        return NULL;
+    int ms = 1 - vs;
+    Value *m = op->in[ms], *v = op->in[vs];
+    if (m->def && m->def->kind == OP_CONST)
+        return NULL;
+    for (int j = 0; j < bat[ms]->n; j++)
+        if (bat[ms]->ints[j] != j)
+            return NULL; /* the matrix's batch axes lead, in order */
+    const Type *mt = &m->type, *vt = &v->type;
+    Dim *shape[MAX_RANK];
+    int64_t axes[MAX_RANK], red[MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < vt->rank; i++) {
+        if (role[vs][i] < 0)
+            continue; /* a free axis: the constant 1 */
+        int j = role[vs][i] / 2;
+        shape[r] = vt->dims[i];
+        axes[r++] = role[vs][i] & 1 ? con[ms]->ints[j] : bat[ms]->ints[j];
+    }
+    int nr = 0;
+    for (int i = 0; i < mt->rank; i++)
+        if (role[ms][i] >= 0 && role[ms][i] & 1)
+            red[nr++] = i;
+    Value *vr = build_reshape(g, v, shape, r);
+    Value *vb = vr ? build_broadcast(g, vr, mt->dims, mt->rank, axes) : NULL;
+    Value *p = vb ? build_binary(g, OP_MUL, ms ? vb : m, ms ? m : vb) : NULL;
+    Value *sum = p ? build_reduce(g, p, "sum", red, nr, false) : NULL;
+    Value *out = sum ? build_reshape(g, sum, t->dims, t->rank) : NULL;
+    if (!out || !type_eq(&out->type, t))
+        return NULL; /* (the unused ops go with DCE) */
+    Op *made[5] = {vr->def, vb->def, p->def, sum->def, out->def};
+    place_before(g, made, 5, op);
+    return out;
+}
+
 /* Which operand of t is a scalar that t multiplies the other by, or
  * divides it by (all its dims 1, the other's type t's own): 0 or 1, or -1
  * when t is no such product. */
@@ -596,6 +670,8 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         return conv_as_dot(c, op);
     case OP_DOT: {
         Value *o = outer_product(c, op);
+        if (!o)
+            o = matvec_as_reduce(c, op);
         if (!o && dot_transpose(c, op))
             *changed = true;
         return o;
