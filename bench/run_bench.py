@@ -171,7 +171,7 @@ def where_time_goes(dcc, work, runs):
     if not ok or wall <= 0 or lib + kern <= 0:
         return ""
     total = max(wall, lib + kern)
-    host = total - lib - kern
+    host = max(0.0, total - lib - kern)  # not -0 from rounding
     return (f"; time: {100 * lib / total:.0f}% library calls, {100 * kern / total:.0f}% generated kernels, "
             f"{100 * host / total:.0f}% host flow and runtime")
 

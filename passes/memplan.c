@@ -13,6 +13,11 @@
  * slots out in the run's block (runtime/place.c), where a value may take
  * the bytes of any value dead before it is written, whatever their dims.
  *
+ * One exception shares a slot: a library call's epilogue that is
+ * elementwise over the call's result, which nothing reads later, writes
+ * over it in place (in_place; codegen's kernel then stores through the
+ * result's own pointer, Group.over).
+ *
  * The compiler used to share slots itself, between values of sizes it
  * could prove no larger (equal dims, or an inequality ISL proved), and
  * laid the slots end to end with symbolic offsets: a CNN's stages have
