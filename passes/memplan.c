@@ -87,17 +87,6 @@ static bool late(const ShapeInfo *si, const Dim *bytes)
     return false;
 }
 
-/* Whether d and e have the same dims (equal dims are equal pointers). */
-static bool same_dims(const Type *d, const Type *e)
-{
-    if (d->rank != e->rank)
-        return false;
-    for (int i = 0; i < d->rank; i++)
-        if (d->dims[i] != e->dims[i])
-            return false;
-    return true;
-}
-
 /* The output of library group grp (which writes w[0..nw)) that its
  * epilogue may write over the call's result, in place, or NULL. The
  * epilogue kernel reads the result and writes the output at the same
@@ -111,7 +100,7 @@ static const Value *in_place(const Group *grp, const Value **w, int nw, const in
     if (grp->kind != FUSE_LIBRARY || !grp->root || nw != 2 || w[1] != grp->root->out[0])
         return NULL;
     const Value *r = w[1], *o = w[0];
-    if (last[r->id] != gi || !same_dims(&o->type, &r->type) || dtype_size(o->type.dtype) != dtype_size(r->type.dtype))
+    if (last[r->id] != gi || !type_same_dims(&o->type, &r->type) || dtype_size(o->type.dtype) != dtype_size(r->type.dtype))
         return NULL;
     const Value *from[grp->nops + 1];
     int nf = 0, k = 0;
@@ -128,7 +117,7 @@ static const Value *in_place(const Group *grp, const Value **w, int nw, const in
             continue; /* a bias's reshape */
         OpCat c = op_info(op->kind)->cat;
         if ((c != CAT_UNARY && c != CAT_BINARY && c != CAT_ELEM) || op->nout != 1 ||
-            !same_dims(&op->out[0]->type, &r->type))
+            !type_same_dims(&op->out[0]->type, &r->type))
             return NULL;
         from[nf++] = op->out[0];
     }
