@@ -106,10 +106,10 @@ void arena_free(Arena *a);
 /* Zeroed, 16-byte aligned memory; NULL (and a->failed) only if malloc
  * fails or the size overflows. */
 void *arena_alloc(Arena *a, size_t size);
-/* bytes rounded up to whole 2 MiB pages, 2 MiB-aligned and advised as
- * transparent huge pages (one fault, and one TLB entry, per 2 MiB): for
- * large buffers (weights, packed copies, a run's memory); NULL if it
- * cannot; free() releases it (arena.c) */
+/* bytes (rounded up to 4 KiB), 2 MiB-aligned and advised as transparent
+ * huge pages (one fault, and one TLB entry, per whole 2 MiB): for large
+ * buffers (weights, packed copies, a run's memory); NULL if it cannot;
+ * free() releases it (arena.c) */
 void *alloc_huge(size_t bytes);
 enum { HUGE_PAGE = 2 << 20 };
 /* n*size with overflow check; NULL on overflow or out of memory. */
