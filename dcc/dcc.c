@@ -58,8 +58,9 @@ static const char usage_emit[] =
     "                         folding, CSE, algebraic simplification, DCE)\n"
     "                  fusion the fusion plan: groups (loop, input, stitch,\n"
     "                         library, opaque) with their ops, inputs, outputs\n"
-    "                  memplan the memory plan: slots of one block per run, their\n"
-    "                         symbolic offsets and sizes (--bind for a peak)\n"
+    "                  memplan the memory plan: a slot per value, its symbolic size\n"
+    "                         and the groups it lives between (laid out in one\n"
+    "                         block at each run's sizes; --bind shows a layout)\n"
     "                  llvm   the optimised LLVM IR of the cpu backend: the\n"
     "                         kernels and the host flow (disc_main)\n"
     "                  cuda   the CUDA C of every kernel (after the prelude\n"
@@ -74,7 +75,7 @@ static const char usage_emit[] =
     "  -v              with --stage cubin or ptx: the compile's time, or the cache hit\n"
     "  --no-cache      with --stage cubin or ptx: neither read nor write the cache\n"
     "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
-    "  --bind B=4,S=128  with --stage memplan: the block size at these values\n"
+    "  --bind B=4,S=128  with --stage memplan: the slots laid out at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
     "  --cpu CPU       with --stage llvm: the CPU the kernels are for (an LLVM\n"
@@ -124,7 +125,7 @@ Graph *dcc_load(const char *path, int *rc)
     return g;
 }
 
-/* --stage memplan --bind B=4,S=128: the plan and the block size at those
+/* --stage memplan --bind B=4,S=128: the plan and its layout at those
  * values. */
 static int print_memplan_at(FILE *f, const CgModule *m, const char *bind)
 {
