@@ -1021,7 +1021,8 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
          * the result is the same bit for bit; a row at a time, the chain
          * through the stored accumulator (store, forward, add) set the
          * pace (the recommender's pooling over [16, 100, 64]: 6.5 us) */
-        LLVMValueRef q = cg_loop_begin(cg, &lr, zero, LLVMBuildSDiv(B, rn, cg_i64(cg, 4), ""), "cred4");
+        LLVMValueRef fours = LLVMBuildSDiv(B, rn, cg_i64(cg, 4), "");
+        LLVMValueRef q = cg_loop_begin(cg, &lr, zero, fours, "cred4");
         LLVMValueRef rix[4][MAX_RANK];
         for (int u = 0; u < 4; u++) {
             LLVMValueRef ru = LLVMBuildAdd(B, LLVMBuildMul(B, q, cg_i64(cg, 4), ""), cg_i64(cg, u), "");
@@ -1039,8 +1040,7 @@ static void col_block(Cg *cg, Kern *k, Cols *x, LLVMValueRef w)
         LLVMBuildStore(B, a4, p4);
         cg_loop_end(cg, &lc);
         cg_loop_end(cg, &lr);
-        LLVMValueRef r = cg_loop_begin(cg, &lr, LLVMBuildMul(B, LLVMBuildSDiv(B, rn, cg_i64(cg, 4), ""), cg_i64(cg, 4), ""),
-                                       rn, "cred");
+        LLVMValueRef r = cg_loop_begin(cg, &lr, LLVMBuildMul(B, fours, cg_i64(cg, 4), ""), rn, "cred");
         split(cg, xt, x->rax, x->nr, r, x->idx);
         c = cg_loop_begin(cg, &lc, zero, w, "col");
         col_at(cg, x, c);

@@ -350,6 +350,22 @@ static Value *flatten_reduce(Canon *c, Op *op)
     return out;
 }
 
+/* The role of each axis of a dot's operand s (bat, con: its batch and
+ * contracted axes): -1 free, 2 * j for batch axis j, 2 * j + 1 for
+ * contracted axis j. */
+static void dot_roles(const Op *op, int s, const Attr *bat, const Attr *con, int *role)
+{
+    for (int i = 0; i < op->in[s]->type.rank; i++) {
+        role[i] = -1;
+        for (int j = 0; j < bat->n; j++)
+            if (bat->ints[j] == i)
+                role[i] = 2 * j;
+        for (int j = 0; j < con->n; j++)
+            if (con->ints[j] == i)
+                role[i] = 2 * j + 1;
+    }
+}
+
 /* A dot whose contraction is one element (no contracted axes, or every
  * contracted dim the constant 1: the rotary embedding's einsum of
  * positions and inverse frequencies) as
@@ -382,19 +398,13 @@ static Value *outer_product(Canon *c, Op *op)
         const Type *xt = &op->in[s]->type;
         Dim *shape[MAX_RANK];
         int64_t axes[MAX_RANK];
-        int r = 0;
+        int r = 0, role[MAX_RANK];
+        dot_roles(op, s, bat[s], con[s], role);
         for (int i = 0; i < xt->rank; i++) {
-            int role = 0; /* 0 free, 1 batch (its index in bi), 2 contracted */
-            int bi = 0;
-            for (int j = 0; j < con[s]->n; j++)
-                role = con[s]->ints[j] == i ? 2 : role;
-            for (int j = 0; j < bat[s]->n; j++)
-                if (bat[s]->ints[j] == i)
-                    role = 1, bi = j;
-            if (role == 2)
-                continue;
+            if (role[i] >= 0 && role[i] & 1)
+                continue; /* contracted */
             shape[r] = xt->dims[i];
-            axes[r++] = role == 1 ? bi : next++;
+            axes[r++] = role[i] >= 0 ? role[i] / 2 : next++;
         }
         Value *x = build_reshape(g, op->in[s], shape, r);
         Value *y = x ? build_broadcast(g, x, t->dims, t->rank, axes) : NULL;
@@ -437,16 +447,9 @@ static Value *matvec_as_reduce(Canon *c, Op *op)
     for (int s = 0; s < 2; s++) {
         const Type *xt = &op->in[s]->type;
         bool ones = true;
-        for (int i = 0; i < xt->rank; i++) {
-            role[s][i] = -1;
-            for (int j = 0; j < bat[s]->n; j++)
-                if (bat[s]->ints[j] == i)
-                    role[s][i] = 2 * j;
-            for (int j = 0; j < con[s]->n; j++)
-                if (con[s]->ints[j] == i)
-                    role[s][i] = 2 * j + 1;
+        dot_roles(op, s, bat[s], con[s], role[s]);
+        for (int i = 0; i < xt->rank; i++)
             ones &= role[s][i] >= 0 || dim_is(xt->dims[i], 1);
-        }
         if (ones && vs < 0)
             vs = s;
     }
