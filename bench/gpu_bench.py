@@ -8,6 +8,8 @@ disc's one-kernel-per-op build (--no-fuse) as the unfused baseline.
     there:  python3 bench/gpu_bench.py run DIR --rtlib libdisc_rt.a
                 --stubs no_dnnl_stubs.c [--out OUT] [--runs N] [--no-compile]
                 [--shapes 1x8,4x128,...]
+            python3 bench/gpu_bench.py profile DIR --rtlib ... --stubs ...
+                [--shapes 16x512] [--models ..] [--dtypes ..] [--no-torch]
 
 The GPU machine has PyTorch but no LLVM, so `prepare` compiles each model
 here, ahead of time (dcc compile --backend cuda, its weights in a separate
@@ -256,14 +258,16 @@ UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "n": 1e-9, "u": 1e-6, "
 
 
 def unit_scale(unit):
-    """ncu's units: byte, Kbyte, Mbyte...; nsecond, usecond, msecond, second."""
-    for base in ("byte", "second"):
-        if unit.endswith(base):
-            return UNITS.get(unit[:-len(base)], 1)
-    return 1
+    """ncu's units, long (byte, Kbyte, nsecond, usecond, msecond, second) or short (B, KB, ns, us, ms, s,
+    what --print-units base gave on the H200 of 2026-11-27). Another: ValueError, not a silent factor of 1
+    (which made 18 us read 18 s)."""
+    for base in ("byte", "second", "B", "s"):
+        if unit.endswith(base) and unit[:-len(base)] in UNITS:
+            return UNITS[unit[:-len(base)]]
+    raise ValueError(f"ncu's unit {unit!r} is not one gpu_bench knows")
 
 
-def ncu_bandwidth(a, d, work, shape, is_bert_model, top=6):
+def ncu_bandwidth(a, d, work, shape, is_bert_model, top=6, raw=None):
     """Nsight Compute's DRAM bytes and time of disc's own kernels (not cuBLASLt's) in one run at shape: the
     kernels that take most of the time, with their achieved bandwidth. A list of dicts, or a string saying why
     not."""
@@ -287,7 +291,13 @@ def ncu_bandwidth(a, d, work, shape, is_bert_model, top=6):
                         "--metrics", "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum",
                         exe, data, "--weights", os.path.join(work, "m.weights")],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-    out = parse_ncu(p.stdout) if p.returncode == 0 else None
+    if raw:  # ncu's own CSV beside the report, to read its units and rows again
+        with open(raw, "w") as f:
+            f.write(p.stdout)
+    try:
+        out = parse_ncu(p.stdout) if p.returncode == 0 else None
+    except ValueError as e:
+        return f"ncu's CSV not read: {e}"
     if not out:
         return f"ncu failed (status {p.returncode}): {(p.stderr or p.stdout).strip()[-300:]}"
     return sorted(out, key=lambda e: -e["us"])[:top]
@@ -454,10 +464,11 @@ def run(a):
                   f"{'' if r['correct'] else ' WRONG'}", flush=True)
             write_report(a.out, meta, rows)
             del out, out2, ref, ref32
-        if dt == "f32" and DEV == "cuda" and not a.no_ncu:  # the fused kernels' bandwidth
-            shape = shapes[len(shapes) // 2]
+        if dt == "f32" and DEV == "cuda" and not a.no_ncu:  # the fused kernels' bandwidth, at the largest
+            shape = max(shapes, key=lambda t: t[0] * t[1])  # shape (the smaller ones fit the 50 MB L2)
             try:
-                bw = ncu_bandwidth(a, os.path.join(d, "fused"), os.path.join(wd, "fused"), shape, is_bert(name))
+                bw = ncu_bandwidth(a, os.path.join(d, "fused"), os.path.join(wd, "fused"), shape, is_bert(name),
+                                   raw=os.path.join(a.out, f"ncu_{tag}.csv"))
             except (OSError, subprocess.SubprocessError, ValueError) as e:
                 bw = f"ncu failed: {e}"
             info[f"disc's kernels taking most time at {shape[0]}x{shape[1]} (ncu: DRAM bytes / time; copy "
@@ -475,6 +486,118 @@ def run(a):
     if bad:
         print("gpu_bench: outputs differ from PyTorch eager's at: " + ", ".join(bad))
         return 1
+    return 0
+
+
+# -------------------------------------------------------------- profile (there)
+def profile_child(a):
+    """One model at one shape in a process of its own with DISC_PROFILE=1: the warm-up runs paused, then
+    a.runs runs timed per kernel and library call; the runtime's report goes to stderr at exit."""
+    global DEV, XOR
+    if a.rehearse:
+        DEV, XOR = "cpu", 1 << 46
+    tag, (b, s) = a.tag, tuple(map(int, a.shape.split("x")))
+    ent = next(e for e in json.load(open(os.path.join(a.dir, "manifest.json")))["models"] if e["tag"] == tag)
+    wd = os.path.join(a.work, tag)
+    os.makedirs(wd, exist_ok=True)
+    a.stubs_o = os.path.join(a.work, "no_dnnl_stubs.o")
+    disc = Disc(os.path.join(a.dir, tag, "fused"), a, wd)
+    g = torch.Generator(device="cpu").manual_seed(b * 1000 + s)
+    ids = torch.randint(0, 1000, (b, s), generator=g).to(DEV)
+    ins = [ids, torch.ones(b, s, dtype=torch.long, device=DEV)] if is_bert(ent["model"]) else [ids]
+    import gen_bench
+    m = gen_bench.transformer(ent["model"])  # (PyTorch's initialisation: only its output's width is read)
+    width = m.head.out_features if hasattr(m, "head") else HIDDEN
+    del m
+    out = torch.empty(b, s, width, dtype=getattr(torch, DTYPES[ent["dtype"]]), device=DEV)
+    disc.prepare(ins, out)
+    pause = getattr(disc.lib, "disc_rt_prof_pause", None)
+    if pause:
+        pause(1)
+    for _ in range(3):
+        disc()
+    sync()
+    if pause:
+        pause(0)
+    for _ in range(a.runs):
+        disc()
+    sync()
+    os.remove(disc.weights)
+    return 0
+
+
+def torch_top(fn, top):
+    """PyTorch's profiler over one run of fn: the CUDA kernels taking most time, as text lines."""
+    from torch.profiler import profile, ProfilerActivity
+    fn()
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync()
+    per = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            t = per.setdefault(e.name, [0.0, 0])
+            t[0] += e.device_time
+            t[1] += 1
+    total = sum(t for t, _ in per.values()) or 1
+    rows = sorted(per.items(), key=lambda kv: -kv[1][0])[:top]
+    return [f"{t / 1e3:8.3f} ms {100 * t / total:5.1f}% x{n:<4} {k[:110]}" for k, (t, n) in rows] + \
+        [f"{total / 1e3:8.3f} ms in {sum(n for _, n in per.values())} kernels"]
+
+
+def profile(a):
+    """Where the time goes, per kernel, at the given shapes: disc (DISC_PROFILE, CUDA events around each
+    launch and library call, in a child process), then PyTorch eager and torch.compile(dynamic=True)
+    (PyTorch's profiler, one run). Writes OUT/gpu_profile.md."""
+    man = json.load(open(os.path.join(a.dir, "manifest.json")))
+    os.makedirs(a.out, exist_ok=True)
+    work = os.path.join(a.out, "work")
+    os.makedirs(work, exist_ok=True)
+    sh([a.cc, "-c", "-fPIC", "-O1", "-o", os.path.join(work, "no_dnnl_stubs.o"), a.stubs])
+    shapes = a.shapes.split(",")
+    tags = [e for e in man["models"] if (not a.models or e["model"] in a.models.split(","))
+            and (not a.dtypes or e["dtype"] in a.dtypes.split(","))]
+    md = os.path.join(a.out, "gpu_profile.md")
+    gpu = "the stand-in driver (a rehearsal)" if a.rehearse else torch.cuda.get_device_name()
+    lines = [f"# Where the time goes: disc cuda and PyTorch on {gpu}", ""]
+
+    def flush():
+        with open(md, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    for ent in tags if not a.no_disc else []:
+        for shape in shapes:
+            env = dict(os.environ, DISC_PROFILE="1", DISC_PROFILE_TOP=str(a.top))
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "profile-child", a.dir, "--tag", ent["tag"],
+                                "--shape", shape, "--runs", str(a.runs), "--work", work, "--rtlib", a.rtlib,
+                                "--stubs", a.stubs, "--cc", a.cc] + (["--rehearse"] if a.rehearse else []), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=600)
+            lines += [f"## disc {ent['tag']} {shape}: {a.runs} runs (DISC_PROFILE)", "", "```",
+                      p.stdout.strip() + ("" if p.returncode == 0 else f"\n(status {p.returncode})"), "```", ""]
+            print(lines[-3], flush=True)
+            flush()
+    if a.no_torch or a.rehearse:
+        return 0
+    for ent in tags:
+        model = build(ent["model"], ent["dtype"]).to(DEV)
+        comp = torch.compile(model, dynamic=True)
+        for shape in shapes:
+            b, s = map(int, shape.split("x"))
+            g = torch.Generator(device="cpu").manual_seed(b * 1000 + s)
+            ids = torch.randint(0, 1000, (b, s), generator=g).to(DEV)
+            ins = [ids, torch.ones(b, s, dtype=torch.long, device=DEV)] if is_bert(ent["model"]) else [ids]
+            with torch.inference_mode():
+                for what, fn in (("eager", model), ("torch.compile(dynamic=True)", comp)):
+                    try:
+                        got = torch_top(lambda: fn(*ins), a.top)
+                    except Exception as e:  # noqa: BLE001  (Inductor's failures are many kinds)
+                        got = [f"failed: {type(e).__name__}: {str(e)[:300]}"]
+                    lines += [f"## {what} {ent['tag']} {shape}: one run (PyTorch's profiler)", "", "```"] + got + \
+                        ["```", ""]
+                    print("\n".join(got[-1:]), flush=True)
+                    flush()
+        del model, comp
+        torch.cuda.empty_cache()
     return 0
 
 
@@ -503,10 +626,37 @@ def main():
                    help="on the stand-in driver (build/fakecuda on LD_LIBRARY_PATH, objects prepared with "
                    "DISC_CUDA_EMU_MODULES=1): PyTorch on the CPU, no torch.compile; checks the plumbing, "
                    "not the speed"),
+    for name in ("profile", "profile-child"):
+        q = sub.add_parser(name, help="where the time goes, per kernel (DISC_PROFILE and PyTorch's profiler)"
+                           if name == "profile" else argparse.SUPPRESS)
+        q.add_argument("dir")
+        q.add_argument("--rtlib", required=True)
+        q.add_argument("--stubs", required=True)
+        q.add_argument("--cc", default=os.environ.get("CC", "cc"))
+        q.add_argument("--runs", type=int, default=10)
+        q.add_argument("--rehearse", action="store_true", help="on the stand-in driver, as run's")
+        if name == "profile":
+            q.add_argument("--out", default=os.environ.get("OUT", "/tmp/disc-gpu-bench"))
+            q.add_argument("--models", help="a subset, e.g. bert_base")
+            q.add_argument("--dtypes", help="a subset, e.g. f16")
+            q.add_argument("--shapes", default="16x512", help="BxS,... (16x512)")
+            q.add_argument("--top", type=int, default=15, help="kernels listed per run (15)")
+            q.add_argument("--no-torch", action="store_true", help="disc's profile only")
+            q.add_argument("--no-disc", action="store_true", help="PyTorch's profiles only")
+        else:
+            q.add_argument("--tag", required=True)
+            q.add_argument("--shape", required=True)
+            q.add_argument("--work", required=True)
     a = ap.parse_args()
     if a.cmd == "prepare":
         prepare(a)
         return 0
+    if a.cmd == "profile-child":
+        return profile_child(a)
+    if a.cmd == "profile":
+        if not a.rehearse and not torch.cuda.is_available():
+            sys.exit("gpu_bench: no CUDA device for PyTorch")
+        return profile(a)
     return run(a)
 
 

@@ -15,9 +15,11 @@
 #           and bench/gpu_bench.py's objects of BERT-base and GPT-2, f32
 #           and f16, fused and --no-fuse, their weights as xz (bench/)
 #   there:  the device tool's run with carry ["tests/gpu/device"] and
-#           command "sh tests/gpu/run_on_device.sh [--tests | --bench [ARGS]]"
-#           (both by default; ARGS go to gpu_bench.py run, e.g. --no-compile,
-#           --models bert_base or --dtypes f32). With 15 minutes of device
+#           command "sh tests/gpu/run_on_device.sh [--tests | --bench [ARGS]
+#           | --profile [ARGS]]" (tests and bench by default; ARGS go to
+#           gpu_bench.py run, e.g. --no-compile, --models bert_base or
+#           --dtypes f32; --profile's to gpu_bench.py profile, where the
+#           time goes per kernel: --shapes 16x512 --dtypes f16). With 15 minutes of device
 #           time: "--tests" (a few minutes), then "--bench --dtypes f32"
 #           (torch.compile compiles each model twice: its dynamic graph and
 #           batch 1), then f16 with what is left; each call's report says
@@ -72,6 +74,7 @@ what=all
 case ${1:-} in
 --tests) what=tests; shift ;;
 --bench) what=bench; shift ;;
+--profile) what=profile; shift ;;
 esac
 out=${OUT:-/tmp/disc-device}
 mkdir -p "$out"
@@ -94,6 +97,14 @@ if [ -n "$lt" ]; then
     say "== cuBLASLt: $lt"
 else
     say "== no libcublasLt.so.12 or .13 on this machine: the models' matmuls will fail"
+fi
+if [ $what = profile ]; then
+    say "== where the time goes (bench/gpu_bench.py profile $*)"
+    python3 bench/gpu_bench.py profile $dev/bench --rtlib $dev/libdisc_rt.a --stubs $dev/no_dnnl_stubs.c \
+        --out "$out/profile" "$@" > "$out/profile.log" 2>&1 || fail=1
+    cat "$out/profile.log" >> "$log"
+    say "== profile: $([ $fail = 0 ] && echo done || echo FAIL)"
+    exit $fail
 fi
 if [ $what != bench ]; then
 cc -c -O1 -o "$out/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
