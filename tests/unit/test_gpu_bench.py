@@ -60,6 +60,17 @@ check(got.get("disc_k3") == {"kernel": "disc_k3", "launches": 2, "us": 2.0, "MB"
       f"disc_k3: {got.get('disc_k3')}")
 check(got.get("disc_k5", {}).get("GB/s") == 2000.0 and got["disc_k5"]["launches"] == 1, f"disc_k5: {got.get('disc_k5')}")
 check(gpu_bench.parse_ncu("==PROF== No kernels were profiled.\n") is None, "no CSV: None")
+# what ncu 2025.3 printed on the H200 (2026-11-27) with --print-units base: time in "ns", bytes in "byte"
+short = csv.replace('"nsecond","1,000"', '"ns","1,000"').replace('"usecond","1"', '"us","1"').replace(
+    '"msecond","0.5"', '"ms","0.5"').replace('"Mbyte","1"', '"MB","1"')
+got = {e["kernel"]: e for e in gpu_bench.parse_ncu(short)}
+check(got.get("disc_k3") == {"kernel": "disc_k3", "launches": 2, "us": 2.0, "MB": 2.0, "GB/s": 1000.0},
+      f"short units, disc_k3: {got.get('disc_k3')}")
+try:
+    gpu_bench.parse_ncu(csv.replace('"nsecond"', '"cycle"'))
+    check(False, "an unknown unit read as a factor of 1")
+except ValueError as e:
+    check("cycle" in str(e), f"the unknown unit named: {e}")
 
 print("test_gpu_bench: %s" % ("PASS" if not fails else f"{fails} failed"))
 sys.exit(1 if fails else 0)
