@@ -1805,13 +1805,18 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
         return cols_body(k, gk, grid_max, xt, kax, nk, rax, nr, p, m);
     /* The launch, computed by the host flow from the symbols: a warp per
      * row up to GPU_WARP_ROW_MAX elements (GPU_BLOCK / warp rows a block),
-     * a block per row beyond; the first reduction's input kept in dynamic
+     * a block per row beyond, and also for fewer than GPU_FEW_ROWS rows of
+     * at least GPU_BLOCK elements: LayerNorm over 512 rows of 768 took 18
+     * us a warp per row on an H200 (64 blocks on 132 SMs, each lane's 24
+     * loads one after another); the first reduction's input kept in dynamic
      * shared memory where it is read again and the block's rows fit. The
      * variant is the last parameter, var: bit 0 a block per row, bit 1
      * the row read again from global memory. */
     bool keep = nred > 1 || any_full;
     int64_t esize = csize(first->in[0]->type.dtype), rw = GPU_BLOCK / warp;
-    Dim *blk = dim_gt(cx, m, GPU_WARP_ROW_MAX);
+    Dim *few = dim_mul(cx, dim_sub(cx, dim_const(cx, 1), dim_gt(cx, p, GPU_FEW_ROWS - 1)),
+                       dim_gt(cx, m, GPU_BLOCK - 1));
+    Dim *blk = dim_max(cx, dim_gt(cx, m, GPU_WARP_ROW_MAX), few);
     Dim *rows = dim_sub(cx, dim_const(cx, rw), dim_mulc(cx, blk, rw - 1));
     Dim *bw = too_big(cx, m, rw, esize), *bb = too_big(cx, m, 1, esize);
     Dim *bw32 = too_big(cx, m, GPU_BLOCK / 32, esize), *bw64 = too_big(cx, m, GPU_BLOCK / 64, esize);

@@ -41,7 +41,10 @@ enum {
     GPU_GRID_MAX = 8192,  /* blocks of a loop kernel at most: the rest by striding */
     GPU_EMU_GRID_MAX = 3, /* the emulator's: few, so every test strides */
     GPU_WARP_ROW_MAX = 1024, /* a row reduction takes a warp per row up to this
-                                many elements, a block per row beyond */
+                                many elements, a block per row beyond ... */
+    GPU_FEW_ROWS = 4096,  /* ... and also where fewer rows than this (a warp each
+                             leaves most of a device's SMs idle) are each at
+                             least GPU_BLOCK elements long */
     GPU_DYN_SHARED_MAX = 40 << 10, /* bytes of dynamic shared memory a row kernel
                                       keeps its rows in, at most (else it reads
                                       them again) */

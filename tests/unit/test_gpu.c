@@ -373,17 +373,22 @@ static float *test_input(int64_t n)
     return x;
 }
 
-/* The softmax kernel on shape[0] rows of shape[1] (one block's worth: the
- * launch's grid is 1). */
+/* The softmax kernel on shape[0] rows of shape[1] (shape[2]: the warp's
+ * lanes), on the grid the launch computes (a block per row past
+ * GPU_WARP_ROW_MAX, and for fewer than GPU_FEW_ROWS rows of at least
+ * GPU_BLOCK; else GPU_BLOCK / warp rows a block). */
 static int softmax_body(EmuFn *fn, const int64_t *shape)
 {
     int64_t rows = shape[0], n = shape[1];
+    bool blk = n > GPU_WARP_ROW_MAX || (rows < GPU_FEW_ROWS && n >= GPU_BLOCK);
+    int64_t per = blk ? 1 : GPU_BLOCK / 32, grid = (rows + per - 1) / per; /* (the emulator's module's
+                                                          launch: warps of 32; at 64 the rows' loop strides) */
     float *x = test_input(rows * n), *y = malloc((size_t)(rows * n) * sizeof *y + 1);
     if (!x || !y)
         return 100;
     int64_t s[2] = {rows, n};
     void *args[3] = {x, y, s};
-    fn(0, 1, args);
+    fn(0, grid < GPU_GRID_MAX ? grid : GPU_GRID_MAX, args);
     int wrong = 0;
     for (int64_t r = 0; r < rows; r++) {
         double mx = -INFINITY, sum = 0;
@@ -399,8 +404,71 @@ static int softmax_body(EmuFn *fn, const int64_t *shape)
 
 static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char *msg, size_t size)
 {
-    int64_t shape[2] = {rows, n};
+    int64_t shape[3] = {rows, n, warp};
     return emu_child(src, warp, softmax_body, shape, msg, size);
+}
+
+/* The row template's choice at run time (var's bit 0, a block per row;
+ * where shape analysis leaves one variant, the kernel has no var and the
+ * text says which): LayerNorm-like rows of 768 take a block each below
+ * GPU_FEW_ROWS rows (a warp each left most of an H200's SMs idle: 18 us
+ * for 512 rows) and a warp each from there on; rows shorter than a block
+ * a warp at any count, rows past GPU_WARP_ROW_MAX a block. 0: a warp
+ * per row, 1: a block per row. */
+static int64_t row_variant(const char *n, int64_t rows)
+{
+    char src[1024];
+    snprintf(src, sizeof src, "graph @t(%%x: f32[R, %s]) {\n"
+             "  %%mx = reduce(%%x) {kind = max, axes = [1], keepdims = 1} : f32[R, 1]\n"
+             "  %%sh = sub(%%x, %%mx) : f32[R, %s]\n"
+             "  %%ex = exp(%%sh) : f32[R, %s]\n"
+             "  %%sm = reduce(%%ex) {kind = sum, axes = [1], keepdims = 1} : f32[R, 1]\n"
+             "  %%p = div(%%ex, %%sm) : f32[R, %s]\n"
+             "  return %%p\n"
+             "}\n", n, n, n, n);
+    Diag d = {0};
+    Graph *g = model_load_text(src, strlen(src), "t.disc", &d);
+    if (!g)
+        return -2;
+    CgModule m;
+    CgOpts co = {.opt_level = 3, .gpu = "cuda"};
+    int64_t got = -2;
+    if (cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, &d)) {
+        Cg cg = {.g = m.g, .si = m.si, .plan = m.plan, .mp = m.mp, .d = &d};
+        for (int i = 0; i < m.plan->n; i++) {
+            const Group *grp = &m.plan->groups[i];
+            if (grp->kind != FUSE_STITCH && grp->kind != FUSE_INPUT)
+                continue;
+            GpuStr ks = {0};
+            GpuKernel gk = {0};
+            if (gpu_kernel(&cg, grp, "disc_k0", GPU_CUDA, GPU_GRID_MAX, 32, &ks, &gk)) {
+                int64_t val[1] = {rows};
+                DimEnv env = {.val = val, .n = 1};
+                int64_t v = 0;
+                if (!gk.var) /* one variant, the one in the text */
+                    got = strstr(ks.p, "/* a row per block */") ? 1 : strstr(ks.p, "/* a row per warp */") ? 0 : -1;
+                else
+                    got = dim_eval(gk.var, &env, &v) == DIM_OK ? (v & 1) : -3;
+            }
+            gpu_kernel_free(&gk);
+            gpu_str_free(&ks);
+        }
+        cg_module_free(&m);
+    }
+    graph_free(g);
+    return got;
+}
+
+static void test_row_schedule(void)
+{
+    CHECK_MSG(row_variant("768", 512) == 1, "768 x 512 rows: %lld", (long long)row_variant("768", 512));
+    CHECK_MSG(row_variant("768", GPU_FEW_ROWS - 1) == 1, "just below GPU_FEW_ROWS");
+    CHECK_MSG(row_variant("768", GPU_FEW_ROWS) == 0, "768 x GPU_FEW_ROWS rows: a warp each");
+    CHECK_MSG(row_variant("768", 8192) == 0, "768 x 8192 rows: a warp each");
+    CHECK_MSG(row_variant("255", 16) == 0, "rows shorter than a block: a warp each");
+    CHECK_MSG(row_variant("256", 16) == 1, "rows of a block's length, few: a block each");
+    CHECK_MSG(row_variant("4096", 100000) == 1, "long rows: a block each");
+    CHECK_MSG(row_variant("64", 16) == 0, "rows of 64: a warp each (%lld)", (long long)row_variant("64", 16));
 }
 
 static void test_row_mutations(void)
@@ -413,9 +481,11 @@ static void test_row_mutations(void)
     if (!ok)
         return;
     char msg[512];
-    /* rows of a warp (8 and 4 rows a block at 32 and 64 lanes: a grid of
-     * 1), of a block kept in shared memory (1 row), read again */
-    static const int64_t shapes[][2] = {{4, 1}, {4, 100}, {4, 1024}, {1, 1025}, {1, 10240}, {1, 10241}};
+    /* rows of a warp (8 and 4 rows a block at 32 and 64 lanes), of a
+     * block kept in shared memory (1 row: long rows, and few rows of at
+     * least a block's length), read again */
+    static const int64_t shapes[][2] = {{4, 1},       {4, 100},    {4, 1024},  {GPU_FEW_ROWS, 300},
+                                        {3, 300},     {1, 1025},   {1, 10240}, {1, 10241}};
     for (int warp = 32; warp <= 64; warp *= 2)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
             int w = softmax_run(s.p, warp, shapes[i][0], shapes[i][1], msg, sizeof msg);
@@ -798,6 +868,7 @@ int main(int argc, char **argv)
     test_emu_barriers();
     test_emu_shuffles();
     test_row_mutations();
+    test_row_schedule();
     test_col_mutations();
     test_vec_mutations();
     test_gemm_mutations();
