@@ -375,7 +375,7 @@ def run(a):
         sys.exit("gpu_bench: no CUDA device for PyTorch")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
     os.makedirs(a.out, exist_ok=True)
-    work = os.path.join(a.out, "work")
+    work = a.work or os.path.join(a.out, "work")
     os.makedirs(work, exist_ok=True)
     a.stubs_o = os.path.join(work, "no_dnnl_stubs.o")
     sh([a.cc, "-c", "-fPIC", "-O1", "-o", a.stubs_o, a.stubs])
@@ -552,7 +552,7 @@ def profile(a):
     (PyTorch's profiler, one run). Writes OUT/gpu_profile.md."""
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
     os.makedirs(a.out, exist_ok=True)
-    work = os.path.join(a.out, "work")
+    work = a.work or os.path.join(a.out, "work")
     os.makedirs(work, exist_ok=True)
     sh([a.cc, "-c", "-fPIC", "-O1", "-o", os.path.join(work, "no_dnnl_stubs.o"), a.stubs])
     shapes = a.shapes.split(",")
@@ -568,9 +568,9 @@ def profile(a):
     for ent in tags if not a.no_disc else []:
         for shape in shapes:
             env = dict(os.environ, DISC_PROFILE="1", DISC_PROFILE_TOP=str(a.top))
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "profile-child", a.dir, "--tag", ent["tag"],
-                                "--shape", shape, "--runs", str(a.runs), "--work", work, "--rtlib", a.rtlib,
-                                "--stubs", a.stubs, "--cc", a.cc] + (["--rehearse"] if a.rehearse else []), env=env, stdout=subprocess.PIPE,
+            cmd = [sys.executable, os.path.abspath(__file__), "profile-child", a.dir, "--tag", ent["tag"], "--shape",
+                   shape, "--runs", str(a.runs), "--work", work, "--rtlib", a.rtlib, "--stubs", a.stubs, "--cc", a.cc]
+            p = subprocess.run(cmd + (["--rehearse"] if a.rehearse else []), env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=600)
             lines += [f"## disc {ent['tag']} {shape}: {a.runs} runs (DISC_PROFILE)", "", "```",
                       p.stdout.strip() + ("" if p.returncode == 0 else f"\n(status {p.returncode})"), "```", ""]
@@ -615,6 +615,7 @@ def main():
     r.add_argument("--rtlib", required=True)
     r.add_argument("--stubs", required=True, help="C source of the oneDNN stubs (run_on_device.sh --prepare)")
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/disc-gpu-bench"))
+    r.add_argument("--work", help="where the shared objects and weights go (OUT/work)")
     r.add_argument("--runs", type=int, default=20)
     r.add_argument("--models", help="a subset, e.g. bert_base")
     r.add_argument("--dtypes", help="a subset, e.g. f32")
@@ -637,6 +638,7 @@ def main():
         q.add_argument("--rehearse", action="store_true", help="on the stand-in driver, as run's")
         if name == "profile":
             q.add_argument("--out", default=os.environ.get("OUT", "/tmp/disc-gpu-bench"))
+            q.add_argument("--work", help="where the shared objects and weights go (OUT/work)")
             q.add_argument("--models", help="a subset, e.g. bert_base")
             q.add_argument("--dtypes", help="a subset, e.g. f16")
             q.add_argument("--shapes", default="16x512", help="BxS,... (16x512)")

@@ -34,8 +34,13 @@
 # set, its outputs against ONNX Runtime's (device_compare.py); then the
 # BERT encoder under compute-sanitizer's memcheck and racecheck; then the
 # benchmark (bench/gpu_bench.py run: disc against PyTorch eager and
-# torch.compile, outputs checked against eager's). Logs go to $OUT (the
-# tool brings them back); exit 0 only if all pass.
+# torch.compile, outputs checked against eager's). Logs and reports go
+# to $OUT (the tool brings back at most 8 files: device.log, bench.log,
+# bench/gpu_bench.md and .json and ncu's CSV, profile.log and
+# profile/gpu_profile.md), programs and objects to $DISC_DEVICE_WORK
+# (/tmp/disc-device-work); exit 0 only if all pass. The H200 of
+# 2026-11-27 took 290 s for --tests then --bench --dtypes f32 in one
+# command, 164 s for --bench --dtypes f16, 185 s for --profile and ncu.
 set -eu
 cd "$(dirname "$0")/../.."
 dev=${DISC_DEVICE_DIR:-tests/gpu/device} # (another, for a rehearsal on the stand-in driver)
@@ -77,7 +82,10 @@ case ${1:-} in
 --profile) what=profile; shift ;;
 esac
 out=${OUT:-/tmp/disc-device}
-mkdir -p "$out"
+# $out gets the logs and reports alone (the device tool brings back at
+# most 8 files, two folders down); programs and objects go to $work
+work=${DISC_DEVICE_WORK:-/tmp/disc-device-work}
+mkdir -p "$out" "$work"
 log="$out/device.log"
 : > "$log"
 say() { echo "$@" | tee -a "$log"; }
@@ -101,35 +109,35 @@ fi
 if [ $what = profile ]; then
     say "== where the time goes (bench/gpu_bench.py profile $*)"
     python3 bench/gpu_bench.py profile $dev/bench --rtlib $dev/libdisc_rt.a --stubs $dev/no_dnnl_stubs.c \
-        --out "$out/profile" "$@" > "$out/profile.log" 2>&1 || fail=1
+        --out "$out/profile" --work "$work/profile" "$@" > "$out/profile.log" 2>&1 || fail=1
     cat "$out/profile.log" >> "$log"
     say "== profile: $([ $fail = 0 ] && echo done || echo FAIL)"
     exit $fail
 fi
 if [ $what != bench ]; then
-cc -c -O1 -o "$out/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
-cc -O1 -g -std=gnu11 -Iinclude -I. -o "$out/test_cudrv" tests/unit/test_cudrv.c $dev/libdisc_rt.a \
-    "$out/no_dnnl_stubs.o" -ldl -lpthread -lm 2>&1 | tee -a "$log"
+cc -c -O1 -o "$work/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
+cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cudrv" tests/unit/test_cudrv.c $dev/libdisc_rt.a \
+    "$work/no_dnnl_stubs.o" -ldl -lpthread -lm 2>&1 | tee -a "$log"
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 for m in "$dev/loop_vec.sm_$cap.cubin" "$dev/loop_vec.sm_80.ptx"; do
     [ -f "$m" ] || { say "missing $m (run --prepare here first)"; fail=1; continue; }
     say "== test_cudrv --module $m"
-    "$out/test_cudrv" --module "$m" disc_k0 disc_k1 >> "$log" 2>&1 || fail=1
+    "$work/test_cudrv" --module "$m" disc_k0 disc_k1 >> "$log" 2>&1 || fail=1
     tail -1 "$log"
 done
-cc -O1 -g -std=gnu11 -Iinclude -I. -o "$out/test_cublaslt" tests/unit/test_cublaslt.c $dev/libdisc_rt.a \
-    "$out/no_dnnl_stubs.o" -ldl -lpthread -lm >> "$log" 2>&1 || { say "FAIL: cannot build test_cublaslt"; fail=1; }
+cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cublaslt" tests/unit/test_cublaslt.c $dev/libdisc_rt.a \
+    "$work/no_dnnl_stubs.o" -ldl -lpthread -lm >> "$log" 2>&1 || { say "FAIL: cannot build test_cublaslt"; fail=1; }
 say "== test_cublaslt"
-"$out/test_cublaslt" >> "$log" 2>&1 || fail=1
+"$work/test_cublaslt" >> "$log" 2>&1 || fail=1
 tail -1 "$log"
 # every model test on the GPU, ahead of time
 npass=0
 nfail=0
 for md in $dev/models/*/; do
     n=$(basename $md)
-    exe="$out/check_$n"
+    exe="$work/check_$n"
     if ! cc -O1 -I$md -I. -DAOT_DEVICE -DAOT_NAME=m -DAOT_UPPER=M '-DAOT_HEADER="m.h"' tests/aot/aot_check.c $md/m.o \
-            $dev/libdisc_rt.a "$out/no_dnnl_stubs.o" -lm -lpthread -ldl -o "$exe" >> "$log" 2>&1; then
+            $dev/libdisc_rt.a "$work/no_dnnl_stubs.o" -lm -lpthread -ldl -o "$exe" >> "$log" 2>&1; then
         say "FAIL $n: cannot link"
         nfail=$((nfail + 1))
         continue
@@ -148,10 +156,10 @@ say "== models on the GPU: $npass data sets pass, $nfail fail"
 if command -v compute-sanitizer > /dev/null; then
     for tool in memcheck racecheck; do
         say "== compute-sanitizer $tool: test_cudrv, the BERT encoder"
-        compute-sanitizer --tool $tool --error-exitcode 9 "$out/test_cudrv" --module "$dev/loop_vec.sm_80.ptx" \
+        compute-sanitizer --tool $tool --error-exitcode 9 "$work/test_cudrv" --module "$dev/loop_vec.sm_80.ptx" \
             disc_k0 >> "$log" 2>&1 || fail=1
         s=$(ls -d $dev/models/bert_encoder/test_data_set_* | tail -1)
-        compute-sanitizer --tool $tool --error-exitcode 9 "$out/check_bert_encoder" $s >> "$log" 2>&1 || fail=1
+        compute-sanitizer --tool $tool --error-exitcode 9 "$work/check_bert_encoder" $s >> "$log" 2>&1 || fail=1
         tail -2 "$log"
     done
 fi
@@ -159,7 +167,7 @@ fi
 if [ $what != tests ]; then
     say "== the benchmark (bench/gpu_bench.py run $*)"
     python3 bench/gpu_bench.py run $dev/bench --rtlib $dev/libdisc_rt.a --stubs $dev/no_dnnl_stubs.c \
-        --out "$out/bench" "$@" > "$out/bench.log" 2>&1 || fail=1
+        --out "$out/bench" --work "$work/bench" "$@" > "$out/bench.log" 2>&1 || fail=1
     cat "$out/bench.log" >> "$log"
     tail -30 "$out/bench.log"
     [ -f "$out/bench/gpu_bench.md" ] && cat "$out/bench/gpu_bench.md"
