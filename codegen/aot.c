@@ -609,34 +609,35 @@ static LLVMValueRef define_gpu(Cg *cg, CgAot *a, Diag *d)
     LLVMValueRef archs[MAXIMG + 1], imgs[MAXIMG + 1];
     int n = 0;
     double t0 = disc_rt_now();
-    char first[16] = "";
+    /* the images: a CUBIN per architecture, the first's PTX after it
+     * (the emulator's image alone), compiled at once */
+    char arch[MAXIMG][16];
+    const char *req[MAXIMG];
+    bool cubin[MAXIMG];
     int nk = gpu_run_kernels(r, NULL, 0);
     for (const char *p = list; nk > 0 && *p && n < MAXIMG - 1;) {
         size_t len = strcspn(p, ",");
-        char arch[16];
-        if (len == 0 || len >= sizeof arch || strncmp(p, "sm_", 3)) {
+        if (len == 0 || len >= sizeof arch[0] || strncmp(p, "sm_", 3)) {
             diag_setk(d, DIAG_ARG, "error: --gpu-arch %s: not a list of sm_XY", list);
             return NULL;
         }
-        snprintf(arch, sizeof arch, "%.*s", (int)len, p);
-        if (!first[0])
-            snprintf(first, sizeof first, "%s", arch);
-        for (int ptx = 0; ptx < 2 && n < MAXIMG; ptx++) {
-            if (ptx && (strcmp(arch, first) || gpu_run_emu(r)))
-                break;
-            char *img;
-            size_t size;
-            if (!gpu_run_compile(r, arch, !ptx, &img, &size, d))
-                return NULL;
-            imgs[n] = private_bytes(cg, img, size, 16, "disc.gpu.image");
-            archs[n++] = cstring(cg, gpu_run_emu(r) ? "emu" : ptx ? "ptx" : arch);
-            free(img);
-            if (gpu_run_emu(r))
-                goto done;
-        }
+        snprintf(arch[n], sizeof arch[n], "%.*s", (int)len, p);
+        req[n] = arch[n], cubin[n] = true, n++;
+        if (gpu_run_emu(r))
+            break;
+        if (n == 1) /* the first architecture's PTX */
+            req[n] = arch[0], cubin[n] = false, n++;
         p += len + (p[len] == ',');
     }
-done:
+    char *img[MAXIMG];
+    size_t size[MAXIMG];
+    if (n > 0 && !gpu_run_compile(r, n, req, cubin, img, size, d))
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        imgs[i] = private_bytes(cg, img[i], size[i], 16, "disc.gpu.image");
+        archs[i] = cstring(cg, gpu_run_emu(r) ? "emu" : !cubin[i] ? "ptx" : req[i]);
+        free(img[i]);
+    }
     a->t_gpu = disc_rt_now() - t0;
     a->nimages = n;
     const char *names[nk + 1];

@@ -188,10 +188,13 @@ typedef struct GpuRun GpuRun;
  * (DISC_CUDA_DEVICE, else 0) the module is compiled for. NULL with the
  * driver's error in d. */
 GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d);
-/* The module of the kernels made so far: a CUBIN for arch, or (cubin
- * false) NUL-terminated PTX; with DISC_CUDA_EMU_MODULES=1 the emulator's
- * image whatever arch says. malloc'd, n bytes; false with d set. */
-bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d);
+/* The module of the kernels made so far as count images, compiled at
+ * once (up to a thread per CPU): image i a CUBIN for arch[i], or
+ * (cubin[i] false) NUL-terminated PTX; with DISC_CUDA_EMU_MODULES=1 the
+ * emulator's image whatever arch says. img[i] malloc'd, n[i] bytes;
+ * false with the first failure's error in d (and no image). */
+bool gpu_run_compile(GpuRun *r, int count, const char *const *arch, const bool *cubin, char **img, size_t *n,
+                     Diag *d);
 /* The kernels' names (up to max into names); returns how many there are. */
 int gpu_run_kernels(const GpuRun *r, const char **names, int max);
 /* The constants the kernels read (slots of disc_jit_dconsts). */

@@ -324,14 +324,68 @@ static bool compile_src(const GpuRun *r, const char *src, const char *arch, bool
     return true;
 }
 
-bool gpu_run_compile(GpuRun *r, const char *arch, bool cubin, char **img, size_t *n, Diag *d)
+/* One image of gpu_run_compile, on a thread of its own. */
+typedef struct Image {
+    const GpuRun *r;
+    const char *arch;
+    bool cubin;
+    char *img;
+    size_t n;
+    GpuCacheInfo ci;
+    Diag d;
+    bool ok;
+} Image;
+
+static void *image_compile(void *arg)
 {
+    Image *im = arg;
+    im->ok = compile_src(im->r, im->r->src.p, im->arch, im->cubin, &im->img, &im->n, &im->ci, &im->d);
+    return NULL;
+}
+
+bool gpu_run_compile(GpuRun *r, int count, const char *const *arch, const bool *cubin, char **img, size_t *n,
+                     Diag *d)
+{
+    for (int i = 0; i < count; i++)
+        img[i] = NULL, n[i] = 0;
     if (r->src.failed)
         return diag_oom(d);
     r->srcbytes = r->src.n;
+    Image *ims = calloc((size_t)count + 1, sizeof *ims);
+    pthread_t *tid = calloc((size_t)count + 1, sizeof *tid);
+    bool *started = calloc((size_t)count + 1, sizeof *started);
+    if (!ims || !tid || !started) {
+        free(ims), free(tid), free(started);
+        return diag_oom(d);
+    }
     double t0 = disc_rt_now();
-    bool ok = compile_src(r, r->src.p, arch, cubin, img, n, &r->ci, d);
+    /* NVRTC's time is the module's, so the images go at once, up to a
+     * thread per CPU (the rest, and any whose thread did not start, here) */
+    int cpus = cg_cpus();
+    for (int i = 0; i < count; i++) {
+        ims[i] = (Image){.r = r, .arch = arch[i], .cubin = cubin[i]};
+        if (i > 0 && i < cpus)
+            started[i] = pthread_create(&tid[i], NULL, image_compile, &ims[i]) == 0;
+    }
+    for (int i = 0; i < count; i++)
+        if (i == 0 || !started[i])
+            image_compile(&ims[i]);
+    bool ok = true;
+    r->ci = (GpuCacheInfo){.hit = true};
+    for (int i = 0; i < count; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        r->ci.hit &= ims[i].ci.hit;
+        if (ok && !ims[i].ok)
+            ok = diag_copy(d, &ims[i].d);
+        img[i] = ims[i].img, n[i] = ims[i].n;
+    }
     r->ci.seconds = disc_rt_now() - t0;
+    for (int i = 0; !ok && i < count; i++) {
+        free(img[i]);
+        img[i] = NULL, n[i] = 0;
+    }
+    free(ims), free(tid), free(started);
     return ok;
 }
 
