@@ -132,6 +132,7 @@ typedef struct Key {
     int64_t f[DISC_MM_NFIELDS]; /* the fields, DISC_MM_WEIGHTS_CONST and _PANEL zeroed */
     int32_t bias, residual;
     uint32_t align[4];          /* of X (B), Y (A), C, D */
+    int32_t padded;             /* B's and C's rows padded (pad_rows) */
 } Key;
 
 typedef struct Plan {
@@ -311,9 +312,9 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
         return NULL;
     }
     p->key = *key;
-    snprintf(p->name, sizeof p->name, "cublasLt %s%lldx%lldx%lld %s%s%s%s%s", batch > 1 ? "batch " : "",
+    snprintf(p->name, sizeof p->name, "cublasLt %s%lldx%lldx%lld %s%s%s%s%s%s", batch > 1 ? "batch " : "",
              (long long)m, (long long)n, (long long)k, dtype_name((DType)dt), key->bias ? " +bias" : "",
-             *epi ? " +" : "", epi, key->residual ? " +residual" : "");
+             *epi ? " +" : "", epi, key->residual ? " +residual" : "", key->padded ? " (rows padded)" : "");
     if (batch > 1) {
         char *e = p->name + strlen(p->name);
         snprintf(e, sizeof p->name - (size_t)(e - p->name), " (x%lld)", (long long)batch);
@@ -395,6 +396,29 @@ static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Key *key)
 
 /* ---- the call ------------------------------------------------------------------ */
 
+/* Half-precision rows that are not 16 bytes apart put cuBLASLt on its
+ * unaligned kernels: GPT-2's f16 head (8192 x 50257 x 768, a row of
+ * 50257 halves) took 5.05 ms a call on an H200, where torch.compile's
+ * call on rows Inductor had padded took 0.92. For such a product of at
+ * least PAD_MIN_M rows (below it the copies cost more than they save: the
+ * product is the weights' read), C is made in run memory with its rows
+ * padded to 16 bytes and copied out, and B, where its rows of n are the
+ * unaligned ones, copied in the same way first. The elements in the
+ * padding are never read. Returns the padded row length, or 0. */
+enum { PAD_MIN_M = 256 };
+
+/* Elements of esize bytes in 16 bytes. */
+static int64_t npad_step(size_t esize) { return 16 / (int64_t)esize; }
+
+static int64_t pad_rows(const int64_t *f, size_t esize, bool residual)
+{
+    int64_t dt = f[DISC_MM_DTYPE], ldc = f[DISC_MM_C_STRIDE + 1], step = npad_step(esize);
+    if ((dt != DT_F16 && dt != DT_BF16) || f[DISC_MM_BATCH] != 1 || residual || f[DISC_MM_K] <= 0 ||
+        f[DISC_MM_M] < PAD_MIN_M || ldc % step == 0)
+        return 0;
+    return (f[DISC_MM_N] + step - 1) / step * step;
+}
+
 int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
                            const void *residual, void *c)
 {
@@ -424,6 +448,19 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     key.f[DISC_MM_WEIGHTS_CONST] = key.f[DISC_MM_PANEL] = 0;
     key.bias = bias != NULL;
     key.residual = residual != NULL;
+    /* rows padded: C (and B where its rows are n long) in run memory */
+    int64_t npad = k > 0 ? pad_rows(f, esize, residual != NULL) : 0;
+    void *cout = c, *bpad = NULL;
+    bool bcopy = npad && f[DISC_MM_B_STRIDE + 2] == 1 && f[DISC_MM_B_STRIDE + 1] % npad_step(esize) != 0;
+    if (npad) {
+        if (!(c = disc_rt_dev_alloc(rt, m * npad * (int64_t)esize)) ||
+            (bcopy && !(bpad = disc_rt_dev_alloc(rt, k * npad * (int64_t)esize))))
+            return -1;
+        key.f[DISC_MM_C_STRIDE] = m * npad, key.f[DISC_MM_C_STRIDE + 1] = npad;
+        if (bcopy)
+            key.f[DISC_MM_B_STRIDE] = k * npad, key.f[DISC_MM_B_STRIDE + 1] = npad, x = bpad;
+        key.padded = 1;
+    }
     const void *cin = residual ? residual : c;
     key.align[0] = alignment(x);
     key.align[1] = alignment(y);
@@ -443,6 +480,10 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     int t = -1;
     if (disc_rt_profiling() && (t = disc_gpu_time_start(rt, g, p, p->name)) < 0)
         return -1;
+    size_t row = (size_t)n * esize, prow = (size_t)npad * esize;
+    if (bcopy && disc_gpu_copy2d(rt, g, (DiscDevPtr)(uintptr_t)bpad, prow, (DiscDevPtr)(uintptr_t)b,
+                                 (size_t)f[DISC_MM_B_STRIDE + 1] * esize, row, (size_t)k) != 0)
+        return -1;
     s = lt.Matmul(bl->h, p->desc, alpha, x, p->lx, y, p->ly, beta, cin, p->lc, c, p->lc, &p->algo,
                   (void *)(uintptr_t)bl->ws, p->ws, disc_gpu_stream(g));
     if (s) {
@@ -450,5 +491,8 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
         snprintf(msg, sizeof msg, "cublasLtMatmul (%s)", p->name);
         return failed(rt, s, msg);
     }
+    if (npad && disc_gpu_copy2d(rt, g, (DiscDevPtr)(uintptr_t)cout, (size_t)f[DISC_MM_C_STRIDE + 1] * esize,
+                                (DiscDevPtr)(uintptr_t)c, prow, row, (size_t)m) != 0)
+        return -1;
     return disc_gpu_time_end(rt, g, t);
 }

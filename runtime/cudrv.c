@@ -37,6 +37,7 @@
  * once more.
  */
 #include "runtime/rt.h"
+#include "runtime/cuda_abi.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -97,6 +98,7 @@ static struct {
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*Memcpy2DAsync)(const CuMemcpy2D *, CUstream);
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
@@ -140,7 +142,7 @@ static void driver_load(void)
         SYM(StreamCreate),    SYM(StreamDestroy),     SYM(StreamSynchronize),
         SYM(MemAlloc),        SYM(MemFree),           SYM(MemcpyHtoDAsync),
         SYM(MemcpyDtoHAsync), SYM(MemcpyDtoDAsync),   SYM(MemsetD8Async),
-        SYM(MemsetD32Async),
+        SYM(MemsetD32Async),  SYM(Memcpy2DAsync),
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
         SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
         SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),
@@ -505,6 +507,16 @@ int disc_gpu_copy(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, DiscDevPtr src, size_t
 {
     int go = ready(rt, g, bytes);
     return go <= 0 ? go : queued(rt, cu.MemcpyDtoDAsync(dst, src, bytes, g->stream), "cuMemcpyDtoDAsync", bytes);
+}
+
+int disc_gpu_copy2d(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, size_t dpitch, DiscDevPtr src, size_t spitch,
+                    size_t width, size_t height)
+{
+    int go = ready(rt, g, width * height);
+    CuMemcpy2D c = {.srcMemoryType = CU_MEMORY_DEVICE, .srcDevice = src, .srcPitch = spitch,
+                    .dstMemoryType = CU_MEMORY_DEVICE, .dstDevice = dst, .dstPitch = dpitch,
+                    .WidthInBytes = width, .Height = height};
+    return go <= 0 ? go : queued(rt, cu.Memcpy2DAsync(&c, g->stream), "cuMemcpy2DAsync", width * height);
 }
 
 int disc_gpu_fill(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, int byte, size_t bytes)

@@ -447,6 +447,10 @@ void disc_gpu_trim(DiscGpu *g);
 int disc_gpu_copy_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes);
 int disc_gpu_copy_out(DiscRt *rt, DiscGpu *g, void *dst, DiscDevPtr src, size_t bytes);
 int disc_gpu_copy(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, DiscDevPtr src, size_t bytes);
+/* height rows of width bytes from src to dst, each at its pitch (bytes
+ * from a row to the next), on the device. */
+int disc_gpu_copy2d(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, size_t dpitch, DiscDevPtr src, size_t spitch,
+                    size_t width, size_t height);
 int disc_gpu_fill(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, int byte, size_t bytes);
 int disc_gpu_sync(DiscRt *rt, DiscGpu *g);
 /* A module from a CUBIN for the device's architecture or NUL-terminated

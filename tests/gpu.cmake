@@ -112,6 +112,7 @@ endif()
 add_library(fake_cuda SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cuda.c)
 set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+target_include_directories(fake_cuda PRIVATE ${CMAKE_SOURCE_DIR})
 # tests/unit/fake_cublaslt.c beside it as fakecuda/libcublasLt.so.13: the
 # cuda backend's matmuls (runtime/cublaslt.c) on a stand-in that computes
 # what cuBLASLt's documentation says of each call.

@@ -3,12 +3,15 @@
  * cublasLt.h (unit/test_cublaslt_abi, built where the toolkit's headers
  * are): every constant disc passes to cuBLASLt and the layout of the
  * heuristic's result, which disc declares again so that the runtime
- * archive builds without the toolkit.
+ * archive builds without the toolkit; and runtime/cuda_abi.h's driver
+ * struct against cuda.h's.
  */
 #include "runtime/cublaslt_abi.h"
+#include "runtime/cuda_abi.h"
 #include "../unit/check.h"
 
 #include <cublasLt.h>
+#include <cuda.h>
 #include <stddef.h>
 
 #define SAME(ours, theirs) CHECK_MSG((long long)(ours) == (long long)(theirs), "%s is %lld, cublasLt.h's %s %lld", \
@@ -16,6 +19,13 @@
 
 int main(void)
 {
+    SAME(CU_MEMORY_DEVICE, CU_MEMORYTYPE_DEVICE);
+    SAME(sizeof(CuMemcpy2D), sizeof(CUDA_MEMCPY2D));
+#define FIELD(f) SAME(offsetof(CuMemcpy2D, f), offsetof(CUDA_MEMCPY2D, f))
+    FIELD(srcXInBytes); FIELD(srcY); FIELD(srcMemoryType); FIELD(srcHost); FIELD(srcDevice); FIELD(srcArray);
+    FIELD(srcPitch); FIELD(dstXInBytes); FIELD(dstY); FIELD(dstMemoryType); FIELD(dstHost); FIELD(dstDevice);
+    FIELD(dstArray); FIELD(dstPitch); FIELD(WidthInBytes); FIELD(Height);
+#undef FIELD
     SAME(R_32F, CUDA_R_32F);
     SAME(R_64F, CUDA_R_64F);
     SAME(R_16F, CUDA_R_16F);

@@ -20,6 +20,8 @@
  * that each launch moves on by a millisecond per block. fake_cuda_calls(name) counts
  * the calls of name, for the test to ask with dlsym.
  */
+#include "runtime/cuda_abi.h"
+
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -251,6 +253,19 @@ static CUresult cuMemcpyDtoDAsync(unsigned long long d, unsigned long long s, si
     return OK;
 }
 
+/* Device to device only (what disc asks for), a row at a time. */
+static CUresult cuMemcpy2DAsync(const CuMemcpy2D *c, void *st)
+{
+    ENTER("cuMemcpy2DAsync", UNKNOWN);
+    if (c->srcMemoryType != CU_MEMORY_DEVICE || c->dstMemoryType != CU_MEMORY_DEVICE || c->srcPitch < c->WidthInBytes ||
+        c->dstPitch < c->WidthInBytes || c->srcXInBytes || c->srcY || c->dstXInBytes || c->dstY)
+        return INVALID_VALUE;
+    for (size_t r = 0; r < c->Height; r++)
+        memmove((char *)host(c->dstDevice) + r * c->dstPitch, (char *)host(c->srcDevice) + r * c->srcPitch,
+                c->WidthInBytes);
+    return OK;
+}
+
 static CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *st)
 {
     memset(host(d), v, n);
@@ -455,7 +470,7 @@ static const Entry entries[] = {
     E(cuDeviceGetCount),  E(cuDeviceGet),         E(cuDeviceGetName),  E(cuDeviceGetAttribute),
     E(cuDeviceTotalMem),  E(cuDevicePrimaryCtxRetain), E(cuDevicePrimaryCtxRelease), E(cuCtxSetCurrent),
     E(cuStreamCreate),    E(cuStreamDestroy),     E(cuStreamSynchronize), E(cuMemAlloc),
-    E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync),
+    E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemcpy2DAsync),
     E(cuMemsetD8Async),   E(cuMemsetD32Async),    E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
     E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
     E(cuEventElapsedTime), E(cuEventDestroy),

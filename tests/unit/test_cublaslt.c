@@ -201,7 +201,13 @@ static const Case cases[] = {
     {DT_F16, 2, 6, 10, 12, 0, 0, 0, 1, true, false, DISC_POST_RELU, 2},
     {DT_BF16, 1, 7, 8, 5, 1, 0, 0, 0, true, false, DISC_POST_NONE, 0},
     {DT_F64, 2, 5, 3, 4, 0, 1, 0, 0, false, true, DISC_POST_NONE, 8},
+    /* half rows of 13 (26 bytes apart), 256 rows or more: C made with its
+     * rows padded and copied out; B too where its rows are n long */
+    {DT_F16, 1, 300, 13, 24, 0, 0, 0, 0, true, false, DISC_POST_NONE, 0},
+    {DT_BF16, 1, 260, 13, 20, 1, 1, 0, 0, false, false, DISC_POST_RELU, 2},
+    {DT_F16, 1, 300, 13, 24, 0, 0, 0, 0, false, true, DISC_POST_NONE, 0}, /* a residual: not padded */
 };
+enum { NPADDED = 2, PAD_B = 1 }; /* the cases padded, and of them those with B copied too */
 
 /* The cases, twice (the second time from the plans), and the plan cache
  * and errors through the stand-in's call counts. */
@@ -216,9 +222,16 @@ static void fake(DiscRt *rt, DiscGpu *g)
     CHECK_MSG(calls != NULL, "the stand-in cuBLASLt (fake_cublas_calls) is not the one loaded");
     if (!calls)
         return;
+    void *cudalib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    long (*cucalls)(const char *) = cudalib ? (long (*)(const char *))dlsym(cudalib, "fake_cuda_calls") : NULL;
+    CHECK_MSG(cucalls != NULL, "the stand-in driver (fake_cuda_calls) is not the one loaded");
     long h0 = calls("cublasLtMatmulAlgoGetHeuristic"), m0 = calls("cublasLtMatmul");
+    long c0 = cucalls ? cucalls("cuMemcpy2DAsync") : 0;
     for (int i = 1; i < nc; i++)
         run_case(rt, g, &cases[i]);
+    /* the padded cases: C copied out, B copied in where its rows are n long */
+    CHECK_MSG(!cucalls || cucalls("cuMemcpy2DAsync") - c0 == NPADDED + PAD_B, "%ld 2D copies",
+              cucalls ? cucalls("cuMemcpy2DAsync") - c0 : -1);
     long h1 = calls("cublasLtMatmulAlgoGetHeuristic");
     CHECK(h1 - h0 == nc - 1); /* a plan per case */
     for (int i = 0; i < nc; i++)
