@@ -195,7 +195,12 @@ typedef struct Gk {
     int vlane;         /* ... the element being written (0..3) */
     V vi;              /* ... the vector's index (elements 4 vi .. 4 vi + 3) */
     V *vload;          /* ... per buffer, its vector loaded in this iteration */
+    bool i32;          /* the loop's variant with 32-bit indices (loop_i32) */
+    DimMap dims32;     /* ... its dims: Dim -> its int32_t variable's number + 1 */
 } Gk;
+
+/* The C type of an index in the code being written. */
+static const char *IX(const Gk *k) { return k->i32 ? "int32_t" : "int64_t"; }
 
 static V lit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static V lit(const char *fmt, ...)
@@ -296,6 +301,18 @@ static void mark_syms(Gk *k, const Dim *d)
  * at the top of the kernel. */
 static V kdim(Gk *k, Dim *d)
 {
+    if (k->i32 && d && d->kind != DIM_CONST) { /* a 32-bit copy of the dim's variable, computed once */
+        Dim *hit = dimmap_get(&k->dims32, d);
+        if (hit)
+            return lit("v%d", (int)(intptr_t)hit - 1);
+        k->i32 = false;
+        V w = kdim(k, d);
+        k->i32 = true;
+        int n = k->nv++;
+        gpu_str_printf(&k->pro, "    const int32_t v%d = (int32_t)%s;\n", n, w.s);
+        dimmap_put(&k->dims32, d, (Dim *)(intptr_t)(n + 1));
+        return lit("v%d", n);
+    }
     if (!d) { /* a dim op that failed: out of memory, or an overflow */
         if (!diag_arena_failed(k->cg->d, &k->cg->g->arena))
             diag_setk(k->cg->d, DIAG_INTERNAL, "codegen: internal: a dim that overflows");
@@ -484,7 +501,7 @@ static V offset(Gk *k, const Type *t, const V *idx)
             n = sizeof e - 1;
         stride = dim_mul(&k->cg->g->dims, stride, t->dims[i]);
     }
-    return let(k, "int64_t", "%s", e);
+    return let(k, IX(k), "%s", e);
 }
 
 static void unflatten(Gk *k, const Type *t, V flat, V *idx)
@@ -499,8 +516,8 @@ static void unflatten(Gk *k, const Type *t, V flat, V *idx)
             continue;
         }
         V d = kdim(k, t->dims[i]);
-        idx[i] = let(k, "int64_t", "%s %% %s", flat.s, d.s);
-        flat = let(k, "int64_t", "%s / %s", flat.s, d.s);
+        idx[i] = let(k, IX(k), "%s %% %s", flat.s, d.s);
+        flat = let(k, IX(k), "%s / %s", flat.s, d.s);
     }
 }
 
@@ -524,7 +541,7 @@ static V select_dim(Gk *k, Dim *xd, Dim *rd, V j)
         return j;
     if (dim_is(xd, 1))
         return lit("0");
-    return let(k, "int64_t", "%s == 1 ? 0 : %s", kdim(k, xd).s, j.s); /* may be 1 at run time */
+    return let(k, IX(k), "%s == 1 ? 0 : %s", kdim(k, xd).s, j.s); /* may be 1 at run time */
 }
 
 static V operand(Gk *k, Value *x, const Type *rt, V *idx)
@@ -623,7 +640,7 @@ static void reshape_index(Gk *k, const Type *xt, const Type *rt, V *idx, V *xi)
         return;
     V flat = lit("0");
     for (int i = lead; i < lead + rm; i++)
-        flat = i == lead ? idx[i] : let(k, "int64_t", "%s * %s + %s", flat.s, kdim(k, rt->dims[i]).s, idx[i].s);
+        flat = i == lead ? idx[i] : let(k, IX(k), "%s * %s + %s", flat.s, kdim(k, rt->dims[i]).s, idx[i].s);
     for (int i = lead + xm - 1; i >= lead; i--) {
         if (i == lead) {
             xi[i] = flat;
@@ -634,8 +651,8 @@ static void reshape_index(Gk *k, const Type *xt, const Type *rt, V *idx, V *xi)
             continue;
         }
         V d = kdim(k, xt->dims[i]);
-        xi[i] = let(k, "int64_t", "%s %% %s", flat.s, d.s);
-        flat = let(k, "int64_t", "%s / %s", flat.s, d.s);
+        xi[i] = let(k, IX(k), "%s %% %s", flat.s, d.s);
+        flat = let(k, IX(k), "%s / %s", flat.s, d.s);
     }
 }
 
@@ -675,7 +692,7 @@ static V dot_elem(Gk *k, const Op *op, V *idx)
         kd = dim_mul(&k->cg->g->dims, kd, at->dims[lc->ints[i]]);
     V acc = let(k, acc_t, "0");
     int j = k->nv++;
-    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", j, j, kdim(k, kd).s, j);
+    line(k, "for (%s v%d = 0; v%d < %s; v%d++) {", IX(k), j, j, kdim(k, kd).s, j);
     k->ind++;
     V flat = lit("v%d", j);
     for (int i = lc->n - 1; i >= 0; i--) { /* the contracted index, split over both operands' dims */
@@ -687,8 +704,8 @@ static V dot_elem(Gk *k, const Op *op, V *idx)
             c = lit("0");
         } else {
             V dv = kdim(k, d);
-            c = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
-            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+            c = let(k, IX(k), "%s %% %s", flat.s, dv.s);
+            flat = let(k, IX(k), "%s / %s", flat.s, dv.s);
         }
         ai[lc->ints[i]] = c;
         bi[rc->ints[i]] = c;
@@ -713,8 +730,8 @@ static void split_dims(Gk *k, Dim **d, int n, V flat, V *out)
             out[i] = lit("0");
         } else {
             V dv = kdim(k, d[i]);
-            out[i] = let(k, "int64_t", "%s %% %s", flat.s, dv.s);
-            flat = let(k, "int64_t", "%s / %s", flat.s, dv.s);
+            out[i] = let(k, IX(k), "%s %% %s", flat.s, dv.s);
+            flat = let(k, IX(k), "%s / %s", flat.s, dv.s);
         }
     }
 }
@@ -765,7 +782,7 @@ static V window_elem(Gk *k, const Op *op, V *oidx)
     V acc = let(k, is_f(dt) || !is_max ? t : "int64_t", "%s", is_max && is_f(dt) ? "(-DISC_INF)" : "0");
     V any = let(k, "bool", "false"), count = let(k, "int64_t", "0");
     int kf = k->nv++;
-    line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", kf, kf, kdim(k, taps).s, kf);
+    line(k, "for (%s v%d = 0; v%d < %s; v%d++) {", IX(k), kf, kf, kdim(k, taps).s, kf);
     k->ind++;
     V ks[MAX_RANK], pos[MAX_RANK];
     split_dims(k, kd, nsp, lit("v%d", kf), ks);
@@ -774,15 +791,15 @@ static V window_elem(Gk *k, const Op *op, V *oidx)
         V pb = kdim(k, pads->dims[i]), n = kdim(k, xt->dims[xs + i]);
         long long s = (long long)st->ints[i], dil = (long long)dl->ints[i];
         if (!tr) {
-            pos[i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
+            pos[i] = let(k, IX(k), "%s * %lld - %s + %s * %lld", idx[2 + i].s, s, pb.s, ks[i].s, dil);
             inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, pos[i].s, pos[i].s, n.s);
             if (count_pad) {
                 V pe = kdim(k, pads->dims[nsp + i]);
                 padded = let(k, "bool", "%s && %s < %s + %s", padded.s, pos[i].s, n.s, pe.s);
             }
         } else { /* the input position whose tap lands here, if one does */
-            V num = let(k, "int64_t", "%s + %s - %s * %lld", idx[2 + i].s, pb.s, ks[i].s, dil);
-            pos[i] = let(k, "int64_t", "%s / %lld", num.s, s);
+            V num = let(k, IX(k), "%s + %s - %s * %lld", idx[2 + i].s, pb.s, ks[i].s, dil);
+            pos[i] = let(k, IX(k), "%s / %lld", num.s, s);
             inside = let(k, "bool", "%s && %s >= 0 && %s %% %lld == 0 && %s < %s", inside.s, num.s, num.s, s,
                          pos[i].s, n.s);
         }
@@ -815,14 +832,14 @@ static V window_elem(Gk *k, const Op *op, V *oidx)
         /* conv: w [O, C/g, k...]; conv_transpose: w [C, O/g, k...] */
         Dim *cg = tr ? dim_floordiv(cx, xt->dims[1], dim_const(cx, g)) : wt->dims[1];
         Dim *og = tr ? wt->dims[1] : dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
-        V grp = let(k, "int64_t", "%s / %s", idx[1].s, kdim(k, og).s);
+        V grp = let(k, IX(k), "%s / %s", idx[1].s, kdim(k, og).s);
         int c = k->nv++;
-        line(k, "for (int64_t v%d = 0; v%d < %s; v%d++) {", c, c, kdim(k, cg).s, c);
+        line(k, "for (%s v%d = 0; v%d < %s; v%d++) {", IX(k), c, c, kdim(k, cg).s, c);
         k->ind++;
-        xi[1] = let(k, "int64_t", "%s * %s + v%d", grp.s, kdim(k, cg).s, c);
+        xi[1] = let(k, IX(k), "%s * %s + v%d", grp.s, kdim(k, cg).s, c);
         if (tr) {
             wi[0] = xi[1];
-            wi[1] = let(k, "int64_t", "%s - %s * %s", idx[1].s, grp.s, kdim(k, og).s);
+            wi[1] = let(k, IX(k), "%s - %s * %s", idx[1].s, grp.s, kdim(k, og).s);
         } else {
             wi[0] = idx[1];
             wi[1] = lit("v%d", c);
@@ -912,8 +929,8 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
     case OP_SLICE: {
         const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
         for (int i = 0; i < rt->rank; i++) {
-            V j = sd->ints[i] == 1 ? idx[i] : let(k, "int64_t", "%s * %s", idx[i].s, kconst(sd->ints[i]).s);
-            xi[i] = dim_is(st->dims[i], 0) ? j : let(k, "int64_t", "%s + %s", j.s, kdim(k, st->dims[i]).s);
+            V j = sd->ints[i] == 1 ? idx[i] : let(k, IX(k), "%s * %s", idx[i].s, kconst(sd->ints[i]).s);
+            xi[i] = dim_is(st->dims[i], 0) ? j : let(k, IX(k), "%s + %s", j.s, kdim(k, st->dims[i]).s);
         }
         *out = gelem(k, op->in[0], xi);
         return true;
@@ -923,7 +940,7 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
         memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
         for (int i = 0; i < axes->n; i++) {
             int a = (int)axes->ints[i];
-            xi[a] = let(k, "int64_t", "%s - 1 - %s", kdim(k, rt->dims[a]).s, idx[a].s);
+            xi[a] = let(k, IX(k), "%s - 1 - %s", kdim(k, rt->dims[a]).s, idx[a].s);
         }
         *out = gelem(k, op->in[0], xi);
         return true;
@@ -935,7 +952,7 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
         V end[op->nin + 1];
         for (int i = 0; i < op->nin - 1; i++) { /* where operand i ends */
             V n = kdim(k, op->in[i]->type.dims[axis]);
-            end[i] = i == 0 ? n : let(k, "int64_t", "%s + %s", end[i - 1].s, n.s);
+            end[i] = i == 0 ? n : let(k, IX(k), "%s + %s", end[i - 1].s, n.s);
         }
         int r = k->nv++;
         line(k, "%s v%d;", ctype(dt), r);
@@ -947,7 +964,7 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
             k->ind++;
             memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
             if (i > 0)
-                xi[axis] = let(k, "int64_t", "%s - %s", idx[axis].s, end[i - 1].s);
+                xi[axis] = let(k, IX(k), "%s - %s", idx[axis].s, end[i - 1].s);
             line(k, "v%d = %s;", r, gelem(k, op->in[i], xi).s);
             k->ind--;
         }
@@ -962,15 +979,15 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
         V inside = lit("true");
         for (int i = 0; i < rt->rank; i++) {
             V n = kdim(k, xt->dims[i]);
-            V j = let(k, "int64_t", "%s - %s", idx[i].s, kdim(k, lo->dims[i]).s);
+            V j = let(k, IX(k), "%s - %s", idx[i].s, kdim(k, lo->dims[i]).s);
             inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, j.s, j.s, n.s);
             if (!strcmp(mode, "reflect")) { /* mirror without repeating the edge: period 2(n-1) */
-                V p1 = let(k, "int64_t", "disc_max64(1, 2 * (%s - 1))", n.s);
-                V m = let(k, "int64_t", "%s - %s * disc_floordiv(%s, %s)", j.s, p1.s, j.s, p1.s);
-                j = let(k, "int64_t", "%s >= %s ? %s - %s : %s", m.s, n.s, p1.s, m.s, m.s);
+                V p1 = let(k, IX(k), "disc_max64(1, 2 * (%s - 1))", n.s);
+                V m = let(k, IX(k), "%s - %s * disc_floordiv(%s, %s)", j.s, p1.s, j.s, p1.s);
+                j = let(k, IX(k), "%s >= %s ? %s - %s : %s", m.s, n.s, p1.s, m.s, m.s);
             } else if (!strcmp(mode, "wrap")) { /* periodic: floor-mod by n */
-                V n1 = let(k, "int64_t", "disc_max64(1, %s)", n.s);
-                j = let(k, "int64_t", "%s - %s * disc_floordiv(%s, %s)", j.s, n1.s, j.s, n1.s);
+                V n1 = let(k, IX(k), "disc_max64(1, %s)", n.s);
+                j = let(k, IX(k), "%s - %s * disc_floordiv(%s, %s)", j.s, n1.s, j.s, n1.s);
             }
             xi[i] = clamp(k, j, n);
         }
@@ -1126,7 +1143,7 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
     }
     V n = kdim(k, numel);
     int iv = k->nv++;
-    line(k, "for (int64_t v%d = DISC_TID; v%d < %s; v%d += DISC_NTHREADS) {", iv, iv, n.s, iv);
+    line(k, "for (%s v%d = DISC_TID; v%d < %s; v%d += DISC_NTHREADS) {", IX(k), iv, iv, n.s, iv);
     k->ind++;
     V i = lit("v%d", iv);
     if (flat) {
@@ -2046,6 +2063,51 @@ static void desc(GpuStr *s, const Group *grp)
         gpu_str_printf(s, " %s", op_info(grp->ops[i]->kind)->name);
 }
 
+/* The loop over an index map, where np broadcasting pairs (x[i], r[i])
+ * may be equal at run time: then a variant that does not test them
+ * (speculation) and one that does. */
+static void loop_maps(Gk *k, const Type *rt, Dim *numel, bool flat, int np, Dim **x, Dim **r)
+{
+    if (np == 0) {
+        loop_body(k, rt, numel, flat);
+        return;
+    }
+    char same[1024] = "true";
+    size_t n = 4;
+    for (int i = 0; i < np; i++) {
+        n += (size_t)snprintf(same + n, sizeof same - n, " && %s == %s", kdim(k, x[i]).s, kdim(k, r[i]).s);
+        if (n >= sizeof same)
+            n = sizeof same - 1;
+    }
+    line(k, "if (%s) {", same);
+    k->ind++;
+    k->speculate = true;
+    loop_body(k, rt, numel, flat);
+    k->speculate = false;
+    k->ind--;
+    line(k, "} else {");
+    k->ind++;
+    loop_body(k, rt, numel, flat);
+    k->ind--;
+    line(k, "}");
+}
+
+/* 1 where a loop kernel's indices fit in 32 bits: its element count and
+ * every buffer's at most GPU_INDEX32_MAX (an index map's offsets are into
+ * a buffer, its loop's counter under the count plus the grid's threads).
+ * A division by the run-time sequence length per element in 64 bits
+ * made the head transposes of BERT-base 17-19% of copy bandwidth on an
+ * H200; in 32 bits the f16 one's loop is 44 SASS instructions an
+ * element, not 91 (sm_90, NVRTC 13). NULL where a size overflows. */
+static Dim *loop_i32_fits(Gk *k, Dim *numel)
+{
+    DimCtx *cx = &k->cg->g->dims;
+    Dim *most = numel;
+    for (int b = 0; most && b < k->nb; b++)
+        most = dim_max(cx, most, type_numel(cx, &k->bv[b]->type));
+    return most ? dim_sub(cx, dim_const(cx, 1), dim_gt(cx, most, GPU_INDEX32_MAX)) : NULL;
+}
+
 /* The emulator's entry for kernel gk: the CPU kernel ABI over blocks. */
 static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
 {
@@ -2139,6 +2201,7 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     if (!k.usesym)
         return diag_oom(cg->d);
     dimmap_init(&k.dims);
+    dimmap_init(&k.dims32);
     Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
     const Type *rt = &root->type;
     Dim *numel = type_numel(cx, rt);
@@ -2154,9 +2217,9 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         reduce_body(&k, gk, grid_max, warp);
     } else if (dot) {
         gemm_body(&k, dot, gk, grid_max);
-    } else if (np == 0) {
+    } else if (np == 0 && flat) {
         bool divisible = false;
-        vec = flat && rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);
+        vec = rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);
         if (vec)
             loop_vec(&k, numel, divisible);
         loop_body(&k, rt, numel, flat);
@@ -2164,25 +2227,31 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
             k.ind--;
             line(&k, "}");
         }
-    } else { /* speculation: the variant without broadcasting where every pair is equal */
-        char same[1024] = "true";
-        size_t n = 4;
-        for (int i = 0; i < np; i++) {
-            n += (size_t)snprintf(same + n, sizeof same - n, " && %s == %s", kdim(&k, x[i]).s, kdim(&k, r[i]).s);
-            if (n >= sizeof same)
-                n = sizeof same - 1;
+    } else { /* index maps: with 32-bit indices where every buffer's elements allow */
+        Dim *fits = flat ? dim_const(cx, 0) : loop_i32_fits(&k, numel);
+        if (!fits)
+            return diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a loop kernel's sizes overflow");
+        if (!dim_is(fits, 0)) {
+            bool both = !dim_is(fits, 1);
+            if (both) {
+                line(&k, "if (var & 1) { /* 32-bit indices: every buffer under 2^30 elements */");
+                k.ind++;
+            }
+            k.i32 = true;
+            loop_maps(&k, rt, numel, flat, np, x, r);
+            k.i32 = false;
+            if (both) {
+                k.ind--;
+                line(&k, "} else {");
+                k.ind++;
+                loop_maps(&k, rt, numel, flat, np, x, r);
+                k.ind--;
+                line(&k, "}");
+                gk->var = fits;
+            }
+        } else {
+            loop_maps(&k, rt, numel, flat, np, x, r);
         }
-        line(&k, "if (%s) {", same);
-        k.ind++;
-        k.speculate = true;
-        loop_body(&k, rt, numel, flat);
-        k.speculate = false;
-        k.ind--;
-        line(&k, "} else {");
-        k.ind++;
-        loop_body(&k, rt, numel, flat);
-        k.ind--;
-        line(&k, "}");
     }
     /* the launch: enough blocks for one element per thread (four where the
      * loop may be vectorised), at most grid_max */
@@ -2218,6 +2287,7 @@ done:;
     gpu_str_free(&k.body);
     gpu_str_free(&k.shared);
     dimmap_free(&k.dims);
+    dimmap_free(&k.dims32);
     free(k.usesym);
     if (oom && !cg->d->set)
         diag_oom(cg->d);

@@ -54,6 +54,8 @@ enum {
                                   parts of at least this many elements ... */
     GPU_COL_SPLIT_MAX = 64,   /* ... and at most this many parts */
     GPU_INIT_MAX = 4,         /* outputs a kernel's launch fills first, at most */
+    GPU_INDEX32_MAX = 1 << 30, /* a loop kernel's buffers and count up to this
+                                  many elements: its 32-bit index variant */
 };
 
 /* An output the host flow fills before a launch of a split variant (the

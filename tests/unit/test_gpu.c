@@ -554,6 +554,98 @@ static int colsum_body(EmuFn *fn, const int64_t *shape)
     return wrong;
 }
 
+/* A loop kernel's two index widths: a transpose of [B, S, 8] on the
+ * emulator with 32-bit indices (what every test shape gets), then with
+ * the 64-bit loop forced, both right; wrong once the 32-bit loop's first
+ * split is mutated (so the first run did take it); and the host flow's
+ * choice: 32 bits up to GPU_INDEX32_MAX elements, 64 beyond. */
+static const char transpose_src[] = "graph @t(%x: f32[B, S, 8]) {\n"
+                                    "  %0 = transpose(%x) {perm = [1, 0, 2]} : f32[S, B, 8]\n"
+                                    "  return %0\n"
+                                    "}\n";
+
+static int transpose_body(EmuFn *fn, const int64_t *shape)
+{
+    int64_t b = shape[0], sq = shape[1], n = b * sq * 8;
+    float *x = test_input(n), *y = malloc((size_t)n * sizeof *y + 1);
+    if (!x || !y)
+        return 100;
+    int64_t s[2] = {b, sq};
+    void *args[3] = {x, y, s};
+    int64_t grid = (n + GPU_BLOCK - 1) / GPU_BLOCK;
+    fn(0, grid < GPU_GRID_MAX ? grid : GPU_GRID_MAX, args);
+    int wrong = 0;
+    for (int64_t i = 0; i < b; i++)
+        for (int64_t j = 0; j < sq; j++)
+            for (int64_t c = 0; c < 8; c++)
+                wrong += y[(j * b + i) * 8 + c] != x[(i * sq + j) * 8 + c];
+    free(x), free(y);
+    return wrong;
+}
+
+static int64_t loop_variant(int64_t b, int64_t sq)
+{
+    Diag d = {0};
+    Graph *g = model_load_text(transpose_src, strlen(transpose_src), "t.disc", &d);
+    if (!g)
+        return -2;
+    CgModule m;
+    CgOpts co = {.opt_level = 3, .gpu = "cuda"};
+    int64_t got = -2;
+    if (cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, &d)) {
+        Cg cg = {.g = m.g, .si = m.si, .plan = m.plan, .mp = m.mp, .d = &d};
+        for (int i = 0; i < m.plan->n; i++) {
+            const Group *grp = &m.plan->groups[i];
+            if (grp->kind != FUSE_LOOP)
+                continue;
+            GpuStr ks = {0};
+            GpuKernel gk = {0};
+            if (gpu_kernel(&cg, grp, "disc_k0", GPU_CUDA, GPU_GRID_MAX, 32, &ks, &gk) && gk.var) {
+                int64_t val[2] = {b, sq}, v = 0;
+                DimEnv env = {.val = val, .n = 2};
+                got = dim_eval(gk.var, &env, &v) == DIM_OK ? v : -3;
+            }
+            gpu_kernel_free(&gk);
+            gpu_str_free(&ks);
+        }
+        cg_module_free(&m);
+    }
+    graph_free(g);
+    return got;
+}
+
+static void test_loop_index_width(void)
+{
+    GpuStr s = {0};
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang("transpose.disc", transpose_src, GPU_EMU, &s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1, "%s", d.msg);
+    if (!ok)
+        return;
+    char msg[512];
+    int64_t shape[2] = {3, 37};
+    int w = emu_child(s.p, 32, transpose_body, shape, msg, sizeof msg);
+    CHECK_MSG(w == 0, "32-bit indices: %d wrong: %s", w, msg);
+    char *m = mutate(s.p, NULL, "if (var & 1)", "if (0)");
+    CHECK(m);
+    if (m) {
+        w = emu_child(m, 32, transpose_body, shape, msg, sizeof msg);
+        CHECK_MSG(w == 0, "64-bit indices: %d wrong: %s", w, msg);
+    }
+    free(m);
+    m = mutate(s.p, "32-bit indices", "% 8;", "% 4;");
+    CHECK(m);
+    if (m)
+        CHECK_MSG(emu_child(m, 32, transpose_body, shape, msg, sizeof msg) > 0, "a broken 32-bit loop not taken");
+    free(m);
+    gpu_str_free(&s);
+    CHECK_MSG(loop_variant(3, 37) == 1, "small: %lld", (long long)loop_variant(3, 37));
+    CHECK(loop_variant(1, GPU_INDEX32_MAX / 8) == 1);
+    CHECK(loop_variant(1, GPU_INDEX32_MAX / 8 + 1) == 0);
+    CHECK(loop_variant(1 << 20, 1 << 20) == 0);
+}
+
 static void test_col_mutations(void)
 {
     GpuStr s = {0};
@@ -869,6 +961,7 @@ int main(int argc, char **argv)
     test_emu_shuffles();
     test_row_mutations();
     test_row_schedule();
+    test_loop_index_width();
     test_col_mutations();
     test_vec_mutations();
     test_gemm_mutations();
