@@ -46,6 +46,10 @@ typedef struct Rtc {
     rtcResult (*GetBin)(rtcProgram, char *);
     rtcResult (*GetPTXSize)(rtcProgram, size_t *); /* NVRTC only */
     rtcResult (*GetPTX)(rtcProgram, char *);
+    rtcResult (*GetNumSupportedArchs)(int *); /* NVRTC 11.2 and later */
+    rtcResult (*GetSupportedArchs)(int *);
+    int archs[64];      /* what it compiles for (sm_XY as XY), narchs of them; 0: unknown */
+    int narchs;
 } Rtc;
 
 static const char *const nv_libs[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
@@ -79,6 +83,8 @@ static void rtc_load(Rtc *r)
         {(void **)&r->GetProgramLog, "GetProgramLog", false}, {(void **)&r->GetBinSize, r->bin_size, false},
         {(void **)&r->GetBin, r->bin, false}, {(void **)&r->GetPTXSize, "GetPTXSize", true},
         {(void **)&r->GetPTX, "GetPTX", true},
+        {(void **)&r->GetNumSupportedArchs, "GetNumSupportedArchs", true},
+        {(void **)&r->GetSupportedArchs, "GetSupportedArchs", true},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         char name[64];
@@ -93,6 +99,25 @@ static void rtc_load(Rtc *r)
     int major = 0, minor = 0;
     r->Version(&major, &minor);
     snprintf(r->version, sizeof r->version, "%d.%d", major, minor);
+    int na = 0;
+    if (r->GetNumSupportedArchs && r->GetSupportedArchs && !r->GetNumSupportedArchs(&na) && na > 0 &&
+        na <= (int)(sizeof r->archs / sizeof r->archs[0]) && !r->GetSupportedArchs(r->archs))
+        r->narchs = na;
+}
+
+/* Whether NVRTC compiles for sm_XY (the number of "sm_90a" is 90); where
+ * it cannot say, it is asked. */
+static bool nv_arch_known(const Rtc *r, const char *arch, char *list, size_t size)
+{
+    int x = atoi(arch + 3);
+    size_t n = 0;
+    bool known = r->narchs == 0;
+    for (int i = 0; i < r->narchs; i++) {
+        known |= r->archs[i] == x;
+        if (n < size)
+            n += (size_t)snprintf(list + n, size - n, "%ssm_%d", i ? ", " : "", r->archs[i]);
+    }
+    return known && arch[3] >= '0' && arch[3] <= '9';
 }
 
 static void nv_load(void) { rtc_load(&nv); }
@@ -142,8 +167,12 @@ static bool rtc_compile(GpuLang lang, const char *src, const char *name, const c
                                           "gfx1030)", arch);
         snprintf(opt, sizeof opt, "--gpu-architecture=%s", arch);
     } else {
+        char list[512] = "";
         if (strncmp(arch, "sm_", 3) != 0)
             return diag_setk(d, DIAG_ARG, "error: '%s' is not a CUDA architecture (sm_80, sm_90, ...)", arch);
+        if (!nv_arch_known(r, arch, list, sizeof list))
+            return diag_setk(d, DIAG_ARG, "error: '%s' is not an architecture NVRTC %s compiles for (%s)", arch,
+                             r->version, list[0] ? list : "sm_80, sm_90, ...");
         /* CUBIN for the real architecture, PTX for its virtual one */
         snprintf(opt, sizeof opt, "--gpu-architecture=%s%s", bin ? "sm_" : "compute_", arch + 3);
     }

@@ -102,6 +102,12 @@ static void test_source(void)
         Diag cd = {0};
         CHECK_MSG(gpu_nvrtc_compile(s.p, "t.cu", "sm_80", true, &bin, &n, NULL, &cd) && n > 0, "%s", cd.msg);
         free(bin);
+        /* an architecture NVRTC does not know: the user's error, with NVRTC's list */
+        Diag ad = {0};
+        bin = NULL;
+        CHECK(!gpu_nvrtc_compile(s.p, "t.cu", "sm_10", true, &bin, &n, NULL, &ad) && !bin);
+        CHECK_MSG(ad.kind == DIAG_ARG && strstr(ad.msg, "'sm_10' is not an architecture NVRTC") &&
+                      strstr(ad.msg, "sm_80"), "%s", ad.msg);
     } else {
         printf("NVRTC not here, not compiled: %s\n", nd.msg);
     }
