@@ -19,11 +19,14 @@
 #           | --profile [ARGS]]" (tests and bench by default; ARGS go to
 #           gpu_bench.py run, e.g. --no-compile, --models bert_base or
 #           --dtypes f32; --profile's to gpu_bench.py profile, where the
-#           time goes per kernel: --shapes 16x512 --dtypes f16). With 15 minutes of device
-#           time: "--tests" (a few minutes), then "--bench --dtypes f32"
-#           (torch.compile compiles each model twice: its dynamic graph and
-#           batch 1), then f16 with what is left; each call's report says
-#           how long each model took.
+#           time goes per kernel: --shapes 16x512 --dtypes f16). With 15
+#           minutes of device time, two commands (each under the tool's 10
+#           minutes; OUT=/tmp/x for the first part of each so the second's
+#           device.log does not overwrite it): "--tests" then "--bench
+#           --dtypes f32" (the H200: 290 s; torch.compile compiles each
+#           model twice, its dynamic graph and batch 1), then "--bench
+#           --dtypes f16" and "--profile --shapes 16x512,4x128 --no-torch"
+#           (164 + about 60 s); each report says how long each model took.
 #
 # What it checks: the driver layer (runtime/cudrv.c) on the real driver
 # (test_cudrv: device 0, memory, copies, the allocator, dcc's modules
