@@ -28,6 +28,7 @@
  */
 #include "codegen/gpu.h"
 #include "codegen/kern.h"
+#include "runtime/interp.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -591,7 +592,12 @@ static bool const_lit(const Op *op, V *out)
     case DT_I8: *out = lit("(int8_t)%d", *(const int8_t *)p); return true;
     case DT_U8: *out = lit("(uint8_t)%u", *(const uint8_t *)p); return true;
     case DT_BOOL: *out = lit("%s", *(const uint8_t *)p ? "true" : "false"); return true;
-    default: return false; /* f16, bf16: through the buffer's conversion */
+    /* f16, bf16: computed in float, so a float literal (exact). Read from
+     * its buffer, BERT-base f16's softmax divided every score by a load
+     * (IEEE division), where f32's multiplies by a folded 1/8 */
+    case DT_F16: { uint16_t h; memcpy(&h, p, 2); *out = flit(interp_f16_to_double(h), DT_F32); return true; }
+    case DT_BF16: { uint16_t h; memcpy(&h, p, 2); *out = flit(interp_bf16_to_double(h), DT_F32); return true; }
+    default: return false;
     }
 }
 
