@@ -243,19 +243,18 @@ def timed(fn, runs):
     return 1e3 * statistics.median(ts)
 
 
-def enqueue_ms(fn, runs):
-    """Median host time of a run's call alone (its launches queued, not waited for), in ms: near the wall
-    time, the run is bound by the host's launches (what CUDA graphs would take away); far below, by the GPU."""
-    for _ in range(WARMUP):
-        fn()
+def gpu_busy_ms(fn):
+    """The GPU's time in one run of fn: its kernels' and copies' durations summed (PyTorch's profiler, CUPTI,
+    which sees every stream of the process, disc's and cuBLASLt's too). Far below the wall time, the run is
+    bound by the host's launches (what CUDA graphs would take away). None where no CUDA activity is seen."""
+    from torch.profiler import profile, ProfilerActivity
+    fn()
     sync()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
-        ts.append(time.perf_counter() - t0)
         sync()
-    return 1e3 * statistics.median(ts)
+    t = sum(e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    return t / 1e3 if t > 0 else None
 
 
 def kernels_per_run(fn):
@@ -357,17 +356,17 @@ def write_report(out, meta, rows):
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     lines = [f"# disc cuda vs PyTorch on {meta['gpu']}", "",
              f"{meta['dcc']}, objects for {meta['arch']} compiled on {meta['cpu']}; torch {meta['torch']}; "
-             f"median of {meta['runs']} runs after {WARMUP}, ms a run (disc's host: the call alone, its launches "
-             f"queued and not waited for); ratio = peer / disc (above 1: disc faster); error: "
+             f"median of {meta['runs']} runs after {WARMUP}, ms a run (disc's GPU time: its kernels' and copies' "
+             f"durations in one run, PyTorch's profiler); ratio = peer / disc (above 1: disc faster); error: "
              f"the largest difference from PyTorch's f32 result on the same weights. "
              f"Device-to-device copy: {meta['copy_gbs']:.0f} GB/s.", ""]
     for tag in dict.fromkeys(r["tag"] for r in rows):
         rs = [r for r in rows if r["tag"] == tag]
-        lines += [f"## {tag}", "", "| shape | disc | disc's host | disc --no-fuse | eager | compile | vs eager | "
+        lines += [f"## {tag}", "", "| shape | disc | disc's GPU time | disc --no-fuse | eager | compile | vs eager | "
                   "vs compile | vs no-fuse | error: disc | eager |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             f = lambda v: "-" if v is None else f"{v:.3f}"
-            lines.append(f"| {r['shape']} | {f(r['disc'])} | {f(r.get('disc_enqueue'))} | {f(r['nofuse'])} | "
+            lines.append(f"| {r['shape']} | {f(r['disc'])} | {f(r.get('disc_gpu'))} | {f(r['nofuse'])} | "
                          f"{f(r['eager'])} | "
                          f"{f(r['compiled'])} | {f(r.get('vs_eager'))} | {f(r.get('vs_compiled'))} | "
                          f"{f(r.get('vs_nofuse'))} | {r['err_disc']:.1e}{'' if r['correct'] else ' WRONG'} | "
@@ -451,7 +450,10 @@ def run(a):
                 tol = 2e-4 * max(1.0, scale) if dt == "f32" else max(2 * r["err_eager"], 1e-2 * max(1.0, scale))
                 r["correct"] = r["err_disc"] <= tol and r["err_nofuse"] <= tol
                 r["disc"] = timed(fused, a.runs)
-                r["disc_enqueue"] = enqueue_ms(fused, a.runs)
+                try:
+                    r["disc_gpu"] = gpu_busy_ms(fused) if DEV == "cuda" else None
+                except Exception as e:  # noqa: BLE001  (the profiler's failures are many kinds)
+                    r["disc_gpu"], info["disc's GPU time"] = None, f"PyTorch's profiler failed: {str(e)[:200]}"
                 r["nofuse"] = timed(nofuse, a.runs)
                 r["eager"] = timed(lambda: model(*ins), a.runs)
                 r["compiled"] = None
