@@ -324,76 +324,16 @@ static bool compile_src(const GpuRun *r, const char *src, const char *arch, bool
     return true;
 }
 
-/* One image of gpu_run_compile, on a thread of its own. */
-typedef struct Image {
-    const GpuRun *r;
-    const char *arch;
-    bool cubin;
-    char *img;
-    size_t n;
-    GpuCacheInfo ci;
-    Diag d;
-    bool ok;
-} Image;
-
-static void *image_compile(void *arg)
-{
-    Image *im = arg;
-    im->ok = compile_src(im->r, im->r->src.p, im->arch, im->cubin, &im->img, &im->n, &im->ci, &im->d);
-    return NULL;
-}
-
-bool gpu_run_compile(GpuRun *r, int count, const char *const *arch, const bool *cubin, char **img, size_t *n,
-                     Diag *d)
-{
-    for (int i = 0; i < count; i++)
-        img[i] = NULL, n[i] = 0;
-    if (r->src.failed)
-        return diag_oom(d);
-    r->srcbytes = r->src.n;
-    Image *ims = calloc((size_t)count + 1, sizeof *ims);
-    pthread_t *tid = calloc((size_t)count + 1, sizeof *tid);
-    bool *started = calloc((size_t)count + 1, sizeof *started);
-    if (!ims || !tid || !started) {
-        free(ims), free(tid), free(started);
-        return diag_oom(d);
-    }
-    double t0 = disc_rt_now();
-    /* NVRTC's time is the module's, so the images go at once, up to a
-     * thread per CPU (the rest, and any whose thread did not start, here) */
-    int cpus = cg_cpus();
-    for (int i = 0; i < count; i++) {
-        ims[i] = (Image){.r = r, .arch = arch[i], .cubin = cubin[i]};
-        if (i > 0 && i < cpus)
-            started[i] = pthread_create(&tid[i], NULL, image_compile, &ims[i]) == 0;
-    }
-    for (int i = 0; i < count; i++)
-        if (i == 0 || !started[i])
-            image_compile(&ims[i]);
-    bool ok = true;
-    r->ci = (GpuCacheInfo){.hit = true};
-    for (int i = 0; i < count; i++) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
-        r->ci.hit &= ims[i].ci.hit;
-        if (ok && !ims[i].ok)
-            ok = diag_copy(d, &ims[i].d);
-        img[i] = ims[i].img, n[i] = ims[i].n;
-    }
-    r->ci.seconds = disc_rt_now() - t0;
-    for (int i = 0; !ok && i < count; i++) {
-        free(img[i]);
-        img[i] = NULL, n[i] = 0;
-    }
-    free(ims), free(tid), free(started);
-    return ok;
-}
-
-/* Kernels [lo, hi) as a module of their own, compiled on a thread of its
- * own: NVRTC's time grows with the kernels, and the parts run at once. */
+/* A module image compiled on a thread of its own: kernels [lo, hi) (a
+ * part of the JIT's module: NVRTC's time grows with the kernels, and the
+ * parts run at once), or with whole the entire source (the AOT's image
+ * for an architecture), for arch as a CUBIN or PTX. */
 typedef struct Part {
     const GpuRun *r;
     int lo, hi;
+    bool whole;
+    const char *arch;
+    bool cubin;
     GpuStr src;
     char *img;
     size_t n;
@@ -406,11 +346,67 @@ static void *part_compile(void *arg)
 {
     Part *p = arg;
     const GpuRun *r = p->r;
-    size_t end = p->hi < r->n ? r->off[p->hi] : r->src.n;
-    gpu_str_printf(&p->src, "%.*s%.*s", (int)r->hdr, r->src.p, (int)(end - r->off[p->lo]), r->src.p + r->off[p->lo]);
-    p->ok = p->src.failed ? diag_oom(&p->d)
-                          : compile_src(r, p->src.p, r->arch, true, &p->img, &p->n, &p->ci, &p->d);
+    const char *src = r->src.p;
+    if (!p->whole) {
+        size_t end = p->hi < r->n ? r->off[p->hi] : r->src.n;
+        gpu_str_printf(&p->src, "%.*s%.*s", (int)r->hdr, r->src.p, (int)(end - r->off[p->lo]),
+                       r->src.p + r->off[p->lo]);
+        src = p->src.p;
+    }
+    p->ok = !p->whole && p->src.failed ? diag_oom(&p->d)
+                                       : compile_src(r, src, p->arch, p->cubin, &p->img, &p->n, &p->ci, &p->d);
     return NULL;
+}
+
+/* parts[0..np) compiled at once: up to a thread per CPU, the first and
+ * the rest (and any whose thread did not start) here. r->ci: whether all
+ * were cache hits, and the wall time. */
+static void compile_all(GpuRun *r, Part *parts, int np)
+{
+    pthread_t tid[CG_MAX_OBJECTS];
+    bool started[CG_MAX_OBJECTS] = {false};
+    int cpus = cg_cpus();
+    double t0 = disc_rt_now();
+    for (int i = 1; i < np && i < cpus && i < CG_MAX_OBJECTS; i++)
+        started[i] = pthread_create(&tid[i], NULL, part_compile, &parts[i]) == 0;
+    for (int i = 0; i < np; i++)
+        if (i >= CG_MAX_OBJECTS || !started[i])
+            part_compile(&parts[i]);
+    r->ci = (GpuCacheInfo){.hit = true};
+    for (int i = 0; i < np; i++) {
+        if (i < CG_MAX_OBJECTS && started[i])
+            pthread_join(tid[i], NULL);
+        r->ci.hit &= parts[i].ci.hit;
+    }
+    r->ci.seconds = disc_rt_now() - t0;
+    r->srcbytes = r->src.n;
+}
+
+bool gpu_run_compile(GpuRun *r, int count, const char *const *arch, const bool *cubin, char **img, size_t *n,
+                     Diag *d)
+{
+    for (int i = 0; i < count; i++)
+        img[i] = NULL, n[i] = 0;
+    if (r->src.failed)
+        return diag_oom(d);
+    Part *parts = calloc((size_t)count + 1, sizeof *parts);
+    if (!parts)
+        return diag_oom(d);
+    for (int i = 0; i < count; i++)
+        parts[i] = (Part){.r = r, .whole = true, .arch = arch[i], .cubin = cubin[i]};
+    compile_all(r, parts, count);
+    bool ok = true;
+    for (int i = 0; i < count; i++) {
+        if (ok && !parts[i].ok)
+            ok = diag_copy(d, &parts[i].d);
+        img[i] = parts[i].img, n[i] = parts[i].n;
+    }
+    for (int i = 0; !ok && i < count; i++) {
+        free(img[i]);
+        img[i] = NULL, n[i] = 0;
+    }
+    free(parts);
+    return ok;
 }
 
 /* Every kernel compiled for the open device, in up to one part per CPU,
@@ -421,32 +417,18 @@ static bool compile_parts(GpuRun *r, Diag *d)
     np = np < 1 ? 1 : np > CG_MAX_OBJECTS ? CG_MAX_OBJECTS : np;
     np = np > r->n ? r->n : np;
     Part *parts = calloc((size_t)np, sizeof *parts);
-    pthread_t tid[CG_MAX_OBJECTS];
-    bool started[CG_MAX_OBJECTS] = {false};
     if (!parts || !(r->mods = calloc((size_t)np, sizeof *r->mods)) ||
         !(r->fns = calloc((size_t)r->n, sizeof *r->fns))) {
         free(parts);
         return diag_oom(d);
     }
-    double t0 = disc_rt_now();
-    for (int i = 0; i < np; i++) {
-        parts[i] = (Part){.r = r, .lo = (int)((int64_t)r->n * i / np), .hi = (int)((int64_t)r->n * (i + 1) / np)};
-        if (i > 0) /* part 0 here; a part with no thread here too, after it */
-            started[i] = pthread_create(&tid[i], NULL, part_compile, &parts[i]) == 0;
-    }
-    part_compile(&parts[0]);
-    for (int i = 1; i < np; i++) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
-        else
-            part_compile(&parts[i]);
-    }
-    r->ci = (GpuCacheInfo){.hit = true, .seconds = disc_rt_now() - t0};
-    r->srcbytes = r->src.n;
+    for (int i = 0; i < np; i++)
+        parts[i] = (Part){.r = r, .lo = (int)((int64_t)r->n * i / np), .hi = (int)((int64_t)r->n * (i + 1) / np),
+                          .arch = r->arch, .cubin = true};
+    compile_all(r, parts, np);
     bool ok = true;
     for (int i = 0; i < np; i++) {
         Part *p = &parts[i];
-        r->ci.hit &= p->ci.hit;
         if (ok && !p->ok)
             ok = diag_copy(d, &p->d);
         if (ok && !(r->mods[r->nmods] = disc_gpu_module_load(r->rt, r->gpu, p->img)))

@@ -414,6 +414,47 @@ static int softmax_run(const char *src, int warp, int64_t rows, int64_t n, char 
     return emu_child(src, warp, softmax_body, shape, msg, size);
 }
 
+/* The variant (var) the host flow would pass to the kernel of src's first
+ * row group (rows) or loop group, the symbols at vals: -1 where the
+ * kernel has no var (and then in text whichever of "a row per block" and
+ * "a row per warp" comments its source holds), -3 where it cannot be
+ * evaluated. False where the graph does not compile. */
+static bool group_var(const char *src, bool rows, const int64_t *vals, int nvals, int64_t *var, char *text,
+                      size_t size)
+{
+    Diag d = {0};
+    Graph *g = model_load_text(src, strlen(src), "t.disc", &d);
+    if (!g)
+        return false;
+    CgModule m;
+    CgOpts co = {.opt_level = 3, .gpu = "cuda"};
+    bool found = false;
+    if (cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, &d)) {
+        Cg cg = {.g = m.g, .si = m.si, .plan = m.plan, .mp = m.mp, .d = &d};
+        for (int i = 0; i < m.plan->n && !found; i++) {
+            const Group *grp = &m.plan->groups[i];
+            if (rows ? grp->kind != FUSE_STITCH && grp->kind != FUSE_INPUT : grp->kind != FUSE_LOOP)
+                continue;
+            GpuStr ks = {0};
+            GpuKernel gk = {0};
+            if ((found = gpu_kernel(&cg, grp, "disc_k0", GPU_CUDA, GPU_GRID_MAX, 32, &ks, &gk))) {
+                DimEnv env = {.val = vals, .n = nvals};
+                *var = -1;
+                if (gk.var && dim_eval(gk.var, &env, var) != DIM_OK)
+                    *var = -3;
+                const char *c = strstr(ks.p, "/* a row per block */") ? "/* a row per block */"
+                              : strstr(ks.p, "/* a row per warp */") ? "/* a row per warp */" : "";
+                snprintf(text, size, "%s", c);
+            }
+            gpu_kernel_free(&gk);
+            gpu_str_free(&ks);
+        }
+        cg_module_free(&m);
+    }
+    graph_free(g);
+    return found;
+}
+
 /* The row template's choice at run time (var's bit 0, a block per row;
  * where shape analysis leaves one variant, the kernel has no var and the
  * text says which): LayerNorm-like rows of 768 take a block each below
@@ -432,37 +473,13 @@ static int64_t row_variant(const char *n, int64_t rows)
              "  %%p = div(%%ex, %%sm) : f32[R, %s]\n"
              "  return %%p\n"
              "}\n", n, n, n, n);
-    Diag d = {0};
-    Graph *g = model_load_text(src, strlen(src), "t.disc", &d);
-    if (!g)
+    int64_t val[1] = {rows}, v = -2;
+    char text[64] = "";
+    if (!group_var(src, true, val, 1, &v, text, sizeof text))
         return -2;
-    CgModule m;
-    CgOpts co = {.opt_level = 3, .gpu = "cuda"};
-    int64_t got = -2;
-    if (cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, &d)) {
-        Cg cg = {.g = m.g, .si = m.si, .plan = m.plan, .mp = m.mp, .d = &d};
-        for (int i = 0; i < m.plan->n; i++) {
-            const Group *grp = &m.plan->groups[i];
-            if (grp->kind != FUSE_STITCH && grp->kind != FUSE_INPUT)
-                continue;
-            GpuStr ks = {0};
-            GpuKernel gk = {0};
-            if (gpu_kernel(&cg, grp, "disc_k0", GPU_CUDA, GPU_GRID_MAX, 32, &ks, &gk)) {
-                int64_t val[1] = {rows};
-                DimEnv env = {.val = val, .n = 1};
-                int64_t v = 0;
-                if (!gk.var) /* one variant, the one in the text */
-                    got = strstr(ks.p, "/* a row per block */") ? 1 : strstr(ks.p, "/* a row per warp */") ? 0 : -1;
-                else
-                    got = dim_eval(gk.var, &env, &v) == DIM_OK ? (v & 1) : -3;
-            }
-            gpu_kernel_free(&gk);
-            gpu_str_free(&ks);
-        }
-        cg_module_free(&m);
-    }
-    graph_free(g);
-    return got;
+    if (v == -1) /* one variant, the one in the text */
+        return !strcmp(text, "/* a row per block */") ? 1 : !strcmp(text, "/* a row per warp */") ? 0 : -1;
+    return v < 0 ? v : (v & 1);
 }
 
 static void test_row_schedule(void)
@@ -591,33 +608,9 @@ static int transpose_body(EmuFn *fn, const int64_t *shape)
 
 static int64_t loop_variant(int64_t b, int64_t sq)
 {
-    Diag d = {0};
-    Graph *g = model_load_text(transpose_src, strlen(transpose_src), "t.disc", &d);
-    if (!g)
-        return -2;
-    CgModule m;
-    CgOpts co = {.opt_level = 3, .gpu = "cuda"};
-    int64_t got = -2;
-    if (cg_run_passes(g, NULL, &co, CG_MEMPLAN, &m, &d)) {
-        Cg cg = {.g = m.g, .si = m.si, .plan = m.plan, .mp = m.mp, .d = &d};
-        for (int i = 0; i < m.plan->n; i++) {
-            const Group *grp = &m.plan->groups[i];
-            if (grp->kind != FUSE_LOOP)
-                continue;
-            GpuStr ks = {0};
-            GpuKernel gk = {0};
-            if (gpu_kernel(&cg, grp, "disc_k0", GPU_CUDA, GPU_GRID_MAX, 32, &ks, &gk) && gk.var) {
-                int64_t val[2] = {b, sq}, v = 0;
-                DimEnv env = {.val = val, .n = 2};
-                got = dim_eval(gk.var, &env, &v) == DIM_OK ? v : -3;
-            }
-            gpu_kernel_free(&gk);
-            gpu_str_free(&ks);
-        }
-        cg_module_free(&m);
-    }
-    graph_free(g);
-    return got;
+    int64_t val[2] = {b, sq}, v = -2;
+    char text[64];
+    return group_var(transpose_src, false, val, 2, &v, text, sizeof text) ? v : -2;
 }
 
 static void test_loop_index_width(void)
