@@ -396,6 +396,9 @@ static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Key *key)
 
 /* ---- the call ------------------------------------------------------------------ */
 
+/* Elements of esize bytes in 16 bytes. */
+static int64_t npad_step(size_t esize) { return 16 / (int64_t)esize; }
+
 /* Half-precision rows that are not 16 bytes apart put cuBLASLt on its
  * unaligned kernels: GPT-2's f16 head (8192 x 50257 x 768, a row of
  * 50257 halves) took 5.05 ms a call on an H200, where torch.compile's
@@ -406,9 +409,6 @@ static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Key *key)
  * unaligned ones, copied in the same way first. The elements in the
  * padding are never read. Returns the padded row length, or 0. */
 enum { PAD_MIN_M = 256 };
-
-/* Elements of esize bytes in 16 bytes. */
-static int64_t npad_step(size_t esize) { return 16 / (int64_t)esize; }
 
 static int64_t pad_rows(const int64_t *f, size_t esize, bool residual)
 {
@@ -449,7 +449,7 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     key.bias = bias != NULL;
     key.residual = residual != NULL;
     /* rows padded: C (and B where its rows are n long) in run memory */
-    int64_t npad = k > 0 ? pad_rows(f, esize, residual != NULL) : 0;
+    int64_t npad = pad_rows(f, esize, residual != NULL);
     void *cout = c, *bpad = NULL;
     bool bcopy = npad && f[DISC_MM_B_STRIDE + 2] == 1 && f[DISC_MM_B_STRIDE + 1] % npad_step(esize) != 0;
     if (npad) {

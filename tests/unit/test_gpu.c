@@ -50,6 +50,20 @@ static bool module_source(const char *path, const char *src, GpuStr *out, int *n
     return module_source_lang(path, src, GPU_CUDA, out, nk, nu, why, d);
 }
 
+/* src's module for the emulator, of exactly one kernel, into s; false
+ * (a failed check) where it does not compile so. */
+static bool emu_module(const char *path, const char *src, GpuStr *s)
+{
+    int nk = 0, nu = 0;
+    Diag why = {0}, d = {0};
+    bool ok = module_source_lang(path, src, GPU_EMU, s, &nk, &nu, &why, &d);
+    CHECK_MSG(ok && nk == 1, "%s: %d kernels: %s%s", path, nk, d.msg, why.msg);
+    if (ok && nk == 1)
+        return true;
+    gpu_str_free(s);
+    return false;
+}
+
 static void test_source(void)
 {
     const char *src = "graph @t(%x: f32[B, S], %y: f16[S], %i: f32[1, 1, 4, 4]) {\n"
@@ -497,11 +511,7 @@ static void test_row_schedule(void)
 static void test_row_mutations(void)
 {
     GpuStr s = {0};
-    int nk = 0, nu = 0;
-    Diag why = {0}, d = {0};
-    bool ok = module_source_lang("softmax.disc", softmax_src, GPU_EMU, &s, &nk, &nu, &why, &d);
-    CHECK_MSG(ok && nk == 1, "%s", d.msg);
-    if (!ok)
+    if (!emu_module("softmax.disc", softmax_src, &s))
         return;
     char msg[512];
     /* rows of a warp (8 and 4 rows a block at 32 and 64 lanes), of a
@@ -616,11 +626,7 @@ static int64_t loop_variant(int64_t b, int64_t sq)
 static void test_loop_index_width(void)
 {
     GpuStr s = {0};
-    int nk = 0, nu = 0;
-    Diag why = {0}, d = {0};
-    bool ok = module_source_lang("transpose.disc", transpose_src, GPU_EMU, &s, &nk, &nu, &why, &d);
-    CHECK_MSG(ok && nk == 1, "%s", d.msg);
-    if (!ok)
+    if (!emu_module("transpose.disc", transpose_src, &s))
         return;
     char msg[512];
     int64_t shape[2] = {3, 37};
@@ -648,11 +654,7 @@ static void test_loop_index_width(void)
 static void test_col_mutations(void)
 {
     GpuStr s = {0};
-    int nk = 0, nu = 0;
-    Diag why = {0}, d = {0};
-    bool ok = module_source_lang("colsum.disc", colsum_src, GPU_EMU, &s, &nk, &nu, &why, &d);
-    CHECK_MSG(ok && nk == 1, "%s", d.msg);
-    if (!ok)
+    if (!emu_module("colsum.disc", colsum_src, &s))
         return;
     CHECK_MSG(strstr(s.p, "/* a tile of 32 columns per block */") && strstr(s.p, "/* a tile's part per block */") &&
               strstr(s.p, "disc_atomic_addf("), "%s", s.p);
@@ -713,11 +715,7 @@ static int exp_body(EmuFn *fn, const int64_t *shape)
 static void test_vec_mutations(void)
 {
     GpuStr s = {0};
-    int nk = 0, nu = 0;
-    Diag why = {0}, d = {0};
-    bool ok = module_source_lang("exp.disc", exp_src, GPU_EMU, &s, &nk, &nu, &why, &d);
-    CHECK_MSG(ok && nk == 1, "%s", d.msg);
-    if (!ok)
+    if (!emu_module("exp.disc", exp_src, &s))
         return;
     char msg[512];
     static const int64_t aligned[2] = {1024, 0}, off[2] = {1024, 1}, seven[2] = {7, 0};
@@ -770,12 +768,9 @@ static int mm_body(EmuFn *fn, const int64_t *shape)
 static void test_gemm_mutations(void)
 {
     GpuStr s = {0};
-    int nk = 0, nu = 0;
-    Diag why = {0}, d = {0};
-    bool ok = module_source_lang("mm.disc", mm_src, GPU_EMU, &s, &nk, &nu, &why, &d);
-    CHECK_MSG(ok && nk == 1 && strstr(s.p, "/* a tile of 64 x 64 results */"), "%s", d.msg);
-    if (!ok)
+    if (!emu_module("mm.disc", mm_src, &s))
         return;
+    CHECK_MSG(strstr(s.p, "/* a tile of 64 x 64 results */"), "%s", s.p);
     char msg[512];
     static const int64_t shapes[][3] = {{1, 1, 1}, {15, 16, 17}, {64, 17, 63}, {33, 40, 64}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
