@@ -9,6 +9,7 @@
  */
 #include "disc.h"
 
+#include "codegen/cache.h"
 #include "codegen/codegen.h"
 #include "frontends/model.h"
 #include "runtime/interp.h"
@@ -123,7 +124,9 @@ disc_model *disc_load(const char *path)
         return NULL;
     }
     Diag d = {0};
-    return load(model_load(path, &d), path, &d);
+    char store[4096];
+    CgOpts co = {0};
+    return load(model_load(path, cache_dir(&co, store, sizeof store) ? store : NULL, &d), path, &d);
 }
 
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
@@ -338,7 +341,9 @@ static disc_compiled *untied(disc_compiled *c)
         disc_status st = last_status;
         snprintf(saved, sizeof saved, "%s", last_error);
         Diag d = {0};
-        Graph *g = model_load_untied(c->path, &d);
+        char store[4096];
+        CgOpts co = {.no_cache = c->opts->o.no_cache != 0, .cache_dir = c->opts->o.cache_dir};
+        Graph *g = model_load_untied(c->path, cache_dir(&co, store, sizeof store) ? store : NULL, &d);
         c->untied = g ? compile(g, &c->opts->o) : NULL;
         graph_free(g);
         snprintf(last_error, sizeof last_error, "%s", saved);

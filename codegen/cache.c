@@ -18,15 +18,14 @@
  * overwritten anywhere fails the checksum or a bound and is ignored.
  */
 #include "codegen/cache.h"
+#include "ir/store.h"
 #include "runtime/rt.h"
 
 #include "disc_build_id.h"
 
 #include <llvm-c/TargetMachine.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,20 +35,6 @@
 
 static const char magic[8] = "DISCJIT1";
 enum { HEADER = 24 };
-/* The directory is kept under CAP bytes of .jit files: a store that finds
- * more removes the least recently used (by mtime, which a hit renews)
- * down to three quarters of it. */
-static const int64_t CAP = (int64_t)1 << 30;
-
-/* ---- xxHash64 (Yann Collet's, as specified in xxhash.h) ----------------- */
-
-#define P1 0x9E3779B185EBCA87ull
-#define P2 0xC2B2AE3D27D4EB4Full
-#define P3 0x165667B19E3779F9ull
-#define P4 0x85EBCA77C2B2AE63ull
-#define P5 0x27D4EB2F165667C5ull
-
-static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 static uint64_t rd64(const unsigned char *p)
 {
@@ -65,114 +50,50 @@ static uint32_t rd32(const unsigned char *p)
     return v;
 }
 
-static uint64_t xround(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
-static uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * P1 + P4; }
-
-uint64_t cache_hash(const void *data, size_t n, uint64_t seed)
-{
-    const unsigned char *p = data, *end = p + n;
-    uint64_t h;
-    if (n >= 32) {
-        uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-        for (; p + 32 <= end; p += 32) {
-            v1 = xround(v1, rd64(p));
-            v2 = xround(v2, rd64(p + 8));
-            v3 = xround(v3, rd64(p + 16));
-            v4 = xround(v4, rd64(p + 24));
-        }
-        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-        h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
-    } else {
-        h = seed + P5;
-    }
-    h += (uint64_t)n;
-    for (; p + 8 <= end; p += 8)
-        h = rotl(h ^ xround(0, rd64(p)), 27) * P1 + P4;
-    if (p + 4 <= end) {
-        h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
-        p += 4;
-    }
-    for (; p < end; p++)
-        h = rotl(h ^ *p * P5, 11) * P1;
-    h ^= h >> 33;
-    h *= P2;
-    h ^= h >> 29;
-    h *= P3;
-    return h ^ (h >> 32);
-}
+uint64_t cache_hash(const void *data, size_t n, uint64_t seed) { return store_hash(data, n, seed); }
 
 /* ---- the key ------------------------------------------------------------ */
 
-/* The constants' bytes, hashed one constant at a time on up to four
- * threads (a BERT-base has 400 MB of them), then combined in order. */
-typedef struct HashJob {
-    const Op **cst;
-    uint64_t *h;
-    int begin, end;
-} HashJob;
-
-static void *hash_consts(void *arg)
-{
-    HashJob *j = arg;
-    for (int i = j->begin; i < j->end; i++) {
-        const Const *c = j->cst[i]->cst;
-        j->h[i] = cache_hash(c->data ? c->data : "", c->data ? c->nbytes : 0, c->nbytes);
-    }
-    return NULL;
-}
-
+/* The constants' bytes, hashed one constant at a time on threads (a
+ * BERT-base has 400 MB of them), then combined in order. A constant whose
+ * hash its loader already knows (Const.hash_of, frontends/onnx/weights.c)
+ * is not read again. */
 static bool hash_all_consts(const Graph *g, uint64_t *out, int *count)
 {
     int n = 0;
-    uint64_t total = 0;
     for (const Op *op = g->first; op; op = op->next)
-        if (op->kind == OP_CONST && op->cst) {
-            n++;
-            total += op->cst->data ? op->cst->nbytes : 0;
-        }
-    const Op **cst = calloc((size_t)n + 1, sizeof *cst);
+        n += op->kind == OP_CONST && op->cst;
+    const void **p = calloc((size_t)n + 1, sizeof *p);
+    size_t *len = calloc((size_t)n + 1, sizeof *len);
     uint64_t *h = calloc((size_t)n + 1, sizeof *h);
-    if (!cst || !h) {
-        free(cst);
-        free(h);
-        return false;
+    bool ok = p && len && h;
+    if (ok) {
+        n = 0;
+        for (const Op *op = g->first; op; op = op->next)
+            if (op->kind == OP_CONST && op->cst) {
+                const Const *c = op->cst;
+                bool known = c->data && c->hash_of == c->data;
+                p[n] = known ? NULL : c->data;
+                len[n++] = c->nbytes;
+            }
+        store_hash_many((const void *const *)p, len, h, n);
+        n = 0;
+        uint64_t hc = 0;
+        for (const Op *op = g->first; op; op = op->next)
+            if (op->kind == OP_CONST && op->cst) {
+                const Const *c = op->cst;
+                if (c->data && c->hash_of == c->data)
+                    h[n] = c->hash;
+                hc = cache_hash(&h[n], sizeof h[n], hc);
+                n++;
+            }
+        *out = hc;
+        *count = n;
     }
-    n = 0;
-    for (const Op *op = g->first; op; op = op->next)
-        if (op->kind == OP_CONST && op->cst)
-            cst[n++] = op;
-    enum { MAXT = 4 };
-    int nt = total < (16u << 20) ? 1 : cg_cpus() < MAXT ? cg_cpus() : MAXT;
-    HashJob job[MAXT];
-    pthread_t tid[MAXT];
-    bool started[MAXT] = {false};
-    uint64_t acc = 0;
-    int at = 0;
-    for (int t = 0; t < nt; t++) { /* ranges of about total / nt bytes */
-        job[t] = (HashJob){cst, h, at, at};
-        uint64_t want = total / (uint64_t)nt * (uint64_t)(t + 1);
-        while (job[t].end < n && (t == nt - 1 || acc < want)) {
-            const Const *c = cst[job[t].end++]->cst;
-            acc += c->data ? c->nbytes : 0;
-        }
-        at = job[t].end;
-        if (t > 0)
-            started[t] = pthread_create(&tid[t], NULL, hash_consts, &job[t]) == 0;
-    }
-    hash_consts(&job[0]);
-    for (int t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            hash_consts(&job[t]);
-    uint64_t hc = 0;
-    for (int i = 0; i < n; i++)
-        hc = cache_hash(&h[i], sizeof h[i], hc);
-    free(cst);
+    free(p);
+    free(len);
     free(h);
-    *out = hc;
-    *count = n;
-    return true;
+    return ok;
 }
 
 bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, CacheKey *k, Diag *d)
@@ -219,7 +140,7 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     }
     k->text = text;
     snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)cache_hash(text, tlen, 0),
-             (unsigned long long)cache_hash(text, tlen, P3));
+             (unsigned long long)cache_hash(text, tlen, 0x165667B19E3779F9ull));
     return true;
 }
 
@@ -246,26 +167,6 @@ bool cache_dir(const CgOpts *o, char *buf, size_t size)
     else
         return false;
     return n > 0 && (size_t)n < size;
-}
-
-/* mkdir -p */
-static bool make_dirs(const char *dir)
-{
-    char p[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof p)
-        return false;
-    memcpy(p, dir, n + 1);
-    for (size_t i = 1; i <= n; i++)
-        if (p[i] == '/' || p[i] == 0) {
-            char c = p[i];
-            p[i] = 0;
-            if (mkdir(p, 0755) != 0 && errno != EEXIST)
-                return false;
-            p[i] = c;
-        }
-    struct stat st;
-    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* ---- reading -------------------------------------------------------------- */
@@ -384,7 +285,7 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         cache_entry_free(e);
         return fail(why, whysize, "malformed");
     }
-    utimensat(AT_FDCWD, path, NULL, 0); /* recently used (see CAP) */
+    utimensat(AT_FDCWD, path, NULL, 0); /* recently used (see STORE_CAP) */
     return true;
 }
 
@@ -407,73 +308,11 @@ void cache_entry_free(CacheEntry *e)
 
 /* ---- writing -------------------------------------------------------------- */
 
-typedef struct Old {
-    time_t mtime;
-    int64_t size;
-    char name[64];
-} Old;
-
-static int old_cmp(const void *a, const void *b)
-{
-    const Old *x = a, *y = b;
-    return (x->mtime > y->mtime) - (x->mtime < y->mtime);
-}
-
-/* Removes the least recently used files past CAP, and temporary files an
- * interrupted store left more than an hour ago. Best effort: another
- * process may be trimming too. */
-static void trim(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return;
-    Old *v = NULL;
-    size_t n = 0, cap = 0;
-    int64_t total = 0;
-    time_t now = time(NULL);
-    struct dirent *de;
-    char path[4200];
-    while ((de = readdir(dp))) {
-        size_t len = strlen(de->d_name);
-        bool jit = len == 36 && !strcmp(de->d_name + 32, ".jit");
-        bool tmp = de->d_name[0] == '.' && len == 40 && de->d_name[33] == '.';
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if ((!jit && !tmp) || stat(path, &st) != 0)
-            continue;
-        if (tmp) {
-            if (now - st.st_mtime > 3600)
-                unlink(path);
-            continue;
-        }
-        if (n == cap) {
-            Old *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
-            if (!w)
-                break;
-            v = w;
-        }
-        v[n].mtime = st.st_mtime;
-        v[n].size = (int64_t)st.st_size;
-        memcpy(v[n].name, de->d_name, len + 1); /* 36 or 40 bytes: checked above */
-        total += v[n++].size;
-    }
-    closedir(dp);
-    if (total > CAP) {
-        qsort(v, n, sizeof *v, old_cmp);
-        for (size_t i = 0; i < n && total > CAP / 4 * 3; i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
-            if (unlink(path) == 0)
-                total -= v[i].size;
-        }
-    }
-    free(v);
-}
-
 static bool put(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
 
 bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *d)
 {
-    if (!make_dirs(dir))
+    if (!store_mkdirs(dir))
         return diag_setk(d, DIAG_RESOURCE, "error: cannot create the cache directory %s: %s", dir, strerror(errno));
     /* the payload in memory first: its checksum goes before it */
     char *pay = NULL;
@@ -525,6 +364,6 @@ bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *
         unlink(tmp);
         return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, strerror(err));
     }
-    trim(dir);
+    store_trim(dir, STORE_CAP, (int64_t)(HEADER + plen));
     return true;
 }

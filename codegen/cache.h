@@ -27,9 +27,11 @@
  *
  * The directory: CgOpts.cache_dir, else $DISC_CACHE_DIR, else
  * $HOME/.cache/disc/jit (created when missing). DISC_CACHE=0 or
- * CgOpts.no_cache turn the cache off. A store keeps the directory under
- * 1 GiB by removing the least recently used files (a hit renews a file's
- * mtime); the directory may be deleted at any time.
+ * CgOpts.no_cache turn the cache off. The same directory holds the weights
+ * of large ONNX models laid out aligned (KEY.wts, frontends/onnx/weights.c).
+ * A store keeps the directory under STORE_CAP (ir/store.h) by removing the least
+ * recently used files of either kind (a hit renews a file's mtime); the
+ * directory may be deleted at any time.
  */
 #ifndef DISC_CACHE_H
 #define DISC_CACHE_H
@@ -77,7 +79,7 @@ void cache_entry_free(CacheEntry *e);
 /* The bytes of e's objects. */
 size_t cache_code_bytes(const CacheEntry *e);
 
-/* xxHash64 of n bytes (the cache's key and checksum). */
+/* xxHash64 of n bytes (the cache's key and checksum; store_hash). */
 uint64_t cache_hash(const void *p, size_t n, uint64_t seed);
 
 #endif

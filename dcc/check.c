@@ -296,8 +296,9 @@ static Model *model_untied(Model *m)
     if (!m->g->tied_dims || !model_is_onnx(m->path))
         return NULL;
     Diag d = {0};
+    char store[4096];
     Model *u = calloc(1, sizeof *u);
-    Graph *g = u ? model_load_untied(m->path, &d) : NULL;
+    Graph *g = u ? model_load_untied(m->path, dcc_store(store, sizeof store), &d) : NULL;
     if (!g) {
         free(u);
         return NULL;

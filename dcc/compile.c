@@ -231,7 +231,8 @@ int dcc_compile(int argc, char **argv)
          * the model's dim names, as the JIT does: it is compiled without
          * them (doc/onnx.md, "Dim names") */
         graph_free(g);
-        if (!(g = model_load_untied(file, &d))) {
+        char store[4096];
+        if (!(g = model_load_untied(file, dcc_store(store, sizeof store), &d))) {
             fprintf(stderr, "%s\n", d.msg);
             return dcc_exit_code(&d);
         }

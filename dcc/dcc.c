@@ -15,6 +15,7 @@
 #include "frontends/model.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "codegen/cache.h"
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
 
@@ -114,10 +115,17 @@ int dcc_exit_code(const Diag *d)
     return EXIT_SYSTEM;
 }
 
+const char *dcc_store(char *buf, size_t size)
+{
+    CgOpts co = {0};
+    return cache_dir(&co, buf, size) ? buf : NULL;
+}
+
 Graph *dcc_load(const char *path, int *rc)
 {
     Diag d = {0};
-    Graph *g = model_load(path, &d);
+    char store[4096];
+    Graph *g = model_load(path, dcc_store(store, sizeof store), &d);
     if (!g) {
         fprintf(stderr, "%s\n", d.msg);
         *rc = dcc_exit_code(&d);

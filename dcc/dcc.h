@@ -22,6 +22,9 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 int dcc_exit_code(const Diag *d);
 /* model_load (frontends/model.h, the loader the C API uses): NULL with the
  * error printed and *rc its exit status (dcc.c). */
+/* The store for large ONNX weights (model_load): the JIT cache's
+ * directory from the environment, in buf; NULL when the cache is off. */
+const char *dcc_store(char *buf, size_t size);
 Graph *dcc_load(const char *path, int *rc);
 bool dcc_ends_with(const char *s, const char *suffix);
 

@@ -24,16 +24,17 @@ static Graph *verified(Graph *g, bool verify, Diag *d)
     return g;
 }
 
-Graph *model_load(const char *path, Diag *d)
+Graph *model_load(const char *path, const char *store, Diag *d)
 {
+    OnnxOpts o = {.store = store};
     if (model_is_onnx(path)) /* the importer verifies what it built */
-        return verified(onnx_import_file(path, NULL, d), false, d);
+        return verified(onnx_import_file(path, &o, d), false, d);
     return verified(graph_parse_file(path, d), true, d);
 }
 
-Graph *model_load_untied(const char *path, Diag *d)
+Graph *model_load_untied(const char *path, const char *store, Diag *d)
 {
-    OnnxOpts o = {.untie = true};
+    OnnxOpts o = {.untie = true, .store = store};
     return verified(onnx_import_file(path, &o, d), false, d);
 }
 

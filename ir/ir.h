@@ -425,6 +425,9 @@ typedef struct Const {
     size_t nbytes;
     const char *path;  /* CONST_FILE */
     int64_t offset;    /* CONST_FILE */
+    const void *hash_of; /* when equal to data: hash is store_hash(data,
+                            nbytes, nbytes), known to the loader (ir/store.h) */
+    uint64_t hash;
 } Const;
 
 struct Value {

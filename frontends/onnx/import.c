@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ */
 /* The dispatch table                                                   */
@@ -535,6 +536,11 @@ Value *imp_tensor_const(Imp *im, const OTensor *t, const char *what)
     Value *v = build_const(im->g, ty, td.data, td.nbytes, false);
     if (!v)
         imp_fail(im);
+    uint64_t h;
+    if (v && onnx_weights_hash(im->weights, td.data, td.nbytes, &h)) { /* for the JIT's cache key */
+        v->def->cst->hash_of = td.data;
+        v->def->cst->hash = h;
+    }
     return v;
 }
 
@@ -1288,6 +1294,41 @@ static void free_model(void *p)
     onnx__model_proto__free_unpacked(p, &a);
 }
 
+Graph *onnx_import_model(Onnx__ModelProto *m, void *keep, void (*release)(void *), const OnnxWeights *w,
+                         const char *name, const char *dir, const OnnxOpts *o, Diag *d)
+{
+    if (!m->graph) {
+        diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (it has no graph)", name);
+        release(keep);
+        return NULL;
+    }
+    Graph *g = graph_new(m->graph->name && *m->graph->name ? m->graph->name : "main");
+    if (!g || !graph_keep(g, keep, release)) {
+        diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory", name);
+        release(keep);
+        graph_free(g);
+        return NULL;
+    }
+    Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : ".", .untie = o && o->untie, .weights = w};
+    bool ok = import_graph(&im, m);
+    free(im.names);
+    free(im.caps);
+    free(im.capin);
+    if (ok) {
+        Diag vd = {0};
+        if (!graph_verify(g, &vd) && vd.kind == DIAG_RESOURCE)
+            ok = diag_copy(d, &vd);
+        else if (vd.set)
+            ok = diag_setk(d, DIAG_INTERNAL, "%s: error: internal error: the imported graph does not verify: %s",
+                           name, vd.msg);
+    }
+    if (!ok) {
+        graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
                           const char *dir, const OnnxOpts *o, Diag *d)
 {
@@ -1309,43 +1350,15 @@ Graph *onnx_import_buffer(const void *buf, size_t len, const char *name,
                     "or not an ONNX file)", name);
         return NULL;
     }
-    if (!m->graph) {
-        diag_setk(d, DIAG_PARSE, "%s: error: cannot parse ONNX model (it has no graph)", name);
-        free_model(m);
-        return NULL;
-    }
-    Graph *g = graph_new(m->graph->name && *m->graph->name ? m->graph->name : "main");
-    if (!g || !graph_keep(g, m, free_model)) {
-        diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory", name);
-        free_model(m);
-        graph_free(g);
-        return NULL;
-    }
-    Imp im = {.g = g, .d = d, .file = name, .dir = dir ? dir : ".", .untie = o && o->untie};
-    bool ok = import_graph(&im, m);
-    free(im.names);
-    free(im.caps);
-    free(im.capin);
-    if (ok) {
-        Diag vd = {0};
-        if (!graph_verify(g, &vd) && vd.kind == DIAG_RESOURCE)
-            ok = diag_copy(d, &vd);
-        else if (vd.set)
-            ok = diag_setk(d, DIAG_INTERNAL, "%s: error: internal error: the imported graph does not verify: %s",
-                           name, vd.msg);
-    }
-    if (!ok) {
-        graph_free(g);
-        return NULL;
-    }
-    return g;
+    return onnx_import_model(m, m, free_model, NULL, name, dir, o, d);
 }
 
 Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
 {
     char err[512];
     size_t len;
-    void *buf = onnx_map_all(path, &len);
+    struct stat st;
+    void *buf = onnx_map_all(path, &len, &st);
     bool mapped = buf != NULL;
     if (!mapped && !(buf = onnx_read_all(path, &len, err, sizeof err))) {
         diag_setk(d, DIAG_RESOURCE, "%s: error: %s", path, err);
@@ -1359,7 +1372,16 @@ Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d)
         char *slash = strrchr(dir, '/');
         if (slash)
             *slash = 0;
-        g = onnx_import_buffer(buf, len, path, slash ? dir : ".", o, d);
+        const char *xdir = slash ? dir : ".";
+        if (!mapped || !onnx_weights_import(buf, len, &st, path, xdir, o, &g, d)) {
+#ifdef MADV_POPULATE_READ
+            /* read whole, front to back: populated at once rather than a
+             * fault per 64 KiB (advice: its failure changes nothing) */
+            if (mapped)
+                madvise(buf, len, MADV_POPULATE_READ);
+#endif
+            g = onnx_import_buffer(buf, len, path, xdir, o, d);
+        }
         free(dir);
     }
     if (mapped)

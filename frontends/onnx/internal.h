@@ -67,9 +67,31 @@ typedef struct Imp {
     bool inlined;       /* a subgraph lowered into the parent's graph itself
                            (an If on a constant): names of the parent are
                            used as they are, not captured */
+    const struct OnnxWeights *weights; /* the model's large weights, if
+                           loaded apart (weights.c) */
 } Imp;
 
 typedef bool LowerFn(Imp *im);
+
+/* ---- import.c ---- */
+
+typedef struct OnnxWeights OnnxWeights;
+
+/* Imports the unpacked m, which keep (released with release) owns; the
+ * graph keeps it. w: the large weights loaded apart, or NULL. */
+Graph *onnx_import_model(Onnx__ModelProto *m, void *keep, void (*release)(void *), const OnnxWeights *w,
+                         const char *name, const char *dir, const OnnxOpts *o, Diag *d);
+
+/* ---- weights.c ---- */
+
+struct stat;
+/* Loads the model file buf (len bytes, st its fstat) with its large
+ * weights apart (weights.c): true with *g (or NULL with d set) when it
+ * did; false when the file is for the plain way. */
+bool onnx_weights_import(const void *buf, size_t len, const struct stat *st, const char *name, const char *dir,
+                         const OnnxOpts *o, Graph **g, Diag *d);
+/* The hash of a weight w loaded at data (nbytes), when w knows it. */
+bool onnx_weights_hash(const OnnxWeights *w, const void *data, size_t nbytes, uint64_t *hash);
 
 /* ---- load.c ---- */
 
@@ -86,8 +108,9 @@ void onnx_map_free(void *m); /* frees an OnnxMap from malloc, for graph_keep */
 /* Reads a whole file into a malloc'd buffer (NULL with err on failure). */
 void *onnx_read_all(const char *path, size_t *len, char *err, size_t errlen);
 /* Maps a whole regular, non-empty file read-only (munmap(p, *len) to
- * release); NULL where it cannot (read it with onnx_read_all then). */
-void *onnx_map_all(const char *path, size_t *len);
+ * release), its fstat in *st; NULL where it cannot (read it with
+ * onnx_read_all then). The pages are not populated. */
+void *onnx_map_all(const char *path, size_t *len, struct stat *st);
 /* The allocator model unpacking uses: large buffers on huge pages; sets
  * *failed (if not NULL) when an allocation fails. */
 ProtobufCAllocator onnx_pb_alloc(bool *failed);

@@ -4,7 +4,8 @@
  * A model file is mapped (or, where it cannot be, read) whole and
  * unpacked by protobuf-c; the unpacked ModelProto then owns its own copy of
  * every raw_data buffer, which the graph references in place, so the
- * file's mapping is dropped after unpacking. External data
+ * file's mapping is dropped after unpacking. (Large raw_data is taken out
+ * of unpacking and loaded apart: weights.c.) External data
  * (TensorProto.data_location = EXTERNAL) is mapped read-only from the side
  * file and the mapping is kept by the graph.
  */
@@ -42,21 +43,20 @@ ProtobufCAllocator onnx_pb_alloc(bool *failed)
     return (ProtobufCAllocator){.alloc = pb_alloc, .free = pb_free, .allocator_data = failed};
 }
 
-void *onnx_map_all(const char *path, size_t *len)
+void *onnx_map_all(const char *path, size_t *len, struct stat *st)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return NULL;
-    struct stat st;
     void *p = MAP_FAILED;
-    /* the whole file is read once, front to back, by the unpacking:
-     * populated at once rather than a fault per 64 KiB */
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX)
-        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    /* not populated: a load that takes the large weights apart
+     * (weights.c) reads little more than the graph's structure */
+    if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_size > 0 && (uint64_t)st->st_size <= SIZE_MAX)
+        p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return NULL;
-    *len = (size_t)st.st_size;
+    *len = (size_t)st->st_size;
     return p;
 }
 

@@ -19,10 +19,35 @@
 
 #include "ir/ir.h"
 
+/* How a file's large weights were loaded (frontends/onnx/weights.c). */
+typedef enum OnnxWeightsWay {
+    WEIGHTS_UNPACKED, /* by protobuf-c with the rest: none large, or the
+                         walk did not follow the file */
+    WEIGHTS_COPIED,   /* taken out of unpacking, copied into aligned memory */
+    WEIGHTS_STORED,   /* written to a new entry of the store, mapped */
+    WEIGHTS_MAPPED,   /* mapped from the store's entry */
+} OnnxWeightsWay;
+
+typedef struct OnnxWeightsReport {
+    OnnxWeightsWay way;
+    int n;            /* weights taken out of unpacking */
+    uint64_t bytes;   /* their bytes */
+    char why[96];     /* why the store's entry was not used, if it was not */
+} OnnxWeightsReport;
+
 typedef struct OnnxOpts {
     /* Each use of a dim_param name is its own symbol ("seq", "seq_2", ...)
      * instead of one symbol per name (doc/onnx.md, "Dim names"). */
     bool untie;
+    /* onnx_import_file only: the directory where large weights are kept
+     * aligned between processes (the JIT cache's, codegen/cache.h); NULL:
+     * none, they are copied into memory at each load. */
+    const char *store;
+    size_t weights_min;  /* a raw_data this long is loaded so; 0: 64 KiB */
+    int settle_ms;       /* a model file changed this recently is not
+                            stored (its times may yet change in the same
+                            tick); 0: 2000 */
+    OnnxWeightsReport *report; /* filled when not NULL */
 } OnnxOpts; /* NULL means all defaults */
 
 /* Imports a model: NULL with a located message in d on error. */

@@ -1,0 +1,237 @@
+/*
+ * store.c — what the on-disk caches share: the hash their keys and
+ * checksums use, hashing many buffers on threads, making their directory,
+ * and keeping it under its cap.
+ *
+ * Two kinds of file live in one directory (codegen/cache.h names it):
+ * KEY.jit, compiled code (codegen/cache.c), and KEY.wts, a model's large
+ * weights laid out aligned (frontends/onnx/weights.c). Both are written to
+ * a temporary name (".KEY.XXXXXX") and renamed into place, and a hit
+ * renews a file's mtime, so trimming by mtime removes the least recently
+ * used.
+ */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include "ir/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- xxHash64 (Yann Collet's, as specified in xxhash.h) ------------------ */
+
+#define P1 0x9E3779B185EBCA87ull
+#define P2 0xC2B2AE3D27D4EB4Full
+#define P3 0x165667B19E3779F9ull
+#define P4 0x85EBCA77C2B2AE63ull
+#define P5 0x27D4EB2F165667C5ull
+
+static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t xround(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
+static uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * P1 + P4; }
+
+uint64_t store_hash(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data, *end = p + n;
+    uint64_t h;
+    if (n >= 32) {
+        uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+        for (; p + 32 <= end; p += 32) {
+            v1 = xround(v1, rd64(p));
+            v2 = xround(v2, rd64(p + 8));
+            v3 = xround(v3, rd64(p + 16));
+            v4 = xround(v4, rd64(p + 24));
+        }
+        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+        h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
+    } else {
+        h = seed + P5;
+    }
+    h += (uint64_t)n;
+    for (; p + 8 <= end; p += 8)
+        h = rotl(h ^ xround(0, rd64(p)), 27) * P1 + P4;
+    if (p + 4 <= end) {
+        h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
+        p += 4;
+    }
+    for (; p < end; p++)
+        h = rotl(h ^ *p * P5, 11) * P1;
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    return h ^ (h >> 32);
+}
+
+/* ---- many buffers at once -------------------------------------------------- */
+
+typedef struct HashJob {
+    const void *const *p;
+    const size_t *n;
+    uint64_t *out;
+    int begin, end;
+} HashJob;
+
+static void *hash_range(void *arg)
+{
+    HashJob *j = arg;
+    for (int i = j->begin; i < j->end; i++)
+        j->out[i] = store_hash(j->p[i] ? j->p[i] : "", j->p[i] ? j->n[i] : 0, j->n[i]);
+    return NULL;
+}
+
+static int cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+void store_hash_many(const void *const *p, const size_t *n, uint64_t *out, int count)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += p[i] ? n[i] : 0;
+    enum { MAXT = 4 };
+    /* memory-bound: a thread per core up to four, and one for little */
+    int nt = total < (16u << 20) ? 1 : cpus() < MAXT ? cpus() : MAXT;
+    HashJob job[MAXT];
+    pthread_t tid[MAXT];
+    bool started[MAXT] = {false};
+    uint64_t acc = 0;
+    int at = 0;
+    for (int t = 0; t < nt; t++) { /* ranges of about total / nt bytes */
+        job[t] = (HashJob){p, n, out, at, at};
+        uint64_t want = total / (uint64_t)nt * (uint64_t)(t + 1);
+        while (job[t].end < count && (t == nt - 1 || acc < want)) {
+            int i = job[t].end++;
+            acc += p[i] ? n[i] : 0;
+        }
+        at = job[t].end;
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, hash_range, &job[t]) == 0;
+    }
+    hash_range(&job[0]);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            hash_range(&job[t]);
+}
+
+/* ---- the directory ---------------------------------------------------------- */
+
+/* mkdir -p */
+bool store_mkdirs(const char *dir)
+{
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof p)
+        return false;
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if (p[i] == '/' || p[i] == 0) {
+            char c = p[i];
+            p[i] = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST)
+                return false;
+            p[i] = c;
+        }
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+typedef struct Old {
+    time_t mtime;
+    int64_t size;
+    char name[64];
+} Old;
+
+static int old_cmp(const void *a, const void *b)
+{
+    const Old *x = a, *y = b;
+    return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+}
+
+void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
+{
+    /* a directory of 80,000 files (a test suite's) took 150 ms to list
+     * and stat: at most once a minute, unless the write was large */
+    char stamp[4200];
+    snprintf(stamp, sizeof stamp, "%s/trim.stamp", dir);
+    struct stat ss;
+    time_t now = time(NULL);
+    if (written < cap_bytes / 16 && stat(stamp, &ss) == 0 && now - ss.st_mtime < 60 && now >= ss.st_mtime)
+        return;
+    int sfd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (sfd >= 0) {
+        futimens(sfd, NULL);
+        close(sfd);
+    }
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return;
+    Old *v = NULL;
+    size_t n = 0, cap = 0;
+    int64_t total = 0;
+    struct dirent *de;
+    char path[4200];
+    while ((de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        bool jit = len == 36 && (!strcmp(de->d_name + 32, ".jit") || !strcmp(de->d_name + 32, ".wts"));
+        bool tmp = de->d_name[0] == '.' && len == 40 && de->d_name[33] == '.';
+        struct stat st;
+        if ((!jit && !tmp) || fstatat(dirfd(dp), de->d_name, &st, 0) != 0)
+            continue;
+        if (tmp) {
+            if (now - st.st_mtime > 3600)
+                unlinkat(dirfd(dp), de->d_name, 0);
+            continue;
+        }
+        if (n == cap) {
+            Old *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        v[n].mtime = st.st_mtime;
+        v[n].size = (int64_t)st.st_size;
+        memcpy(v[n].name, de->d_name, len + 1); /* 36 or 40 bytes: checked above */
+        total += v[n++].size;
+    }
+    closedir(dp);
+    if (total > cap_bytes) {
+        qsort(v, n, sizeof *v, old_cmp);
+        for (size_t i = 0; i < n && total > cap_bytes / 4 * 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+            if (unlink(path) == 0)
+                total -= v[i].size;
+        }
+    }
+    free(v);
+}
+

@@ -1,0 +1,33 @@
+/*
+ * store.h — what the on-disk caches share (store.c): the hash, making and
+ * trimming their directory. The caches themselves: codegen/cache.h
+ * (compiled code) and frontends/onnx/weights.c (weights laid out aligned).
+ */
+#ifndef DISC_STORE_H
+#define DISC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* xxHash64 of n bytes with seed (keys, checksums, weights). */
+uint64_t store_hash(const void *p, size_t n, uint64_t seed);
+/* out[i] = store_hash(p[i], n[i], n[i]) for count buffers (a NULL p[i]
+ * hashes as empty), on up to four threads when there are many bytes. */
+void store_hash_many(const void *const *p, const size_t *n, uint64_t *out, int count);
+
+/* What the directory may hold, code and weights together. */
+#define STORE_CAP ((int64_t)4 << 30)
+
+/* mkdir -p dir; true when it is a directory afterwards. */
+bool store_mkdirs(const char *dir);
+/* Keeps dir's KEY.jit and KEY.wts files (KEY: 32 hex digits) under
+ * cap_bytes: past it, removes the least recently used (oldest mtime, which
+ * a hit renews) down to three quarters of it. Removes temporary files an
+ * interrupted write left more than an hour ago. Called after writing
+ * `written` bytes; looks at the directory at most once a minute (the time
+ * of dir/trim.stamp) unless that was a sixteenth of the cap or more. Best
+ * effort: another process may be trimming too. */
+void store_trim(const char *dir, int64_t cap_bytes, int64_t written);
+
+#endif
