@@ -1,12 +1,17 @@
 # onnx.cmake — tests of the ONNX importer (label `onnx`): every model in
 # tests/onnx/models is imported by onnx_check, which checks success or the
 # expected error text; test_onnx_api covers the C API (tensor files, symbols,
-# constants referenced in place, external data).
+# constants referenced in place, external data); test_weights the large
+# weights loaded apart and their store (frontends/onnx/weights.c).
 add_executable(onnx_check ${CMAKE_SOURCE_DIR}/tests/onnx/onnx_check.c)
 target_link_libraries(onnx_check PRIVATE disc)
 add_executable(test_onnx_api ${CMAKE_SOURCE_DIR}/tests/onnx/test_onnx_api.c)
 target_link_libraries(test_onnx_api PRIVATE disc)
 target_include_directories(test_onnx_api PRIVATE ${CMAKE_BINARY_DIR}/onnx-gen)
+
+add_executable(test_weights ${CMAKE_SOURCE_DIR}/tests/onnx/test_weights.c)
+target_link_libraries(test_weights PRIVATE disc)
+target_include_directories(test_weights PRIVATE ${CMAKE_BINARY_DIR}/onnx-gen)
 
 add_executable(onnx_run ${CMAKE_SOURCE_DIR}/tests/onnx/onnx_run.c)
 target_link_libraries(onnx_run PRIVATE disc)
@@ -15,6 +20,7 @@ set(M ${CMAKE_SOURCE_DIR}/tests/onnx/models)
 set(G ${CMAKE_SOURCE_DIR}/tests/onnx/expect)
 
 add_test(NAME onnx/api COMMAND test_onnx_api ${M} ${CMAKE_BINARY_DIR})
+add_test(NAME onnx/weights COMMAND test_weights ${M} ${CMAKE_BINARY_DIR})
 
 # disc_onnx_test(name model [args...]): onnx_check model args
 function(disc_onnx_test name model)
