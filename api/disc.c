@@ -126,7 +126,7 @@ disc_model *disc_load(const char *path)
     Diag d = {0};
     char store[4096];
     CgOpts co = {0};
-    return load(model_load(path, cache_dir(&co, store, sizeof store) ? store : NULL, &d), path, &d);
+    return load(model_load(path, cache_dir(&co, store, sizeof store) ? store : NULL, NULL, &d), path, &d);
 }
 
 disc_model *disc_load_ir(const char *text, size_t len, const char *name)
@@ -343,7 +343,7 @@ static disc_compiled *untied(disc_compiled *c)
         Diag d = {0};
         char store[4096];
         CgOpts co = {.no_cache = c->opts->o.no_cache != 0, .cache_dir = c->opts->o.cache_dir};
-        Graph *g = model_load_untied(c->path, cache_dir(&co, store, sizeof store) ? store : NULL, &d);
+        Graph *g = model_load_untied(c->path, cache_dir(&co, store, sizeof store) ? store : NULL, NULL, &d);
         c->untied = g ? compile(g, &c->opts->o) : NULL;
         graph_free(g);
         snprintf(last_error, sizeof last_error, "%s", saved);

@@ -77,11 +77,14 @@ static const char usage_check_text[] =
     "                  memplan, llvm) on stderr\n"
     "  --no-shape      interp: skip shape analysis (run the imported graph as is)\n"
     "  --no-cache      cpu: compile from scratch, neither reading nor writing the\n"
-    "                  cache of compiled code (DISC_CACHE=0 does the same)\n"
+    "                  cache of compiled code (DISC_CACHE=0 does the same); an ONNX\n"
+    "                  model's large weights are then copied at load, not kept\n"
+    "                  aligned in the cache's directory\n"
     "  --cache-dir DIR cpu: that cache's directory (default $DISC_CACHE_DIR, else\n"
     "                  $HOME/.cache/disc/jit)\n"
-    "  -v              also print per-output errors, full messages, compile times\n"
-    "                  and whether the compile was a cache hit\n"
+    "  -v              also print per-output errors, full messages, compile times,\n"
+    "                  whether the compile was a cache hit, and how the model's\n"
+    "                  large weights were loaded\n"
     "\n"
     "exit status: 0 every data set passed, 1 a failure or an error in the\n"
     "input, 2 usage error\n";
@@ -273,7 +276,7 @@ static int model_open(Model *m, const char *path, bool no_shape, const char *bac
     Diag d = {0};
     *m = (Model){.path = path, .backend = backend, .no_shape = no_shape, .co = *co};
     int rc = 0;
-    Graph *g = dcc_load(path, &rc);
+    Graph *g = dcc_load(path, co, &rc);
     if (!g)
         return rc;
     if (!model_build(m, g, &d)) {
@@ -298,7 +301,7 @@ static Model *model_untied(Model *m)
     Diag d = {0};
     char store[4096];
     Model *u = calloc(1, sizeof *u);
-    Graph *g = u ? model_load_untied(m->path, dcc_store(store, sizeof store), &d) : NULL;
+    Graph *g = u ? model_load_untied(m->path, dcc_store(&m->co, store, sizeof store), NULL, &d) : NULL;
     if (!g) {
         free(u);
         return NULL;

@@ -223,7 +223,8 @@ int dcc_compile(int argc, char **argv)
     double t0 = now();
     Diag d = {0};
     int rc = 0;
-    Graph *g = dcc_load(file, &rc);
+    CgOpts lo = {.verbose = verbose};
+    Graph *g = dcc_load(file, &lo, &rc);
     if (!g)
         return rc;
     if (g->tied_dims && model_is_onnx(file)) {
@@ -232,7 +233,7 @@ int dcc_compile(int argc, char **argv)
          * them (doc/onnx.md, "Dim names") */
         graph_free(g);
         char store[4096];
-        if (!(g = model_load_untied(file, dcc_store(store, sizeof store), &d))) {
+        if (!(g = model_load_untied(file, dcc_store(&lo, store, sizeof store), NULL, &d))) {
             fprintf(stderr, "%s\n", d.msg);
             return dcc_exit_code(&d);
         }

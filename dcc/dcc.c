@@ -73,8 +73,11 @@ static const char usage_emit[] =
     "                         read from the cache of compiled code when it holds it\n"
     "                  ptx    the same as PTX\n"
     "  --arch ARCH     with --stage cubin or ptx: sm_80, sm_90, ..., gfx90a, gfx1030\n"
-    "  -v              with --stage cubin or ptx: the compile's time, or the cache hit\n"
+    "  -v              how an ONNX model's large weights were loaded; with --stage\n"
+    "                  cubin or ptx also the compile's time, or the cache hit\n"
     "  --no-cache      with --stage cubin or ptx: neither read nor write the cache\n"
+    "                  (and copy an ONNX model's large weights at load, not\n"
+    "                  keeping them aligned in the cache's directory)\n"
     "  --format dot    with --stage fusion: the plan as a Graphviz graph\n"
     "  --bind B=4,S=128  with --stage memplan: the slots laid out at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
@@ -115,17 +118,34 @@ int dcc_exit_code(const Diag *d)
     return EXIT_SYSTEM;
 }
 
-const char *dcc_store(char *buf, size_t size)
+const char *dcc_store(const CgOpts *co, char *buf, size_t size)
 {
-    CgOpts co = {0};
-    return cache_dir(&co, buf, size) ? buf : NULL;
+    CgOpts none = {0};
+    return cache_dir(co ? co : &none, buf, size) ? buf : NULL;
 }
 
-Graph *dcc_load(const char *path, int *rc)
+void dcc_weights_note(const char *path, const OnnxWeightsReport *r)
+{
+    static const char *const way[] = {
+        [WEIGHTS_UNPACKED] = "unpacked with the model",
+        [WEIGHTS_COPIED] = "copied into memory",
+        [WEIGHTS_STORED] = "written to the cache directory and mapped",
+        [WEIGHTS_MAPPED] = "mapped from the cache directory",
+    };
+    if (r->n)
+        fprintf(stderr, "dcc: %s: %d large weights (%.1f MB) %s%s%s%s\n", path, r->n, (double)r->bytes / 1e6,
+                way[r->way], r->why[0] && r->way != WEIGHTS_MAPPED ? " (" : "", r->way != WEIGHTS_MAPPED ? r->why : "",
+                r->why[0] && r->way != WEIGHTS_MAPPED ? ")" : "");
+}
+
+Graph *dcc_load(const char *path, const CgOpts *co, int *rc)
 {
     Diag d = {0};
     char store[4096];
-    Graph *g = model_load(path, dcc_store(store, sizeof store), &d);
+    OnnxWeightsReport rep = {0};
+    Graph *g = model_load(path, dcc_store(co, store, sizeof store), &rep, &d);
+    if (g && co && co->verbose)
+        dcc_weights_note(path, &rep);
     if (!g) {
         fprintf(stderr, "%s\n", d.msg);
         *rc = dcc_exit_code(&d);
@@ -324,7 +344,8 @@ static int cmd_emit(int argc, char **argv)
     po.elide = elide >= 0 ? elide : model_is_onnx(file);
 
     int rc = 0;
-    Graph *g = dcc_load(file, &rc);
+    CgOpts lo = {.verbose = verbose, .no_cache = no_cache};
+    Graph *g = dcc_load(file, &lo, &rc);
     if (!g)
         return rc;
     FILE *f = stdout;

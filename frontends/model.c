@@ -24,17 +24,17 @@ static Graph *verified(Graph *g, bool verify, Diag *d)
     return g;
 }
 
-Graph *model_load(const char *path, const char *store, Diag *d)
+Graph *model_load(const char *path, const char *store, OnnxWeightsReport *report, Diag *d)
 {
-    OnnxOpts o = {.store = store};
+    OnnxOpts o = {.store = store, .report = report};
     if (model_is_onnx(path)) /* the importer verifies what it built */
         return verified(onnx_import_file(path, &o, d), false, d);
     return verified(graph_parse_file(path, d), true, d);
 }
 
-Graph *model_load_untied(const char *path, const char *store, Diag *d)
+Graph *model_load_untied(const char *path, const char *store, OnnxWeightsReport *report, Diag *d)
 {
-    OnnxOpts o = {.untie = true, .store = store};
+    OnnxOpts o = {.untie = true, .store = store, .report = report};
     return verified(onnx_import_file(path, &o, d), false, d);
 }
 

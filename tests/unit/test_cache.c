@@ -65,7 +65,7 @@ static const char *root;
 static Graph *load(const Model *m, const char *src)
 {
     Diag d = {0};
-    Graph *g = m->path ? model_load(m->path, NULL, &d) : model_load_text(src, strlen(src), m->name, &d);
+    Graph *g = m->path ? model_load(m->path, NULL, NULL, &d) : model_load_text(src, strlen(src), m->name, &d);
     CHECK_MSG(g != NULL, "%s: %s", m->name, d.msg);
     return g;
 }

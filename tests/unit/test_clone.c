@@ -28,7 +28,7 @@ static char *print(const Graph *g)
 static void check_file(const char *path)
 {
     Diag d = {0};
-    Graph *g = model_load(path, NULL, &d);
+    Graph *g = model_load(path, NULL, NULL, &d);
     if (!g) /* a file that shows an error on purpose */
         return;
     char *before = print(g);
@@ -86,7 +86,7 @@ int main(void)
     check_file(DISC_SOURCE_DIR "/tests/models/bert_encoder/model.onnx");
     /* the loader: the kind of an error */
     Diag d = {0};
-    CHECK(model_load("/nonexistent.disc", NULL, &d) == NULL && d.kind == DIAG_RESOURCE);
+    CHECK(model_load("/nonexistent.disc", NULL, NULL, &d) == NULL && d.kind == DIAG_RESOURCE);
     Diag e = {0};
     CHECK(model_load_text("graph @g() {\n  return %x\n}\n", 27, "bad.disc", &e) == NULL && e.kind == DIAG_PARSE &&
           e.loc.line == 2 && !strcmp(e.loc.file, "bad.disc"));

@@ -34,7 +34,7 @@
 static bool module_source_lang(const char *path, const char *src, GpuLang lang, GpuStr *out, int *nk, int *nu,
                                Diag *why, Diag *d)
 {
-    Graph *g = src ? model_load_text(src, strlen(src), path, d) : model_load(path, NULL, d);
+    Graph *g = src ? model_load_text(src, strlen(src), path, d) : model_load(path, NULL, NULL, d);
     if (!g)
         return false;
     CgModule m;

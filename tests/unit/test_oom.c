@@ -181,7 +181,7 @@ static DiagKind build_aot(const Case *c)
     snprintf(hdr, sizeof hdr, "%s/m.h", aot_dir);
     snprintf(wts, sizeof wts, "%s/m.weights", aot_dir);
     Diag d = {0};
-    Graph *g = model_load(c->path, NULL, &d);
+    Graph *g = model_load(c->path, NULL, NULL, &d);
     CgOpts co = {.opt_level = 0};
     AotOpts ao = {.name = "m", .weights_path = wts};
     bool ok = g && aot_compile(g, NULL, &co, &ao, obj, hdr, &d);
