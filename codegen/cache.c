@@ -210,6 +210,10 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         return errno == ENOENT ? false : fail(why, whysize, "unreadable");
     struct stat st;
     unsigned char *mem = NULL;
+    if (fstat(fd, &st) == 0 && st.st_uid != geteuid()) { /* in a directory others can write to */
+        close(fd);
+        return fail(why, whysize, "owned by another user");
+    }
     bool ok = fstat(fd, &st) == 0 && st.st_size >= HEADER && (mem = malloc((size_t)st.st_size));
     size_t got = 0;
     while (ok && got < (size_t)st.st_size) {

@@ -18,8 +18,9 @@
  * compiler's sources, made by the build: a changed compiler never reads an
  * older one's code).
  *
- * A file is written to a temporary name in the directory and renamed into
- * place, so processes compiling the same model at once each leave a
+ * A file owned by another user is not read (the directory may be one
+ * others can write to). A file is written to a temporary name in the
+ * directory and renamed into place, so processes compiling the same model at once each leave a
  * complete file and a reader never sees a partial one. A file carries a
  * checksum of its contents and the key's text; a file that is truncated,
  * corrupt or written for another key is ignored (and replaced by the

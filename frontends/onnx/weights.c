@@ -27,7 +27,8 @@
  *      inode, size, mtime, ctime), where each weight came from in it, the
  *      weight's xxHash64, and the weights at 4 KiB-aligned offsets. The
  *      entry is mapped read-only and shared: no copy, no fresh memory, and
- *      processes running one model share its pages. Every weight's hash is
+ *      processes running one model share its pages. An entry another user
+ *      owns is not read. Every weight's hash is
  *      checked, so a damaged entry is never trusted, and handed on to the
  *      JIT's cache key (Const.hash_of), which then need not read the
  *      weights again;
@@ -346,8 +347,12 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
         close(fd);
         return why(whybuf, whysize, "entry truncated");
     }
+    if (st.st_uid != geteuid()) { /* in a directory others can write to */
+        close(fd);
+        return why(whybuf, whysize, "entry owned by another user");
+    }
     size_t len = (size_t)st.st_size;
-    uint8_t *p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    uint8_t *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return why(whybuf, whysize, "entry cannot be mapped");
@@ -376,6 +381,10 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
         s->hash = e[3];
     }
     if (!bad) {
+#ifdef MADV_POPULATE_READ
+        /* all of it is read next: populated at once, not a fault per 64 KiB */
+        madvise(p, len, MADV_POPULATE_READ);
+#endif
         const void **ptr = malloc((size_t)w->n * sizeof *ptr);
         size_t *nb = malloc((size_t)w->n * sizeof *nb);
         uint64_t *h = malloc((size_t)w->n * sizeof *h);
