@@ -140,6 +140,8 @@ Graph *graph_clone(Graph *src, Diag *d)
         g->tied_dims = src->tied_dims;
     if (ok && src->file)
         ok = (g->file = arena_strdup(&g->arena, src->file)) != NULL;
+    if (ok && src->store)
+        ok = (g->store = arena_strdup(&g->arena, src->store)) != NULL;
     for (int i = 0; ok && i < src->ninputs; i++) {
         const Value *f = src->inputs[i];
         Type t;

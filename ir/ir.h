@@ -473,6 +473,10 @@ struct Graph {
     int refs;          /* graph_free frees at the last reference (graph_ref) */
     int tied_dims;     /* input dims that are another input dim's symbol only
                           because ONNX gave both one dim_param name (doc/onnx.md) */
+    const char *store; /* the directory its large weights were mapped from
+                          (frontends/onnx/weights.c), where passes may keep
+                          the constants they derive from them (ir/store.h);
+                          NULL: none */
 };
 
 Graph *graph_new(const char *name);

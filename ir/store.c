@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,3 +236,101 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
     free(v);
 }
 
+
+/* ---- derived constants ------------------------------------------------------ *
+ *
+ * KEY.wts: "DISCDRV1", u64 bytes, u64 store_hash(data, bytes, bytes), the
+ * data from offset DRV_DATA. */
+
+enum { DRV_DATA = 4096 };
+static const char drv_magic[8] = "DISCDRV1";
+
+typedef struct StoreMap {
+    void *base;
+    size_t len;
+} StoreMap;
+
+void store_release(void *keep)
+{
+    StoreMap *m = keep;
+    if (m) {
+        munmap(m->base, m->len);
+        free(m);
+    }
+}
+
+static const void *mapped(void *base, size_t len, void **keep)
+{
+    StoreMap *m = malloc(sizeof *m);
+    if (!m) {
+        munmap(base, len);
+        return NULL;
+    }
+    *m = (StoreMap){base, len};
+    *keep = m;
+    return (const char *)base + DRV_DATA;
+}
+
+/* The entry at path when it holds bytes intact: mapped. */
+static const void *derived_load(const char *path, size_t bytes, void **keep)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    uint64_t hdr[3];
+    size_t len = DRV_DATA + bytes;
+    bool ok = fstat(fd, &st) == 0 && st.st_uid == geteuid() && (uint64_t)st.st_size == len &&
+              pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && !memcmp(hdr, drv_magic, 8) && hdr[1] == bytes;
+    void *p = ok ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_POPULATE_READ
+    madvise(p, len, MADV_POPULATE_READ); /* read whole next */
+#endif
+    if (store_hash((char *)p + DRV_DATA, bytes, bytes) != hdr[2]) {
+        munmap(p, len);
+        return NULL;
+    }
+    utimensat(AT_FDCWD, path, NULL, 0); /* recently used */
+    return mapped(p, len, keep);
+}
+
+const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, void (*fill)(void *dst, void *ctx),
+                          void *ctx, void **keep)
+{
+    char path[4200], tmp[4200];
+    snprintf(path, sizeof path, "%s/%016llx%016llx.wts", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
+    const void *p = derived_load(path, bytes, keep);
+    if (p || bytes > SIZE_MAX - DRV_DATA || !store_mkdirs(dir))
+        return p;
+    snprintf(tmp, sizeof tmp, "%s/.%016llx%016llx.XXXXXX", dir, (unsigned long long)key[0],
+             (unsigned long long)key[1]);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return NULL;
+    size_t len = DRV_DATA + bytes;
+    /* the blocks reserved first: a full disk is fallocate's error, not a
+     * SIGBUS when a store into the mapping needs a block */
+    void *m = fallocate(fd, 0, 0, (off_t)len) == 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                                   : MAP_FAILED;
+    bool ok = m != MAP_FAILED;
+    if (ok) {
+        fill((char *)m + DRV_DATA, ctx);
+        uint64_t hdr[3] = {0, bytes, store_hash((char *)m + DRV_DATA, bytes, bytes)};
+        memcpy(hdr, drv_magic, 8);
+        memcpy(m, hdr, sizeof hdr);
+        ok = mprotect(m, len, PROT_READ) == 0;
+    }
+    /* readable by whoever may read the directory, like a file made by open */
+    ok = close(fd) == 0 && ok && fchmodat(AT_FDCWD, tmp, 0644, 0) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
+        unlink(tmp);
+        if (m != MAP_FAILED)
+            munmap(m, len);
+        return NULL;
+    }
+    store_trim(dir, STORE_CAP, (int64_t)len);
+    return mapped(m, len, keep);
+}

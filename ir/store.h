@@ -30,4 +30,16 @@ bool store_mkdirs(const char *dir);
  * effort: another process may be trimming too. */
 void store_trim(const char *dir, int64_t cap_bytes, int64_t written);
 
+/* A constant derived from others (a pass's result over weights whose
+ * hashes it knows), kept in dir as KEY.wts, KEY the 32 hex digits of key
+ * (what the bytes are derived from, as the pass describes it): mapped
+ * read-only and shared when the file is there, intact (its hash checked)
+ * and this user's; else made there by fill(dst, ctx), which writes all
+ * bytes, and mapped. NULL where neither can be done (the caller makes
+ * the bytes in memory); else the bytes, and *keep to release with
+ * store_release (graph_keep). */
+const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, void (*fill)(void *dst, void *ctx),
+                          void *ctx, void **keep);
+void store_release(void *keep);
+
 #endif

@@ -651,6 +651,11 @@ bool onnx_weights_import(const void *buf, size_t len, const struct stat *st, con
     if (o && o->report)
         *o->report = rep;
     *out = onnx_import_model(m, ow, weights_free, ow, name, dir, o, d);
+    if (*out && got && !((*out)->store = arena_strdup(&(*out)->arena, store))) { /* for derived constants */
+        graph_free(*out);
+        *out = NULL;
+        diag_setk(d, DIAG_RESOURCE, "%s: error: out of memory", name);
+    }
     return true;
 }
 

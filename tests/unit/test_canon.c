@@ -2,12 +2,15 @@
  * test_canon.c — canonicalisation (passes/canon.c): common subexpressions,
  * constant folding and its bounds, the exact algebraic rewrites (and the
  * inexact ones it must leave alone), the fixed point, and that a graph
- * computes bit for bit the same on the interpreter before and after.
+ * computes bit for bit the same on the interpreter before and after;
+ * horizontal fusion's weights side by side kept in the graph's store.
  */
+#include "ir/store.h"
 #include "passes/passes.h"
 #include "runtime/interp.h"
 #include "tests/unit/check.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +405,73 @@ static void test_fixed_point(void)
     graph_free(g);
 }
 
+/* ---- horizontal fusion's constants in the store ------------------------------ */
+
+static int wts_files(const char *dir, char *last, size_t size)
+{
+    DIR *dp = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (dp && (de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (len > 4 && !strcmp(de->d_name + len - 4, ".wts")) {
+            snprintf(last, size, "%s/%s", dir, de->d_name);
+            n++;
+        }
+    }
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
+/* Two dots of x against weights whose hashes the loader knew, fused: the
+ * weights side by side come from the graph's store (made there, then
+ * mapped; made again when damaged), or from memory without one; the
+ * same bytes every way. */
+static void test_hfuse_store(void)
+{
+    enum { K = 256, N = 1024 }; /* 1 MiB each, 2 MiB side by side */
+    static float w[2][K * N];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < K * N; j++)
+            w[i][j] = (float)(j % 977) * (i ? -0.5f : 0.25f);
+    char dir[] = "/tmp/disc_test_hfuse.XXXXXX", file[600] = "";
+    CHECK(mkdtemp(dir) != NULL);
+    for (int pass = 0; pass < 4; pass++) {
+        Graph *g = graph_new("hf");
+        Dim *xd[2] = {dim_sym(&g->dims, "s"), dim_const(&g->dims, K)};
+        Value *x = graph_add_input(g, "x", type_make(&g->arena, DT_F32, 2, xd));
+        for (int i = 0; i < 2; i++) {
+            Dim *wd[2] = {dim_const(&g->dims, K), dim_const(&g->dims, N)};
+            Value *c = build_const(g, type_make(&g->arena, DT_F32, 2, wd), w[i], sizeof w[i], false);
+            c->def->cst->hash_of = w[i];
+            c->def->cst->hash = store_hash(w[i], sizeof w[i], sizeof w[i]);
+            int64_t lc = 1, rc = 0;
+            graph_add_output(g, build_dot(g, x, c, NULL, NULL, 0, &lc, &rc, 1));
+        }
+        g->store = pass < 3 ? dir : NULL;
+        CHECK(canon_hfuse(g) == 2);
+        const Op *side = NULL;
+        graph_for_each_op(g, op) if (op->kind == OP_CONST && op->cst->nbytes == 2 * sizeof w[0]) side = op;
+        bool same = side != NULL;
+        for (int r = 0; same && r < K; r++)
+            same = !memcmp((const float *)side->cst->data + (size_t)r * 2 * N, w[0] + (size_t)r * N, N * 4) &&
+                   !memcmp((const float *)side->cst->data + (size_t)r * 2 * N + N, w[1] + (size_t)r * N, N * 4);
+        CHECK_MSG(same, "pass %d: the weights side by side", pass);
+        CHECK_MSG(wts_files(dir, file, sizeof file) == 1, "pass %d: one file in the store", pass);
+        graph_free(g);
+        if (pass == 1) { /* damaged: made again */
+            FILE *f = fopen(file, "r+b");
+            CHECK(f && fseek(f, 4096 + 1000, SEEK_SET) == 0 && fputc(0x7f, f) != EOF);
+            if (f)
+                fclose(f);
+        }
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     test_cse();
@@ -412,5 +482,6 @@ int main(void)
     test_layout_chains();
     test_same_numbers();
     test_fixed_point();
+    test_hfuse_store();
     return check_done();
 }
