@@ -36,20 +36,6 @@
 static const char magic[8] = "DISCJIT1";
 enum { HEADER = 24 };
 
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 uint64_t cache_hash(const void *data, size_t n, uint64_t seed) { return store_hash(data, n, seed); }
 
 /* ---- the key ------------------------------------------------------------ */
@@ -190,7 +176,7 @@ static const void *take(Rd *r, uint64_t n)
 static uint32_t take32(Rd *r)
 {
     const void *q = take(r, 4);
-    return q ? rd32(q) : 0;
+    return q ? store_rd32(q) : 0;
 }
 
 static bool fail(char *why, size_t size, const char *msg)
@@ -227,7 +213,7 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         free(mem);
         return fail(why, whysize, "truncated");
     }
-    uint64_t size = rd64(mem + 8), sum = rd64(mem + 16);
+    uint64_t size = store_rd64(mem + 8), sum = store_rd64(mem + 16);
     if (memcmp(mem, magic, 8) != 0) {
         free(mem);
         return fail(why, whysize, "not a disc cache file");
@@ -278,7 +264,7 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         r.bad = true;
     for (uint32_t i = 0; !r.bad && i < nobj; i++) {
         const void *q = take(&r, 8);
-        uint64_t on = q ? rd64(q) : 0;
+        uint64_t on = q ? store_rd64(q) : 0;
         e->obj[i] = take(&r, on);
         e->objsize[i] = (size_t)on;
         if (on == 0)

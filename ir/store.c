@@ -36,20 +36,6 @@
 
 static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 static uint64_t xround(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
 static uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * P1 + P4; }
 
@@ -60,10 +46,10 @@ uint64_t store_hash(const void *data, size_t n, uint64_t seed)
     if (n >= 32) {
         uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
         for (; p + 32 <= end; p += 32) {
-            v1 = xround(v1, rd64(p));
-            v2 = xround(v2, rd64(p + 8));
-            v3 = xround(v3, rd64(p + 16));
-            v4 = xround(v4, rd64(p + 24));
+            v1 = xround(v1, store_rd64(p));
+            v2 = xround(v2, store_rd64(p + 8));
+            v3 = xround(v3, store_rd64(p + 16));
+            v4 = xround(v4, store_rd64(p + 24));
         }
         h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
         h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
@@ -72,9 +58,9 @@ uint64_t store_hash(const void *data, size_t n, uint64_t seed)
     }
     h += (uint64_t)n;
     for (; p + 8 <= end; p += 8)
-        h = rotl(h ^ xround(0, rd64(p)), 27) * P1 + P4;
+        h = rotl(h ^ xround(0, store_rd64(p)), 27) * P1 + P4;
     if (p + 4 <= end) {
-        h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
+        h = rotl(h ^ (uint64_t)store_rd32(p) * P1, 23) * P2 + P3;
         p += 4;
     }
     for (; p < end; p++)

@@ -9,6 +9,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* Little-endian u64 and u32 at any address (the files' integers). */
+static inline uint64_t store_rd64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t store_rd32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 /* xxHash64 of n bytes with seed (keys, checksums, weights). */
 uint64_t store_hash(const void *p, size_t n, uint64_t seed);

@@ -11,8 +11,8 @@
 #include "ir/store.h"
 #include "onnx.pb-c.h"
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,22 +195,7 @@ static Graph *load(const char *path, const char *store, size_t min, int settle, 
 }
 
 /* The store's one entry, in buf. */
-static bool entry(const char *dir, char *buf, size_t size)
-{
-    DIR *dp = opendir(dir);
-    int n = 0;
-    struct dirent *de;
-    while (dp && (de = readdir(dp))) {
-        size_t len = strlen(de->d_name);
-        if (len > 4 && !strcmp(de->d_name + len - 4, ".wts")) {
-            snprintf(buf, size, "%s/%s", dir, de->d_name);
-            n++;
-        }
-    }
-    if (dp)
-        closedir(dp);
-    return n == 1;
-}
+static bool entry(const char *dir, char *buf, size_t size) { return files_ending(dir, ".wts", buf, size) == 1; }
 
 static void poke(const char *path, long at)
 {

@@ -9,8 +9,8 @@
 #include "passes/passes.h"
 #include "runtime/interp.h"
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,23 +407,6 @@ static void test_fixed_point(void)
 
 /* ---- horizontal fusion's constants in the store ------------------------------ */
 
-static int wts_files(const char *dir, char *last, size_t size)
-{
-    DIR *dp = opendir(dir);
-    int n = 0;
-    struct dirent *de;
-    while (dp && (de = readdir(dp))) {
-        size_t len = strlen(de->d_name);
-        if (len > 4 && !strcmp(de->d_name + len - 4, ".wts")) {
-            snprintf(last, size, "%s/%s", dir, de->d_name);
-            n++;
-        }
-    }
-    if (dp)
-        closedir(dp);
-    return n;
-}
-
 /* Two dots of x against weights whose hashes the loader knew, fused: the
  * weights side by side come from the graph's store (made there, then
  * mapped; made again when damaged), or from memory without one; the
@@ -458,7 +441,7 @@ static void test_hfuse_store(void)
             same = !memcmp((const float *)side->cst->data + (size_t)r * 2 * N, w[0] + (size_t)r * N, N * 4) &&
                    !memcmp((const float *)side->cst->data + (size_t)r * 2 * N + N, w[1] + (size_t)r * N, N * 4);
         CHECK_MSG(same, "pass %d: the weights side by side", pass);
-        CHECK_MSG(wts_files(dir, file, sizeof file) == 1, "pass %d: one file in the store", pass);
+        CHECK_MSG(files_ending(dir, ".wts", file, sizeof file) == 1, "pass %d: one file in the store", pass);
         graph_free(g);
         if (pass == 1) { /* damaged: made again */
             FILE *f = fopen(file, "r+b");
