@@ -71,6 +71,8 @@ struct Exec {
                           names a constant or a host op by its index */
     void **cdata;      /* per op index, a constant's data (disc_jit_consts) */
     int nops;
+    const void **known; /* constants registered with disc_rt_known_add */
+    int nknown;
     bool keep_obj;     /* keep the objects for the cache */
     bool hit;          /* linked from the cache */
     int nparts;        /* objects compiled (cg_objects) */
@@ -327,6 +329,19 @@ static bool exec_tables(Exec *e)
             e->cdata[n] = (void *)op->cst->data;
     }
     e->nops = n;
+    /* weights whose hash the loader knew: their packed copies may be kept
+     * in the store they came from (disc_rt_known_add); best effort */
+    for (Op *op = e->g->first; op && e->g->store; op = op->next) {
+        const Const *c = op->kind == OP_CONST ? op->cst : NULL;
+        if (!c || !c->data || c->hash_of != c->data || c->nbytes < ((size_t)1 << 20))
+            continue;
+        const void **k = realloc(e->known, (size_t)(e->nknown + 1) * sizeof *k);
+        if (!k)
+            break;
+        e->known = k;
+        if (disc_rt_known_add(c->data, c->hash, e->g->store))
+            e->known[e->nknown++] = c->data;
+    }
     return true;
 }
 
@@ -730,6 +745,9 @@ void exec_free(Exec *e)
     free(e->llvm_text);
     free(e->ops);
     free(e->cdata);
+    for (int i = 0; i < e->nknown; i++)
+        disc_rt_known_remove(e->known[i]);
+    free(e->known);
     for (int i = 0; i < CG_MAX_OBJECTS; i++)
         free(e->obj[i]);
     free(e);

@@ -258,7 +258,7 @@ static const void *mapped(void *base, size_t len, void **keep)
 }
 
 /* The entry at path when it holds bytes intact: mapped. */
-static const void *derived_load(const char *path, size_t bytes, void **keep)
+static const void *derived_load(const char *path, size_t bytes, uint64_t *hash, void **keep)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -280,15 +280,16 @@ static const void *derived_load(const char *path, size_t bytes, void **keep)
         return NULL;
     }
     utimensat(AT_FDCWD, path, NULL, 0); /* recently used */
+    *hash = hdr[2];
     return mapped(p, len, keep);
 }
 
-const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, void (*fill)(void *dst, void *ctx),
-                          void *ctx, void **keep)
+const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, bool (*fill)(void *dst, void *ctx),
+                          void *ctx, uint64_t *hash, void **keep)
 {
     char path[4200], tmp[4200];
     snprintf(path, sizeof path, "%s/%016llx%016llx.wts", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
-    const void *p = derived_load(path, bytes, keep);
+    const void *p = derived_load(path, bytes, hash, keep);
     if (p || bytes > SIZE_MAX - DRV_DATA || !store_mkdirs(dir))
         return p;
     snprintf(tmp, sizeof tmp, "%s/.%016llx%016llx.XXXXXX", dir, (unsigned long long)key[0],
@@ -302,11 +303,11 @@ const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, 
     void *m = fallocate(fd, 0, 0, (off_t)len) == 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                                                    : MAP_FAILED;
     bool ok = m != MAP_FAILED;
-    if (ok) {
-        fill((char *)m + DRV_DATA, ctx);
+    if (ok && (ok = fill((char *)m + DRV_DATA, ctx))) {
         uint64_t hdr[3] = {0, bytes, store_hash((char *)m + DRV_DATA, bytes, bytes)};
         memcpy(hdr, drv_magic, 8);
         memcpy(m, hdr, sizeof hdr);
+        *hash = hdr[2];
         ok = mprotect(m, len, PROT_READ) == 0;
     }
     /* readable by whoever may read the directory, like a file made by open */

@@ -46,16 +46,17 @@ bool store_mkdirs(const char *dir);
  * effort: another process may be trimming too. */
 void store_trim(const char *dir, int64_t cap_bytes, int64_t written);
 
-/* A constant derived from others (a pass's result over weights whose
- * hashes it knows), kept in dir as KEY.wts, KEY the 32 hex digits of key
- * (what the bytes are derived from, as the pass describes it): mapped
- * read-only and shared when the file is there, intact (its hash checked)
- * and this user's; else made there by fill(dst, ctx), which writes all
- * bytes, and mapped. NULL where neither can be done (the caller makes
- * the bytes in memory); else the bytes, and *keep to release with
- * store_release (graph_keep). */
-const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, void (*fill)(void *dst, void *ctx),
-                          void *ctx, void **keep);
+/* Bytes derived from others whose hashes are known (weights side by
+ * side, a packed copy of a weight), kept in dir as KEY.wts, KEY the 32 hex
+ * digits of key (what the bytes are derived from, as the caller describes
+ * it): mapped read-only and shared when the file is there, intact (its
+ * hash checked) and this user's; else made there by fill(dst, ctx), which
+ * writes every byte (false: it could not, and nothing is kept), and
+ * mapped. NULL where neither can be done (the caller makes the bytes in
+ * memory); else the bytes, their store_hash(bytes, n, n) in *hash, and
+ * *keep to release with store_release (graph_keep). */
+const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, bool (*fill)(void *dst, void *ctx),
+                          void *ctx, uint64_t *hash, void **keep);
 void store_release(void *keep);
 
 #endif

@@ -52,7 +52,7 @@ typedef struct Side {
 } Side;
 
 /* The constants side by side into w. */
-static void side_by_side(void *w, void *arg)
+static bool side_by_side(void *w, void *arg)
 {
     const Side *s = arg;
     for (int i = 0; i < s->n; i++) {
@@ -62,13 +62,14 @@ static void side_by_side(void *w, void *arg)
             memcpy((char *)w + ((size_t)r * (size_t)s->total + (size_t)s->off[i]) * s->es, src + (size_t)r * cols * s->es,
                    cols * s->es);
     }
+    return true;
 }
 
 /* The constants side by side kept in the graph's store (ir/store.h) when
  * the loader knows each one's hash: a later compile maps them instead of
  * making 85 MB of fresh memory for BERT-base's twelve layers (the dear
  * part of a start from the JIT's cache). NULL: made in memory. */
-static const void *side_stored(Graph *g, Side *s, size_t bytes)
+static const void *side_stored(Graph *g, Side *s, size_t bytes, uint64_t *hash)
 {
     if (!g->store || bytes < HUGE_PAGE)
         return NULL;
@@ -84,7 +85,7 @@ static const void *side_stored(Graph *g, Side *s, size_t bytes)
     size_t n = (4 + 2 * (size_t)s->n) * sizeof desc[0];
     uint64_t key[2] = {store_hash(desc, n, 0), store_hash(desc, n, 0x165667B19E3779F9ull)};
     void *keep = NULL;
-    const void *w = store_derived(g->store, key, bytes, side_by_side, s, &keep);
+    const void *w = store_derived(g->store, key, bytes, side_by_side, s, hash, &keep);
     if (w && !graph_keep(g, keep, store_release)) {
         store_release(keep);
         graph_oom(g);
@@ -107,7 +108,9 @@ static bool fuse(Graph *g, Op **dots, int n)
     DType dt = x->type.dtype;
     size_t es = dtype_size(dt), bytes = (size_t)(k * total) * es;
     Side side = {dots, n, k, total, off, es};
-    const void *w = side_stored(g, &side, bytes);
+    uint64_t hash = 0;
+    const void *w = side_stored(g, &side, bytes, &hash);
+    const void *stored = w;
     if (!w && g->arena.failed)
         return false;
     if (!w) {
@@ -125,6 +128,10 @@ static bool fuse(Graph *g, Op **dots, int n)
     Dim *wd[2] = {dim_const(&g->dims, k), dim_const(&g->dims, total)};
     Type wt = type_make(&g->arena, dt, 2, wd);
     Value *c = build_const(g, wt, w, bytes, false);
+    if (c && stored) { /* its packed copies may be kept too (runtime/dnnl.c) */
+        c->def->cst->hash_of = w;
+        c->def->cst->hash = hash;
+    }
     int64_t lc = x->type.rank - 1, rc = 0;
     Value *y = c ? build_dot(g, x, c, NULL, NULL, 0, &lc, &rc, 1) : NULL;
     if (!y)

@@ -108,6 +108,7 @@
 #include "runtime/rt.h"
 
 #include "ir/ir.h"
+#include "ir/store.h"
 #include "runtime/interp.h" /* f16 conversions */
 
 #include <oneapi/dnnl/dnnl.h>
@@ -291,6 +292,7 @@ typedef struct Packed {
     dnnl_memory_desc_t plain, md; /* their layout, the packed one */
     uint64_t print;            /* fingerprint of src (print_of) */
     void *data;                /* the packed copy */
+    void *keep;                /* where data is mapped from the store (store_release), or NULL */
     size_t bytes;
     int refs;                  /* the cache's own reference, plus users */
     struct Packed *next;       /* bucket chain */
@@ -337,7 +339,10 @@ static uint64_t print_of(const void *src, const dnnl_memory_desc_t *plain)
 static void packed_unref(Packed *k) /* under packed.mu */
 {
     if (--k->refs == 0) {
-        free(k->data);
+        if (k->keep)
+            store_release(k->keep);
+        else
+            free(k->data);
         free(k);
     }
 }
@@ -470,6 +475,71 @@ static int pack_weights(DiscRt *rt, const char *what, const dnnl_memory_desc_t *
 /* Fills dst (md's bytes) from src, for a copy oneDNN's reorders do not make. */
 typedef void PackFill(const void *src, void *dst, const void *ctx);
 
+/* The words that say what a blocked layout is (its dims, type, padding,
+ * strides and blocks); false for any other (nothing stored for it). */
+static bool layout_words(const dnnl_memory_desc_t *md, uint64_t *w, int *n)
+{
+    if (md->format_kind != dnnl_blocked || md->extra.flags != 0 || md->ndims > DNNL_MAX_NDIMS ||
+        md->format_desc.blocking.inner_nblks > DNNL_MAX_NDIMS)
+        return false;
+    int k = *n;
+    w[k++] = (uint64_t)md->ndims;
+    w[k++] = (uint64_t)md->data_type;
+    w[k++] = (uint64_t)md->offset0;
+    for (int i = 0; i < md->ndims; i++) {
+        w[k++] = (uint64_t)md->dims[i];
+        w[k++] = (uint64_t)md->padded_dims[i];
+        w[k++] = (uint64_t)md->padded_offsets[i];
+        w[k++] = (uint64_t)md->format_desc.blocking.strides[i];
+    }
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    w[k++] = (uint64_t)b->inner_nblks;
+    for (int i = 0; i < b->inner_nblks; i++) {
+        w[k++] = (uint64_t)b->inner_blks[i];
+        w[k++] = (uint64_t)b->inner_idxs[i];
+    }
+    *n = k;
+    return true;
+}
+
+typedef struct PackJob {
+    DiscRt *rt;
+    const char *what;
+    const dnnl_memory_desc_t *plain, *md;
+    const void *src;
+    int nthr;
+} PackJob;
+
+static bool pack_into(void *dst, void *arg)
+{
+    const PackJob *j = arg;
+    return pack_weights(j->rt, j->what, j->plain, j->md, j->src, dst, j->nthr) == 0;
+}
+
+/* The packed copy of src from the store it came from (disc_rt_known):
+ * mapped where a process made it before, else made there. NULL when src
+ * is not known, the layout not a blocked one, or the store cannot hold
+ * it (then the caller packs into memory; *failed when packing itself
+ * failed, with the error in rt). */
+static void *packed_stored(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
+                           const dnnl_memory_desc_t *md, const void *src, int nthr, size_t bytes, void **keep,
+                           bool *failed)
+{
+    uint64_t hash, w[2 + 2 * (3 + 4 * DNNL_MAX_NDIMS + 1 + 2 * DNNL_MAX_NDIMS)];
+    char store[4096];
+    int n = 2;
+    if (!disc_rt_known(src, &hash, store, sizeof store) || !layout_words(plain, w, &n) || !layout_words(md, w, &n))
+        return NULL;
+    w[0] = 0x7061636b65643031ull; /* "packed01" */
+    w[1] = hash;
+    uint64_t key[2] = {store_hash(w, (size_t)n * 8, 0), store_hash(w, (size_t)n * 8, 0x165667B19E3779F9ull)};
+    PackJob job = {rt, what, plain, md, src, nthr};
+    uint64_t h;
+    void *data = (void *)store_derived(store, key, bytes, pack_into, &job, &h, keep);
+    *failed = !data && disc_rt_error(rt) != NULL;
+    return data;
+}
+
 /* The copy of src (laid out as plain) in layout md, referenced; made on a
  * miss by a oneDNN reorder, or by fill (with ctx) where not NULL. */
 static Packed *packed_get_by(DiscRt *rt, const char *what, const dnnl_memory_desc_t *plain,
@@ -494,7 +564,21 @@ static Packed *packed_get_by(DiscRt *rt, const char *what, const dnnl_memory_des
     }
     size_t bytes = dnnl_memory_desc_get_size(md);
     k = calloc(1, sizeof *k);
-    void *data = k ? disc_rt_alloc_big(bytes) : NULL;
+    void *keep = NULL;
+    bool failed = false;
+    /* a weight the loader mapped from the store: its copy kept there too */
+    void *data = k && !fill ? packed_stored(rt, what, plain, md, src, nthr, bytes, &keep, &failed) : NULL;
+    if (failed) {
+        pthread_mutex_unlock(&packed.packing);
+        free(k);
+        return NULL;
+    }
+    if (data) {
+        *k = (Packed){.src = src, .plain = *plain, .md = *md, .print = print, .data = data, .keep = keep,
+                      .bytes = bytes, .refs = 2};
+        goto cached;
+    }
+    data = k ? disc_rt_alloc_big(bytes) : NULL;
     if (!data) {
         pthread_mutex_unlock(&packed.packing);
         free(k);
@@ -511,6 +595,7 @@ static Packed *packed_get_by(DiscRt *rt, const char *what, const dnnl_memory_des
     }
     *k = (Packed){.src = src, .plain = *plain, .md = *md, .print = print, .data = data,
                   .bytes = bytes, .refs = 2};
+cached:
     pthread_mutex_lock(&packed.mu);
     packed.packs++;
     Packed **b = &packed.buckets[packed_bucket(src)];

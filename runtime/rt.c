@@ -328,3 +328,73 @@ void disc_rt_shutdown(void)
     disc_rt_pool_shutdown();
     disc_rt_lib_shutdown();
 }
+
+/* ---- constants with known hashes ------------------------------------------- */
+
+typedef struct Known {
+    const void *data;
+    uint64_t hash;
+    char *store;
+    int refs;
+} Known;
+
+static struct {
+    pthread_mutex_t mu;
+    Known *v;
+    int n, cap;
+} known = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static Known *known_find(const void *data) /* under known.mu */
+{
+    for (int i = 0; i < known.n; i++)
+        if (known.v[i].data == data)
+            return &known.v[i];
+    return NULL;
+}
+
+int disc_rt_known_add(const void *data, uint64_t hash, const char *store)
+{
+    pthread_mutex_lock(&known.mu);
+    Known *k = known_find(data);
+    bool ok = true;
+    if (k) {
+        k->refs++;
+    } else {
+        if (known.n == known.cap) {
+            int cap = known.cap ? 2 * known.cap : 64;
+            Known *v = realloc(known.v, (size_t)cap * sizeof *v);
+            if (v) {
+                known.v = v;
+                known.cap = cap;
+            }
+        }
+        char *s = known.n < known.cap ? strdup(store) : NULL;
+        if ((ok = s != NULL))
+            known.v[known.n++] = (Known){data, hash, s, 1};
+    }
+    pthread_mutex_unlock(&known.mu);
+    return ok;
+}
+
+void disc_rt_known_remove(const void *data)
+{
+    pthread_mutex_lock(&known.mu);
+    Known *k = known_find(data);
+    if (k && --k->refs == 0) {
+        free(k->store);
+        *k = known.v[--known.n];
+    }
+    pthread_mutex_unlock(&known.mu);
+}
+
+int disc_rt_known(const void *data, uint64_t *hash, char *store, size_t size)
+{
+    pthread_mutex_lock(&known.mu);
+    Known *k = known_find(data);
+    if (k) {
+        *hash = k->hash;
+        snprintf(store, size, "%s", k->store);
+    }
+    pthread_mutex_unlock(&known.mu);
+    return k != NULL;
+}

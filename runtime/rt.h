@@ -80,6 +80,16 @@ void *disc_rt_alloc(DiscRt *rt, int64_t bytes);
  * 512 x 50257 on an AVX2 EPYC), and the TLB covers it. NULL when out of
  * memory. */
 void *disc_rt_alloc_big(size_t bytes);
+/* Constants whose bytes' hash the compiler knows (Const.hash_of: weights
+ * the loader mapped from the store), registered by a compiled model for
+ * its life with the store they came from: a copy the runtime makes of one
+ * (a packed layout, dnnl.c) is kept in that store too (ir/store.h), so a
+ * later process maps it instead of making it again. Registering the same
+ * data twice counts twice. 0 when out of memory (nothing is kept), else 1. */
+int disc_rt_known_add(const void *data, uint64_t hash, const char *store);
+void disc_rt_known_remove(const void *data);
+/* 1 with data's hash and store (into buf) when registered, else 0. */
+int disc_rt_known(const void *data, uint64_t *hash, char *store, size_t size);
 /* Offsets for the memory plan's n slots in one block (place.c): slot i
  * takes bytes[i] (>= 0, multiples of 64 keep every slot 64-byte aligned)
  * and is in use from group live[2i] to group live[2i+1]; slots in use at

@@ -6,8 +6,11 @@
 #include "runtime/rt.h"
 
 #include "ir/ir.h"
+#include "ir/store.h"
 #include "tests/unit/check.h"
+#include "tests/unit/files.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -758,6 +761,50 @@ static void test_packed(void)
     CHECK(stats().packs - s1.packs == want / 2); /* w2 is still packed */
     disc_rt_weights_forget(w2, (int64_t)sizeof(float) * K * N);
     CHECK(stats().packed == s0.packed);
+
+    /* a weight whose hash the loader knew: its packed copies are kept in
+     * its store and mapped from there once the process's copy is gone;
+     * a damaged file is made again, never used */
+    {
+        char dir[] = "/tmp/disc_test_packed.XXXXXX", file[600];
+        float *w3 = rnd_buf(K * N);
+        CHECK(mkdtemp(dir) != NULL);
+        CHECK(disc_rt_known_add(w3, store_hash(w3, sizeof(float) * K * N, sizeof(float) * K * N), dir) == 1);
+        for (int round = 0; round < 3; round++) {
+            for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+                d.m = ms[i];
+                same_mm(rt, round == 0 ? "w3 stored" : round == 1 ? "w3 mapped" : "w3 made again", d, a, w3,
+                        d.m * N);
+            }
+            int files = files_ending(dir, ".wts", file, sizeof file);
+            CHECK_MSG(packs ? files >= 1 : files == 0, "round %d: %d files in the store", round, files);
+            disc_rt_weights_forget(w3, (int64_t)sizeof(float) * K * N);
+            if (round == 1 && files) { /* damage every copy */
+                DIR *dp = opendir(dir);
+                struct dirent *de;
+                while (dp && (de = readdir(dp))) {
+                    char p[700];
+                    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+                    FILE *f = de->d_name[0] != '.' ? fopen(p, "r+b") : NULL;
+                    float big = 1e30f;
+                    for (int j = 0; f && j < 64; j++) /* the first 64 weights */
+                        if (fseek(f, 4096 + 4 * j, SEEK_SET) == 0)
+                            fwrite(&big, 4, 1, f);
+                    if (f)
+                        fclose(f);
+                }
+                if (dp)
+                    closedir(dp);
+            }
+        }
+        disc_rt_known_remove(w3);
+        uint64_t h;
+        CHECK(!disc_rt_known(w3, &h, file, sizeof file));
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+        free(w3);
+    }
 
     /* no cache: weights_const runs on the weights as they are, keeps nothing */
     int cap = disc_rt_cache_set_capacity(0);
