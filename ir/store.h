@@ -32,8 +32,9 @@ uint64_t store_hash(const void *p, size_t n, uint64_t seed);
  * hashes as empty), on up to four threads when there are many bytes. */
 void store_hash_many(const void *const *p, const size_t *n, uint64_t *out, int count);
 
-/* What the directory may hold, code and weights together. */
-#define STORE_CAP ((int64_t)4 << 30)
+/* What the directory may hold, code and weights together (a model's
+ * weights may be there three times: as loaded, and packed in two layouts). */
+#define STORE_CAP ((int64_t)8 << 30)
 
 /* mkdir -p dir; true when it is a directory afterwards. */
 bool store_mkdirs(const char *dir);
