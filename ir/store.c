@@ -4,11 +4,13 @@
  * and keeping it under its cap.
  *
  * Two kinds of file live in one directory (codegen/cache.h names it):
- * KEY.jit, compiled code (codegen/cache.c), and KEY.wts, a model's large
- * weights laid out aligned (frontends/onnx/weights.c). Both are written to
- * a temporary name (".KEY.XXXXXX") and renamed into place, and a hit
- * renews a file's mtime, so trimming by mtime removes the least recently
- * used.
+ * KEY.jit, compiled code (codegen/cache.c), and KEY.wts, weights: a
+ * model's large weights laid out aligned ("DISCWTS1",
+ * frontends/onnx/weights.c), or bytes derived from weights whose hashes
+ * are known ("DISCDRV1", store_derived below: passes/hfuse.c's weights
+ * side by side, runtime/dnnl.c's packed copies). All are written to a
+ * temporary name (".KEY.XXXXXX") and renamed into place, and a hit renews
+ * a file's mtime, so trimming by mtime removes the least recently used.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "ir/store.h"

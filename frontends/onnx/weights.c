@@ -42,6 +42,14 @@
  * What the walk does not follow (a group, a field cut short, the graph
  * field given twice, which protobuf merges) sends the load the plain way,
  * the whole file through protobuf-c, which then says what is wrong.
+ *
+ * A graph whose weights came from the store names it (Graph.store), and
+ * its weights carry their hashes (Const.hash_of): what is made from them
+ * later is kept in the store too, under those hashes (ir/store.h,
+ * store_derived): horizontal fusion's weights side by side, and the
+ * runtime's packed copies (a compiled model registers the weights,
+ * disc_rt_known_add), so a later process's compile and first run map
+ * them rather than make them in fresh memory.
  */
 #define _GNU_SOURCE /* fallocate */
 #include "frontends/onnx/internal.h"
