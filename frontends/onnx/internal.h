@@ -99,7 +99,8 @@ bool onnx_weights_hash(const OnnxWeights *w, const void *data, size_t nbytes, ui
 typedef struct OnnxMap {
     void *base;
     size_t len;
-    const void *data;  /* the requested bytes inside base */
+    const void *data;  /* the requested bytes inside base, or heap */
+    void *heap;        /* a 64-byte aligned copy (free), where they were not */
 } OnnxMap;
 
 /* false with the message and its kind in d */

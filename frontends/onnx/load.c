@@ -146,5 +146,6 @@ void onnx_map_free(void *p)
         return;
     if (m->base)
         munmap(m->base, m->len);
+    free(m->heap);
     free(m);
 }

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ONNX TensorProto.DataType numbers and the disc types they map to. */
 static const struct {
@@ -169,6 +170,20 @@ static bool decode_external(const OTensor *t, const char *dir, TensorData *td, D
     if (!onnx_map_file(path, off, (int64_t)td->nbytes, m, d)) {
         free(m);
         return false;
+    }
+    /* in place where aligned as disc's own buffers are; else a copy: the
+     * external data writer puts tensors back to back, so one after an odd
+     * number of bytes (an int8 or f16 tensor) is not even aligned to its
+     * element, which the kernels and the interpreter assume */
+    if (td->nbytes && (uintptr_t)m->data % 64 != 0) {
+        void *heap = td->nbytes >= HUGE_PAGE ? alloc_huge(td->nbytes) : aligned_alloc(64, (td->nbytes + 63) / 64 * 64);
+        if (!heap) {
+            onnx_map_free(m);
+            return diag_setk(d, DIAG_RESOURCE, "external data '%s': out of memory", loc);
+        }
+        memcpy(heap, m->data, td->nbytes);
+        munmap(m->base, m->len);
+        *m = (OnnxMap){.heap = heap, .data = heap};
     }
     td->map = m;
     td->data = m->data;

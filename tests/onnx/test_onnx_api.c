@@ -6,6 +6,7 @@
  *   test_onnx_api MODELS_DIR TMP_DIR
  */
 #include "frontends/onnx/onnx.h"
+#include "onnx.pb-c.h"
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -80,6 +81,64 @@ static void test_initializers(void)
     graph_free(g);
 }
 
+/* External data one byte into its file: not aligned even to its element,
+ * so copied (64-byte aligned), with the right values. */
+static void test_external_unaligned(void)
+{
+    char path[1024], bin[1024];
+    snprintf(path, sizeof path, "%s/typed_ext.onnx", models);
+    FILE *f = fopen(path, "rb");
+    static uint8_t buf[1 << 16], data[1 << 12];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    Onnx__ModelProto *m = n ? onnx__model_proto__unpack(NULL, n, buf) : NULL;
+    CHECK(m && m->graph);
+    if (!m || !m->graph)
+        return;
+    Onnx__TensorProto *big = NULL;
+    for (size_t i = 0; i < m->graph->n_initializer; i++)
+        if (!strcmp(m->graph->initializer[i]->name, "big"))
+            big = m->graph->initializer[i];
+    CHECK(big && big->n_external_data == 3);
+    snprintf(bin, sizeof bin, "%s/typed_ext.bin", models);
+    f = fopen(bin, "rb");
+    size_t nb = f ? fread(data + 1, 1, sizeof data - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(nb == 768);
+    snprintf(bin, sizeof bin, "%s/odd_ext.bin", tmp);
+    f = fopen(bin, "wb");
+    CHECK(f && fwrite(data, 1, nb + 1, f) == nb + 1);
+    if (f)
+        fclose(f);
+    char *saved[3] = {NULL, NULL, NULL};
+    for (size_t i = 0; big && i < big->n_external_data && i < 3; i++) {
+        saved[i] = big->external_data[i]->value;
+        if (!strcmp(big->external_data[i]->key, "location"))
+            big->external_data[i]->value = "odd_ext.bin";
+        if (!strcmp(big->external_data[i]->key, "offset"))
+            big->external_data[i]->value = "1";
+    }
+    n = onnx__model_proto__pack(m, buf);
+    for (size_t i = 0; big && i < big->n_external_data && i < 3; i++)
+        big->external_data[i]->value = saved[i]; /* the proto's own again */
+    snprintf(path, sizeof path, "%s/odd_ext.onnx", tmp);
+    f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, n, f) == n);
+    if (f)
+        fclose(f);
+    Diag d = {0};
+    Graph *g = onnx_import_file(path, NULL, &d);
+    CHECK_MSG(g != NULL, "%s", d.msg);
+    Value *v = g ? find(g, "big") : NULL;
+    CHECK(v && (uintptr_t)v->def->cst->data % 64 == 0);
+    if (v)
+        CHECK(((const float *)v->def->cst->data)[5] == 5.0f);
+    graph_free(g);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
 static void test_tensor_files(void)
 {
     char path[1024];
@@ -126,6 +185,7 @@ int main(int argc, char **argv)
     tmp = argv[2];
     test_inputs();
     test_initializers();
+    test_external_unaligned();
     test_tensor_files();
     test_buffers();
     return check_done();
