@@ -584,6 +584,8 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         return NULL;
     }
     e->g = g;
+    if (o->no_cache || disc_env()->cache_off) /* nothing written to the cache's directory, derived weights included */
+        g->store = NULL;
     e->threads = o->threads;
     pthread_mutex_init(&e->lock, NULL);
     pthread_mutex_init(&e->gpu_lock, NULL);
