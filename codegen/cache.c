@@ -36,8 +36,6 @@
 static const char magic[8] = "DISCJIT1";
 enum { HEADER = 24 };
 
-uint64_t cache_hash(const void *data, size_t n, uint64_t seed) { return store_hash(data, n, seed); }
-
 /* ---- the key ------------------------------------------------------------ */
 
 /* The constants' bytes, hashed one constant at a time on threads (a
@@ -70,7 +68,7 @@ static bool hash_all_consts(const Graph *g, uint64_t *out, int *count)
                 const Const *c = op->cst;
                 if (c->data && c->hash_of == c->data)
                     h[n] = c->hash;
-                hc = cache_hash(&h[n], sizeof h[n], hc);
+                hc = store_hash(&h[n], sizeof h[n], hc);
                 n++;
             }
         *out = hc;
@@ -96,7 +94,7 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
         free(gtext);
         return diag_oom(d);
     }
-    uint64_t hg = cache_hash(gtext, glen, 0), hc;
+    uint64_t hg = store_hash(gtext, glen, 0), hc;
     free(gtext);
     int nconst;
     if (!hash_all_consts(g, &hc, &nconst))
@@ -125,8 +123,8 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
         return diag_oom(d);
     }
     k->text = text;
-    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)cache_hash(text, tlen, 0),
-             (unsigned long long)cache_hash(text, tlen, 0x165667B19E3779F9ull));
+    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)store_hash(text, tlen, 0),
+             (unsigned long long)store_hash(text, tlen, 0x165667B19E3779F9ull));
     return true;
 }
 
@@ -196,11 +194,11 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         return errno == ENOENT ? false : fail(why, whysize, "unreadable");
     struct stat st;
     unsigned char *mem = NULL;
-    if (fstat(fd, &st) == 0 && st.st_uid != geteuid()) { /* in a directory others can write to */
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) { /* in a directory others can write to */
         close(fd);
-        return fail(why, whysize, "owned by another user");
+        return fail(why, whysize, st.st_uid != geteuid() ? "owned by another user" : "unreadable");
     }
-    bool ok = fstat(fd, &st) == 0 && st.st_size >= HEADER && (mem = malloc((size_t)st.st_size));
+    bool ok = st.st_size >= HEADER && (mem = malloc((size_t)st.st_size));
     size_t got = 0;
     while (ok && got < (size_t)st.st_size) {
         ssize_t r = read(fd, mem + got, (size_t)st.st_size - got);
@@ -222,7 +220,7 @@ bool cache_load(const char *dir, const CacheKey *k, CacheEntry *e, char *why, si
         free(mem);
         return fail(why, whysize, "truncated");
     }
-    if (cache_hash(mem + HEADER, (size_t)size, 0) != sum) {
+    if (store_hash(mem + HEADER, (size_t)size, 0) != sum) {
         free(mem);
         return fail(why, whysize, "checksum mismatch");
     }
@@ -331,7 +329,7 @@ bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *
         return diag_oom(d);
     }
     unsigned char hdr[HEADER];
-    uint64_t size = plen, sum = cache_hash(pay, plen, 0);
+    uint64_t size = plen, sum = store_hash(pay, plen, 0);
     memcpy(hdr, magic, 8);
     memcpy(hdr + 8, &size, 8);
     memcpy(hdr + 16, &sum, 8);
@@ -347,13 +345,10 @@ bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *
     ok = f && fwrite(hdr, 1, HEADER, f) == HEADER && fwrite(pay, 1, plen, f) == plen;
     ok = (f ? fclose(f) == 0 : close(fd) == 0) && ok;
     free(pay);
-    /* readable by whoever may read the directory, like a file made by open */
-    ok = ok && chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
-    if (!ok) {
-        int err = errno;
+    if (!ok)
         unlink(tmp);
-        return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, strerror(err));
-    }
+    if (!ok || !store_publish(tmp, path))
+        return diag_setk(d, DIAG_RESOURCE, "error: cannot write %s: %s", path, strerror(errno));
     store_trim(dir, STORE_CAP, (int64_t)(HEADER + plen));
     return true;
 }

@@ -38,6 +38,7 @@
 #define DISC_CACHE_H
 
 #include "codegen/codegen.h"
+#include "ir/store.h" /* store_hash: keys and checksums */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,8 +80,5 @@ bool cache_store(const char *dir, const CacheKey *k, const CacheEntry *e, Diag *
 void cache_entry_free(CacheEntry *e);
 /* The bytes of e's objects. */
 size_t cache_code_bytes(const CacheEntry *e);
-
-/* xxHash64 of n bytes (the cache's key and checksum; store_hash). */
-uint64_t cache_hash(const void *p, size_t n, uint64_t seed);
 
 #endif

@@ -258,15 +258,15 @@ static bool module_key(GpuLang lang, const char *version, const char *src, const
     gpu_str_printf(&t, "gpu module: %s %s %s %s\n", lang == GPU_HIP ? "hiprtc" : "nvrtc", version, arch,
                    lang == GPU_HIP ? "code object" : bin ? "cubin" : "ptx");
     gpu_str_printf(&t, "prelude %016llx source %zu bytes %016llx%016llx\n",
-                   (unsigned long long)cache_hash(pre, strlen(pre), 0), n, (unsigned long long)cache_hash(src, n, 0),
-                   (unsigned long long)cache_hash(src, n, 0x9e3779b97f4a7c15ull));
+                   (unsigned long long)store_hash(pre, strlen(pre), 0), n, (unsigned long long)store_hash(src, n, 0),
+                   (unsigned long long)store_hash(src, n, 0x9e3779b97f4a7c15ull));
     if (t.failed) {
         gpu_str_free(&t);
         return diag_oom(d);
     }
     k->text = t.p;
-    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)cache_hash(t.p, t.n, 0),
-             (unsigned long long)cache_hash(t.p, t.n, 0x165667b19e3779f9ull));
+    snprintf(k->name, sizeof k->name, "%016llx%016llx", (unsigned long long)store_hash(t.p, t.n, 0),
+             (unsigned long long)store_hash(t.p, t.n, 0x165667b19e3779f9ull));
     return true;
 }
 

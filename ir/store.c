@@ -225,6 +225,50 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
 }
 
 
+/* ---- files -------------------------------------------------------------------- */
+
+void store_path(const char *dir, const uint64_t key[2], const char *ext, char *buf, size_t size)
+{
+    unsigned long long a = key[0], b = key[1];
+    if (ext)
+        snprintf(buf, size, "%s/%016llx%016llx.%s", dir, a, b, ext);
+    else
+        snprintf(buf, size, "%s/.%016llx%016llx.XXXXXX", dir, a, b);
+}
+
+bool store_publish(const char *tmp, const char *path)
+{
+    /* readable by whoever may read the directory, like a file made by open */
+    if (chmod(tmp, 0644) == 0 && rename(tmp, path) == 0)
+        return true;
+    int err = errno;
+    unlink(tmp);
+    errno = err;
+    return false;
+}
+
+void *store_map(const char *path, size_t min, size_t *len, const char **why)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *why = errno == ENOENT ? "no entry" : "unreadable";
+        return NULL;
+    }
+    struct stat st;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < min || (uint64_t)st.st_size > SIZE_MAX || st.st_size == 0)
+        *why = "truncated";
+    else if (st.st_uid != geteuid())
+        *why = "owned by another user";
+    else if ((p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+        *why = "cannot be mapped";
+    close(fd);
+    if (p == MAP_FAILED)
+        return NULL;
+    *len = (size_t)st.st_size;
+    return p;
+}
+
 /* ---- derived constants ------------------------------------------------------ *
  *
  * KEY.wts: "DISCDRV1", u64 bytes, u64 store_hash(data, bytes, bytes), the
@@ -262,22 +306,19 @@ static const void *mapped(void *base, size_t len, void **keep)
 /* The entry at path when it holds bytes intact: mapped. */
 static const void *derived_load(const char *path, size_t bytes, uint64_t *hash, void **keep)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    const char *why;
+    size_t len;
+    char *p = store_map(path, DRV_DATA + bytes, &len, &why);
+    if (!p)
         return NULL;
-    struct stat st;
     uint64_t hdr[3];
-    size_t len = DRV_DATA + bytes;
-    bool ok = fstat(fd, &st) == 0 && st.st_uid == geteuid() && (uint64_t)st.st_size == len &&
-              pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && !memcmp(hdr, drv_magic, 8) && hdr[1] == bytes;
-    void *p = ok ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-    close(fd);
-    if (p == MAP_FAILED)
-        return NULL;
+    memcpy(hdr, p, sizeof hdr);
+    bool ok = len == DRV_DATA + bytes && !memcmp(hdr, drv_magic, 8) && hdr[1] == bytes;
 #ifdef MADV_POPULATE_READ
-    madvise(p, len, MADV_POPULATE_READ); /* read whole next */
+    if (ok) /* read whole next: populated at once, not a fault per 64 KiB */
+        madvise(p, len, MADV_POPULATE_READ);
 #endif
-    if (store_hash((char *)p + DRV_DATA, bytes, bytes) != hdr[2]) {
+    if (!ok || store_hash(p + DRV_DATA, bytes, bytes) != hdr[2]) {
         munmap(p, len);
         return NULL;
     }
@@ -290,12 +331,11 @@ const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, 
                           void *ctx, uint64_t *hash, void **keep)
 {
     char path[4200], tmp[4200];
-    snprintf(path, sizeof path, "%s/%016llx%016llx.wts", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
-    const void *p = derived_load(path, bytes, hash, keep);
+    store_path(dir, key, "wts", path, sizeof path);
+    const void *p = bytes <= SIZE_MAX - DRV_DATA ? derived_load(path, bytes, hash, keep) : NULL;
     if (p || bytes > SIZE_MAX - DRV_DATA || !store_mkdirs(dir))
         return p;
-    snprintf(tmp, sizeof tmp, "%s/.%016llx%016llx.XXXXXX", dir, (unsigned long long)key[0],
-             (unsigned long long)key[1]);
+    store_path(dir, key, NULL, tmp, sizeof tmp);
     int fd = mkstemp(tmp);
     if (fd < 0)
         return NULL;
@@ -312,10 +352,10 @@ const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, 
         *hash = hdr[2];
         ok = mprotect(m, len, PROT_READ) == 0;
     }
-    /* readable by whoever may read the directory, like a file made by open */
-    ok = close(fd) == 0 && ok && fchmodat(AT_FDCWD, tmp, 0644, 0) == 0 && rename(tmp, path) == 0;
-    if (!ok) {
+    ok = close(fd) == 0 && ok;
+    if (!ok)
         unlink(tmp);
+    if (!ok || !store_publish(tmp, path)) {
         if (m != MAP_FAILED)
             munmap(m, len);
         return NULL;

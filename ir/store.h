@@ -38,6 +38,21 @@ void store_hash_many(const void *const *p, const size_t *n, uint64_t *out, int c
 
 /* mkdir -p dir; true when it is a directory afterwards. */
 bool store_mkdirs(const char *dir);
+/* DIR/KEY.EXT (ext "jit" or "wts"), KEY the 32 hex digits of key; with
+ * ext NULL the temporary name mkstemp makes a file of that key from
+ * (DIR/.KEY.XXXXXX, which store_trim knows). */
+void store_path(const char *dir, const uint64_t key[2], const char *ext, char *buf, size_t size);
+/* The temporary file tmp made complete: readable by whoever may read the
+ * directory, and renamed to path (replacing what was there, which
+ * processes that have it open or mapped keep). False (tmp removed) when
+ * it cannot be. */
+bool store_publish(const char *tmp, const char *path);
+/* path mapped read-only and shared, *len its bytes, when it is this
+ * user's (the directory may be one others can write to) and at least
+ * min bytes long; else NULL with *why: "no entry", "unreadable",
+ * "truncated", "owned by another user", "cannot be mapped". */
+void *store_map(const char *path, size_t min, size_t *len, const char **why);
+
 /* Keeps dir's KEY.jit and KEY.wts files (KEY: 32 hex digits) under
  * cap_bytes: past it, removes the least recently used (oldest mtime, which
  * a hit renews) down to three quarters of it. Removes temporary files an

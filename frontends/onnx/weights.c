@@ -322,15 +322,12 @@ static void identity(const struct stat *st, uint64_t id[IDENT])
 
 static size_t index_bytes(int n) { return (IDENT + (size_t)n * SPAN_U64) * 8 + 4; }
 
-/* DIR/KEY.wts for the file of id: KEY from its device and inode, so a
- * changed model replaces its entry. */
-static void entry_path(const char *dir, const uint64_t id[IDENT], char *buf, size_t size, const char *tmp)
+/* DIR/KEY.wts for the file of id (or its temporary name, ext NULL): KEY
+ * from its device and inode, so a changed model replaces its entry. */
+static void entry_path(const char *dir, const uint64_t id[IDENT], char *buf, size_t size, const char *ext)
 {
-    unsigned long long a = store_hash(id, 16, 0), b = store_hash(id, 16, 0x165667B19E3779F9ull);
-    if (tmp)
-        snprintf(buf, size, "%s/.%016llx%016llx.XXXXXX", dir, a, b);
-    else
-        snprintf(buf, size, "%s/%016llx%016llx.wts", dir, a, b);
+    uint64_t key[2] = {store_hash(id, 16, 0), store_hash(id, 16, 0x165667B19E3779F9ull)};
+    store_path(dir, key, ext, buf, size);
 }
 
 static bool why(char *buf, size_t size, const char *msg)
@@ -344,30 +341,18 @@ static bool why(char *buf, size_t size, const char *msg)
  * every weight's hash checked; fills the spans' data and hashes. */
 static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxWeights *ow, char *whybuf, size_t whysize)
 {
-    char path[4200];
-    entry_path(dir, id, path, sizeof path, NULL);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return why(whybuf, whysize, errno == ENOENT ? "no entry" : "entry unreadable");
-    struct stat st;
-    size_t ilen = index_bytes(w->n);
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < HEADER + ilen) {
-        close(fd);
-        return why(whybuf, whysize, "entry truncated");
+    char path[4200], msg[64];
+    entry_path(dir, id, path, sizeof path, "wts");
+    size_t ilen = index_bytes(w->n), len;
+    const char *bad = NULL;
+    uint8_t *p = store_map(path, HEADER + ilen, &len, &bad);
+    if (!p) {
+        snprintf(msg, sizeof msg, !strcmp(bad, "no entry") ? "%s" : "entry %s", bad);
+        return why(whybuf, whysize, msg);
     }
-    if (st.st_uid != geteuid()) { /* in a directory others can write to */
-        close(fd);
-        return why(whybuf, whysize, "entry owned by another user");
-    }
-    size_t len = (size_t)st.st_size;
-    uint8_t *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-        return why(whybuf, whysize, "entry cannot be mapped");
     uint64_t hdr[2], idx[IDENT], e[SPAN_U64];
     uint32_t n;
     memcpy(hdr, p + 8, sizeof hdr);
-    const char *bad = NULL;
     if (memcmp(p, magic, 8) != 0 || hdr[0] != ilen)
         bad = "entry for another model or version";
     else if (store_hash(p + HEADER, ilen, 0) != hdr[1])
@@ -482,8 +467,8 @@ static bool entry_store(const char *dir, const uint64_t id[IDENT], const uint8_t
         nb[i] = w->span[i].len;
     }
     char tmp[4200], path[4200];
-    entry_path(dir, id, tmp, sizeof tmp, "tmp");
-    entry_path(dir, id, path, sizeof path, NULL);
+    entry_path(dir, id, tmp, sizeof tmp, NULL);
+    entry_path(dir, id, path, sizeof path, "wts");
     int fd = mkstemp(tmp);
     if (fd < 0) {
         free(ptr);
@@ -527,10 +512,9 @@ static bool entry_store(const char *dir, const uint64_t id[IDENT], const uint8_t
     free(index);
     void *p = ok ? mmap(NULL, (size_t)total, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     ok = close(fd) == 0 && p != MAP_FAILED;
-    /* readable by whoever may read the directory, like a file made by open */
-    ok = ok && chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
-    if (!ok) {
+    if (!ok)
         unlink(tmp);
+    if (!ok || !store_publish(tmp, path)) {
         if (p != MAP_FAILED)
             munmap(p, (size_t)total);
         return why(whybuf, whysize, "cannot write the store's entry");

@@ -186,7 +186,7 @@ static void test_concurrent(void)
             char *out = NULL;
             size_t len = 0;
             bool ok = compile_run(&bert, NULL, dir, NULL, &hit, &out, &len);
-            uint64_t h = ok ? cache_hash(out, len, 0) : 0;
+            uint64_t h = ok ? store_hash(out, len, 0) : 0;
             free(out);
             ssize_t w = write(res[1], &h, sizeof h);
             _exit(ok && w == sizeof h && check_fail == 0 ? 0 : 1);
@@ -209,7 +209,7 @@ static void test_concurrent(void)
     size_t len = 0;
     CHECK(compile_run(&bert, NULL, dir, NULL, &hit, &out, &len));
     CHECK_MSG(hit, "a compile after the two is a hit");
-    CHECK(cache_hash(out, len, 0) == h[0]);
+    CHECK(store_hash(out, len, 0) == h[0]);
     free(out);
 }
 
