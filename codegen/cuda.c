@@ -2161,6 +2161,8 @@ static void emu_entry(GpuStr *s, const Gk *k, const GpuKernel *gk)
      * host flow computed them; device addresses are host ^ dev (the
      * stand-in driver's, tests/unit/fake_cuda.c) */
     int nsyms = k->cg->g->dims.nsyms;
+    gpu_str_printf(s, "const int %s_np = %d; /* its parameters, 8 bytes each */\n", gk->name,
+                   k->nb + gk->nsyms + (gk->var ? 1 : 0));
     gpu_str_printf(s, "void %s_cu(int64_t grid, int block, int64_t shmem, void **params, uint64_t dev)\n{\n",
                    gk->name);
     gpu_str_printf(s, "    int64_t s[%d] = {0};\n    void *a[%d];\n", nsyms + 1, k->nb + 2);

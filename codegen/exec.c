@@ -47,7 +47,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef int32_t MainFn(void *rt, void **io, int64_t *shapes, int64_t *syms);
+typedef DiscFlowFn MainFn;
 
 /* A loop or if of the model with its regions compiled, each once, as a
  * model of its own (for every shape, like the model): the op runs on the
@@ -150,6 +150,8 @@ int32_t disc_exec_host_op(void *self, void *rt, int64_t index, void **bufs, int6
     Exec *e = self;
     const Op *op = e->ops[index];
     int64_t shapes[MAX_RESULTS][MAX_RANK];
+    if (disc_gpu_capturing(rt, disc_rt_gpu(rt), "a host op") != 0)
+        return -1;
     if (interp_host_op_regions(rt, e->g, op, bufs, syms, e->g->dims.nsyms, shapes, op->nregions ? run_region : NULL,
                                e) != 0)
         return -1;
@@ -818,9 +820,14 @@ bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, in
         disc_rt_set_gpu(rt, gpu_run_device(e->gpu));
         disc_rt_set_dev_io(rt, dev_io);
     }
-    int32_t rc = e->main(rt, io, shapes, syms);
-    if (e->gpu && rc == 0 && disc_gpu_sync(rt, gpu_run_device(e->gpu)) != 0)
-        rc = -1; /* a kernel's fault after the last copy out */
+    int32_t rc;
+    if (e->gpu) { /* the flow, or the graph of a run at these shapes before */
+        DiscGpuFlow f = {.main = e->main, .io = io, .ninputs = g->ninputs, .noutputs = g->noutputs,
+                         .shapes = shapes, .nin_dims = k, .nout_dims = nshapes - k, .syms = syms};
+        rc = disc_gpu_run(rt, gpu_run_device(e->gpu), &f);
+    } else {
+        rc = e->main(rt, io, shapes, syms);
+    }
     bool ok = rc == 0;
     if (rc > 0) {
         if (shape_check_inputs(e->si, inputs, ninputs, d))

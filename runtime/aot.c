@@ -219,9 +219,14 @@ static int32_t run(const DiscAotModel *m, const void *const *inputs, const int64
         return DISC_AOT_ERUN;
     }
     disc_rt_set_dev_io(rt, dev);
-    int32_t rc = m->main(rt, io, shapes, syms), status = DISC_AOT_OK;
-    if (gpu && rc == 0 && disc_gpu_sync(rt, gpu) != 0)
-        rc = -1; /* a kernel's fault after the last copy out */
+    int32_t rc, status = DISC_AOT_OK;
+    if (gpu) { /* the flow, or the graph of a run at these shapes before */
+        DiscGpuFlow f = {.main = m->main, .io = io, .ninputs = ni, .noutputs = no, .shapes = shapes,
+                         .nin_dims = k, .nout_dims = nshapes - k, .syms = syms};
+        rc = disc_gpu_run(rt, gpu, &f);
+    } else {
+        rc = m->main(rt, io, shapes, syms);
+    }
     if (rc > 0) {
         char given[512];
         given_shapes(m, in_shapes, given, sizeof given);
@@ -425,6 +430,8 @@ int32_t disc_aot_host_op(DiscRt *rt, const DiscAotModel *m, int64_t index, const
                          int64_t *syms)
 {
     static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+    if (disc_gpu_capturing(rt, disc_rt_gpu(rt), "a host op") != 0)
+        return -1;
     pthread_mutex_lock(&load_mu);
     AotState *st = *m->state;
     if (!st)

@@ -194,6 +194,8 @@ static DiscBlas *blas(DiscRt *rt, DiscGpu *g)
     DiscBlas **slot = disc_gpu_blas_slot(g);
     if (*slot)
         return *slot;
+    if (disc_gpu_capturing(rt, g, "cuBLASLt's first use") != 0) /* its workspace lives with the device */
+        return NULL;
     char why[600];
     if (!disc_blas_available(why, sizeof why)) {
         disc_rt_fail(rt, "cuda: %s (this model's matmuls were compiled for cuBLASLt; DISC_CUBLASLT=0 at compile "

@@ -57,6 +57,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
@@ -66,6 +68,7 @@ enum {
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     CU_STREAM_NON_BLOCKING = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2, /* cuMemAlloc allowed while a stream captures */
     CUDA_ABI = 12000,              /* the version of the entry points asked for */
     GPU_SHMEM_DEFAULT = 48 << 10,  /* dynamic shared memory a launch has without asking */
 };
@@ -111,6 +114,12 @@ static struct {
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } cu = {.once = PTHREAD_ONCE_INIT};
 
 static void driver_load(void)
@@ -146,6 +155,8 @@ static void driver_load(void)
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
         SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
         SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),
+        SYM(StreamBeginCapture), SYM(StreamEndCapture), SYM(GraphInstantiateWithFlags),
+        SYM(GraphLaunch),     SYM(GraphExecDestroy),  SYM(GraphDestroy),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -234,6 +245,9 @@ typedef struct Timed {
     const char *name;
 } Timed;
 
+typedef struct Graph Graph;
+typedef struct Capture Capture;
+
 struct DiscGpu {
     CUdevice dev;
     CUcontext ctx;
@@ -245,10 +259,67 @@ struct DiscGpu {
     Timed *timed;        /* launches waiting for their times */
     int ntimed, captimed;
     DiscBlas *blas;      /* cuBLASLt on this device (cublaslt.c), made on first use */
+    Graph *graphs;       /* the runs seen, by their key, and their graphs (most recent first) */
+    int nkeys;
+    size_t graph_bytes;  /* device memory the graphs own */
+    uint64_t runs;       /* disc_gpu_run calls, the graphs' clock */
+    Capture *cap;        /* the capture under way, or NULL */
 };
 
 struct DiscGpuModule {
     CUmodule mod;
+};
+
+/* ---- graphs: what a run at known shapes replays (disc_gpu_run) ---------------- */
+
+/* A host-to-device copy that a replay makes before the graph: an input's
+ * data (the caller's pointer of this run) or bytes the capture kept. */
+typedef struct Xfer {
+    DiscDevPtr dst;
+    size_t bytes;
+    int input;  /* the input it copies, or -1 */
+    void *snap; /* else the bytes */
+} Xfer;
+
+/* What the flow did with an output. */
+typedef struct Out {
+    enum { OUT_COPY, OUT_INPUT, OUT_KEPT } kind; /* copied out to the host; an input as it is; the
+                                                    caller's device buffer, written by the graph */
+    int input;
+    DiscDevPtr src;
+    int64_t bytes;
+} Out;
+
+/* A key (the run's shapes, and with device I/O its pointers) and what is
+ * known of its runs: how many ran without a graph, and its graph once
+ * captured, with the device memory it owns (run memory at fixed
+ * addresses, never handed to another run), the copies before it and the
+ * outputs after it. */
+struct Graph {
+    uint64_t hash;
+    int64_t *key;
+    int nkey;
+    int seen;           /* plain runs that succeeded; -1: not to be captured */
+    CUgraphExec exec;
+    Block *owned;
+    size_t bytes;
+    Xfer *pre;
+    int npre, cappre;
+    Out *out;
+    int nout;
+    int64_t *dims;      /* the outputs' dims */
+    int ndims;
+    uint64_t used;      /* g->runs at its last use */
+    Graph *next;
+};
+
+/* A capture under way: the graph filled, the run's io, and why it cannot
+ * be kept (NULL while it can). */
+struct Capture {
+    Graph *gr;
+    void **io;
+    int nin;
+    const char *abandoned;
 };
 
 struct DiscGpuFn {
@@ -256,6 +327,8 @@ struct DiscGpuFn {
     int64_t shmem_set;   /* dynamic shared memory the function was allowed (0: the default) */
     char name[64];
 };
+
+static void graphs_drop(DiscGpu *g);
 
 /* ---- profiling ------------------------------------------------------------ */
 
@@ -361,6 +434,7 @@ void disc_gpu_close(DiscGpu *g)
             cu.StreamSynchronize(g->stream);
             timed_drain(g, false);
         }
+        graphs_drop(g);
         disc_blas_free(g->blas); /* its workspace is one of the buffers below */
         if (g->stream)
             cu.StreamDestroy(g->stream);
@@ -426,7 +500,10 @@ DiscDevPtr disc_gpu_alloc(DiscRt *rt, DiscGpu *g, size_t bytes)
             return 0;
         CUdeviceptr p = 0;
         CUresult r = cu.MemAlloc(&p, cls);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY) { /* the cached buffers back, and once more */
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && g->cap) { /* no cuMemFree while the stream captures */
+            g->cap->abandoned = "out of device memory";
+        } else if (r == CUDA_ERROR_OUT_OF_MEMORY) { /* the graphs' memory and the cached buffers back, once more */
+            graphs_drop(g);
             pthread_mutex_lock(&g->mu);
             idle_free(g);
             pthread_mutex_unlock(&g->mu);
@@ -448,8 +525,13 @@ DiscDevPtr disc_gpu_alloc(DiscRt *rt, DiscGpu *g, size_t bytes)
         pthread_mutex_unlock(&g->mu);
     }
     pthread_mutex_lock(&g->mu);
-    b->next = g->live;
-    g->live = b;
+    if (g->cap) { /* run memory of a capture: the graph's */
+        b->next = g->cap->gr->owned;
+        g->cap->gr->owned = b;
+    } else {
+        b->next = g->live;
+        g->live = b;
+    }
     pthread_mutex_unlock(&g->mu);
     return b->p;
 }
@@ -491,14 +573,28 @@ static int queued(DiscRt *rt, CUresult r, const char *call, size_t bytes)
     return r ? failed(rt, r, "%s(%zu bytes)", call, bytes) : 0;
 }
 
+/* Stops the capture under way (why: what the flow did that a graph
+ * cannot hold); -1 with the error in rt, which ends the flow. */
+static int abandon(DiscRt *rt, DiscGpu *g, const char *why)
+{
+    if (!g->cap->abandoned)
+        g->cap->abandoned = why;
+    disc_rt_fail(rt, "cuda: graph capture abandoned: %s", why);
+    return -1;
+}
+
 int disc_gpu_copy_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes)
 {
+    if (g->cap) /* from pageable memory: not in a graph (the run's copies are made around it) */
+        return abandon(rt, g, "a copy from the host mid-run");
     int go = ready(rt, g, bytes);
     return go <= 0 ? go : queued(rt, cu.MemcpyHtoDAsync(dst, src, bytes, g->stream), "cuMemcpyHtoDAsync", bytes);
 }
 
 int disc_gpu_copy_out(DiscRt *rt, DiscGpu *g, void *dst, DiscDevPtr src, size_t bytes)
 {
+    if (g->cap)
+        return abandon(rt, g, "a copy to the host mid-run");
     int go = ready(rt, g, bytes);
     return go <= 0 ? go : queued(rt, cu.MemcpyDtoHAsync(dst, src, bytes, g->stream), "cuMemcpyDtoHAsync", bytes);
 }
@@ -534,6 +630,8 @@ int disc_gpu_fill32(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, uint32_t bits, size_
 
 int disc_gpu_sync(DiscRt *rt, DiscGpu *g)
 {
+    if (g->cap)
+        return abandon(rt, g, "a wait for the device mid-run");
     if (current(rt, g) != 0)
         return -1;
     CUresult r = cu.StreamSynchronize(g->stream);
@@ -566,6 +664,7 @@ void disc_gpu_module_unload(DiscGpu *g, DiscGpuModule *m)
 {
     if (!m)
         return;
+    graphs_drop(g); /* they launch its kernels */
     if (cu.CtxSetCurrent(g->ctx) == 0)
         cu.ModuleUnload(m->mod);
     free(m);
@@ -689,15 +788,53 @@ static DiscDevPtr devp(const void *p)
     return (DiscDevPtr)(uintptr_t)p;
 }
 
+/* A host-to-device copy of the flow: queued, or in a capture kept for the
+ * replays to make before the graph (the data of the input src is, else
+ * the bytes src holds now). dst is memory the run allocated for the copy
+ * (or the caller's output buffer), which nothing in the run wrote before. */
+static int put_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes)
+{
+    Capture *c = g->cap;
+    if (!c)
+        return disc_gpu_copy_in(rt, g, dst, src, bytes);
+    Graph *gr = c->gr;
+    int input = -1;
+    for (int i = 0; i < c->nin; i++)
+        if (c->io[i] == src) {
+            if (input >= 0) /* two inputs at one address: which does a replay read? */
+                return abandon(rt, g, "two inputs at one address");
+            input = i;
+        }
+    if (gr->npre == gr->cappre) {
+        int cap = gr->cappre ? 2 * gr->cappre : 16;
+        Xfer *p = realloc(gr->pre, (size_t)cap * sizeof *p);
+        if (!p)
+            return abandon(rt, g, "out of memory");
+        gr->pre = p;
+        gr->cappre = cap;
+    }
+    Xfer *x = &gr->pre[gr->npre];
+    *x = (Xfer){.dst = dst, .bytes = bytes, .input = input};
+    if (input < 0 && bytes) {
+        if (!(x->snap = malloc(bytes)))
+            return abandon(rt, g, "out of memory");
+        memcpy(x->snap, src, bytes);
+    }
+    gr->npre++;
+    return 0;
+}
+
 int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes)
 {
     DiscGpu *g = run_gpu(rt);
-    return g && bytes >= 0 ? disc_gpu_copy_in(rt, g, devp(dst), src, (size_t)bytes) : -1;
+    return g && bytes >= 0 ? put_in(rt, g, devp(dst), src, (size_t)bytes) : -1;
 }
 
 int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes)
 {
     DiscGpu *g = run_gpu(rt);
+    if (g && g->cap)
+        return abandon(rt, g, "the flow reads a kernel's result on the host");
     if (!g || bytes < 0 || disc_gpu_copy_out(rt, g, dst, devp(src), (size_t)bytes) != 0)
         return -1;
     return disc_gpu_sync(rt, g);
@@ -715,25 +852,53 @@ int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_
     if (size == 4)
         return disc_gpu_fill32(rt, g, devp(dst), (uint32_t)bits, (size_t)n);
     /* 8-byte values with no 64-bit memset: staged in run memory, copied
-     * (the copy from pageable memory has read it when it returns) */
+     * (the copy from pageable memory has read it when it returns); in a
+     * capture through device memory of the graph's, at the point of the
+     * run where the fill belongs (dst may hold another value before) */
     uint64_t *h = disc_rt_alloc(rt, n * 8);
     if (!h)
         return -1;
     for (int64_t i = 0; i < n; i++)
         h[i] = bits;
-    return disc_gpu_copy_in(rt, g, devp(dst), h, (size_t)n * 8);
+    if (!g->cap)
+        return disc_gpu_copy_in(rt, g, devp(dst), h, (size_t)n * 8);
+    DiscDevPtr stage = disc_gpu_alloc(rt, g, (size_t)n * 8);
+    return stage && put_in(rt, g, stage, h, (size_t)n * 8) == 0 ? disc_gpu_copy(rt, g, devp(dst), stage, (size_t)n * 8)
+                                                                 : -1;
+}
+
+/* The host reads an input's data (host I/O: the caller's pointer as it is). */
+static void *host_input(DiscRt *rt, const void *raw)
+{
+    DiscGpu *g = disc_rt_gpu(rt);
+    if (g && g->cap) {
+        abandon(rt, g, "the flow reads an input's data on the host");
+        return NULL;
+    }
+    return (void *)raw;
 }
 
 void *disc_rt_dev_input(DiscRt *rt, const void *raw, int64_t bytes, int32_t want_dev)
 {
     if (!!disc_rt_dev_io(rt) == !!want_dev)
-        return (void *)raw;
+        return want_dev ? (void *)raw : host_input(rt, raw);
     if (want_dev) {
         void *p = disc_rt_dev_alloc(rt, bytes);
         return p && disc_rt_dev_in(rt, p, raw, bytes) == 0 ? p : NULL;
     }
     void *p = disc_rt_alloc(rt, bytes);
     return p && disc_rt_dev_out(rt, p, raw, bytes) == 0 ? p : NULL;
+}
+
+/* A capture's record of output slot's handling. */
+static int out_note(DiscRt *rt, DiscGpu *g, int64_t slot, int kind, int input, const void *src, int64_t bytes)
+{
+    Capture *c = g->cap;
+    int i = (int)((slot - c->nin) / 3);
+    if (i < 0 || i >= c->gr->nout)
+        return abandon(rt, g, "an output slot out of range");
+    c->gr->out[i] = (Out){.kind = kind, .input = input, .src = devp(src), .bytes = bytes};
+    return 0;
 }
 
 void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src, int64_t bytes, int32_t on_dev)
@@ -744,8 +909,21 @@ void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src
     if (!g || bytes < 0)
         return NULL;
     if (!dev_io) {
+        if (!src_dev && g->cap) { /* as it is: an input's data, else host data of this run */
+            int in = -1;
+            for (int i = 0; on_dev == 2 && i < g->cap->nin; i++)
+                if (slots[i] == src)
+                    in = i;
+            if (in < 0) {
+                abandon(rt, g, "an output the host computed");
+                return NULL;
+            }
+            return out_note(rt, g, slot, OUT_INPUT, in, src, bytes) == 0 ? (void *)src : NULL;
+        }
         if (!src_dev)
             return (void *)src; /* the caller copies it */
+        if (g->cap) /* copied out after each replay, into the buffer of that run */
+            return out_note(rt, g, slot, OUT_COPY, -1, src, bytes) == 0 ? (void *)src : NULL;
         void *p = disc_rt_output(rt, slots, slot, bytes);
         return p && disc_gpu_copy_out(rt, g, p, devp(src), (size_t)bytes) == 0 ? p : NULL;
     }
@@ -756,10 +934,12 @@ void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src
                      s[0] ? (long long)(uintptr_t)s[1] : 0LL);
         return NULL;
     }
+    if (g->cap && out_note(rt, g, slot, OUT_KEPT, -1, src, bytes) != 0)
+        return NULL;
     if (src == s[0])
         return s[0];
     int rc = src_dev ? disc_gpu_copy(rt, g, devp(s[0]), devp(src), (size_t)bytes)
-                     : disc_gpu_copy_in(rt, g, devp(s[0]), src, (size_t)bytes);
+                     : put_in(rt, g, devp(s[0]), src, (size_t)bytes);
     return rc == 0 ? s[0] : NULL;
 }
 
@@ -768,6 +948,10 @@ void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes
     if (*slot)
         return *slot;
     DiscGpu *g = run_gpu(rt);
+    if (g && g->cap) { /* it lives with the model, not with a graph */
+        abandon(rt, g, "a constant not yet on the device");
+        return NULL;
+    }
     DiscDevPtr p = g && bytes >= 0 ? disc_gpu_alloc(rt, g, (size_t)bytes) : 0;
     if (!p || disc_gpu_copy_in(rt, g, p, host, (size_t)bytes) != 0)
         return NULL;
@@ -778,4 +962,291 @@ int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, in
 {
     DiscGpu *g = run_gpu(rt);
     return g ? disc_gpu_launch(rt, g, fn, grid, (int)block, shmem, params) : -1;
+}
+
+/* ---- graphs: a run at shapes seen before, replayed ------------------------- */
+
+enum {
+    GRAPHS_DEFAULT = 16, /* graphs kept per device (DISC_CUDA_GRAPHS) */
+    KEYS_MAX = 64,       /* keys remembered, graphs or not */
+    REPLAY_NO = 1,       /* replay: this run cannot be one */
+};
+
+/* Gives a graph's executable, memory and records back (its key stays). */
+static void graph_clear(DiscGpu *g, Graph *gr)
+{
+    if (gr->exec) {
+        cu.GraphExecDestroy(gr->exec);
+        gr->exec = NULL;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (gr->owned) { /* back to the allocator's cache */
+        Block *b = gr->owned;
+        gr->owned = b->next;
+        b->next = g->idle;
+        g->idle = b;
+    }
+    g->graph_bytes -= gr->bytes;
+    gr->bytes = 0;
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < gr->npre; i++)
+        free(gr->pre[i].snap);
+    free(gr->pre);
+    free(gr->out);
+    free(gr->dims);
+    gr->pre = NULL;
+    gr->out = NULL;
+    gr->dims = NULL;
+    gr->npre = gr->cappre = gr->nout = gr->ndims = 0;
+}
+
+static void graphs_drop(DiscGpu *g)
+{
+    if (cu.CtxSetCurrent && g->ctx)
+        cu.CtxSetCurrent(g->ctx);
+    while (g->graphs) {
+        Graph *gr = g->graphs;
+        g->graphs = gr->next;
+        graph_clear(g, gr);
+        free(gr->key);
+        free(gr);
+    }
+    g->nkeys = 0;
+}
+
+/* The graphs allowed per device: DISC_CUDA_GRAPHS (0: none), else 16; -1
+ * with the error in rt for a value that is not a count. */
+static int graphs_limit(DiscRt *rt)
+{
+    const char *e = getenv("DISC_CUDA_GRAPHS");
+    if (!e || !*e)
+        return GRAPHS_DEFAULT;
+    char *end = NULL;
+    long v = strtol(e, &end, 10);
+    if (*end || v < 0 || v > 1 << 16) {
+        disc_rt_fail(rt, "cuda: DISC_CUDA_GRAPHS=%s: not a count of graphs (0 turns them off; default %d)", e,
+                     GRAPHS_DEFAULT);
+        return -1;
+    }
+    return (int)v;
+}
+
+/* The run's key: its threads, where its I/O is, the inputs' dims, and with
+ * device I/O the addresses the graph would hold (inputs, output buffers). */
+static int64_t *run_key(DiscRt *rt, const DiscGpuFlow *f, int *n)
+{
+    bool dev = disc_rt_dev_io(rt);
+    int k = 2 + f->nin_dims + (dev ? f->ninputs + f->noutputs : 0);
+    int64_t *key = malloc((size_t)k * sizeof *key);
+    if (!key)
+        return NULL;
+    int j = 0;
+    key[j++] = disc_rt_threads(rt);
+    key[j++] = dev;
+    for (int i = 0; i < f->nin_dims; i++)
+        key[j++] = f->shapes[i];
+    for (int i = 0; dev && i < f->ninputs; i++)
+        key[j++] = (int64_t)(uintptr_t)f->io[i];
+    for (int i = 0; dev && i < f->noutputs; i++)
+        key[j++] = (int64_t)(uintptr_t)f->io[f->ninputs + 3 * i];
+    *n = k;
+    return key;
+}
+
+/* The key's record, made (in place of the least recently used beyond
+ * KEYS_MAX) where make; NULL if none. Takes key when it makes one. */
+static Graph *graph_find(DiscGpu *g, int64_t *key, int n, bool make, bool *took)
+{
+    uint64_t h = 14695981039346656037u; /* FNV-1a over the words */
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)key[i]) * 1099511628211u;
+    *took = false;
+    for (Graph *gr = g->graphs; gr; gr = gr->next)
+        if (gr->hash == h && gr->nkey == n && !memcmp(gr->key, key, (size_t)n * sizeof *key))
+            return gr;
+    if (!make)
+        return NULL;
+    if (g->nkeys >= KEYS_MAX) {
+        Graph **lru = NULL;
+        for (Graph **at = &g->graphs; *at; at = &(*at)->next)
+            if (!lru || (*at)->used < (*lru)->used)
+                lru = at;
+        Graph *old = *lru;
+        *lru = old->next;
+        graph_clear(g, old);
+        free(old->key);
+        free(old);
+        g->nkeys--;
+    }
+    Graph *gr = calloc(1, sizeof *gr);
+    if (!gr)
+        return NULL;
+    *gr = (Graph){.hash = h, .key = key, .nkey = n, .next = g->graphs};
+    g->graphs = gr;
+    g->nkeys++;
+    *took = true;
+    return gr;
+}
+
+/* Graphs beyond the count allowed, or owning more than a quarter of the
+ * device's memory, go (the least recently used first; never keep). */
+static void graphs_fit(DiscGpu *g, int limit, const Graph *keep)
+{
+    for (;;) {
+        int n = 0;
+        Graph *lru = NULL;
+        for (Graph *gr = g->graphs; gr; gr = gr->next)
+            if (gr->exec) {
+                n++;
+                if (gr != keep && (!lru || gr->used < lru->used))
+                    lru = gr;
+            }
+        if (!lru || (n <= limit && g->graph_bytes <= g->info.memory / 4))
+            return;
+        graph_clear(g, lru);
+        lru->seen = 0;
+        g->stats.graphs_dropped++;
+    }
+}
+
+/* The flow as it is, and the wait for its work. */
+static int32_t plain(DiscRt *rt, DiscGpu *g, const DiscGpuFlow *f)
+{
+    int32_t rc = f->main(rt, f->io, f->shapes, f->syms);
+    if (rc == 0 && disc_gpu_sync(rt, g) != 0)
+        rc = -1; /* a kernel's fault after the last copy out */
+    return rc;
+}
+
+/* A run of gr's graph: the copies in, the graph, the outputs (as the flow
+ * would have left them), the wait. REPLAY_NO where this run's output
+ * buffers are too small for it (the flow says so). */
+static int32_t replay(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f)
+{
+    void **io = f->io;
+    int ni = f->ninputs;
+    for (int i = 0; i < gr->nout; i++)
+        if (gr->out[i].kind == OUT_KEPT && (int64_t)(uintptr_t)io[ni + 3 * i + 1] < gr->out[i].bytes)
+            return REPLAY_NO;
+    if (current(rt, g) != 0)
+        return -1;
+    for (int i = 0; i < gr->npre; i++) {
+        const Xfer *x = &gr->pre[i];
+        if (disc_gpu_copy_in(rt, g, x->dst, x->input >= 0 ? io[x->input] : x->snap, x->bytes) != 0)
+            return -1;
+    }
+    CUresult r = cu.GraphLaunch(gr->exec, g->stream);
+    if (r)
+        return failed(rt, r, "cuGraphLaunch");
+    for (int i = 0; i < gr->nout; i++) {
+        const Out *o = &gr->out[i];
+        int64_t slot = ni + 3 * i;
+        if (o->kind == OUT_INPUT) {
+            io[slot] = io[o->input];
+        } else if (o->kind == OUT_COPY) {
+            void *p = disc_rt_output(rt, io, slot, o->bytes);
+            if (!p || disc_gpu_copy_out(rt, g, p, o->src, (size_t)o->bytes) != 0)
+                return -1;
+        }
+    }
+    memcpy(f->shapes + f->nin_dims, gr->dims, (size_t)gr->ndims * sizeof *gr->dims);
+    g->stats.graph_replays++;
+    return disc_gpu_sync(rt, g) != 0 ? -1 : 0;
+}
+
+/* The flow run once more with its work captured into a graph, kept for
+ * the runs at gr's key; this run is then the graph's first replay. A
+ * capture that cannot stand (the flow reads device data on the host, a
+ * constant is not on the device yet, ...) is thrown away and the flow
+ * run as it is. */
+static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, int limit)
+{
+    int no = f->noutputs, ni = f->ninputs;
+    void *saved[3 * no + 1];
+    memcpy(saved, f->io + ni, (size_t)(3 * no) * sizeof *saved);
+    Capture c = {.gr = gr, .io = f->io, .nin = ni};
+    if (!(gr->out = calloc((size_t)no + 1, sizeof *gr->out)) ||
+        !(gr->dims = malloc(((size_t)f->nout_dims + 1) * sizeof *gr->dims))) {
+        graph_clear(g, gr);
+        return plain(rt, g, f);
+    }
+    gr->nout = no;
+    gr->ndims = f->nout_dims;
+    if (current(rt, g) != 0)
+        return -1;
+    CUresult r = cu.StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r) { /* never again for this key; the run as it is */
+        graph_clear(g, gr);
+        gr->seen = -1;
+        return plain(rt, g, f);
+    }
+    g->cap = &c;
+    int32_t rc = f->main(rt, f->io, f->shapes, f->syms);
+    g->cap = NULL;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    r = cu.StreamEndCapture(g->stream, &graph);
+    if (rc == 0 && !c.abandoned && r == 0 && graph && cu.GraphInstantiateWithFlags(&exec, graph, 0) != 0)
+        exec = NULL;
+    if (graph)
+        cu.GraphDestroy(graph);
+    memcpy(f->io + ni, saved, (size_t)(3 * no) * sizeof *saved); /* the caller's output slots again */
+    if (!exec) {
+        graph_clear(g, gr);
+        g->stats.graphs_abandoned++;
+        if (c.abandoned) /* the flow does what a graph cannot hold, at these shapes */
+            gr->seen = -1;
+        if (rc > 0 && !c.abandoned)
+            return rc; /* the shapes violate the model: said as the flow says it */
+        disc_rt_reset(rt); /* the capture's error and memory */
+        return plain(rt, g, f);
+    }
+    gr->exec = exec;
+    memcpy(gr->dims, f->shapes + f->nin_dims, (size_t)f->nout_dims * sizeof *gr->dims);
+    pthread_mutex_lock(&g->mu);
+    for (Block *b = gr->owned; b; b = b->next)
+        gr->bytes += b->bytes;
+    g->graph_bytes += gr->bytes;
+    pthread_mutex_unlock(&g->mu);
+    g->stats.graphs_captured++;
+    graphs_fit(g, limit, gr);
+    return replay(rt, g, gr, f);
+}
+
+int32_t disc_gpu_run(DiscRt *rt, DiscGpu *g, const DiscGpuFlow *f)
+{
+    int limit = graphs_limit(rt);
+    if (limit < 0)
+        return -1;
+    if (limit == 0 || disc_rt_profiling()) /* DISC_PROFILE times each launch */
+        return plain(rt, g, f);
+    int n = 0;
+    int64_t *key = run_key(rt, f, &n);
+    bool took = false;
+    Graph *gr = key ? graph_find(g, key, n, false, &took) : NULL;
+    g->runs++;
+    if (gr)
+        gr->used = g->runs;
+    if (gr && gr->exec) {
+        free(key);
+        int32_t rc = replay(rt, g, gr, f);
+        return rc == REPLAY_NO ? plain(rt, g, f) : rc;
+    }
+    if (gr && gr->seen > 0) {
+        free(key);
+        return capture(rt, g, gr, f, limit);
+    }
+    int32_t rc = plain(rt, g, f);
+    if (rc == 0 && key && !gr && (gr = graph_find(g, key, n, true, &took)))
+        gr->used = g->runs;
+    if (!took)
+        free(key);
+    if (rc == 0 && gr && gr->seen >= 0)
+        gr->seen++;
+    return rc;
+}
+
+int disc_gpu_capturing(DiscRt *rt, DiscGpu *g, const char *why)
+{
+    return g && g->cap ? abandon(rt, g, why) : 0;
 }

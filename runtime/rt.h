@@ -436,6 +436,8 @@ typedef struct DiscGpuStats {
     int64_t driver_allocs;  /* cuMemAlloc calls */
     int64_t reused;         /* requests served from the cache of released buffers */
     int64_t held;           /* bytes allocated from the driver and not given back */
+    int64_t graphs_captured, graph_replays; /* disc_gpu_run's graphs: made, run */
+    int64_t graphs_abandoned, graphs_dropped; /* captures thrown away; graphs given up for room */
 } DiscGpuStats;
 /* The driver's version (13000), or 0 with the reason in why (n bytes). */
 int disc_gpu_driver_version(char *why, size_t n);
@@ -485,6 +487,35 @@ void *disc_gpu_stream(const DiscGpu *g);
 int disc_gpu_current(DiscRt *rt, DiscGpu *g);
 int disc_gpu_time_start(DiscRt *rt, DiscGpu *g, const void *key, const char *name);
 int disc_gpu_time_end(DiscRt *rt, DiscGpu *g, int slot);
+
+/* A model's run on the device: the flow (the host flow's entry) with its
+ * io (inputs, then {buffer, capacity, allocated} per output), shapes (the
+ * inputs' nin_dims dims, then room for the outputs' nout_dims) and syms,
+ * and the wait for its work; returns what the flow returns (-1 also for a
+ * fault the wait reports). A run at a key seen before (the inputs' dims,
+ * and with device I/O the addresses of the inputs and the output
+ * buffers) is a CUDA graph's replay: the second plain run at a key
+ * captures its work into a graph that owns the run's device memory, and
+ * later runs at the key copy the inputs in, launch the graph and copy the
+ * outputs out, without the flow. A flow that reads device data or an
+ * input's data on the host, or runs a host op, is never captured at that
+ * key. DISC_CUDA_GRAPHS: the graphs kept per device (default 16, the
+ * least recently used given up, and none owning more than a quarter of
+ * the device's memory together; 0: no graphs); none under DISC_PROFILE. */
+typedef int32_t DiscFlowFn(DiscRt *rt, void **io, int64_t *shapes, int64_t *syms);
+typedef struct DiscGpuFlow {
+    DiscFlowFn *main;
+    void **io;
+    int ninputs, noutputs;
+    int64_t *shapes;
+    int nin_dims, nout_dims;
+    int64_t *syms;
+} DiscGpuFlow;
+int32_t disc_gpu_run(DiscRt *rt, DiscGpu *g, const DiscGpuFlow *f);
+/* 0 when no capture is under way on g (or g is NULL); else abandons it
+ * (why: what the caller does that a graph cannot hold) and returns -1
+ * with the error in rt, which ends the flow. For host ops and libraries. */
+int disc_gpu_capturing(DiscRt *rt, DiscGpu *g, const char *why);
 
 /* ---- cuBLASLt (cublaslt.c) ---------------------------------------------------
  * libcublasLt by dlopen (the toolkit's soname for CUDA 13, else 12), one

@@ -19,11 +19,14 @@
  * cublasLtMatmul refuses (CUBLAS_STATUS_NOT_SUPPORTED) a pointer less
  * aligned than that, as a real kernel would fault on it. Pointers are the
  * stand-in driver's device addresses (the host's with bit 46 flipped, DEV).
- * Computed in double on the calling thread.
+ * Computed in double on the calling thread, or, while the stand-in
+ * driver's stream captures, recorded with its arguments (fake_cuda_defer)
+ * for the graph's launches to compute.
  *
  * FAKE_CUBLAS_FAIL=name makes that call fail (CUBLAS_STATUS_EXECUTION_FAILED);
  * fake_cublas_calls(name) counts calls, for a test to ask with dlsym.
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -374,33 +377,24 @@ static void *host(const void *p, uint64_t align, int *bad)
     return (void *)(uintptr_t)(a ^ DEV);
 }
 
-API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
-                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
-                          void *ws, size_t wsbytes, void *stream);
-API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
-                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
-                          void *ws, size_t wsbytes, void *stream)
+/* A matmul's arguments by value: what a recorded call computes later. */
+typedef struct Call {
+    Desc d;
+    Layout a, b, c, dd;
+    double al, be;
+    const void *pa, *pb, *pc, *pbias;
+    void *pd;
+} Call;
+
+static void call_run(void *arg)
 {
-    (void)h;
-    (void)stream;
-    ENTER("cublasLtMatmul");
-    Status s = shapes(d, a, b, c, dd);
-    if (s)
-        return s;
-    if (!algo || algo->data[0] != 0xa160 || wsbytes < WS_NEED || !ws)
-        return INVALID_VALUE;
-    if (c->ld != dd->ld || c->stride != dd->stride)
-        return NOT_SUPPORTED; /* C and D share a layout in disc's use: the same one */
-    double al = d->scale == R_64F ? *(const double *)alpha : *(const float *)alpha;
-    double be = d->scale == R_64F ? *(const double *)beta : *(const float *)beta;
-    int bad = 0;
-    const void *pa = host(A, algo->data[1], &bad), *pb = host(B, algo->data[2], &bad);
-    const void *pc = be != 0 ? host(C, algo->data[3], &bad) : NULL;
-    void *pd = host(D, algo->data[4], &bad);
-    const void *pbias = d->epi & 4 ? host((const void *)(uintptr_t)d->bias, 1, &bad) : NULL;
-    host(ws, 1, &bad);
-    if (bad)
-        return bad;
+    const Call *cl = arg;
+    const Desc *d = &cl->d;
+    const Layout *a = &cl->a, *b = &cl->b, *c = &cl->c, *dd = &cl->dd;
+    double al = cl->al, be = cl->be;
+    const void *pa = cl->pa, *pb = cl->pb, *pc = cl->pc, *pbias = cl->pbias;
+    void *pd = cl->pd;
+    (void)c;
     int t = dd->type;
     uint64_t m = dd->rows, n = dd->cols, k = d->ta == OP_N ? a->cols : a->rows;
     for (int32_t bt = 0; bt < dd->batch; bt++)
@@ -423,5 +417,51 @@ API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, La
                     v = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
                 store(pd, t, bt * dd->stride + (int64_t)(i + j * dd->ld), v);
             }
+}
+
+/* The stand-in driver's capture, if one is under way, takes the call. */
+static int deferred(void *stream, const Call *cl)
+{
+    static int (*defer)(void *, void (*)(void *), const void *, size_t);
+    static int looked;
+    if (!looked) {
+        void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (lib)
+            *(void **)&defer = dlsym(lib, "fake_cuda_defer");
+        looked = 1;
+    }
+    return defer && defer(stream, call_run, cl, sizeof *cl);
+}
+
+API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
+                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
+                          void *ws, size_t wsbytes, void *stream);
+API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, Layout *a, const void *B, Layout *b,
+                          const void *beta, const void *C, Layout *c, void *D, Layout *dd, const Algo *algo,
+                          void *ws, size_t wsbytes, void *stream)
+{
+    (void)h;
+    ENTER("cublasLtMatmul");
+    Status s = shapes(d, a, b, c, dd);
+    if (s)
+        return s;
+    if (!algo || algo->data[0] != 0xa160 || wsbytes < WS_NEED || !ws)
+        return INVALID_VALUE;
+    if (c->ld != dd->ld || c->stride != dd->stride)
+        return NOT_SUPPORTED; /* C and D share a layout in disc's use: the same one */
+    double al = d->scale == R_64F ? *(const double *)alpha : *(const float *)alpha;
+    double be = d->scale == R_64F ? *(const double *)beta : *(const float *)beta;
+    int bad = 0;
+    const void *pa = host(A, algo->data[1], &bad), *pb = host(B, algo->data[2], &bad);
+    const void *pc = be != 0 ? host(C, algo->data[3], &bad) : NULL;
+    void *pd = host(D, algo->data[4], &bad);
+    const void *pbias = d->epi & 4 ? host((const void *)(uintptr_t)d->bias, 1, &bad) : NULL;
+    host(ws, 1, &bad);
+    if (bad)
+        return bad;
+    Call cl = {.d = *d, .a = *a, .b = *b, .c = *c, .dd = *dd, .al = al, .be = be, .pa = pa, .pb = pb, .pc = pc,
+               .pbias = pbias, .pd = pd};
+    if (!deferred(stream, &cl))
+        call_run(&cl);
     return SUCCESS;
 }

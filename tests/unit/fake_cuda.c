@@ -16,7 +16,13 @@
  * FAKE_CUDA_FAIL=cuName makes that call fail (cuMemAlloc with
  * CUDA_ERROR_OUT_OF_MEMORY, any other with CUDA_ERROR_UNKNOWN);
  * FAKE_CUDA_OOM_AT=N makes cuMemAlloc fail while N or more bytes are held;
- * FAKE_CUDA_DEVICES=N sets the device count. Events read a fake clock
+ * FAKE_CUDA_DEVICES=N sets the device count. Stream capture records the
+ * fills, device copies, launches (their parameters' values as at the
+ * call, as the driver keeps them) and the work fake_cublaslt.c hands to
+ * fake_cuda_defer, for cuGraphLaunch to run in order; a copy between host
+ * and device, a wait or an event while capturing fails as the driver's
+ * does (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and spoils the capture,
+ * and so does cuMemAlloc unless the capture is relaxed. Events read a fake clock
  * that each launch moves on by a millisecond per block. fake_cuda_calls(name) counts
  * the calls of name, for the test to ask with dlsym.
  */
@@ -43,9 +49,72 @@ enum {
     OUT_OF_MEMORY = 2,
     INVALID_IMAGE = 200,
     INVALID_HANDLE = 400,
+    ILLEGAL_STATE = 401,
     NOT_FOUND = 500,
+    CAPTURE_UNSUPPORTED = 900,
+    CAPTURE_INVALIDATED = 901,
     UNKNOWN = 999,
 };
+
+/* ---- stream capture: work recorded, run by cuGraphLaunch ---- */
+typedef struct Work {
+    void (*run)(void *arg);
+    struct Work *next;
+    size_t size;
+    _Alignas(16) unsigned char arg[];
+} Work;
+typedef struct FakeGraph {
+    Work *head, **tail;
+} FakeGraph;
+static FakeGraph *cap;      /* the capture under way */
+static int cap_mode, cap_spoiled;
+static int graphs, execs;   /* live, for the leak checks */
+
+static void graph_free(FakeGraph *gr)
+{
+    while (gr->head) {
+        Work *w = gr->head;
+        gr->head = w->next;
+        free(w);
+    }
+    free(gr);
+}
+
+/* Recorded where a capture is under way (1; 0: run it now). */
+static int record(void (*run)(void *), const void *arg, size_t size)
+{
+    if (!cap)
+        return 0;
+    Work *w = malloc(sizeof *w + size);
+    if (!w) {
+        cap_spoiled = 1;
+        return 1;
+    }
+    w->run = run;
+    w->next = NULL;
+    w->size = size;
+    memcpy(w->arg, arg, size);
+    *cap->tail = w;
+    cap->tail = &w->next;
+    return 1;
+}
+
+/* For fake_cublaslt.c: its call recorded while the stream captures. */
+int fake_cuda_defer(void *stream, void (*run)(void *), const void *arg, size_t size);
+int fake_cuda_defer(void *stream, void (*run)(void *), const void *arg, size_t size)
+{
+    (void)stream;
+    return record(run, arg, size);
+}
+
+/* What a capture cannot hold: fails, and the capture with it. */
+#define NOT_IN_CAPTURE()                 \
+    do {                                 \
+        if (cap) {                       \
+            cap_spoiled = 1;             \
+            return CAPTURE_UNSUPPORTED;  \
+        }                                \
+    } while (0)
 
 #define FAKE_CALLS_ENV "FAKE_CUDA_FAIL"
 #include "fake_calls.h"
@@ -183,6 +252,83 @@ static CUresult cuStreamDestroy(void *s)
 static CUresult cuStreamSynchronize(void *s)
 {
     ENTER("cuStreamSynchronize", UNKNOWN);
+    NOT_IN_CAPTURE();
+    return OK;
+}
+
+static CUresult cuStreamBeginCapture(void *s, int mode)
+{
+    ENTER("cuStreamBeginCapture", UNKNOWN);
+    if (cap)
+        return ILLEGAL_STATE;
+    if (!(cap = calloc(1, sizeof *cap)))
+        return OUT_OF_MEMORY;
+    cap->tail = &cap->head;
+    cap_mode = mode;
+    cap_spoiled = 0;
+    return OK;
+}
+
+static CUresult cuStreamEndCapture(void *s, void **graph)
+{
+    *graph = NULL;
+    if (!cap)
+        return ILLEGAL_STATE;
+    FakeGraph *gr = cap;
+    cap = NULL;
+    if (cap_spoiled) {
+        graph_free(gr);
+        return CAPTURE_INVALIDATED;
+    }
+    graphs++;
+    *graph = gr;
+    return OK;
+}
+
+/* an executable graph: a copy of the graph's work */
+static CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+    ENTER("cuGraphInstantiateWithFlags", UNKNOWN);
+    FakeGraph *gr = graph, *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return OUT_OF_MEMORY;
+    ex->tail = &ex->head;
+    for (Work *w = gr->head; w; w = w->next) {
+        Work *c = malloc(sizeof *c + w->size);
+        if (!c) {
+            graph_free(ex);
+            return OUT_OF_MEMORY;
+        }
+        memcpy(c, w, sizeof *c + w->size);
+        c->next = NULL;
+        *ex->tail = c;
+        ex->tail = &c->next;
+    }
+    execs++;
+    *exec = ex;
+    return OK;
+}
+
+static CUresult cuGraphLaunch(void *exec, void *s)
+{
+    ENTER("cuGraphLaunch", UNKNOWN);
+    NOT_IN_CAPTURE();
+    for (Work *w = ((FakeGraph *)exec)->head; w; w = w->next)
+        w->run(w->arg);
+    return OK;
+}
+
+static CUresult cuGraphExecDestroy(void *exec)
+{
+    execs--;
+    graph_free(exec);
+    return OK;
+}
+
+static CUresult cuGraphDestroy(void *graph)
+{
+    graphs--;
+    graph_free(graph);
     return OK;
 }
 
@@ -204,6 +350,10 @@ static CUresult cuMemAlloc(unsigned long long *p, size_t n)
         return INVALID_VALUE;
     if (at && held + n >= (size_t)atoll(at))
         return OUT_OF_MEMORY;
+    if (cap && cap_mode != 2) { /* a capture not relaxed forbids it */
+        cap_spoiled = 1;
+        return CAPTURE_UNSUPPORTED;
+    }
     MemBlock *b = malloc(sizeof *b + n);
     if (!b)
         return OUT_OF_MEMORY;
@@ -236,6 +386,7 @@ static CUresult cuMemFree(unsigned long long p)
 static CUresult cuMemcpyHtoDAsync(unsigned long long d, const void *s, size_t n, void *st)
 {
     ENTER("cuMemcpyHtoDAsync", UNKNOWN);
+    NOT_IN_CAPTURE(); /* pageable memory */
     memcpy(host(d), s, n);
     return OK;
 }
@@ -243,14 +394,51 @@ static CUresult cuMemcpyHtoDAsync(unsigned long long d, const void *s, size_t n,
 static CUresult cuMemcpyDtoHAsync(void *d, unsigned long long s, size_t n, void *st)
 {
     ENTER("cuMemcpyDtoHAsync", UNKNOWN);
+    NOT_IN_CAPTURE();
     memcpy(d, host(s), n);
+    return OK;
+}
+
+/* device copies and fills: run, or recorded with their arguments */
+typedef struct Copy {
+    unsigned long long d, s;
+    size_t n;
+    unsigned v;
+} Copy;
+static void copy_run(void *a)
+{
+    Copy *c = a;
+    memmove(host(c->d), host(c->s), c->n);
+}
+static void set8_run(void *a)
+{
+    Copy *c = a;
+    memset(host(c->d), (int)c->v, c->n);
+}
+static void set32_run(void *a)
+{
+    Copy *c = a;
+    uint32_t *p = host(c->d);
+    for (size_t i = 0; i < c->n; i++)
+        p[i] = c->v;
+}
+static void copy2d_run(void *a)
+{
+    const CuMemcpy2D *c = a;
+    for (size_t r = 0; r < c->Height; r++)
+        memmove((char *)host(c->dstDevice) + r * c->dstPitch, (char *)host(c->srcDevice) + r * c->srcPitch,
+                c->WidthInBytes);
+}
+static CUresult queue(void (*run)(void *), void *arg, size_t size)
+{
+    if (!record(run, arg, size))
+        run(arg);
     return OK;
 }
 
 static CUresult cuMemcpyDtoDAsync(unsigned long long d, unsigned long long s, size_t n, void *st)
 {
-    memmove(host(d), host(s), n);
-    return OK;
+    return queue(copy_run, &(Copy){.d = d, .s = s, .n = n}, sizeof(Copy));
 }
 
 /* Device to device only (what disc asks for), a row at a time. */
@@ -260,25 +448,19 @@ static CUresult cuMemcpy2DAsync(const CuMemcpy2D *c, void *st)
     if (c->srcMemoryType != CU_MEMORY_DEVICE || c->dstMemoryType != CU_MEMORY_DEVICE || c->srcPitch < c->WidthInBytes ||
         c->dstPitch < c->WidthInBytes || c->srcXInBytes || c->srcY || c->dstXInBytes || c->dstY)
         return INVALID_VALUE;
-    for (size_t r = 0; r < c->Height; r++)
-        memmove((char *)host(c->dstDevice) + r * c->dstPitch, (char *)host(c->srcDevice) + r * c->srcPitch,
-                c->WidthInBytes);
-    return OK;
+    CuMemcpy2D copy = *c;
+    return queue(copy2d_run, &copy, sizeof copy);
 }
 
 static CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *st)
 {
-    memset(host(d), v, n);
-    return OK;
+    return queue(set8_run, &(Copy){.d = d, .n = n, .v = v}, sizeof(Copy));
 }
 
 static CUresult cuMemsetD32Async(unsigned long long d, unsigned v, size_t n, void *st)
 {
     ENTER("cuMemsetD32Async", UNKNOWN);
-    uint32_t *p = host(d);
-    for (size_t i = 0; i < n; i++)
-        p[i] = v;
-    return OK;
+    return queue(set32_run, &(Copy){.d = d, .n = n, .v = v}, sizeof(Copy));
 }
 
 /* kernels: one thread's work at global index i of n threads */
@@ -306,8 +488,11 @@ typedef struct Fn {
     int shmem; /* the dynamic shared memory it was allowed */
     EmuLaunch *emu;
     struct Fn *next; /* an emulated module's functions */
+    int np;          /* its parameters, and their sizes (the driver knows them from the module) */
+    unsigned char psize[32];
 } Fn;
-static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10, NULL, NULL}, {"axpy_f32", axpy_f32, 48 << 10, NULL, NULL}};
+static Fn fns[] = {{"fill_f32", fill_f32, 48 << 10, NULL, NULL, 3, {8, 8, 4}},
+                   {"axpy_f32", axpy_f32, 48 << 10, NULL, NULL, 4, {8, 8, 4, 8}}};
 static int modules;
 static double clock_ms; /* the events' clock: a millisecond a block launched */
 
@@ -379,13 +564,17 @@ static CUresult cuModuleGetFunction(void **f, void *m, const char *name)
         char entry[128];
         snprintf(entry, sizeof entry, "%s_cu", name);
         EmuLaunch *fn = (EmuLaunch *)dlsym(em->lib, entry);
-        Fn *e = fn ? calloc(1, sizeof *e) : NULL;
+        snprintf(entry, sizeof entry, "%s_np", name);
+        const int *np = (const int *)dlsym(em->lib, entry);
+        Fn *e = fn && np && *np <= 32 ? calloc(1, sizeof *e) : NULL;
         if (!e || !(e->name = strdup(name))) {
             free(e);
             return NOT_FOUND;
         }
         e->emu = fn;
         e->shmem = 48 << 10;
+        e->np = *np;
+        memset(e->psize, 8, sizeof e->psize);
         e->next = em->fns;
         em->fns = e;
         *f = e;
@@ -408,6 +597,25 @@ static CUresult cuFuncSetAttribute(void *f, int attr, int v)
     return OK;
 }
 
+typedef struct Launch {
+    Fn *fn;
+    unsigned g[3], b[3], shmem;
+    _Alignas(8) unsigned char vals[32][8];
+} Launch;
+static void launch_run(void *a)
+{
+    Launch *l = a;
+    void *params[32];
+    for (int i = 0; i < l->fn->np; i++)
+        params[i] = l->vals[i];
+    int64_t n = (int64_t)l->g[0] * l->g[1] * l->g[2] * l->b[0] * l->b[1] * l->b[2];
+    if (l->fn->emu)
+        l->fn->emu(l->g[0], (int)l->b[0], l->shmem, params, DEV);
+    for (int64_t i = 0; !l->fn->emu && i < n; i++)
+        l->fn->body(params, i, n);
+    clock_ms += (double)l->g[0] * l->g[1] * l->g[2];
+}
+
 static CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                unsigned shmem, void *stream, void **params, void **extra)
 {
@@ -415,16 +623,12 @@ static CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     Fn *fn = f;
     if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || (int)shmem > fn->shmem || extra)
         return INVALID_VALUE;
-    int64_t n = (int64_t)gx * gy * gz * bx * by * bz;
-    if (fn->emu) {
-        if (gy != 1 || gz != 1 || by != 1 || bz != 1)
-            return INVALID_VALUE;
-        fn->emu(gx, (int)bx, shmem, params, DEV);
-    }
-    for (int64_t i = 0; !fn->emu && i < n; i++)
-        fn->body(params, i, n);
-    clock_ms += (double)gx * gy * gz;
-    return OK;
+    if (fn->emu && (gy != 1 || gz != 1 || by != 1 || bz != 1))
+        return INVALID_VALUE;
+    Launch l = {.fn = fn, .g = {gx, gy, gz}, .b = {bx, by, bz}, .shmem = shmem};
+    for (int i = 0; i < fn->np; i++) /* the values, as the driver copies them at the call */
+        memcpy(l.vals[i], params[i], fn->psize[i]);
+    return queue(launch_run, &l, sizeof l);
 }
 
 /* events: the time of a fake clock that each launch moves on by one
@@ -443,6 +647,7 @@ static CUresult cuEventCreate(void **e, unsigned flags)
 
 static CUresult cuEventRecord(void *e, void *stream)
 {
+    NOT_IN_CAPTURE();
     *(double *)e = clock_ms;
     return OK;
 }
@@ -473,7 +678,8 @@ static const Entry entries[] = {
     E(cuMemFree),         E(cuMemcpyHtoDAsync),   E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemcpy2DAsync),
     E(cuMemsetD8Async),   E(cuMemsetD32Async),    E(cuModuleLoadData),    E(cuModuleUnload),   E(cuModuleGetFunction),
     E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
-    E(cuEventElapsedTime), E(cuEventDestroy),
+    E(cuEventElapsedTime), E(cuEventDestroy),     E(cuStreamBeginCapture), E(cuStreamEndCapture),
+    E(cuGraphInstantiateWithFlags), E(cuGraphLaunch), E(cuGraphExecDestroy), E(cuGraphDestroy),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
@@ -498,5 +704,5 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsign
 int fake_cuda_live(void);
 int fake_cuda_live(void)
 {
-    return ctx_refs + streams + modules + events + (held != 0);
+    return ctx_refs + streams + modules + events + graphs + execs + (held != 0) + (cap != NULL);
 }
