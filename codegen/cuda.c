@@ -197,6 +197,7 @@ typedef struct Gk {
     V vi;              /* ... the vector's index (elements 4 vi .. 4 vi + 3) */
     V *vload;          /* ... per buffer, its vector loaded in this iteration */
     bool i32;          /* the loop's variant with 32-bit indices (loop_i32) */
+    bool ilp;          /* the index-map loop takes LOOP_ILP elements a thread (loop_ilp) */
     DimMap dims32;     /* ... its dims: Dim -> its int32_t variable's number + 1 */
 } Gk;
 
@@ -1170,6 +1171,63 @@ static void loop_body(Gk *k, const Type *rt, Dim *numel, bool flat)
     line(k, "}");
 }
 
+/* The index-map loop with LOOP_ILP elements a thread an iteration, each
+ * LOOP_ILP-th of the grid's stride apart (every access still coalesced
+ * across the warp): all of them computed, loads first, then stored, so a
+ * thread has that many loads in flight where the plain loop has one (its
+ * buffers are __restrict__). The launch has a quarter of the blocks. For
+ * kernels of a few outputs and ops, so registers stay few. */
+enum { LOOP_ILP = 4, LOOP_ILP_OPS = 24, LOOP_ILP_OUTS = 2 };
+
+static bool loop_ilp_ok(const Gk *k, const Type *rt)
+{
+    return rt->rank > 0 && k->grp->nouts <= LOOP_ILP_OUTS && k->grp->nops <= LOOP_ILP_OPS;
+}
+
+static void loop_ilp(Gk *k, const Type *rt, Dim *numel)
+{
+    const Group *grp = k->grp;
+    V n = kdim(k, numel);
+    int iv = k->nv++;
+    line(k, "for (%s v%d = DISC_TID; v%d < %s; v%d += %d * DISC_NTHREADS) { /* %d elements a thread */", IX(k), iv,
+         iv, n.s, iv, LOOP_ILP, LOOP_ILP);
+    k->ind++;
+    V at[LOOP_ILP], r[LOOP_ILP][LOOP_ILP_OUTS];
+    for (int u = 0; u < LOOP_ILP; u++) {
+        at[u] = u ? let(k, IX(k), "v%d + %d * (%s)DISC_NTHREADS", iv, u, IX(k)) : lit("v%d", iv);
+        for (int o = 0; o < grp->nouts; o++)
+            r[u][o] = let(k, ctype(grp->outs[o]->type.dtype), "0");
+    }
+    for (int u = 0; u < LOOP_ILP; u++) {
+        if (u) {
+            line(k, "if (%s < %s) {", at[u].s, n.s);
+            k->ind++;
+        }
+        V idx[MAX_RANK], oidx[MAX_RANK];
+        unflatten(k, rt, at[u], idx);
+        for (int o = 0; o < grp->nouts; o++)
+            line(k, "%s = %s;", r[u][o].s, out_elem(k, grp->outs[o], rt, idx, at[u], oidx).s);
+        if (u) {
+            k->ind--;
+            line(k, "}");
+        }
+    }
+    for (int u = 0; u < LOOP_ILP; u++) {
+        if (u) {
+            line(k, "if (%s < %s) {", at[u].s, n.s);
+            k->ind++;
+        }
+        for (int o = 0; o < grp->nouts; o++)
+            store(k, buf_of(k, grp->outs[o]), at[u], r[u][o]);
+        if (u) {
+            k->ind--;
+            line(k, "}");
+        }
+    }
+    k->ind--;
+    line(k, "}");
+}
+
 /* The vectorised loop (flat groups: every value at the flat index): a
  * thread takes four elements, each buffer read and written as one vector
  * (float4 for f32, ushort4 for f16, ...), under a guard the kernel tests
@@ -2072,10 +2130,20 @@ static void desc(GpuStr *s, const Group *grp)
 /* The loop over an index map, where np broadcasting pairs (x[i], r[i])
  * may be equal at run time: then a variant that does not test them
  * (speculation) and one that does. */
+/* The loop body of an index-map kernel (flat: one value at the flat
+ * index), with LOOP_ILP elements a thread where it may. */
+static void loop_any(Gk *k, const Type *rt, Dim *numel, bool flat)
+{
+    if (!flat && k->ilp)
+        loop_ilp(k, rt, numel);
+    else
+        loop_body(k, rt, numel, flat);
+}
+
 static void loop_maps(Gk *k, const Type *rt, Dim *numel, bool flat, int np, Dim **x, Dim **r)
 {
     if (np == 0) {
-        loop_body(k, rt, numel, flat);
+        loop_any(k, rt, numel, flat);
         return;
     }
     char same[1024] = "true";
@@ -2088,12 +2156,12 @@ static void loop_maps(Gk *k, const Type *rt, Dim *numel, bool flat, int np, Dim 
     line(k, "if (%s) {", same);
     k->ind++;
     k->speculate = true;
-    loop_body(k, rt, numel, flat);
+    loop_any(k, rt, numel, flat);
     k->speculate = false;
     k->ind--;
     line(k, "} else {");
     k->ind++;
-    loop_body(k, rt, numel, flat);
+    loop_any(k, rt, numel, flat);
     k->ind--;
     line(k, "}");
 }
@@ -2236,6 +2304,7 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
             line(&k, "}");
         }
     } else { /* index maps: with 32-bit indices where every buffer's elements allow */
+        k.ilp = !flat && loop_ilp_ok(&k, rt);
         Dim *fits = flat ? dim_const(cx, 0) : loop_i32_fits(&k, numel);
         if (!fits)
             return diag_setk(cg->d, DIAG_INTERNAL, "codegen: internal: a loop kernel's sizes overflow");
@@ -2262,10 +2331,10 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
         }
     }
     /* the launch: enough blocks for one element per thread (four where the
-     * loop may be vectorised), at most grid_max */
+     * loop may be vectorised or takes LOOP_ILP), at most grid_max */
     if (!gk->grid)
         gk->grid = rt->rank == 0 ? one
-             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK * (vec ? 4 : 1))),
+             : dim_max(cx, dim_min(cx, dim_ceildiv(cx, numel, dim_const(cx, GPU_BLOCK * (vec ? 4 : k.ilp ? LOOP_ILP : 1))),
                                    dim_const(cx, grid_max)), one);
     gk->block = GPU_BLOCK;
     gk->nbufs = k.nb;
@@ -2279,8 +2348,16 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     gpu_str_printf(src, "/* %s: %s group %d:", name, fuse_kind_name(grp->kind), grp->id);
     desc(src, grp);
     gpu_str_printf(src, " */\nDISC_KERNEL void %s(", name);
+    /* buffers that do not overlap (distinct slots of the memory plan, run
+     * memory, the caller's inputs): __restrict__, so that loads may be
+     * issued ahead of stores and read through the read-only cache; not
+     * where an epilogue writes over its input in place (Group.over) */
+    bool over = false;
+    for (int i = 0; grp->over && i < grp->nouts; i++)
+        over |= grp->over[i] >= 0;
     for (int i = 0; i < k.nb; i++)
-        gpu_str_printf(src, "%s%s%s *b%d", i ? ", " : "", i < grp->nins ? "const " : "", stype(bv[i]->type.dtype), i);
+        gpu_str_printf(src, "%s%s%s *%sb%d", i ? ", " : "", i < grp->nins ? "const " : "", stype(bv[i]->type.dtype),
+                       over ? "" : "__restrict__ ", i);
     for (int i = 0; i < gk->nsyms; i++)
         gpu_str_printf(src, ", int64_t s%d", gk->syms[i]);
     if (gk->var)
