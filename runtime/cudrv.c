@@ -1191,16 +1191,27 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
     if (graph)
         cu.GraphDestroy(graph);
     memcpy(f->io + ni, saved, (size_t)(3 * no) * sizeof *saved); /* the caller's output slots again */
+    bool log = getenv("DISC_CUDA_GRAPHS_LOG") != NULL;
     if (!exec) {
         graph_clear(g, gr);
         g->stats.graphs_abandoned++;
-        if (c.abandoned) /* the flow does what a graph cannot hold, at these shapes */
-            gr->seen = -1;
         if (rc > 0 && !c.abandoned)
             return rc; /* the shapes violate the model: said as the flow says it */
+        /* never again at this key: the flow does what a graph cannot hold
+         * at these shapes, or the driver would not capture or make it */
+        gr->seen = -1;
+        if (log) {
+            const char *name = NULL, *msg = disc_rt_error(rt);
+            if (r && cu.GetErrorName(r, &name) != 0)
+                name = NULL;
+            fprintf(stderr, "disc: cuda graph not kept (the run goes on without): %s%s%s\n",
+                    c.abandoned ? c.abandoned : rc ? (msg ? msg : "the flow failed") : "cuStreamEndCapture or "
+                    "cuGraphInstantiateWithFlags failed", name ? ": " : "", name ? name : "");
+        }
         disc_rt_reset(rt); /* the capture's error and memory */
         return plain(rt, g, f);
     }
+
     gr->exec = exec;
     memcpy(gr->dims, f->shapes + f->nin_dims, (size_t)f->nout_dims * sizeof *gr->dims);
     pthread_mutex_lock(&g->mu);
@@ -1209,6 +1220,9 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
     g->graph_bytes += gr->bytes;
     pthread_mutex_unlock(&g->mu);
     g->stats.graphs_captured++;
+    if (log)
+        fprintf(stderr, "disc: cuda graph captured (%d copies in before it; %zu bytes of device memory, %zu in all "
+                "graphs)\n", gr->npre, gr->bytes, g->graph_bytes);
     graphs_fit(g, limit, gr);
     return replay(rt, g, gr, f);
 }

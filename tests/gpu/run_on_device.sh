@@ -117,6 +117,8 @@ if [ $what = profile ]; then
     say "== profile: $([ $fail = 0 ] && echo done || echo FAIL)"
     exit $fail
 fi
+# each run's CUDA graph, captured or not kept and why, into the logs
+export DISC_CUDA_GRAPHS_LOG=1
 if [ $what != bench ]; then
 cc -c -O1 -o "$work/no_dnnl_stubs.o" $dev/no_dnnl_stubs.c
 cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cudrv" tests/unit/test_cudrv.c $dev/libdisc_rt.a \
@@ -155,6 +157,8 @@ for md in $dev/models/*/; do
     done
 done
 say "== models on the GPU: $npass data sets pass, $nfail fail"
+say "== cuda graphs in those runs: $(grep -c 'cuda graph captured' "$log") captured, $(grep -c 'cuda graph not kept' "$log") not kept"
+grep 'cuda graph not kept' "$log" | sed 's/.*without): //' | sort | uniq -c | sort -rn | head -8 | tee -a "$log"
 [ $nfail = 0 ] || fail=1
 if command -v compute-sanitizer > /dev/null; then
     for tool in memcheck racecheck; do
