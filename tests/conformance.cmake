@@ -31,7 +31,15 @@ foreach(dir ${DISC_MODEL_DIRS})
     else()
       set(nbind 150)
     endif()
-    add_test(NAME fuzz-shapes/${name} COMMAND dcc fuzz-shapes ${dir} --n ${nbind})
+    # loop_decode takes the argmax of tanh: inputs up to 2 drive it into
+    # saturation, where two entries 2 ulps apart (tanh of 7.31 and 7.32)
+    # round to one float in the interpreter's correctly rounded tanhf and
+    # not in the kernels' (nor in ONNX Runtime's): an argmax flips
+    set(fopts "")
+    if(name STREQUAL "loop_decode")
+      set(fopts --float-range 0.5)
+    endif()
+    add_test(NAME fuzz-shapes/${name} COMMAND dcc fuzz-shapes ${dir} --n ${nbind} ${fopts})
     set_tests_properties(fuzz-shapes/${name} PROPERTIES LABELS "fuzz-shapes;model"
                          PASS_REGULAR_EXPRESSION "${nbind} bindings: .* 0 disagreed")
   endif()
