@@ -215,8 +215,10 @@ set_tests_properties(unit/test_api_cuda/fake PROPERTIES LABELS "unit;gpu-driver"
 set_tests_properties(unit/test_api_cuda PROPERTIES LABELS "unit;gpu-driver")
 # Random shapes, valid and not, on the cuda backend against the
 # interpreter (dcc fuzz-shapes), on the stand-in driver: the transformer
-# models and a CNN.
-foreach(name bert_encoder gpt_decoder resnet_cnn)
+# models, two CNNs, the recommender and the heads' reshapes; each binding
+# that runs runs twice more on reversed inputs (a CUDA graph captured,
+# then replayed).
+foreach(name bert_encoder gpt_decoder resnet_cnn mobilenet_cnn recommender seq_heads)
   add_test(NAME gpu-driver/fuzz-shapes/${name} COMMAND dcc fuzz-shapes ${CMAKE_SOURCE_DIR}/tests/models/${name}
            --backend cuda --n 25 --max-dim 40)
   set_tests_properties(gpu-driver/fuzz-shapes/${name} PROPERTIES LABELS "gpu-driver;fuzz-shapes"
