@@ -288,6 +288,7 @@ typedef struct Out {
     int input;
     DiscDevPtr src;
     int64_t bytes;
+    bool set;     /* the flow handed the output over */
 } Out;
 
 /* A key (the run's shapes, and with device I/O its pointers) and what is
@@ -897,7 +898,7 @@ static int out_note(DiscRt *rt, DiscGpu *g, int64_t slot, int kind, int input, c
     int i = (int)((slot - c->nin) / 3);
     if (i < 0 || i >= c->gr->nout)
         return abandon(rt, g, "an output slot out of range");
-    c->gr->out[i] = (Out){.kind = kind, .input = input, .src = devp(src), .bytes = bytes};
+    c->gr->out[i] = (Out){.kind = kind, .input = input, .src = devp(src), .bytes = bytes, .set = true};
     return 0;
 }
 
@@ -1172,8 +1173,10 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
     }
     gr->nout = no;
     gr->ndims = f->nout_dims;
-    if (current(rt, g) != 0)
+    if (current(rt, g) != 0) {
+        graph_clear(g, gr);
         return -1;
+    }
     CUresult r = cu.StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r) { /* never again for this key; the run as it is */
         graph_clear(g, gr);
@@ -1183,6 +1186,9 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
     g->cap = &c;
     int32_t rc = f->main(rt, f->io, f->shapes, f->syms);
     g->cap = NULL;
+    for (int i = 0; rc == 0 && !c.abandoned && i < no; i++)
+        if (!gr->out[i].set) /* a replay would not know where it is */
+            c.abandoned = "an output the flow did not hand over";
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
     r = cu.StreamEndCapture(g->stream, &graph);
@@ -1197,9 +1203,11 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
         g->stats.graphs_abandoned++;
         if (rc > 0 && !c.abandoned)
             return rc; /* the shapes violate the model: said as the flow says it */
-        /* never again at this key: the flow does what a graph cannot hold
-         * at these shapes, or the driver would not capture or make it */
-        gr->seen = -1;
+        /* never again at this key where the flow does what a graph cannot
+         * hold at these shapes, or the driver would not capture or make
+         * it; a flow that failed (a buffer too small) fails again below */
+        if (c.abandoned || rc == 0)
+            gr->seen = -1;
         if (log) {
             const char *name = NULL, *msg = disc_rt_error(rt);
             if (r && cu.GetErrorName(r, &name) != 0)
@@ -1209,7 +1217,10 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
                     "cuGraphInstantiateWithFlags failed", name ? ": " : "", name ? name : "");
         }
         disc_rt_reset(rt); /* the capture's error and memory */
-        return plain(rt, g, f);
+        int32_t rc2 = plain(rt, g, f);
+        if (rc2 == 0) /* the flow fails only while captured: not again */
+            gr->seen = -1;
+        return rc2;
     }
 
     gr->exec = exec;

@@ -244,6 +244,16 @@ static void graphs(bool fake)
                   "captures %ld, graph launches %ld (1 and 4 expected)", fake_calls("cuStreamBeginCapture") - cap0,
                   fake_calls("cuGraphLaunch") - launch0);
     graph_device_runs(c, 3, 7);
+    if (fake) { /* a driver that will not make the graph: runs go on without, and the key is not captured again */
+        setenv("FAKE_CUDA_FAIL", "cuGraphInstantiateWithFlags", 1);
+        long c1 = fake_calls("cuStreamBeginCapture"), l1 = fake_calls("cuGraphLaunch");
+        for (int i = 0; i < 4; i++)
+            graph_run(c, 5, 2, i);
+        CHECK_MSG(fake_calls("cuStreamBeginCapture") - c1 == 1 && fake_calls("cuGraphLaunch") == l1,
+                  "a graph the driver would not make: %ld captures, %ld launches",
+                  fake_calls("cuStreamBeginCapture") - c1, fake_calls("cuGraphLaunch") - l1);
+        unsetenv("FAKE_CUDA_FAIL");
+    }
     /* room for one graph: two shapes in turn */
     setenv("DISC_CUDA_GRAPHS", "1", 1);
     for (int i = 0; i < 4; i++) {
