@@ -49,6 +49,21 @@ static disc_tensor host_input(int64_t b, int64_t s, float *data)
     return t;
 }
 
+/* Device 0 through the runtime's driver layer, for the test's own
+ * buffers; NULL (checked, rt freed) where it does not open. */
+static DiscGpu *test_device(DiscRt **rt)
+{
+    DiscRtOpts ro = {.threads = 1};
+    *rt = disc_rt_new(&ro);
+    DiscGpu *g = disc_gpu_open(*rt, 0);
+    CHECK_MSG(g != NULL, "%s", disc_rt_error(*rt));
+    if (!g) {
+        disc_rt_free(*rt);
+        *rt = NULL;
+    }
+    return g;
+}
+
 static void device_runs(disc_compiled *c, int64_t b, int64_t s)
 {
     float *x = malloc((size_t)(b * s + 1) * sizeof *x);
@@ -56,12 +71,9 @@ static void device_runs(disc_compiled *c, int64_t b, int64_t s)
     disc_tensor ref[3] = {{0}};
     CHECK_MSG(disc_run(c, &in, 1, ref, 3) == DISC_OK, "%s", disc_last_error());
 
-    DiscRtOpts ro = {.threads = 1};
-    DiscRt *rt = disc_rt_new(&ro);
-    DiscGpu *g = disc_gpu_open(rt, 0);
-    CHECK_MSG(g != NULL, "%s", disc_rt_error(rt));
+    DiscRt *rt;
+    DiscGpu *g = test_device(&rt);
     if (!g) {
-        disc_rt_free(rt);
         free(x);
         return;
     }
@@ -164,14 +176,10 @@ static void graph_run(disc_compiled *c, int64_t b, int64_t s, int seed)
  * seed in turn, against disc_run without graphs. */
 static void graph_device_runs(disc_compiled *c, int64_t b, int64_t s)
 {
-    DiscRtOpts ro = {.threads = 1};
-    DiscRt *rt = disc_rt_new(&ro);
-    DiscGpu *g = disc_gpu_open(rt, 0);
-    CHECK_MSG(g != NULL, "%s", disc_rt_error(rt));
-    if (!g) {
-        disc_rt_free(rt);
+    DiscRt *rt;
+    DiscGpu *g = test_device(&rt);
+    if (!g)
         return;
-    }
     size_t nx = (size_t)(b * s * 8) * sizeof(float);
     float *x = malloc(nx), w[64], bias[8];
     DiscDevPtr din[3] = {disc_gpu_alloc(rt, g, nx), disc_gpu_alloc(rt, g, sizeof w), disc_gpu_alloc(rt, g, sizeof bias)};

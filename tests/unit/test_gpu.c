@@ -85,7 +85,8 @@ static void test_source(void)
         return;
     /* the convert is a loop kernel (the add goes with the reduction): its
      * buffers, then the one symbol it reads */
-    CHECK_MSG(strstr(s.p, "DISC_KERNEL void disc_k0(const uint16_t *b0, float *b1, int64_t s1)"), "%s", s.p);
+    CHECK_MSG(strstr(s.p, "DISC_KERNEL void disc_k0(const uint16_t *__restrict__ b0, float *__restrict__ b1, int64_t s1)"),
+              "%s", s.p);
     CHECK_MSG(strstr(s.p, "disc_h2f(DISC_AT(b0,"), "%s", s.p);
     /* the reduction: a warp per row or a block per row, as the host flow
      * says in the last parameter (the row's length is symbolic); a
@@ -605,7 +606,7 @@ static int transpose_body(EmuFn *fn, const int64_t *shape)
         return 100;
     int64_t s[2] = {b, sq};
     void *args[3] = {x, y, s};
-    int64_t grid = (n + GPU_BLOCK - 1) / GPU_BLOCK;
+    int64_t grid = (n + 4 * GPU_BLOCK - 1) / (4 * GPU_BLOCK); /* four elements a thread (loop_ilp) */
     fn(0, grid < GPU_GRID_MAX ? grid : GPU_GRID_MAX, args);
     int wrong = 0;
     for (int64_t i = 0; i < b; i++)
