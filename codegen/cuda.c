@@ -198,6 +198,15 @@ typedef struct Gk {
     V *vload;          /* ... per buffer, its vector loaded in this iteration */
     bool i32;          /* the loop's variant with 32-bit indices (loop_i32) */
     bool ilp;          /* the index-map loop takes LOOP_ILP elements a thread (loop_ilp) */
+    bool rvec;         /* a row variant's vector form: four consecutive row positions a thread */
+    int rvoff;         /* ... no vector loads here (a branch's scope) */
+    Dim *rm;           /* ... the row's length */
+    V rbase;           /* ... the first of the four positions */
+    V rpos;            /* ... the one being written */
+    int rlane;         /* ... its place among the four */
+    unsigned rvbufs;   /* ... buffers read as vectors (the guard tests their alignment) */
+    struct RowVec { int b; char key[200]; V v; } rvl[16]; /* ... vectors loaded this iteration */
+    int nrvl;
     DimMap dims32;     /* ... its dims: Dim -> its int32_t variable's number + 1 */
 } Gk;
 
@@ -1087,6 +1096,48 @@ static bool same_idx(const V *a, const V *b, int n)
     return true;
 }
 
+/* Row element idx of v in a row variant's vector form, where idx's last
+ * index is the position being written and v's last dim is the row's
+ * length: the lane's component of the vector of four at the same outer
+ * index and the first position (aligned: every outer stride is a multiple
+ * of the row's length, which the variant's guard tests is a multiple of
+ * 4, as it tests the buffer's alignment), loaded once an iteration. */
+static V row_vec_load(Gk *k, int b, Value *v, V *idx)
+{
+    int r = v->type.rank;
+    char key[200];
+    size_t n = (size_t)snprintf(key, sizeof key, "%d", b);
+    for (int i = 0; i < r - 1 && n < sizeof key; i++)
+        n += (size_t)snprintf(key + n, sizeof key - n, ",%s", idx[i].s);
+    V vec = {{0}};
+    for (int i = 0; i < k->nrvl; i++)
+        if (k->rvl[i].b == b && !strcmp(k->rvl[i].key, key))
+            vec = k->rvl[i].v;
+    if (!vec.s[0]) {
+        V at[MAX_RANK];
+        memcpy(at, idx, (size_t)r * sizeof *at);
+        at[r - 1] = k->rbase;
+        V off = offset(k, &v->type, at);
+        V nv = kdim(k, type_numel(&k->cg->g->dims, &v->type));
+        const char *vt = vtype(v->type.dtype);
+        vec = let(k, vt, "DISC_V4(const %s, b%d, (%s) / 4, %s)", vt, b, off.s, nv.s);
+        k->rvbufs |= 1u << b;
+        if (k->nrvl < (int)(sizeof k->rvl / sizeof k->rvl[0])) {
+            k->rvl[k->nrvl].b = b;
+            snprintf(k->rvl[k->nrvl].key, sizeof k->rvl[k->nrvl].key, "%s", key);
+            k->rvl[k->nrvl++].v = vec;
+        }
+    }
+    char a[120];
+    snprintf(a, sizeof a, "%s.%s", vec.s, vcomp[k->rlane]);
+    switch (v->type.dtype) {
+    case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
+    case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
+    case DT_BOOL: return let(k, "bool", "%s != 0", a);
+    default: return let(k, ctype(v->type.dtype), "%s", a);
+    }
+}
+
 static V gelem(Gk *k, Value *v, V *idx)
 {
     Cg *cg = k->cg;
@@ -1117,6 +1168,9 @@ static V gelem(Gk *k, Value *v, V *idx)
         return lit("0");
     }
     size_t n = 0;
+    if (k->rvec && !k->rvoff && v->type.rank > 0 && !strcmp(idx[v->type.rank - 1].s, k->rpos.s) &&
+        v->type.dims[v->type.rank - 1] == k->rm && vtype(v->type.dtype) && dtype_size(v->type.dtype) <= 4 && b < 32)
+        return row_vec_load(k, b, v, idx);
     V off = type_static_numel(&v->type, &n) && n == 1 ? lit("0") : k->flat ? k->fi : offset(k, &v->type, idx);
     return load(k, b, off);
 }
@@ -1495,25 +1549,34 @@ static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr,
     V acc = let(k, t, "%s", acc_init(op, dt).s);
     V best = arg ? let(k, "int64_t", "0") : lit("0"), has = arg ? let(k, "bool", "false") : lit("0");
     int j = k->nv++;
-    if (strcmp(R->j0.s, "0"))
+    if (k->rvec)
+        line(k, "for (int64_t v%d = 4 * %s; v%d < %s; v%d += 4 * %s) { /* four positions a thread */", j, R->t.s, j,
+             R->jend.s, j, R->nt.s);
+    else if (strcmp(R->j0.s, "0"))
         line(k, "for (int64_t v%d = %s + %s; v%d < %s; v%d += %s) {", j, R->j0.s, R->t.s, j, R->jend.s, j, R->nt.s);
     else
         line(k, "for (int64_t v%d = %s; v%d < %s; v%d += %s) {", j, R->t.s, j, R->jend.s, j, R->nt.s);
     k->ind++;
+    k->nrvl = 0;
+    for (int lane = 0; lane < (k->rvec ? 4 : 1); lane++) {
+    V pos = k->rvec ? let(k, "int64_t", "v%d + %d", j, lane) : lit("v%d", j);
+    k->rbase = lit("v%d", j);
+    k->rpos = pos;
+    k->rlane = lane;
     V full[MAX_RANK];
     memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
-    split_axes(k, &x->type, rax, nr, lit("v%d", j), full);
+    split_axes(k, &x->type, rax, nr, pos, full);
     V v;
     if (fill) {
         v = gelem(k, x, full);
-        V at = rows_at(R, lit("v%d", j));
+        V at = rows_at(R, pos);
         if (!strcmp(R->keep.s, "true"))
             line(k, "DISC_DSH(%s, %s) = %s;", t, at.s, v.s);
         else if (strcmp(R->keep.s, "false"))
             line(k, "if (%s)\n%*s    DISC_DSH(%s, %s) = %s;", R->keep.s, 4 * k->ind, "", t, at.s, v.s);
     } else {
         k->cache_idx = full;
-        k->cache_j = lit("v%d", j);
+        k->cache_j = pos;
         v = gelem(k, x, full);
         k->cache_idx = NULL;
     }
@@ -1532,6 +1595,8 @@ static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr,
         line(k, "}");
         line(k, "%s = true;", has.s);
     }
+    }
+    k->nrvl = 0;
     k->ind--;
     line(k, "}");
     if (cols) { /* the tile's partials of a column, combined in order by every thread of it */
@@ -1615,7 +1680,9 @@ static V kept_elem(Gk *k, Value *x, V *idx)
     k->ind++;
     V *saved = k->cache_idx;
     k->cache_idx = NULL;
+    k->rvoff++; /* a load in this branch's scope is not the iteration's */
     V v = gelem(k, x, idx);
+    k->rvoff--;
     k->cache_idx = saved;
     line(k, "v%d = %s;", r, v.s);
     k->ind--;
@@ -1737,21 +1804,33 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
     }
     if (any_full) {
         int j = k->nv++;
-        line(k, "for (int64_t v%d = %s; v%d < %s; v%d += %s) {", j, R->t.s, j, R->jend.s, j, R->nt.s);
+        if (k->rvec)
+            line(k, "for (int64_t v%d = 4 * %s; v%d < %s; v%d += 4 * %s) { /* four positions a thread */", j, R->t.s,
+                 j, R->jend.s, j, R->nt.s);
+        else
+            line(k, "for (int64_t v%d = %s; v%d < %s; v%d += %s) {", j, R->t.s, j, R->jend.s, j, R->nt.s);
         k->ind++;
-        V fi[MAX_RANK], oidx[MAX_RANK];
-        memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
-        split_axes(k, xt, rax, nr, lit("v%d", j), fi);
-        k->cache_idx = fi;
-        k->cache_j = lit("v%d", j);
-        V off = offset(k, xt, fi);
-        for (int o = 0; o < grp->nouts; o++) {
-            Value *ov = grp->outs[o];
-            if (type_numel(cx, &ov->type) == p)
-                continue;
-            store(k, buf_of(k, ov), off, out_elem(k, ov, xt, fi, off, oidx));
+        k->nrvl = 0;
+        for (int lane = 0; lane < (k->rvec ? 4 : 1); lane++) {
+            V pos = k->rvec ? let(k, "int64_t", "v%d + %d", j, lane) : lit("v%d", j);
+            k->rbase = lit("v%d", j);
+            k->rpos = pos;
+            k->rlane = lane;
+            V fi[MAX_RANK], oidx[MAX_RANK];
+            memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
+            split_axes(k, xt, rax, nr, pos, fi);
+            k->cache_idx = fi;
+            k->cache_j = pos;
+            V off = offset(k, xt, fi);
+            for (int o = 0; o < grp->nouts; o++) {
+                Value *ov = grp->outs[o];
+                if (type_numel(cx, &ov->type) == p)
+                    continue;
+                store(k, buf_of(k, ov), off, out_elem(k, ov, xt, fi, off, oidx));
+            }
+            k->cache_idx = NULL;
         }
-        k->cache_idx = NULL;
+        k->nrvl = 0;
         k->ind--;
         line(k, "}");
     }
@@ -1763,21 +1842,84 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
 
 /* Variant a where bit 0 of `var` is clear and b where it is set, when the
  * kernel has both (a NULL one it does not have); else the one it has. */
+/* Whether a row group may take the vector form: one reduced axis, the
+ * last, and ops whose elements are written without blocks of their own
+ * (elementwise, reductions, reshapes: softmax, LayerNorm, RMSNorm). */
+static bool row_vec_ok(const Gk *k, const Type *xt, const int *rax, int nr)
+{
+    if (nr != 1 || rax[0] != xt->rank - 1)
+        return false;
+    for (int i = 0; i < k->grp->nops; i++) {
+        const Op *op = k->grp->ops[i];
+        OpCat c = op_info(op->kind)->cat;
+        if (c != CAT_UNARY && c != CAT_BINARY && c != CAT_ELEM && c != CAT_REDUCE && c != CAT_CONST &&
+            op->kind != OP_RESHAPE)
+            return false;
+    }
+    return true;
+}
+
+/* A row variant, with its vector form first where the group may take it
+ * and some buffer is read as vectors: four consecutive positions of the
+ * row a thread, each buffer whose last dim is the row read as one vector
+ * (float4, ushort4 for f16, ...) where the row's length is a multiple of
+ * 4 and every such buffer is aligned to its vector (a test the kernel
+ * makes once), else the scalar form. Loads of two bytes a lane were the
+ * f16 softmax's cost on the H200 (30% of BERT-base f16 at 16x512). */
+static void rows_variant_vec(Gk *k, Rows *R, const Type *xt, const int *kax, int nk, const int *rax, int nr, Dim *p)
+{
+    if (!row_vec_ok(k, xt, rax, nr)) {
+        rows_variant(k, R, xt, kax, nk, rax, nr, p);
+        return;
+    }
+    GpuStr body = k->body, vec = {0};
+    k->body = vec;
+    k->ind++;
+    k->rvec = true;
+    k->rm = xt->dims[rax[0]];
+    k->rvbufs = 0;
+    k->nrvl = 0;
+    rows_variant(k, R, xt, kax, nk, rax, nr, p);
+    k->rvec = false;
+    k->ind--;
+    vec = k->body;
+    k->body = body;
+    if (!k->rvbufs || vec.failed) {
+        gpu_str_free(&vec);
+        rows_variant(k, R, xt, kax, nk, rax, nr, p);
+        return;
+    }
+    char guard[1024];
+    size_t n = (size_t)snprintf(guard, sizeof guard, "%s %% 4 == 0", kdim(k, k->rm).s);
+    for (int b = 0; b < k->nb && b < 32 && n < sizeof guard; b++)
+        if (k->rvbufs & (1u << b))
+            n += (size_t)snprintf(guard + n, sizeof guard - n, " && ((unsigned long long)b%d & %d) == 0", b,
+                                  4 * (int)dtype_size(k->bv[b]->type.dtype) - 1);
+    line(k, "if (%s) { /* the row in vectors of four */", guard);
+    gpu_str_printf(&k->body, "%s", vec.p ? vec.p : "");
+    gpu_str_free(&vec);
+    line(k, "} else {");
+    k->ind++;
+    rows_variant(k, R, xt, kax, nk, rax, nr, p);
+    k->ind--;
+    line(k, "}");
+}
+
 static void rows_either(Gk *k, Rows *a, Rows *b, const Type *xt, const int *kax, int nk, const int *rax, int nr,
                         Dim *p)
 {
     if (a && b) {
         line(k, "if ((var & 1) == 0) {");
         k->ind++;
-        rows_variant(k, a, xt, kax, nk, rax, nr, p);
+        rows_variant_vec(k, a, xt, kax, nk, rax, nr, p);
         k->ind--;
         line(k, "} else {");
         k->ind++;
-        rows_variant(k, b, xt, kax, nk, rax, nr, p);
+        rows_variant_vec(k, b, xt, kax, nk, rax, nr, p);
         k->ind--;
         line(k, "}");
     } else {
-        rows_variant(k, a ? a : b, xt, kax, nk, rax, nr, p);
+        rows_variant_vec(k, a ? a : b, xt, kax, nk, rax, nr, p);
     }
 }
 
