@@ -1528,6 +1528,18 @@ static void combine(Gk *k, const Op *op, DType dt, V acc, V best, V has, V b, V 
     line(k, "}");
 }
 
+/* Position lane of the four a row variant's vector form takes from base
+ * vj (the position itself in the scalar form): the one gelem's vector
+ * loads are for. */
+static V row_pos(Gk *k, int j, int lane)
+{
+    V pos = k->rvec ? let(k, "int64_t", "v%d + %d", j, lane) : lit("v%d", j);
+    k->rbase = lit("v%d", j);
+    k->rpos = pos;
+    k->rlane = lane;
+    return pos;
+}
+
 /* One reduction of the row at idx: its value, the same in every thread
  * of the row. With fill, the pass keeps each element of its input in the
  * row's place in dynamic shared memory where R->keep says so. */
@@ -1559,42 +1571,39 @@ static V reduce_row(Gk *k, const Op *op, int id, V *idx, const int *rax, int nr,
     k->ind++;
     k->nrvl = 0;
     for (int lane = 0; lane < (k->rvec ? 4 : 1); lane++) {
-    V pos = k->rvec ? let(k, "int64_t", "v%d + %d", j, lane) : lit("v%d", j);
-    k->rbase = lit("v%d", j);
-    k->rpos = pos;
-    k->rlane = lane;
-    V full[MAX_RANK];
-    memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
-    split_axes(k, &x->type, rax, nr, pos, full);
-    V v;
-    if (fill) {
-        v = gelem(k, x, full);
-        V at = rows_at(R, pos);
-        if (!strcmp(R->keep.s, "true"))
-            line(k, "DISC_DSH(%s, %s) = %s;", t, at.s, v.s);
-        else if (strcmp(R->keep.s, "false"))
-            line(k, "if (%s)\n%*s    DISC_DSH(%s, %s) = %s;", R->keep.s, 4 * k->ind, "", t, at.s, v.s);
-    } else {
-        k->cache_idx = full;
-        k->cache_j = pos;
-        v = gelem(k, x, full);
-        k->cache_idx = NULL;
-    }
-    if (!arg) {
-        V r;
-        apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
-        line(k, "%s = %s;", acc.s, r.s);
-    } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
-        const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
-        V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
-                                  last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
-                            : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
-        line(k, "if (%s || !%s) {", better.s, has.s);
-        line(k, "    %s = %s;", acc.s, v.s);
-        line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
-        line(k, "}");
-        line(k, "%s = true;", has.s);
-    }
+        V pos = row_pos(k, j, lane);
+        V full[MAX_RANK];
+        memcpy(full, idx, (size_t)x->type.rank * sizeof *full);
+        split_axes(k, &x->type, rax, nr, pos, full);
+        V v;
+        if (fill) {
+            v = gelem(k, x, full);
+            V at = rows_at(R, pos);
+            if (!strcmp(R->keep.s, "true"))
+                line(k, "DISC_DSH(%s, %s) = %s;", t, at.s, v.s);
+            else if (strcmp(R->keep.s, "false"))
+                line(k, "if (%s)\n%*s    DISC_DSH(%s, %s) = %s;", R->keep.s, 4 * k->ind, "", t, at.s, v.s);
+        } else {
+            k->cache_idx = full;
+            k->cache_j = pos;
+            v = gelem(k, x, full);
+            k->cache_idx = NULL;
+        }
+        if (!arg) {
+            V r;
+            apply(k, &cu_binary[reduce_bin(op, dt)], dt, dt, acc, v, &r);
+            line(k, "%s = %s;", acc.s, r.s);
+        } else { /* the scan: a NaN wins and keeps winning (the last one with `last`) */
+            const char *cmp = op->kind == OP_ARGMAX ? (last ? ">=" : ">") : (last ? "<=" : "<");
+            V better = is_f(dt) ? let(k, "bool", "(%s != %s) ? (%s && %s != %s) : (%s != %s || %s %s %s)", acc.s, acc.s,
+                                      last ? "true" : "false", v.s, v.s, v.s, v.s, v.s, cmp, acc.s)
+                                : let(k, "bool", "%s %s %s", v.s, cmp, acc.s);
+            line(k, "if (%s || !%s) {", better.s, has.s);
+            line(k, "    %s = %s;", acc.s, v.s);
+            line(k, "    %s = %s;", best.s, full[op_attr_int(op, "axis", 0)].s);
+            line(k, "}");
+            line(k, "%s = true;", has.s);
+        }
     }
     k->nrvl = 0;
     k->ind--;
@@ -1812,10 +1821,7 @@ static void rows_variant(Gk *k, Rows *R, const Type *xt, const int *kax, int nk,
         k->ind++;
         k->nrvl = 0;
         for (int lane = 0; lane < (k->rvec ? 4 : 1); lane++) {
-            V pos = k->rvec ? let(k, "int64_t", "v%d + %d", j, lane) : lit("v%d", j);
-            k->rbase = lit("v%d", j);
-            k->rpos = pos;
-            k->rlane = lane;
+            V pos = row_pos(k, j, lane);
             V fi[MAX_RANK], oidx[MAX_RANK];
             memcpy(fi, idx, (size_t)xt->rank * sizeof *fi);
             split_axes(k, xt, rax, nr, pos, fi);
