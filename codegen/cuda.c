@@ -462,6 +462,18 @@ static const char *vtype(DType dt)
 
 static const char *const vcomp[4] = {"x", "y", "z", "w"};
 
+/* A stored element a (an lvalue or a vector's component) of dtype dt, in
+ * its compute type. */
+static V stored(Gk *k, DType dt, const char *a)
+{
+    switch (dt) {
+    case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
+    case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
+    case DT_BOOL: return let(k, "bool", "%s != 0", a);
+    default: return let(k, ctype(dt), "%s", a);
+    }
+}
+
 static V load(Gk *k, int b, V off)
 {
     char a[200];
@@ -475,12 +487,7 @@ static V load(Gk *k, int b, V off)
     } else {
         at(k, b, off, a, sizeof a);
     }
-    switch (k->bv[b]->type.dtype) {
-    case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
-    case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
-    case DT_BOOL: return let(k, "bool", "%s != 0", a);
-    default: return let(k, ctype(k->bv[b]->type.dtype), "%s", a);
-    }
+    return stored(k, k->bv[b]->type.dtype, a);
 }
 
 static void store(Gk *k, int b, V off, V x)
@@ -1130,12 +1137,7 @@ static V row_vec_load(Gk *k, int b, Value *v, V *idx)
     }
     char a[120];
     snprintf(a, sizeof a, "%s.%s", vec.s, vcomp[k->rlane]);
-    switch (v->type.dtype) {
-    case DT_F16: return let(k, "float", "disc_h2f(%s)", a);
-    case DT_BF16: return let(k, "float", "disc_bf2f(%s)", a);
-    case DT_BOOL: return let(k, "bool", "%s != 0", a);
-    default: return let(k, ctype(v->type.dtype), "%s", a);
-    }
+    return stored(k, v->type.dtype, a);
 }
 
 static V gelem(Gk *k, Value *v, V *idx)

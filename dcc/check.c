@@ -891,6 +891,21 @@ static bool fuzz_inputs(const Graph *g, const int64_t *val, const int64_t *lo, c
     return true;
 }
 
+/* Whether got differs from want (n outputs) beyond the tolerance; the
+ * first such output, after what (a prefix), in why. */
+static bool outputs_differ(const Tensor *got, const Tensor *want, int n, double rtol, double atol, const char *what,
+                           char *why, size_t nwhy)
+{
+    double maxerr;
+    char msg[DIAG_MAX + 64];
+    for (int k = 0; k < n; k++)
+        if (!compare(&got[k], &want[k], rtol, atol, msg, sizeof msg, &maxerr)) {
+            snprintf(why, nwhy, "%soutput %d: %s", what, k, msg);
+            return true;
+        }
+    return false;
+}
+
 /* Sets every integer input's elements to 0; whether there was one. */
 static bool zero_ints(Tensor *in, int nin)
 {
@@ -929,14 +944,12 @@ static void fuzz_replays(Model *ref, Model *m, const Tensor *in, int nin, double
         for (int r = 0; r < 2 && !*why; r++) {
             Diag dm = {0};
             memset(got, 0, sizeof got);
+            char what[32];
+            snprintf(what, sizeof what, "run %d, ", r + 2);
             if (!model_exec(m, rev, nin, got, &dm))
                 snprintf(why, nwhy, "run %d at the binding (reversed inputs): %s", r + 2, dm.msg);
-            double maxerr;
-            for (int k = 0; k < g->noutputs && !*why; k++)
-                if (!compare(&got[k], &want[k], rtol, atol, why + 64, nwhy - 64, &maxerr)) {
-                    int w = snprintf(why, 64, "run %d, output %d: ", r + 2, k);
-                    memmove(why + w, why + 64, strlen(why + 64) + 1);
-                }
+            else
+                outputs_differ(got, want, g->noutputs, rtol, atol, what, why, nwhy);
             for (int k = 0; k < g->noutputs; k++)
                 tensor_free(&got[k]);
         }
@@ -1053,12 +1066,7 @@ int dcc_fuzz_shapes(int argc, char **argv)
             if (!named && !same_op)
                 snprintf(why, sizeof why, "refused without naming an input: %s", dm.msg);
         } else {
-            double maxerr;
-            for (int k = 0; k < g->noutputs && !*why; k++)
-                if (!compare(&got[k], &want[k], rtol, atol, why + 64, sizeof why - 64, &maxerr)) {
-                    int w = snprintf(why, 64, "output %d: ", k);
-                    memmove(why + w, why + 64, strlen(why + 64) + 1);
-                }
+            outputs_differ(got, want, g->noutputs, rtol, atol, "", why, sizeof why);
         }
         if (rok && mok && !*why && !strcmp(backend, "cuda"))
             fuzz_replays(&ref, &m, in, nin, rtol, atol, why, sizeof why);
