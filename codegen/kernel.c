@@ -369,14 +369,13 @@ static LLVMValueRef vec_combine(Cg *cg, OpKind bk, LLVMValueRef a, LLVMValueRef 
 {
     if (bk == OP_ADD)
         return LLVMBuildFAdd(B, a, b, "");
-    LLVMTypeRef vt = LLVMTypeOf(a);
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(a));
     LLVMValueRef pick = LLVMBuildFCmp(B, bk == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
     LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
     LLVMValueRef nans[LANES];
-    for (int l = 0; l < LANES; l++)
+    for (unsigned l = 0; l < n; l++)
         nans[l] = LLVMConstReal(cg->t_f32, NAN);
-    LLVMValueRef nan = LLVMConstVector(nans, LANES);
-    (void)vt;
+    LLVMValueRef nan = LLVMConstVector(nans, n);
     return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, a, b, ""), nan, r, "");
 }
 
@@ -393,15 +392,26 @@ static LLVMValueRef vec_acc(Cg *cg, Kern *k, const Op *op)
 }
 
 /* The result of vector accumulators acc and the scalar lane0 that took
- * the row's tail after lane 0 of acc: lanes 0 to LANES - 1 combined in
- * order. */
+ * the row's tail after lane 0 of acc: lane0 in place of lane 0, then the
+ * halves combined (lanes l and l + 4, then l and l + 2, then 0 and 1):
+ * three steps deep where the lanes in order took seven, which a row of
+ * 33 waited on twice (a softmax's maximum and sum). */
 static LLVMValueRef vec_acc_result(Cg *cg, Kern *k, OpKind bk, LLVMValueRef acc, LLVMValueRef lane0)
 {
+    (void)k;
     LLVMValueRef va = LLVMBuildLoad2(B, LLVMVectorType(cg->t_f32, LANES), acc, "");
-    LLVMValueRef r = LLVMBuildLoad2(B, cg->t_f32, lane0, "");
-    for (int l = 1; l < LANES; l++)
-        r = kern_binary(k, bk, DT_F32, r, LLVMBuildExtractElement(B, va, cg_i32(cg, l), ""));
-    return r;
+    va = LLVMBuildInsertElement(B, va, LLVMBuildLoad2(B, cg->t_f32, lane0, ""), cg_i32(cg, 0), "");
+    for (int w = LANES / 2; w >= 1; w /= 2) {
+        LLVMValueRef lo[LANES / 2], hi[LANES / 2];
+        for (int l = 0; l < w; l++) {
+            lo[l] = cg_i32(cg, l);
+            hi[l] = cg_i32(cg, l + w);
+        }
+        LLVMValueRef a = LLVMBuildShuffleVector(B, va, va, LLVMConstVector(lo, (unsigned)w), "");
+        LLVMValueRef b = LLVMBuildShuffleVector(B, va, va, LLVMConstVector(hi, (unsigned)w), "");
+        va = vec_combine(cg, bk, a, b);
+    }
+    return LLVMBuildExtractElement(B, va, cg_i32(cg, 0), "");
 }
 
 /* The vector blocks of a row reduction: the LANES-float vectors at lo,
@@ -443,24 +453,6 @@ static LLVMValueRef vec_blocks(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMVal
     return LLVMBuildMul(B, blocks, cg_i64(cg, LANES), "");
 }
 
-/* VecAt of a row in memory (vec_row_reduction): the vector at base + at,
- * squared for a sum of squares */
-typedef struct RowAt {
-    LLVMValueRef base;
-    bool square;
-} RowAt;
-
-static LLVMValueRef row_at(Kern *k, void *ctx, LLVMValueRef at)
-{
-    Cg *cg = k->cg;
-    RowAt *ra = ctx;
-    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
-    LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, cg->t_f32, ra->base, &at, 1, ""), LLVMPointerType(vt, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
-    LLVMSetAlignment(v, 4);
-    return ra->square ? LLVMBuildFMul(B, v, v, "") : v;
-}
-
 /* VecAt of the elements of x along axis ax (elem_at): their LANES values
  * gathered into a vector, which LLVM's SLP vectoriser (driver.c) turns
  * into vector code, loads and all */
@@ -482,50 +474,64 @@ static LLVMValueRef elem_at(Kern *k, void *ctx, LLVMValueRef at)
     return vec;
 }
 
-/* The lane reduction of a row that is already in memory, contiguous f32
- * at base (the softmax cache): the same lanes and order as
- * emit_lane_reduction, as LANES-wide vector code (LLVM's SLP vectoriser
- * leaves the scalar lanes' phis alone). */
-static LLVMValueRef vec_row_reduction(Cg *cg, Kern *k, const Op *op, OpKind bk, LLVMValueRef base, LLVMValueRef n,
-                                      bool square)
+/* VecAt of v's elements along axis ax (StoreAt), each also stored at its
+ * index in the output k->cache_out: the row written and reduced in one
+ * pass (row_to_out_reduce) */
+typedef struct StoreAt {
+    Value *v;
+    LLVMValueRef *full;
+    int ax;
+    bool square;
+} StoreAt;
+
+static LLVMValueRef store_lanes(Kern *k, void *ctx, LLVMValueRef at)
 {
-    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+    Cg *cg = k->cg;
+    StoreAt *sa = ctx;
+    LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(cg->t_f32, LANES)), e[LANES], at_l[LANES];
+    for (int l = 0; l < LANES; l++) {
+        at_l[l] = LLVMBuildAdd(B, at, cg_i64(cg, l), "");
+        sa->full[sa->ax] = at_l[l];
+        e[l] = elem(k, sa->v, sa->full);
+    }
+    /* every lane's loads before any store: the output may alias an input
+     * as far as LLVM knows, and the SLP vectoriser, which has no run-time
+     * check, keeps interleaved loads and stores scalar */
+    for (int l = 0; l < LANES; l++) {
+        sa->full[sa->ax] = at_l[l];
+        cg_store(cg, DT_F32, e[l], ptr_at(cg, k, k->cache_out, kern_offset(k, &sa->v->type, sa->full)));
+        vec = LLVMBuildInsertElement(B, vec, e[l], cg_i32(cg, l), "");
+    }
+    return sa->square ? LLVMBuildFMul(B, vec, vec, "") : vec;
+}
+
+/* One pass over the row at full (axis ax, n elements): v's element at
+ * each index goes to the output k->cache_out, and op reduces them (their
+ * squares with square) in the lanes of vec_blocks; recorded as a row
+ * value. Writing the row and then reading it back for the reduction took
+ * one more pass over it (a softmax's rows five, where ONNX Runtime's MLAS
+ * takes three). */
+static void row_to_out_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValueRef *full, int ax, LLVMValueRef n,
+                              bool square)
+{
+    OpKind bk = reduce_op(op, DT_F32);
     LLVMValueRef acc = vec_acc(cg, k, op);
-    RowAt ra = {base, square};
-    LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, row_at, &ra);
-    LLVMValueRef va = LLVMBuildLoad2(B, vt, acc, "");
+    StoreAt sa = {v, full, ax, square};
+    LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, store_lanes, &sa);
     LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
-    LLVMBuildStore(B, LLVMBuildExtractElement(B, va, cg_i32(cg, 0), ""), first);
-    CgLoop lr; /* the rest goes to lane 0, as in emit_lane_reduction */
-    LLVMValueRef j = cg_loop_begin(cg, &lr, from, n, "vrest");
-    LLVMValueRef e = LLVMBuildLoad2(B, cg->t_f32, LLVMBuildGEP2(B, cg->t_f32, base, &j, 1, ""), "");
+    LLVMBuildStore(B, LLVMBuildExtractElement(B, LLVMBuildLoad2(B, LLVMVectorType(cg->t_f32, LANES), acc, ""),
+                                              cg_i32(cg, 0), ""),
+                   first);
+    CgLoop lr; /* the rest goes to lane 0, as in lane_reduce */
+    full[ax] = cg_loop_begin(cg, &lr, from, n, "srest");
+    LLVMValueRef e = elem(k, v, full);
+    cg_store(cg, DT_F32, e, ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
     if (square)
         e = LLVMBuildFMul(B, e, e, "");
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
     lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
     cg_loop_end(cg, &lr);
-    return vec_acc_result(cg, k, bk, acc, first);
-}
-
-/* A plain loop over the row at full (axis ax): the output k->cache_out
- * gets v's element at each index (LLVM vectorises such loops, exp and all,
- * where the scalar lanes below stay scalar). */
-static void row_to_out(Cg *cg, Kern *k, Value *v, LLVMValueRef *full, int ax, LLVMValueRef n)
-{
-    CgLoop l;
-    full[ax] = cg_loop_begin(cg, &l, cg_i64(cg, 0), n, "torow");
-    cg_store(cg, v->type.dtype, elem(k, v, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
-    cg_loop_end(cg, &l);
-}
-
-/* op's value from the row now in the output (of squares with square), as
- * vector code; recorded as a row value. */
-static void reduce_out_row(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef n, bool square)
-{
-    const Type *xt = &op->in[0]->type;
-    full[ax] = cg_i64(cg, 0);
-    LLVMValueRef row = ptr_at(cg, k, k->cache_out, kern_offset(k, xt, full));
-    LLVMValueRef r = vec_row_reduction(cg, k, op, reduce_op(op, DT_F32), row, n, square);
+    LLVMValueRef r = vec_acc_result(cg, k, bk, acc, first);
     if (!strcmp(op_attr_str(op, "kind", "sum"), "mean"))
         r = LLVMBuildFDiv(B, r, LLVMBuildSIToFP(B, n, cg->t_f32, ""), "");
     k->rv[k->nr] = op->out[0];
@@ -534,33 +540,27 @@ static void reduce_out_row(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, in
 
 /* The reductions of the row normalisations found by find_cache and
  * find_norm (rows over the last axis, f32): true if op was one. Their
- * rows go through the output:
- *   softmax    T to out, max(T); E = exp(T - max) replaces T, sum(E)
- *   LayerNorm  T to out, mean(T); D = T - mean replaces T, mean(D * D)
+ * rows go through the output, each written and reduced in one pass:
+ *   softmax    T to out and max(T); E = exp(T - max) over T and sum(E)
+ *   LayerNorm  T to out and mean(T); D = T - mean over T and mean(D * D)
  * and from then on elem reads the replaced value from out (k->subst). */
 static bool emit_row_norm(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef n)
 {
     Value *x = op->in[0];
     if (op == k->cache_max || op == k->norm_mean) {
-        row_to_out(cg, k, x, full, ax, n);
-        reduce_out_row(cg, k, op, full, ax, n, false);
+        row_to_out_reduce(cg, k, op, x, full, ax, n, false);
         k->subst = x;
         if (op == k->norm_mean) {
-            row_to_out(cg, k, k->norm_d, full, ax, n);
+            row_to_out_reduce(cg, k, k->norm_var, k->norm_d, full, ax, n, true);
             k->subst = k->norm_d;
         }
         return true;
     }
     if (op == k->cache_red) {
-        row_to_out(cg, k, x, full, ax, n);
-        reduce_out_row(cg, k, op, full, ax, n, false);
+        row_to_out_reduce(cg, k, op, x, full, ax, n, false);
         return true;
     }
-    if (op == k->norm_var) {
-        reduce_out_row(cg, k, op, full, ax, n, true);
-        return true;
-    }
-    return false;
+    return op == k->norm_var; /* reduced with its mean's second pass */
 }
 
 /* op's reduction of x over [lo, hi) of axis ax (full: the rest of the
