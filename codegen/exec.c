@@ -215,6 +215,7 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_dev_fill", (void *)disc_rt_dev_fill},
         {"disc_rt_dev_launch", (void *)disc_rt_dev_launch},
         {"disc_rt_dev_matmul", (void *)disc_rt_dev_matmul},
+        {"disc_rt_dev_conv", (void *)disc_rt_dev_conv},
         {"disc_rt_dev_const", (void *)disc_rt_dev_const},
         {"disc_rt_dev_input", (void *)disc_rt_dev_input},
         {"disc_rt_dev_output", (void *)disc_rt_dev_output},
@@ -708,9 +709,9 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         GpuRunStats st;
         gpu_run_stats(e->gpu, &st);
         fprintf(stderr, "dcc: cuda: %d kernels, %zu bytes of CUDA C, %s for %s (%s) in %.1f ms%s; %d constants "
-                        "read by kernels; matmuls on %s\n", st.nkernels, st.bytes,
+                        "read by kernels; matmuls on %s, convolutions on %s\n", st.nkernels, st.bytes,
                 st.emu ? "compiled for the emulator" : "NVRTC", st.arch, st.device, 1e3 * st.seconds,
-                st.hit ? " (from the cache)" : "", st.nconsts, st.gemm);
+                st.hit ? " (from the cache)" : "", st.nconsts, st.gemm, st.conv);
     }
     if (o->verbose && e->emu) {
         int nk;

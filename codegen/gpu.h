@@ -221,6 +221,7 @@ typedef struct GpuRunStats {
     bool hit, emu;
     char arch[16], device[128];
     char gemm[160];    /* where the matmuls run: "cuBLASLt", or disc's GEMM kernel and why */
+    char conv[160];    /* where the convolutions run: "cuDNN", or disc's kernels and why */
 } GpuRunStats;
 void gpu_run_stats(const GpuRun *r, GpuRunStats *s);
 void gpu_run_free(GpuRun *r);

@@ -63,6 +63,7 @@ struct GpuRun {
     char arch[16];      /* "sm_90" */
     bool blas;          /* dots through cuBLASLt (disc_rt_dev_matmul) */
     char gemm[160];     /* GpuRunStats.gemm */
+    char conv[160];     /* GpuRunStats.conv */
     GpuCacheInfo ci;    /* what compiling the module did */
     size_t srcbytes;
 };
@@ -283,8 +284,19 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
         snprintf(r->gemm, sizeof r->gemm, "cuBLASLt");
     else
         snprintf(r->gemm, sizeof r->gemm, "disc's GEMM kernel (%.130s)", why[0] ? why : "DISC_CUBLASLT=0");
-    t->library = r->blas ? host_emit_library_group : host_emit_kernel_group;
+    /* convolutions through cuDNN where it loads (optional; DISC_CUDNN=0:
+     * never), with a bias, ReLU and a residual; else the module's kernel */
+    const char *dnn = getenv("DISC_CUDNN");
+    why[0] = 0;
+    t->dev_conv = !(dnn && !strcmp(dnn, "0")) && disc_dnn_available(why, sizeof why);
+    if (t->dev_conv)
+        snprintf(r->conv, sizeof r->conv, "cuDNN");
+    else
+        snprintf(r->conv, sizeof r->conv, "disc's kernels (%.130s)", why[0] ? why : "DISC_CUDNN=0");
+    t->dev_matmul = r->blas;
+    t->library = r->blas || t->dev_conv ? host_emit_library_group : host_emit_kernel_group;
     t->lib_no_posts = ~(1u << DISC_POST_RELU | 1u << DISC_POST_GELU_TANH);
+    t->conv_no_posts = 1u << DISC_POST_GELU_TANH; /* cuDNN: ReLU only */
     t->lib_res_alone = true;
     t->launch = run_launch;
     t->dev_memory = true;
@@ -478,6 +490,7 @@ void gpu_run_stats(const GpuRun *r, GpuRunStats *st)
                         .nconsts = r->nconsts, .emu = r->emu};
     snprintf(st->arch, sizeof st->arch, "%s", r->arch);
     snprintf(st->gemm, sizeof st->gemm, "%s", r->gemm);
+    snprintf(st->conv, sizeof st->conv, "%s", r->conv);
     if (r->gpu)
         snprintf(st->device, sizeof st->device, "%s", disc_gpu_info(r->gpu)->name);
 }

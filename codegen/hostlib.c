@@ -159,17 +159,18 @@ static bool window(DimCtx *cx, const Op *op, const Type *xt, int nsp, LibCall *c
     return true;
 }
 
-static bool conv_call(DimCtx *cx, const Op *op, LibCall *c)
+/* (dev: the device's library, which takes f16 too) */
+static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *yt = &op->out[0]->type;
     int nsp = xt->rank - 2;
     Chan ch = chan(op, xt->rank);
-    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3)
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3)
         return false;
     c->fn = "disc_rt_call_conv";
     c->nfields = DISC_CV_NFIELDS;
     Dim **f = c->f;
-    f[DISC_CV_DTYPE] = dim_const(cx, DT_F32);
+    f[DISC_CV_DTYPE] = dim_const(cx, xt->dtype);
     f[DISC_CV_NSP] = dim_const(cx, nsp);
     f[DISC_CV_N] = xt->dims[0];
     f[DISC_CV_C] = xt->dims[ch.xc];
@@ -259,6 +260,21 @@ static bool dev_fits(const LibCall *c)
     return a && b;
 }
 
+/* Whether the device's library (cuDNN, disc_rt_dev_conv) takes the
+ * convolution for every shape: not transposed, channels first, pads
+ * constants and equal at both ends of each axis (cuDNN has one pad an
+ * axis). */
+static bool dev_conv_fits(const Op *op, const LibCall *c)
+{
+    Dim *const *f = c->f;
+    if (op->kind != OP_CONV || c->nguards || !dim_is(f[DISC_CV_TRANSPOSE], 0) || !dim_is(f[DISC_CV_LAYOUT], 0))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (!dim_is_const(f[DISC_CV_PAD_LO + i]) || f[DISC_CV_PAD_LO + i] != f[DISC_CV_PAD_HI + i])
+            return false;
+    return true;
+}
+
 /* The call's fields, an i64 array filled from the symbols (fz: with the
  * fused epilogue's post). */
 static LLVMValueRef call_fields(Host *h, const Op *op, const LibCall *c, const Fused *fz)
@@ -284,8 +300,9 @@ static LLVMValueRef call_fields(Host *h, const Op *op, const LibCall *c, const F
     return fields;
 }
 
-/* A dot on the device's library (disc_rt_dev_matmul): its operands'
- * device copies, the result in device memory. */
+/* A dot or convolution on the device's library (disc_rt_dev_matmul,
+ * disc_rt_dev_conv): its operands' device copies, the result in device
+ * memory. */
 static bool emit_dev_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
@@ -299,7 +316,8 @@ static bool emit_dev_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bo
     a[6] = host_alloc_k(h, alloc_result ? res : op->out[0]);
     h->dbuf[op->out[0]->id] = h->dbuf[res->id] = a[6];
     LLVMTypeRef fty, params[7] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8, cg->t_p8};
-    LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_matmul", cg->t_i32, params, 7, &fty);
+    LLVMValueRef f = host_fn_decl(cg, op->kind == OP_DOT ? "disc_rt_dev_matmul" : "disc_rt_dev_conv", cg->t_i32,
+                                  params, 7, &fty);
     LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 7, "");
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     return true;
@@ -369,7 +387,7 @@ static bool lib_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     switch (op->kind) {
     case OP_DOT: ok = dot_call(cx, op, c, dev); break;
     case OP_CONV:
-    case OP_CONV_TRANSPOSE: ok = conv_call(cx, op, c); break;
+    case OP_CONV_TRANSPOSE: ok = conv_call(cx, op, c, dev); break;
     case OP_POOL: ok = pool_call(cx, op, c); break;
     default: return false;
     }
@@ -717,8 +735,9 @@ bool host_emit_library_group(Host *h, const Group *grp)
     Fused fz = {.result = root->out[0]}; /* nothing fused unless the library takes it */
     bool dev = cg->target->dev_memory;
     bool takes = lib_call(&cg->g->dims, root, &c, dev);
-    if (dev && !(takes && root->kind == OP_DOT && dev_fits(&c)))
-        return host_emit_kernel_group(h, grp); /* the target's own kernel (cuda.c's GEMM template) */
+    bool blas = cg->target->dev_matmul && root->kind == OP_DOT && dev_fits(&c);
+    if (dev && !(takes && (blas || (cg->target->dev_conv && dev_conv_fits(root, &c)))))
+        return host_emit_kernel_group(h, grp); /* the target's own kernel (cuda.c's GEMM and conv templates) */
     if (takes)
         match_chain(h, grp, first, root, &c, &fz);
     bool is_out = false;

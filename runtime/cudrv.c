@@ -259,6 +259,7 @@ struct DiscGpu {
     Timed *timed;        /* launches waiting for their times */
     int ntimed, captimed;
     DiscBlas *blas;      /* cuBLASLt on this device (cublaslt.c), made on first use */
+    DiscDnn *dnn;        /* cuDNN on this device (cudnn.c), made on first use */
     Graph *graphs;       /* the runs seen, by their key, and their graphs (most recent first) */
     int nkeys;
     size_t graph_bytes;  /* device memory the graphs own */
@@ -437,6 +438,7 @@ void disc_gpu_close(DiscGpu *g)
         }
         graphs_drop(g);
         disc_blas_free(g->blas); /* its workspace is one of the buffers below */
+        disc_dnn_free(g->dnn);
         if (g->stream)
             cu.StreamDestroy(g->stream);
         pthread_mutex_lock(&g->mu);
@@ -772,6 +774,11 @@ int disc_gpu_current(DiscRt *rt, DiscGpu *g)
 DiscBlas **disc_gpu_blas_slot(DiscGpu *g)
 {
     return &g->blas;
+}
+
+DiscDnn **disc_gpu_dnn_slot(DiscGpu *g)
+{
+    return &g->dnn;
 }
 
 /* ---- a model's run (rt.h: the host flow's calls) --------------------------- */

@@ -527,6 +527,16 @@ int disc_blas_available(char *why, size_t n);
 DiscBlas **disc_gpu_blas_slot(DiscGpu *g);
 void disc_blas_free(DiscBlas *b);
 
+/* ---- cuDNN (cudnn.c) -----------------------------------------------------------
+ * libcudnn by dlopen (DISC_CUDNN, a path, else the soname of cuDNN 9, else
+ * 8), one handle and workspace per device, made on the first convolution
+ * and freed with the device; optional: a model compiled where it does not
+ * load runs its convolutions as disc's own kernels. */
+typedef struct DiscDnn DiscDnn;
+int disc_dnn_available(char *why, size_t n);
+DiscDnn **disc_gpu_dnn_slot(DiscGpu *g);
+void disc_dnn_free(DiscDnn *d);
+
 /* ---- a cuda model's run: what the generated host flow calls ------------------
  * A DiscRt given a device runs a model compiled for it: the flow's device
  * memory comes from the device's caching allocator and goes back to it at
@@ -572,5 +582,11 @@ int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, in
  * through cuBLASLt (cublaslt.c). */
 int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
                            const void *residual, void *c);
+/* disc_rt_call_conv's fields (dtype f32 or f16, NCHW, 1 to 3 spatial
+ * axes, pads equal at both ends, not transposed; post and post_res NONE
+ * or RELU, a residual only with post NONE) on device memory, through
+ * cuDNN (cudnn.c): y = post_res(post(conv(x, w) + bias) + residual). */
+int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
+                         const void *residual, void *y);
 
 #endif

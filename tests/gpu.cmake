@@ -120,6 +120,13 @@ add_library(fake_cublaslt SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cublaslt.c)
 set_target_properties(fake_cublaslt PROPERTIES OUTPUT_NAME cublasLt SOVERSION 13
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
 target_link_libraries(fake_cublaslt PRIVATE m)
+# tests/unit/fake_cudnn.c as fakecuda/libcudnn.so.9: the cuda backend's
+# convolutions (runtime/cudnn.c) on a stand-in that computes what cuDNN's
+# documentation says of each call.
+add_library(fake_cudnn SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cudnn.c)
+set_target_properties(fake_cudnn PROPERTIES OUTPUT_NAME cudnn SOVERSION 9
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+target_link_libraries(fake_cudnn PRIVATE m)
 add_test(NAME unit/test_cublaslt/fake COMMAND test_cublaslt --fake)
 set_tests_properties(unit/test_cublaslt/fake PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
@@ -127,6 +134,13 @@ add_test(NAME unit/test_cublaslt/fake-profile COMMAND test_cublaslt --fake)
 set_tests_properties(unit/test_cublaslt/fake-profile PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_PROFILE=1")
 set_tests_properties(unit/test_cublaslt PROPERTIES LABELS "unit;gpu-driver" SKIP_REGULAR_EXPRESSION "SKIP:")
+add_test(NAME unit/test_cudnn/fake COMMAND test_cudnn --fake)
+set_tests_properties(unit/test_cudnn/fake PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
+add_test(NAME unit/test_cudnn/fake-profile COMMAND test_cudnn --fake)
+set_tests_properties(unit/test_cudnn/fake-profile PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_PROFILE=1")
+set_tests_properties(unit/test_cudnn PROPERTIES LABELS "unit;gpu-driver" SKIP_REGULAR_EXPRESSION "SKIP:")
 # runtime/cublaslt_abi.h against the toolkit's cublasLt.h, where it is.
 find_path(DISC_CUBLASLT_H cublasLt.h PATHS /usr/local/cuda/include NO_DEFAULT_PATH)
 if(DISC_CUBLASLT_H)
@@ -135,6 +149,17 @@ if(DISC_CUBLASLT_H)
   target_include_directories(test_cublaslt_abi SYSTEM PRIVATE ${DISC_CUBLASLT_H})
   add_test(NAME unit/test_cublaslt_abi COMMAND test_cublaslt_abi)
   set_tests_properties(unit/test_cublaslt_abi PROPERTIES LABELS "unit;gpu-driver")
+endif()
+# runtime/cudnn_abi.h against the toolkit's cudnn.h, where it is (cudnn.h
+# marks the legacy API deprecated: that is the API disc calls).
+find_path(DISC_CUDNN_H cudnn.h PATHS /usr/local/cuda/include NO_DEFAULT_PATH)
+if(DISC_CUDNN_H)
+  add_executable(test_cudnn_abi ${CMAKE_SOURCE_DIR}/tests/gpu/cudnn_abi.c)
+  target_include_directories(test_cudnn_abi PRIVATE ${CMAKE_SOURCE_DIR})
+  target_include_directories(test_cudnn_abi SYSTEM PRIVATE ${DISC_CUDNN_H})
+  target_compile_options(test_cudnn_abi PRIVATE -Wno-deprecated-declarations)
+  add_test(NAME unit/test_cudnn_abi COMMAND test_cudnn_abi)
+  set_tests_properties(unit/test_cudnn_abi PROPERTIES LABELS "unit;gpu-driver")
 endif()
 add_test(NAME unit/test_cudrv/fake COMMAND test_cudrv --fake)
 set_tests_properties(unit/test_cudrv/fake PROPERTIES LABELS "unit;gpu-driver"
@@ -191,7 +216,16 @@ endforeach()
 add_test(NAME gpu-driver/profile_cublaslt COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/gpt_decoder --backend cuda -v)
 set_tests_properties(gpu-driver/profile_cublaslt PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
-                     PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
+                     PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt, convolutions on [^\n]*\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
+# A CNN's convolutions on the stand-in cuDNN, their epilogues fused
+# (ResNet's bias, residual and ReLU in one call), and without it.
+add_test(NAME gpu-driver/profile_cudnn COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/resnet_cnn --backend cuda -v)
+set_tests_properties(gpu-driver/profile_cudnn PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
+                     PASS_REGULAR_EXPRESSION "convolutions on cuDNN\n.*calls  cudnn conv 3x3 8->8 f32 \\+bias \\+residual \\+relu\n.*4 of 4 data sets passed")
+add_test(NAME gpu-driver/no_cudnn COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/resnet_cnn --backend cuda -v)
+set_tests_properties(gpu-driver/no_cudnn PROPERTIES LABELS gpu-driver ENVIRONMENT "${DISC_FAKE_ENV};DISC_CUDNN=0"
+                     PASS_REGULAR_EXPRESSION "convolutions on disc's kernels \\(DISC_CUDNN=0\\).*4 of 4 data sets passed")
 # The real compile path on the stand-in driver: NVRTC makes the CUBIN of a
 # whole model for the device's sm_90, which the stand-in cannot load (it
 # runs only the emulator's modules): the error must come from

@@ -95,19 +95,31 @@ say() { echo "$@" | tee -a "$log"; }
 say "== $(date -u) $(uname -m)"
 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv 2>&1 | tee -a "$log" || true
 fail=0
-# cuBLASLt: one on LD_LIBRARY_PATH (a rehearsal's stand-in), the
-# toolkit's, else PyTorch's wheel (nvidia-cublas)
-lt=
-for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
-    [ -n "$lt" ] || lt=$(ls $d/libcublasLt.so.1[23] 2>/dev/null | head -1)
-done
-[ -n "$lt" ] || lt=$(ldconfig -p 2>/dev/null | grep -o '/[^ ]*libcublasLt\.so\.1[23]$' | head -1)
-[ -n "$lt" ] || lt=$(find /usr /opt /root /home -name 'libcublasLt.so.1[23]' 2>/dev/null | head -1)
-if [ -n "$lt" ]; then
-    export LD_LIBRARY_PATH="$(dirname "$lt")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    say "== cuBLASLt: $lt"
+# A CUDA library (the pattern of its file name): one on LD_LIBRARY_PATH
+# (a rehearsal's stand-in), the toolkit's, else PyTorch's wheels
+# (nvidia-cublas, nvidia-cudnn); its directory goes on LD_LIBRARY_PATH.
+find_lib() {
+    found=
+    for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
+        [ -n "$found" ] || found=$(ls $d/$1 2>/dev/null | head -1)
+    done
+    [ -n "$found" ] || found=$(ldconfig -p 2>/dev/null | grep -o "/[^ ]*/$1\$" | head -1)
+    [ -n "$found" ] || found=$(find /usr /opt /root /home -name "$1" 2>/dev/null | head -1)
+    [ -z "$found" ] || export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+find_lib 'libcublasLt.so.1[23]'
+if [ -n "$found" ]; then
+    say "== cuBLASLt: $found"
 else
     say "== no libcublasLt.so.12 or .13 on this machine: the models' matmuls will fail"
+fi
+# cuDNN (optional for disc; the model objects here were compiled for it
+# where the compiling machine had it: then their convolutions need it)
+find_lib 'libcudnn.so.[89]'
+if [ -n "$found" ]; then
+    say "== cuDNN: $found"
+else
+    say "== no libcudnn.so.9 or .8 on this machine: models compiled for cuDNN will fail their convolutions"
 fi
 if [ $what = profile ]; then
     say "== where the time goes (bench/gpu_bench.py profile $*)"
@@ -134,6 +146,11 @@ cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cublaslt" tests/unit/test_cubl
     "$work/no_dnnl_stubs.o" -ldl -lpthread -lm >> "$log" 2>&1 || { say "FAIL: cannot build test_cublaslt"; fail=1; }
 say "== test_cublaslt"
 "$work/test_cublaslt" >> "$log" 2>&1 || fail=1
+tail -1 "$log"
+cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cudnn" tests/unit/test_cudnn.c $dev/libdisc_rt.a \
+    "$work/no_dnnl_stubs.o" -ldl -lpthread -lm >> "$log" 2>&1 || { say "FAIL: cannot build test_cudnn"; fail=1; }
+say "== test_cudnn"
+"$work/test_cudnn" >> "$log" 2>&1 || fail=1
 tail -1 "$log"
 # every model test on the GPU, ahead of time
 npass=0

@@ -1,0 +1,479 @@
+/*
+ * cudnn.c — a cuda model's convolutions through cuDNN.
+ *
+ * libcudnn is optional: loaded with dlopen on first use (DISC_CUDNN, a
+ * path, else cuDNN 9's soname, else 8's), as the driver and cuBLASLt are,
+ * so the runtime archive links no CUDA library. The compiler asks
+ * disc_dnn_available and, where it does not load, makes a convolution one
+ * of the module's own kernels (cuda.c). Its types and constants are
+ * declared again in cudnn_abi.h (unit/test_cudnn_abi checks them against
+ * the toolkit's headers). The calls are cuDNN's legacy convolution API,
+ * which cuDNN 9 keeps (libcudnn_cnn) and PyTorch still calls.
+ *
+ * The host flow calls disc_rt_dev_conv with disc_rt_call_conv's fields
+ * (rt.h): x [N][C][spatial...], w [O][C/groups][window...], y
+ * [N][O][out...], all packed NCHW; one spatial axis is cuDNN's 2-D with a
+ * height of 1. A plan per distinct call (the fields and which epilogue
+ * operands come) holds the descriptors and the algorithm
+ * cudnnGetConvolutionForwardAlgorithm_v7 ranks first among those whose
+ * workspace fits the device's (no benchmarking: the heuristic's choice
+ * never runs a kernel, so a plan can be made while a CUDA graph captures),
+ * so a shape seen before costs the calls alone. The epilogue
+ *
+ *     y = post_res(post(conv(x, w) + bias) + residual)   (posts NONE or RELU)
+ *
+ * is one cudnnConvolutionBiasActivationForward where it has that form
+ * (a bias, and ReLU after it, or after the residual as its z operand),
+ * else the convolution followed by cudnnAddTensor and
+ * cudnnActivationForward calls, in place on y. f32 runs in FMA math
+ * (TF32 only with DISC_TF32=1, as for matmuls), f16 on tensor cores with
+ * f32 accumulation.
+ *
+ * The workspace (64 MiB) is one device buffer kept with the handle, fixed
+ * so that a graph that captured a call keeps a valid address; an
+ * algorithm that needs more is passed over. Runs of one compiled model
+ * take turns (exec.c, aot.c), so a device's plans need no lock.
+ */
+#include "ir/ir.h"
+#include "runtime/cudnn_abi.h"
+#include "runtime/rt.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    char name[200]; /* what loaded */
+    char why[600];  /* why the library is not there, or "" */
+    size_t (*GetVersion)(void);
+    const char *(*GetErrorString)(DnnStatus);
+    DnnStatus (*Create)(DnnHandle *);
+    DnnStatus (*Destroy)(DnnHandle);
+    DnnStatus (*SetStream)(DnnHandle, void *);
+    DnnStatus (*CreateTensorDescriptor)(DnnTensor *);
+    DnnStatus (*DestroyTensorDescriptor)(DnnTensor);
+    DnnStatus (*SetTensorNdDescriptor)(DnnTensor, int, int, const int *, const int *);
+    DnnStatus (*CreateFilterDescriptor)(DnnFilter *);
+    DnnStatus (*DestroyFilterDescriptor)(DnnFilter);
+    DnnStatus (*SetFilterNdDescriptor)(DnnFilter, int, int, int, const int *);
+    DnnStatus (*CreateConvolutionDescriptor)(DnnConv *);
+    DnnStatus (*DestroyConvolutionDescriptor)(DnnConv);
+    DnnStatus (*SetConvolutionNdDescriptor)(DnnConv, int, const int *, const int *, const int *, int, int);
+    DnnStatus (*SetConvolutionGroupCount)(DnnConv, int);
+    DnnStatus (*SetConvolutionMathType)(DnnConv, int);
+    DnnStatus (*GetConvolutionForwardAlgorithm_v7)(DnnHandle, DnnTensor, DnnFilter, DnnConv, DnnTensor, int, int *,
+                                                   DnnFwdPerf *);
+    DnnStatus (*ConvolutionForward)(DnnHandle, const void *, DnnTensor, const void *, DnnFilter, const void *, DnnConv,
+                                    int, void *, size_t, const void *, DnnTensor, void *);
+    DnnStatus (*ConvolutionBiasActivationForward)(DnnHandle, const void *, DnnTensor, const void *, DnnFilter,
+                                                  const void *, DnnConv, int, void *, size_t, const void *, DnnTensor,
+                                                  const void *, DnnTensor, const void *, DnnAct, DnnTensor, void *);
+    DnnStatus (*CreateActivationDescriptor)(DnnAct *);
+    DnnStatus (*DestroyActivationDescriptor)(DnnAct);
+    DnnStatus (*SetActivationDescriptor)(DnnAct, int, int, double);
+    DnnStatus (*AddTensor)(DnnHandle, const void *, DnnTensor, const void *, const void *, DnnTensor, void *);
+    DnnStatus (*ActivationForward)(DnnHandle, DnnAct, const void *, DnnTensor, const void *, const void *, DnnTensor,
+                                   void *);
+} dn = {.once = PTHREAD_ONCE_INIT};
+
+static void lib_load(void)
+{
+    static const char *names[] = {"libcudnn.so.9", "libcudnn.so.8"};
+    const char *path = getenv("DISC_CUDNN"), *err = NULL;
+    if (path && *path) { /* the caller's library, and no other */
+        if ((dn.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+            snprintf(dn.name, sizeof dn.name, "%s", path);
+        else
+            err = dlerror();
+    }
+    for (size_t i = 0; !(path && *path) && i < sizeof names / sizeof *names && !dn.lib; i++)
+        if ((dn.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+            snprintf(dn.name, sizeof dn.name, "%s", names[i]);
+        else if (!err)
+            err = dlerror();
+    if (!dn.lib) {
+        snprintf(dn.why, sizeof dn.why, "cannot load %s (cuDNN 9 or 8; DISC_CUDNN names another): %s",
+                 path && *path ? path : "libcudnn.so.9 or .8", err ? err : "not found");
+        return;
+    }
+    struct {
+        void **fn;
+        const char *name;
+    } syms[] = {
+#define SYM(f) {(void **)&dn.f, "cudnn" #f}
+        SYM(GetVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
+        SYM(CreateTensorDescriptor), SYM(DestroyTensorDescriptor), SYM(SetTensorNdDescriptor),
+        SYM(CreateFilterDescriptor), SYM(DestroyFilterDescriptor), SYM(SetFilterNdDescriptor),
+        SYM(CreateConvolutionDescriptor), SYM(DestroyConvolutionDescriptor), SYM(SetConvolutionNdDescriptor),
+        SYM(SetConvolutionGroupCount), SYM(SetConvolutionMathType), SYM(GetConvolutionForwardAlgorithm_v7),
+        SYM(ConvolutionForward), SYM(ConvolutionBiasActivationForward), SYM(CreateActivationDescriptor),
+        SYM(DestroyActivationDescriptor), SYM(SetActivationDescriptor), SYM(AddTensor), SYM(ActivationForward),
+#undef SYM
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].fn = dlsym(dn.lib, syms[i].name))) {
+            snprintf(dn.why, sizeof dn.why, "%s has no %s (disc needs cuDNN 8 or 9 with its convolution API)",
+                     dn.name, syms[i].name);
+            return;
+        }
+}
+
+int disc_dnn_available(char *why, size_t n)
+{
+    pthread_once(&dn.once, lib_load);
+    if (dn.why[0] && why && n)
+        snprintf(why, n, "%s", dn.why);
+    return !dn.why[0];
+}
+
+/* Records the failure of `what` with cuDNN's text for s; -1. */
+static int failed(DiscRt *rt, DnnStatus s, const char *what)
+{
+    const char *text = dn.GetErrorString ? dn.GetErrorString(s) : NULL;
+    disc_rt_fail(rt, "cuda: cuDNN: %s: %s (status %d)", what, text ? text : "error", s);
+    return -1;
+}
+
+/* ---- plans -------------------------------------------------------------------- */
+
+enum { PLANS_MAX = 1024, NBUCKET = 256, WS_BYTES = 64 << 20, NALGO = 8 };
+
+typedef struct Key {
+    int64_t f[DISC_CV_NFIELDS]; /* the fields, DISC_CV_WEIGHTS_CONST zeroed */
+    int32_t bias, residual;
+} Key;
+
+typedef struct Plan {
+    Key key;
+    DnnTensor x, y, b;    /* b: the bias, [1][O][1]... */
+    DnnFilter w;
+    DnnConv conv;
+    int algo;
+    size_t ws;            /* the workspace the algorithm needs */
+    bool fused;           /* one cudnnConvolutionBiasActivationForward */
+    char name[128];       /* for DISC_PROFILE */
+    struct Plan *next;
+} Plan;
+
+struct DiscDnn {
+    DnnHandle h;
+    DnnAct relu;
+    DiscDevPtr ws;
+    bool tf32;            /* DISC_TF32=1 */
+    Plan *bucket[NBUCKET];
+    int nplans;
+};
+
+static void plan_free(Plan *p)
+{
+    if (p->x)
+        dn.DestroyTensorDescriptor(p->x);
+    if (p->y)
+        dn.DestroyTensorDescriptor(p->y);
+    if (p->b)
+        dn.DestroyTensorDescriptor(p->b);
+    if (p->w)
+        dn.DestroyFilterDescriptor(p->w);
+    if (p->conv)
+        dn.DestroyConvolutionDescriptor(p->conv);
+    free(p);
+}
+
+static void plans_clear(DiscDnn *d)
+{
+    for (int i = 0; i < NBUCKET; i++)
+        while (d->bucket[i]) {
+            Plan *p = d->bucket[i];
+            d->bucket[i] = p->next;
+            plan_free(p);
+        }
+    d->nplans = 0;
+}
+
+void disc_dnn_free(DiscDnn *d)
+{
+    if (!d)
+        return;
+    plans_clear(d);
+    if (d->relu)
+        dn.DestroyActivationDescriptor(d->relu);
+    if (d->h)
+        dn.Destroy(d->h);
+    free(d); /* the workspace goes with the device's buffers */
+}
+
+/* The device's cuDNN: made on first use. */
+static DiscDnn *dnn(DiscRt *rt, DiscGpu *g)
+{
+    DiscDnn **slot = disc_gpu_dnn_slot(g);
+    if (*slot)
+        return *slot;
+    if (disc_gpu_capturing(rt, g, "cuDNN's first use") != 0) /* its workspace lives with the device */
+        return NULL;
+    char why[600];
+    if (!disc_dnn_available(why, sizeof why)) {
+        disc_rt_fail(rt, "cuda: %s (this model's convolutions were compiled for cuDNN; DISC_CUDNN=0 at compile "
+                         "time makes disc's own kernels instead)", why);
+        return NULL;
+    }
+    DiscDnn *d = calloc(1, sizeof *d);
+    if (!d) {
+        disc_rt_fail(rt, "cuda: out of memory");
+        return NULL;
+    }
+    const char *tf = getenv("DISC_TF32");
+    d->tf32 = tf && !strcmp(tf, "1");
+    if (disc_gpu_current(rt, g) != 0) {
+        free(d);
+        return NULL;
+    }
+    const char *what = "cudnnCreate";
+    DnnStatus s = dn.Create(&d->h);
+    if (s)
+        d->h = NULL;
+    if (!s && (what = "cudnnSetStream", !(s = dn.SetStream(d->h, disc_gpu_stream(g)))) &&
+        (what = "cudnnCreateActivationDescriptor", !(s = dn.CreateActivationDescriptor(&d->relu))))
+        s = dn.SetActivationDescriptor(d->relu, DNN_ACT_RELU, DNN_PROPAGATE_NAN, 0.0);
+    if (s) {
+        failed(rt, s, what);
+        disc_dnn_free(d);
+        return NULL;
+    }
+    if (!(d->ws = disc_gpu_alloc(rt, g, WS_BYTES))) {
+        disc_dnn_free(d);
+        return NULL;
+    }
+    return *slot = d;
+}
+
+static int dnn_type(int64_t dt)
+{
+    return dt == DT_F32 ? DNN_FLOAT : dt == DT_F16 ? DNN_HALF : -1;
+}
+
+/* A packed NCHW tensor of nd dims. */
+static DnnStatus tensor(DnnTensor *t, int type, int nd, const int *dims)
+{
+    int strides[5];
+    strides[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; i--)
+        strides[i] = strides[i + 1] * dims[i + 1];
+    DnnStatus s = dn.CreateTensorDescriptor(t);
+    if (s) {
+        *t = NULL;
+        return s;
+    }
+    return dn.SetTensorNdDescriptor(*t, type, nd, dims, strides);
+}
+
+/* Whether every size fits cuDNN's int, and the call is one it takes. */
+static bool fits(const int64_t *f)
+{
+    for (int i = 0; i < DISC_CV_NFIELDS; i++)
+        if (f[i] < 0 || f[i] > 0x7fffffff)
+            return false;
+    if (f[DISC_CV_N] * f[DISC_CV_C] > 0x7fffffff || f[DISC_CV_N] * f[DISC_CV_O] > 0x7fffffff)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (f[DISC_CV_PAD_LO + i] != f[DISC_CV_PAD_HI + i])
+            return false;
+    return dnn_type(f[DISC_CV_DTYPE]) >= 0 && f[DISC_CV_NSP] >= 1 && f[DISC_CV_NSP] <= 3 && !f[DISC_CV_TRANSPOSE] &&
+           !f[DISC_CV_LAYOUT] && f[DISC_CV_GROUPS] >= 1 && f[DISC_CV_C] % f[DISC_CV_GROUPS] == 0 &&
+           (f[DISC_CV_POST] == DISC_POST_NONE || f[DISC_CV_POST] == DISC_POST_RELU) &&
+           (f[DISC_CV_POST_RES] == DISC_POST_NONE || f[DISC_CV_POST_RES] == DISC_POST_RELU);
+}
+
+static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
+{
+    const int64_t *f = key->f;
+    if (!fits(f) || (key->residual && f[DISC_CV_POST] != DISC_POST_NONE)) {
+        disc_rt_fail(rt, "cuda: cuDNN: a convolution it is not handed (dtype %lld, %lld spatial axes, pads %lld %lld "
+                     "%lld / %lld %lld %lld, transposed %lld, layout %lld, post %lld, %s)", (long long)f[DISC_CV_DTYPE],
+                     (long long)f[DISC_CV_NSP], (long long)f[DISC_CV_PAD_LO], (long long)f[DISC_CV_PAD_LO + 1],
+                     (long long)f[DISC_CV_PAD_LO + 2], (long long)f[DISC_CV_PAD_HI], (long long)f[DISC_CV_PAD_HI + 1],
+                     (long long)f[DISC_CV_PAD_HI + 2], (long long)f[DISC_CV_TRANSPOSE], (long long)f[DISC_CV_LAYOUT],
+                     (long long)f[DISC_CV_POST], key->residual ? "a residual" : "no residual");
+        return NULL;
+    }
+    int type = dnn_type(f[DISC_CV_DTYPE]), nsp = (int)f[DISC_CV_NSP];
+    int ns = nsp == 1 ? 2 : nsp, nd = ns + 2; /* one axis: 2-D with a height of 1 */
+    int xd[5] = {(int)f[DISC_CV_N], (int)f[DISC_CV_C]}, yd[5] = {(int)f[DISC_CV_N], (int)f[DISC_CV_O]};
+    int wd[5] = {(int)f[DISC_CV_O], (int)(f[DISC_CV_C] / f[DISC_CV_GROUPS])}, bd[5] = {1, (int)f[DISC_CV_O], 1, 1, 1};
+    int pad[3], stride[3], dil[3];
+    for (int i = 0; i < ns; i++) {
+        int a = nsp == 1 ? i - 1 : i; /* the field's axis; -1: the added height */
+        xd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_IN + a];
+        yd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_OUT + a];
+        wd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_K + a];
+        pad[i] = a < 0 ? 0 : (int)f[DISC_CV_PAD_LO + a];
+        stride[i] = a < 0 ? 1 : (int)f[DISC_CV_STRIDE + a];
+        dil[i] = a < 0 ? 1 : (int)f[DISC_CV_DILATION + a];
+    }
+    Plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        disc_rt_fail(rt, "cuda: out of memory");
+        return NULL;
+    }
+    p->key = *key;
+    int64_t post = f[DISC_CV_POST], post_res = f[DISC_CV_POST_RES];
+    char win[48];
+    int n = snprintf(win, sizeof win, "%lld", (long long)f[DISC_CV_K]);
+    for (int i = 1; i < nsp && n > 0 && (size_t)n < sizeof win; i++)
+        n += snprintf(win + n, sizeof win - (size_t)n, "x%lld", (long long)f[DISC_CV_K + i]);
+    snprintf(p->name, sizeof p->name, "cudnn conv %s %lld->%lld%s %s%s%s%s%s", win, (long long)f[DISC_CV_C],
+             (long long)f[DISC_CV_O], f[DISC_CV_GROUPS] > 1 ? " grouped" : "", dtype_name((DType)f[DISC_CV_DTYPE]),
+             key->bias ? " +bias" : "", post == DISC_POST_RELU ? " +relu" : "", key->residual ? " +residual" : "",
+             post_res == DISC_POST_RELU ? " +relu" : "");
+    /* one call where the epilogue is its form: relu(conv + z + bias) */
+    p->fused = key->bias && ((post == DISC_POST_RELU && !key->residual) ||
+                             (post == DISC_POST_NONE && key->residual && post_res == DISC_POST_RELU));
+    int math = type == DNN_HALF || d->tf32 ? DNN_TENSOR_OP_MATH : DNN_FMA_MATH;
+    const char *what = "cudnnSetTensorNdDescriptor";
+    DnnStatus s = tensor(&p->x, type, nd, xd);
+    if (!s)
+        s = tensor(&p->y, type, nd, yd);
+    if (!s && key->bias)
+        s = tensor(&p->b, type, nd, bd);
+    if (!s && (what = "cudnnSetFilterNdDescriptor", 1) && !(s = dn.CreateFilterDescriptor(&p->w)))
+        s = dn.SetFilterNdDescriptor(p->w, type, DNN_NCHW, nd, wd);
+    if (!s && (what = "cudnnSetConvolutionNdDescriptor", 1) && !(s = dn.CreateConvolutionDescriptor(&p->conv)) &&
+        !(s = dn.SetConvolutionNdDescriptor(p->conv, ns, pad, stride, dil, DNN_CROSS_CORRELATION, DNN_FLOAT)) &&
+        !(s = dn.SetConvolutionGroupCount(p->conv, (int)f[DISC_CV_GROUPS])))
+        s = dn.SetConvolutionMathType(p->conv, math);
+    DnnFwdPerf perf[NALGO];
+    int found = 0;
+    if (!s && (what = "cudnnGetConvolutionForwardAlgorithm_v7", 1))
+        s = dn.GetConvolutionForwardAlgorithm_v7(d->h, p->x, p->w, p->conv, p->y, NALGO, &found, perf);
+    int pick = -1;
+    for (int i = 0; !s && i < found && pick < 0; i++)
+        if (perf[i].status == DNN_SUCCESS && perf[i].memory <= WS_BYTES)
+            pick = i;
+    if (s || pick < 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s for %s", what, p->name);
+        if (s)
+            failed(rt, s, msg);
+        else
+            disc_rt_fail(rt, "cuda: cuDNN: no algorithm for %s within a workspace of %d MiB (%d ranked)", p->name,
+                         WS_BYTES >> 20, found);
+        plan_free(p);
+        return NULL;
+    }
+    p->algo = perf[pick].algo;
+    p->ws = perf[pick].memory;
+    return p;
+}
+
+static unsigned hash(const Key *k)
+{
+    const unsigned char *c = (const unsigned char *)k;
+    uint32_t x = 2166136261u;
+    for (size_t i = 0; i < sizeof *k; i++)
+        x = (x ^ c[i]) * 16777619u;
+    return x % NBUCKET;
+}
+
+static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscDnn *d, const Key *key)
+{
+    unsigned hb = hash(key);
+    for (Plan *p = d->bucket[hb]; p; p = p->next)
+        if (!memcmp(&p->key, key, sizeof *key))
+            return p;
+    if (d->nplans >= PLANS_MAX) { /* full: start again once the queued calls are done */
+        if (disc_gpu_sync(rt, g) != 0)
+            return NULL;
+        plans_clear(d);
+    }
+    Plan *p = plan_make(rt, d, key);
+    if (p) {
+        p->next = d->bucket[hb];
+        d->bucket[hb] = p;
+        d->nplans++;
+    }
+    return p;
+}
+
+/* ---- the call ------------------------------------------------------------------ */
+
+/* y = act(y) in place; 0 or -1. */
+static int relu(DiscRt *rt, DiscDnn *d, Plan *p, void *y)
+{
+    float one = 1, zero = 0;
+    DnnStatus s = dn.ActivationForward(d->h, d->relu, &one, p->y, y, &zero, p->y, y);
+    return s ? failed(rt, s, "cudnnActivationForward") : 0;
+}
+
+/* y += a (a shaped as desc, broadcast over y); 0 or -1. */
+static int add(DiscRt *rt, DiscDnn *d, DnnTensor desc, const void *a, Plan *p, void *y)
+{
+    float one = 1;
+    DnnStatus s = dn.AddTensor(d->h, &one, desc, a, &one, p->y, y);
+    return s ? failed(rt, s, "cudnnAddTensor") : 0;
+}
+
+int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
+                         const void *residual, void *y)
+{
+    DiscGpu *g = disc_rt_gpu(rt);
+    if (!g) {
+        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+        return -1;
+    }
+    int64_t ny = f[DISC_CV_N] * f[DISC_CV_O];
+    for (int i = 0; i < 3; i++)
+        ny *= f[DISC_CV_OUT + i];
+    if (ny == 0)
+        return 0; /* an empty result */
+    int64_t nx = f[DISC_CV_C];
+    for (int i = 0; i < 3; i++)
+        nx *= f[DISC_CV_IN + i] * f[DISC_CV_K + i];
+    if (nx == 0) {
+        disc_rt_fail(rt, "cuda: cuDNN: a convolution with an empty input channel or window (C %lld) and a "
+                     "non-empty result", (long long)f[DISC_CV_C]);
+        return -1;
+    }
+    DiscDnn *d = dnn(rt, g);
+    if (!d)
+        return -1;
+    Key key;
+    memset(&key, 0, sizeof key);
+    memcpy(key.f, f, sizeof key.f);
+    key.f[DISC_CV_WEIGHTS_CONST] = 0;
+    key.bias = bias != NULL;
+    key.residual = residual != NULL;
+    Plan *p = plan_for(rt, g, d, &key);
+    if (!p || disc_gpu_current(rt, g) != 0)
+        return -1;
+    int t = -1;
+    if (disc_rt_profiling() && (t = disc_gpu_time_start(rt, g, p, p->name)) < 0)
+        return -1;
+    float one = 1, zero = 0;
+    void *ws = (void *)(uintptr_t)d->ws;
+    DnnStatus s;
+    if (p->fused) {
+        const void *z = residual ? residual : y;
+        s = dn.ConvolutionBiasActivationForward(d->h, &one, p->x, x, p->w, w, p->conv, p->algo, ws, p->ws,
+                                                residual ? &one : &zero, p->y, z, p->b, bias, d->relu, p->y, y);
+        if (s) {
+            char msg[180];
+            snprintf(msg, sizeof msg, "cudnnConvolutionBiasActivationForward (%s)", p->name);
+            return failed(rt, s, msg);
+        }
+        return disc_gpu_time_end(rt, g, t);
+    }
+    s = dn.ConvolutionForward(d->h, &one, p->x, x, p->w, w, p->conv, p->algo, ws, p->ws, &zero, p->y, y);
+    if (s) {
+        char msg[180];
+        snprintf(msg, sizeof msg, "cudnnConvolutionForward (%s)", p->name);
+        return failed(rt, s, msg);
+    }
+    if ((bias && add(rt, d, p->b, bias, p, y) != 0) || (f[DISC_CV_POST] == DISC_POST_RELU && relu(rt, d, p, y) != 0) ||
+        (residual && add(rt, d, p->y, residual, p, y) != 0) ||
+        (f[DISC_CV_POST_RES] == DISC_POST_RELU && relu(rt, d, p, y) != 0))
+        return -1;
+    return disc_gpu_time_end(rt, g, t);
+}

@@ -1,0 +1,288 @@
+/*
+ * test_cudnn.c — the cuda backend's convolutions through cuDNN
+ * (runtime/cudnn.c, disc_rt_dev_conv).
+ *
+ *   test_cudnn --fake   against tests/unit/fake_cuda.c and fake_cudnn.c
+ *                       (LD_LIBRARY_PATH): disc's calls (1, 2 and 3
+ *                       spatial axes, groups, strides, dilations, pads,
+ *                       every epilogue it hands over, f32 and f16)
+ *                       against a reference computed here; the plan
+ *                       cache (one heuristic call per distinct call); the
+ *                       algorithm whose workspace is too large passed
+ *                       over; FMA math for f32; the errors of failing
+ *                       calls
+ *   test_cudnn          with a real GPU (tests/gpu/run_on_device.sh): the
+ *                       same calls on cuDNN itself; without one, or
+ *                       without cuDNN, nothing to test (SKIP)
+ */
+#include "check.h"
+#include "ir/ir.h"
+#include "runtime/rt.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Case {
+    DType dt;
+    int nsp;
+    int64_t n, c, o, groups;
+    int64_t in[3], k[3], stride[3], dil[3], pad[3];
+    bool bias, res;
+    int post, post_res; /* DISC_POST_NONE or _RELU */
+} Case;
+
+static double get(const void *p, DType dt, int64_t i)
+{
+    if (dt == DT_F32)
+        return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    int e = h >> 10 & 31, m = h & 1023;
+    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return h >> 15 ? -v : v;
+}
+
+/* Small multiples of 1/8 in [-2, 2], exact in f16 and f32. */
+static void put(void *p, DType dt, int64_t i, double v)
+{
+    if (dt == DT_F32) {
+        ((float *)p)[i] = (float)v;
+        return;
+    }
+    float a = fabsf((float)v);
+    uint16_t h = 0;
+    if (a != 0) {
+        int e;
+        float fr = frexpf(a, &e);
+        h = (uint16_t)((e + 14) << 10 | ((int)(fr * 2048) - 1024));
+    }
+    ((uint16_t *)p)[i] = (uint16_t)(h | (v < 0 ? 0x8000 : 0));
+}
+
+static double relu(double x)
+{
+    return x > 0 ? x : 0;
+}
+
+static void *upload(DiscRt *rt, DiscGpu *g, const void *hostp, size_t bytes, DiscDevPtr *base)
+{
+    *base = disc_gpu_alloc(rt, g, bytes + 64);
+    if (!*base)
+        return NULL;
+    void *d = (void *)(uintptr_t)*base;
+    if (hostp && disc_gpu_copy_in(rt, g, *base, hostp, bytes) != 0)
+        return NULL;
+    return d;
+}
+
+static int64_t out_size(const Case *c, int i)
+{
+    return (c->in[i] + 2 * c->pad[i] - c->dil[i] * (c->k[i] - 1) - 1) / c->stride[i] + 1;
+}
+
+/* Runs one case on the device and checks it against the reference. */
+static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
+{
+    size_t es = c->dt == DT_F32 ? 4 : 2;
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, cg = c->c / c->groups, og = c->o / c->groups;
+    for (int i = 0; i < c->nsp; i++)
+        in[i] = c->in[i], k[i] = c->k[i], out[i] = out_size(c, i);
+    int64_t nx = c->n * c->c * in[0] * in[1] * in[2], nw = c->o * cg * k[0] * k[1] * k[2];
+    int64_t ny = c->n * c->o * out[0] * out[1] * out[2];
+    void *hx = calloc((size_t)nx, es), *hw = calloc((size_t)nw, es), *hb = calloc((size_t)c->o, es);
+    void *hr = calloc((size_t)ny, es), *hy = calloc((size_t)ny, es);
+    double *want = calloc((size_t)ny, sizeof *want);
+    for (int64_t i = 0; i < nx; i++)
+        put(hx, c->dt, i, (double)((i * 7 + 3) % 17 - 8) / 8);
+    for (int64_t i = 0; i < nw; i++)
+        put(hw, c->dt, i, (double)((i * 5 + 1) % 13 - 6) / 8);
+    for (int64_t i = 0; i < c->o; i++)
+        put(hb, c->dt, i, (double)(i % 9 - 4) / 4);
+    for (int64_t i = 0; i < ny; i++)
+        put(hr, c->dt, i, (double)(i % 11 - 5) / 8);
+    int64_t f[DISC_CV_NFIELDS] = {0};
+    f[DISC_CV_DTYPE] = c->dt;
+    f[DISC_CV_NSP] = c->nsp;
+    f[DISC_CV_N] = c->n, f[DISC_CV_C] = c->c, f[DISC_CV_O] = c->o, f[DISC_CV_GROUPS] = c->groups;
+    for (int i = 0; i < 3; i++) {
+        bool sp = i < c->nsp;
+        f[DISC_CV_IN + i] = in[i], f[DISC_CV_K + i] = k[i], f[DISC_CV_OUT + i] = out[i];
+        f[DISC_CV_STRIDE + i] = sp ? c->stride[i] : 1, f[DISC_CV_DILATION + i] = sp ? c->dil[i] : 1;
+        f[DISC_CV_PAD_LO + i] = f[DISC_CV_PAD_HI + i] = sp ? c->pad[i] : 0;
+    }
+    f[DISC_CV_POST] = c->post, f[DISC_CV_POST_RES] = c->post_res;
+    for (int64_t b = 0; b < c->n; b++)
+        for (int64_t o = 0; o < c->o; o++)
+            for (int64_t y0 = 0; y0 < out[0]; y0++)
+                for (int64_t y1 = 0; y1 < out[1]; y1++)
+                    for (int64_t y2 = 0; y2 < out[2]; y2++) {
+                        double acc = 0;
+                        int64_t grp = o / og, yi[3] = {y0, y1, y2};
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t k0 = 0; k0 < k[0]; k0++)
+                                for (int64_t k1 = 0; k1 < k[1]; k1++)
+                                    for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                                        int64_t ki[3] = {k0, k1, k2}, xi[3];
+                                        bool inside = true;
+                                        for (int a = 0; a < 3; a++) {
+                                            xi[a] = yi[a] * f[DISC_CV_STRIDE + a] - f[DISC_CV_PAD_LO + a] +
+                                                    ki[a] * f[DISC_CV_DILATION + a];
+                                            inside &= xi[a] >= 0 && xi[a] < in[a];
+                                        }
+                                        if (!inside)
+                                            continue;
+                                        int64_t ch = grp * cg + ci;
+                                        acc += get(hx, c->dt, (((b * c->c + ch) * in[0] + xi[0]) * in[1] + xi[1]) * in[2] + xi[2]) *
+                                               get(hw, c->dt, (((o * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2);
+                                    }
+                        int64_t at = (((b * c->o + o) * out[0] + y0) * out[1] + y1) * out[2] + y2;
+                        if (c->bias)
+                            acc += get(hb, c->dt, o);
+                        if (c->post == DISC_POST_RELU)
+                            acc = relu(acc);
+                        if (c->res)
+                            acc += get(hr, c->dt, at);
+                        if (c->post_res == DISC_POST_RELU)
+                            acc = relu(acc);
+                        want[at] = acc;
+                    }
+    DiscDevPtr bx, bw, bb, br, by;
+    void *dx = upload(rt, g, hx, (size_t)nx * es, &bx), *dw = upload(rt, g, hw, (size_t)nw * es, &bw);
+    void *db = upload(rt, g, hb, (size_t)c->o * es, &bb), *dr = upload(rt, g, hr, (size_t)ny * es, &br);
+    void *dy = upload(rt, g, NULL, (size_t)ny * es, &by);
+    int rc = dx && dw && db && dr && dy ? disc_rt_dev_conv(rt, f, dx, dw, c->bias ? db : NULL, c->res ? dr : NULL, dy)
+                                        : -1;
+    if (rc == 0)
+        rc = disc_gpu_copy_out(rt, g, hy, by, (size_t)ny * es) == 0 && disc_gpu_sync(rt, g) == 0 ? 0 : -1;
+    CHECK_MSG(rc == 0, "%s conv %dd %lld->%lld: %s", c->dt == DT_F32 ? "f32" : "f16", c->nsp, (long long)c->c,
+              (long long)c->o, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+    double tol = c->dt == DT_F16 ? 4e-3 : 1e-5;
+    int bad = 0;
+    for (int64_t i = 0; rc == 0 && i < ny; i++) {
+        double got = get(hy, c->dt, i);
+        if (fabs(got - want[i]) > tol * (1 + fabs(want[i])) && bad++ < 3)
+            fprintf(stderr, "  conv %dd %lld->%lld at %lld: %g, want %g\n", c->nsp, (long long)c->c, (long long)c->o,
+                    (long long)i, got, want[i]);
+    }
+    CHECK(bad == 0);
+    disc_gpu_release(g, bx);
+    disc_gpu_release(g, bw);
+    disc_gpu_release(g, bb);
+    disc_gpu_release(g, br);
+    disc_gpu_release(g, by);
+    disc_rt_reset(rt);
+    free(hx), free(hw), free(hb), free(hr), free(hy), free(want);
+}
+
+enum { NONE = DISC_POST_NONE, RELU = DISC_POST_RELU };
+
+static const Case cases[] = {
+    /* dt, nsp, n, c, o, groups, in, k, stride, dil, pad, bias, res, post, post_res */
+    {DT_F32, 2, 1, 3, 4, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE},
+    {DT_F32, 2, 2, 4, 6, 2, {7, 5}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, true, false, RELU, NONE},  /* fused */
+    {DT_F32, 2, 2, 4, 4, 1, {6, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, true, NONE, RELU},   /* fused, z */
+    {DT_F32, 2, 1, 4, 4, 4, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, NONE, NONE},  /* depthwise */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, NONE},  /* residual alone */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, RELU, NONE}, /* relu, no bias */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, RELU},  /* res, relu, no bias */
+    {DT_F32, 1, 2, 3, 5, 1, {11}, {5}, {2}, {1}, {2}, true, false, NONE, NONE},                /* 1-D */
+    {DT_F32, 3, 1, 2, 2, 1, {4, 3, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1}, true, false, RELU, NONE},
+    {DT_F16, 2, 2, 4, 8, 2, {6, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, true, true, NONE, RELU},
+    {DT_F16, 2, 1, 3, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE},
+};
+
+/* The cases, twice (the second time from the plans), and the plan cache,
+ * the math type and errors through the stand-in's counts. */
+static void fake(DiscRt *rt, DiscGpu *g)
+{
+    int nc = (int)(sizeof cases / sizeof *cases);
+    run_case(rt, g, &cases[0]); /* loads the library */
+    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+    long (*calls)(const char *) = lib ? (long (*)(const char *))dlsym(lib, "fake_cudnn_calls") : NULL;
+    int (*math)(void) = lib ? (int (*)(void))dlsym(lib, "fake_cudnn_last_math") : NULL;
+    CHECK_MSG(calls && math, "the stand-in cuDNN (fake_cudnn_calls) is not the one loaded");
+    if (!calls || !math)
+        return;
+    CHECK_MSG(math() == 3, "f32 in math type %d, want FMA (3: no TF32)", math());
+    long h0 = calls("cudnnGetConvolutionForwardAlgorithm_v7"), b0 = calls("cudnnConvolutionBiasActivationForward");
+    long f0 = calls("cudnnConvolutionForward");
+    for (int i = 1; i < nc; i++)
+        run_case(rt, g, &cases[i]);
+    long h1 = calls("cudnnGetConvolutionForwardAlgorithm_v7");
+    CHECK(h1 - h0 == nc - 1); /* a plan per case */
+    CHECK_MSG(calls("cudnnConvolutionBiasActivationForward") - b0 == 4, "%ld fused calls",
+              calls("cudnnConvolutionBiasActivationForward") - b0);
+    CHECK(calls("cudnnConvolutionForward") - f0 == nc - 1 - 4);
+    CHECK_MSG(math() == 1, "f16 in math type %d, want tensor ops (1)", math());
+    for (int i = 0; i < nc; i++)
+        run_case(rt, g, &cases[i]);
+    CHECK(calls("cudnnGetConvolutionForwardAlgorithm_v7") == h1); /* every one from its plan */
+
+    /* a failing call: named, with cuDNN's text */
+    int64_t f[DISC_CV_NFIELDS] = {0};
+    f[DISC_CV_DTYPE] = DT_F32, f[DISC_CV_NSP] = 2, f[DISC_CV_N] = 1, f[DISC_CV_C] = 1, f[DISC_CV_O] = 1;
+    f[DISC_CV_GROUPS] = 1;
+    for (int i = 0; i < 3; i++)
+        f[DISC_CV_IN + i] = f[DISC_CV_K + i] = f[DISC_CV_OUT + i] = f[DISC_CV_STRIDE + i] = f[DISC_CV_DILATION + i] = 1;
+    DiscDevPtr buf = disc_gpu_alloc(rt, g, 64);
+    void *p = (void *)(uintptr_t)buf;
+    setenv("FAKE_CUDNN_FAIL", "cudnnConvolutionForward", 1);
+    CHECK(disc_rt_dev_conv(rt, f, p, p, NULL, NULL, p) == -1);
+    const char *e = disc_rt_error(rt);
+    printf("  error: %s\n", e ? e : "(none)");
+    CHECK(e && strstr(e, "cudnnConvolutionForward (cudnn conv 1x1 1->1 f32)"));
+    disc_rt_reset(rt);
+    unsetenv("FAKE_CUDNN_FAIL");
+    /* what disc never hands it: refused, named, not run */
+    f[DISC_CV_PAD_LO] = 1;
+    CHECK(disc_rt_dev_conv(rt, f, p, p, NULL, NULL, p) == -1);
+    e = disc_rt_error(rt);
+    printf("  error: %s\n", e ? e : "(none)");
+    CHECK(e && strstr(e, "a convolution it is not handed"));
+    disc_rt_reset(rt);
+    f[DISC_CV_PAD_LO] = 0, f[DISC_CV_POST] = DISC_POST_SIGMOID;
+    CHECK(disc_rt_dev_conv(rt, f, p, p, NULL, NULL, p) == -1);
+    disc_rt_reset(rt);
+    f[DISC_CV_POST] = DISC_POST_NONE;
+    /* an empty result: nothing to do; an empty input channel: an error */
+    f[DISC_CV_N] = 0;
+    CHECK(disc_rt_dev_conv(rt, f, p, p, NULL, NULL, p) == 0);
+    f[DISC_CV_N] = 1, f[DISC_CV_C] = 0;
+    CHECK(disc_rt_dev_conv(rt, f, p, p, NULL, NULL, p) == -1);
+    disc_rt_reset(rt);
+    CHECK(disc_gpu_sync(rt, g) == 0);
+    disc_gpu_release(g, buf);
+}
+
+int main(int argc, char **argv)
+{
+    bool is_fake = argc > 1 && !strcmp(argv[1], "--fake");
+    DiscRtOpts o = {.threads = 1};
+    DiscRt *rt = disc_rt_new(&o);
+    DiscGpu *g = rt ? disc_gpu_open(rt, 0) : NULL;
+    if (!g) {
+        printf("SKIP: no device: %s\n", rt && disc_rt_error(rt) ? disc_rt_error(rt) : "?");
+        CHECK(!is_fake); /* the stand-in must be there */
+        disc_rt_free(rt);
+        return check_done();
+    }
+    char why[600];
+    if (!disc_dnn_available(why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        CHECK(!is_fake);
+    } else {
+        disc_rt_set_gpu(rt, g);
+        if (is_fake) {
+            fake(rt, g);
+        } else {
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+                run_case(rt, g, &cases[i]);
+        }
+        disc_rt_set_gpu(rt, NULL);
+    }
+    disc_gpu_close(g);
+    disc_rt_free(rt);
+    return check_done();
+}
