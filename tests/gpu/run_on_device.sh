@@ -8,8 +8,9 @@
 #           the CUBINs and PTX of a test module, every model test compiled
 #           ahead of time for cuda -- dcc compile --backend cuda --cpu
 #           x86-64-v3, CUBINs for sm_80 and sm_90 and PTX, its matmuls on
-#           cuBLASLt; the transformers and a CNN a second time with disc's
-#           own GEMM kernel (DISC_CUBLASLT=0) -- with its data sets as raw
+#           cuBLASLt and its convolutions on cuDNN; the transformers and a
+#           CNN a second time with disc's own GEMM and conv kernels
+#           (DISC_CUBLASLT=0 DISC_CUDNN=0) -- with its data sets as raw
 #           tensors, the runtime archive, and stubs for the oneDNN entry
 #           points the archive names)
 #           and bench/gpu_bench.py's objects of BERT-base and GPT-2, f32
@@ -63,7 +64,7 @@ if [ "${1:-}" = --prepare ]; then
         python3 tests/gpu/device_prep.py $d $dev/models/$n
         case $n in bert_encoder|gpt_decoder|recommender|resnet_cnn)
             mkdir -p $dev/models/${n}_template
-            DISC_CUBLASLT=0 build/dcc compile $d/model.onnx --backend cuda --cpu x86-64-v3 --gpu-arch sm_80,sm_90 \
+            DISC_CUBLASLT=0 DISC_CUDNN=0 build/dcc compile $d/model.onnx --backend cuda --cpu x86-64-v3 --gpu-arch sm_80,sm_90 \
                 --name m -o $dev/models/${n}_template/m.o --emit-header $dev/models/${n}_template/m.h
             python3 tests/gpu/device_prep.py $d $dev/models/${n}_template ;;
         esac
