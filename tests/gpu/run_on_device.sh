@@ -33,6 +33,7 @@
 # (test_cudrv: device 0, memory, copies, the allocator, dcc's modules
 # loaded); cuBLASLt's calls as disc makes them (test_cublaslt, against a
 # reference on the host; the library from the machine's PyTorch wheels);
+# cuDNN's the same way (test_cudnn); the copy bandwidths of pageable, pinned and staged memory (copy_bw.c);
 # then every model test on the GPU: each AOT object linked there
 # with tests/aot/aot_check.c and the runtime archive, run on every data
 # set, its outputs against ONNX Runtime's (device_compare.py); then the
@@ -153,6 +154,10 @@ cc -O1 -g -std=gnu11 -Iinclude -I. -o "$work/test_cudnn" tests/unit/test_cudnn.c
 say "== test_cudnn"
 "$work/test_cudnn" >> "$log" 2>&1 || fail=1
 tail -1 "$log"
+# copies from and to pageable memory against pinned (and staged through
+# pinned chunks): whether disc_run's copies should stage (tests/gpu/copy_bw.c)
+cc -O2 -std=gnu11 -o "$work/copy_bw" tests/gpu/copy_bw.c -ldl >> "$log" 2>&1 && "$work/copy_bw" >> "$log" 2>&1 || true
+grep '^copy_bw' "$log" || true
 # every model test on the GPU, ahead of time
 npass=0
 nfail=0
