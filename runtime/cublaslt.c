@@ -29,7 +29,7 @@
  * for 256-byte aligned memory may not run on less) holds the descriptors
  * and the algorithm cublasLtMatmulAlgoGetHeuristic chose, so a shape seen
  * before costs only the cublasLtMatmul call. Plans live with the device
- * (at most PLANS_MAX; beyond that the table starts again). The workspace
+ * (plans.h). The workspace
  * (32 MiB on sm_90 and later, as NVIDIA advises for Hopper, else 4) is
  * one device buffer kept with the handle. f32 runs in f32 (TF32 only with
  * DISC_TF32=1), f16 and bf16 accumulate in f32, f64 in f64.
@@ -39,6 +39,7 @@
  */
 #include "ir/ir.h"
 #include "runtime/cublaslt_abi.h"
+#include "runtime/plans.h"
 #include "runtime/rt.h"
 
 #include <dlfcn.h>
@@ -125,8 +126,6 @@ static int failed(DiscRt *rt, LtStatus s, const char *what)
 
 /* ---- plans -------------------------------------------------------------------- */
 
-enum { PLANS_MAX = 1024, NBUCKET = 256 };
-
 /* What makes two calls the same plan. */
 typedef struct Key {
     int64_t f[DISC_MM_NFIELDS]; /* the fields, DISC_MM_WEIGHTS_CONST and _PANEL zeroed */
@@ -136,26 +135,27 @@ typedef struct Key {
 } Key;
 
 typedef struct Plan {
+    DiscPlan link;        /* first, the key right after it (plans.h) */
     Key key;
     LtDesc desc;
     LtLayout lx, ly, lc;
     LtAlgo algo;
     size_t ws;            /* the workspace the algorithm needs */
     char name[112];       /* for DISC_PROFILE */
-    struct Plan *next;
 } Plan;
+_Static_assert(offsetof(Plan, key) == sizeof(DiscPlan), "a plan's key follows its link");
 
 struct DiscBlas {
     LtHandle h;
     DiscDevPtr ws;
     size_t wsbytes;
     bool tf32;            /* DISC_TF32=1 */
-    Plan *bucket[NBUCKET];
-    int nplans;
+    DiscPlans plans;
 };
 
-static void plan_free(Plan *p)
+static void plan_free(DiscPlan *dp)
 {
+    Plan *p = (Plan *)dp;
     if (p->desc)
         lt.MatmulDescDestroy(p->desc);
     if (p->lx)
@@ -167,22 +167,11 @@ static void plan_free(Plan *p)
     free(p);
 }
 
-static void plans_clear(DiscBlas *b)
-{
-    for (int i = 0; i < NBUCKET; i++)
-        while (b->bucket[i]) {
-            Plan *p = b->bucket[i];
-            b->bucket[i] = p->next;
-            plan_free(p);
-        }
-    b->nplans = 0;
-}
-
 void disc_blas_free(DiscBlas *b)
 {
     if (!b)
         return;
-    plans_clear(b);
+    disc_plans_clear(&b->plans);
     if (b->h)
         lt.Destroy(b->h);
     free(b); /* the workspace goes with the device's buffers */
@@ -207,6 +196,8 @@ static DiscBlas *blas(DiscRt *rt, DiscGpu *g)
         disc_rt_fail(rt, "cuda: out of memory");
         return NULL;
     }
+    b->plans.keysize = sizeof(Key);
+    b->plans.free = plan_free;
     const char *tf = getenv("DISC_TF32");
     b->tf32 = tf && !strcmp(tf, "1");
     b->wsbytes = (size_t)(disc_gpu_info(g)->major >= 9 ? 32 : 4) << 20;
@@ -357,7 +348,7 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
         else
             disc_rt_fail(rt, "cuda: cuBLASLt: no algorithm for %s (alignments %u %u %u %u)", p->name,
                          key->align[0], key->align[1], key->align[2], key->align[3]);
-        plan_free(p);
+        plan_free(&p->link);
         return NULL;
     }
     p->algo = h.algo;
@@ -365,35 +356,10 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
     return p;
 }
 
-static unsigned hash(const Key *k)
+static DiscPlan *make(DiscRt *rt, void *b, const void *key)
 {
-    const unsigned char *c = (const unsigned char *)k;
-    uint32_t x = 2166136261u;
-    for (size_t i = 0; i < sizeof *k; i++)
-        x = (x ^ c[i]) * 16777619u;
-    return x % NBUCKET;
-}
-
-static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Key *key)
-{
-    unsigned hb = hash(key);
-    for (Plan *p = b->bucket[hb]; p; p = p->next)
-        if (!memcmp(&p->key, key, sizeof *key))
-            return p;
-    /* full: start again, once the calls queued with the plans (and
-     * DISC_PROFILE's timings, which hold their names) are done */
-    if (b->nplans >= PLANS_MAX) {
-        if (disc_gpu_sync(rt, g) != 0)
-            return NULL;
-        plans_clear(b);
-    }
     Plan *p = plan_make(rt, b, key);
-    if (p) {
-        p->next = b->bucket[hb];
-        b->bucket[hb] = p;
-        b->nplans++;
-    }
-    return p;
+    return p ? &p->link : NULL;
 }
 
 /* ---- the call ------------------------------------------------------------------ */
@@ -468,7 +434,7 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     key.align[1] = alignment(y);
     key.align[2] = alignment(cin);
     key.align[3] = alignment(c);
-    Plan *p = plan_for(rt, g, bl, &key);
+    Plan *p = (Plan *)disc_plans_get(&bl->plans, rt, g, &key, make, bl);
     if (!p || disc_gpu_current(rt, g) != 0)
         return -1;
     LtStatus s;

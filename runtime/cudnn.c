@@ -36,6 +36,7 @@
  */
 #include "ir/ir.h"
 #include "runtime/cudnn_abi.h"
+#include "runtime/plans.h"
 #include "runtime/rt.h"
 
 #include <dlfcn.h>
@@ -140,7 +141,7 @@ static int failed(DiscRt *rt, DnnStatus s, const char *what)
 
 /* ---- plans -------------------------------------------------------------------- */
 
-enum { PLANS_MAX = 1024, NBUCKET = 256, WS_BYTES = 64 << 20, NALGO = 8 };
+enum { WS_BYTES = 64 << 20, NALGO = 8 };
 
 typedef struct Key {
     int64_t f[DISC_CV_NFIELDS]; /* the fields, DISC_CV_WEIGHTS_CONST zeroed */
@@ -148,6 +149,7 @@ typedef struct Key {
 } Key;
 
 typedef struct Plan {
+    DiscPlan link;        /* first, the key right after it (plans.h) */
     Key key;
     DnnTensor x, y, b;    /* b: the bias, [1][O][1]... */
     DnnFilter w;
@@ -156,20 +158,20 @@ typedef struct Plan {
     size_t ws;            /* the workspace the algorithm needs */
     bool fused;           /* one cudnnConvolutionBiasActivationForward */
     char name[128];       /* for DISC_PROFILE */
-    struct Plan *next;
 } Plan;
+_Static_assert(offsetof(Plan, key) == sizeof(DiscPlan), "a plan's key follows its link");
 
 struct DiscDnn {
     DnnHandle h;
     DnnAct relu;
     DiscDevPtr ws;
     bool tf32;            /* DISC_TF32=1 */
-    Plan *bucket[NBUCKET];
-    int nplans;
+    DiscPlans plans;
 };
 
-static void plan_free(Plan *p)
+static void plan_free(DiscPlan *dp)
 {
+    Plan *p = (Plan *)dp;
     if (p->x)
         dn.DestroyTensorDescriptor(p->x);
     if (p->y)
@@ -183,22 +185,11 @@ static void plan_free(Plan *p)
     free(p);
 }
 
-static void plans_clear(DiscDnn *d)
-{
-    for (int i = 0; i < NBUCKET; i++)
-        while (d->bucket[i]) {
-            Plan *p = d->bucket[i];
-            d->bucket[i] = p->next;
-            plan_free(p);
-        }
-    d->nplans = 0;
-}
-
 void disc_dnn_free(DiscDnn *d)
 {
     if (!d)
         return;
-    plans_clear(d);
+    disc_plans_clear(&d->plans);
     if (d->relu)
         dn.DestroyActivationDescriptor(d->relu);
     if (d->h)
@@ -225,6 +216,8 @@ static DiscDnn *dnn(DiscRt *rt, DiscGpu *g)
         disc_rt_fail(rt, "cuda: out of memory");
         return NULL;
     }
+    d->plans.keysize = sizeof(Key);
+    d->plans.free = plan_free;
     const char *tf = getenv("DISC_TF32");
     d->tf32 = tf && !strcmp(tf, "1");
     if (disc_gpu_current(rt, g) != 0) {
@@ -360,7 +353,7 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
         else
             disc_rt_fail(rt, "cuda: cuDNN: no algorithm for %s within a workspace of %d MiB (%d ranked)", p->name,
                          WS_BYTES >> 20, found);
-        plan_free(p);
+        plan_free(&p->link);
         return NULL;
     }
     p->algo = perf[pick].algo;
@@ -368,33 +361,10 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
     return p;
 }
 
-static unsigned hash(const Key *k)
+static DiscPlan *make(DiscRt *rt, void *d, const void *key)
 {
-    const unsigned char *c = (const unsigned char *)k;
-    uint32_t x = 2166136261u;
-    for (size_t i = 0; i < sizeof *k; i++)
-        x = (x ^ c[i]) * 16777619u;
-    return x % NBUCKET;
-}
-
-static Plan *plan_for(DiscRt *rt, DiscGpu *g, DiscDnn *d, const Key *key)
-{
-    unsigned hb = hash(key);
-    for (Plan *p = d->bucket[hb]; p; p = p->next)
-        if (!memcmp(&p->key, key, sizeof *key))
-            return p;
-    if (d->nplans >= PLANS_MAX) { /* full: start again once the queued calls are done */
-        if (disc_gpu_sync(rt, g) != 0)
-            return NULL;
-        plans_clear(d);
-    }
     Plan *p = plan_make(rt, d, key);
-    if (p) {
-        p->next = d->bucket[hb];
-        d->bucket[hb] = p;
-        d->nplans++;
-    }
-    return p;
+    return p ? &p->link : NULL;
 }
 
 /* ---- the call ------------------------------------------------------------------ */
@@ -445,7 +415,7 @@ int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void
     key.f[DISC_CV_WEIGHTS_CONST] = 0;
     key.bias = bias != NULL;
     key.residual = residual != NULL;
-    Plan *p = plan_for(rt, g, d, &key);
+    Plan *p = (Plan *)disc_plans_get(&d->plans, rt, g, &key, make, d);
     if (!p || disc_gpu_current(rt, g) != 0)
         return -1;
     int t = -1;
