@@ -157,15 +157,18 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
  * possibly 1), the kernel checks at entry whether every such pair is equal
  * and then runs the variant that reads plain indices (no broadcast, the
  * case shape analysis speculated), else the broadcasting fallback. Pairs the
- * analysis proved equal are one pointer and need no variant. */
-static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
+ * analysis proved equal are one pointer and need no variant. (Row
+ * reductions have no such variant: given one, the LLaMA block's causal
+ * softmax, whose mask may broadcast, ran 20-25% slower than the two-pass
+ * rows of row_to_out_then_reduce without it.) */
+typedef bool SpecBody(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end);
+
+static bool speculated(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end, SpecBody *body)
 {
     Dim *x[64], *r[64];
     int n = cg_broadcast_pairs(cg, k->grp, x, r, 64);
-    if (n == 0) {
-        emit_loop_body(cg, k, ki, begin, end);
-        return;
-    }
+    if (n == 0)
+        return body(cg, k, ki, begin, end);
     LLVMValueRef same = LLVMConstInt(cg->t_i1, 1, false);
     for (int i = 0; i < n; i++)
         same = LLVMBuildAnd(B, same, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, x[i]), cg_dim(cg, r[i]), ""), "");
@@ -175,14 +178,21 @@ static void emit_loop(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMV
     LLVMBuildCondBr(B, same, fast, slow);
     LLVMPositionBuilderAtEnd(B, fast);
     k->speculate = true;
-    emit_loop_body(cg, k, ki, begin, end);
+    bool ok = body(cg, k, ki, begin, end);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, slow);
     k->speculate = false;
-    emit_loop_body(cg, k, ki, begin, end);
+    ok = ok && body(cg, k, ki, begin, end);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     cg->nvariants++;
+    return ok;
+}
+
+static bool loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
+{
+    emit_loop_body(cg, k, ki, begin, end);
+    return true;
 }
 
 /* A concat of the group along the last axis of the loop's index space
@@ -484,10 +494,9 @@ typedef struct StoreAt {
     bool square;
 } StoreAt;
 
-static LLVMValueRef store_lanes(Kern *k, void *ctx, LLVMValueRef at)
+static LLVMValueRef lanes_of(Kern *k, StoreAt *sa, LLVMValueRef at, bool store)
 {
     Cg *cg = k->cg;
-    StoreAt *sa = ctx;
     LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(cg->t_f32, LANES)), e[LANES], at_l[LANES];
     for (int l = 0; l < LANES; l++) {
         at_l[l] = LLVMBuildAdd(B, at, cg_i64(cg, l), "");
@@ -499,34 +508,40 @@ static LLVMValueRef store_lanes(Kern *k, void *ctx, LLVMValueRef at)
      * check, keeps interleaved loads and stores scalar */
     for (int l = 0; l < LANES; l++) {
         sa->full[sa->ax] = at_l[l];
-        cg_store(cg, DT_F32, e[l], ptr_at(cg, k, k->cache_out, kern_offset(k, &sa->v->type, sa->full)));
+        if (store)
+            cg_store(cg, DT_F32, e[l], ptr_at(cg, k, k->cache_out, kern_offset(k, &sa->v->type, sa->full)));
         vec = LLVMBuildInsertElement(B, vec, e[l], cg_i32(cg, l), "");
     }
     return sa->square ? LLVMBuildFMul(B, vec, vec, "") : vec;
 }
 
-/* One pass over the row at full (axis ax, n elements): v's element at
- * each index goes to the output k->cache_out, and op reduces them (their
- * squares with square) in the lanes of vec_blocks; recorded as a row
- * value. Writing the row and then reading it back for the reduction took
- * one more pass over it (a softmax's rows five, where ONNX Runtime's MLAS
- * takes three). */
-static void row_to_out_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValueRef *full, int ax, LLVMValueRef n,
-                              bool square)
+static LLVMValueRef store_lanes(Kern *k, void *ctx, LLVMValueRef at)
+{
+    return lanes_of(k, ctx, at, true);
+}
+
+static LLVMValueRef elem_lanes(Kern *k, void *ctx, LLVMValueRef at)
+{
+    return lanes_of(k, ctx, at, false);
+}
+
+/* The row's elements from `from` to n (fewer than LANES) into lane 0 of
+ * acc (stored too with store), and op's result recorded as a row value. */
+static void row_reduce_rest(Cg *cg, Kern *k, const Op *op, StoreAt *sa, LLVMValueRef acc, LLVMValueRef from,
+                            LLVMValueRef n, bool store)
 {
     OpKind bk = reduce_op(op, DT_F32);
-    LLVMValueRef acc = vec_acc(cg, k, op);
-    StoreAt sa = {v, full, ax, square};
-    LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, store_lanes, &sa);
     LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");
     LLVMBuildStore(B, LLVMBuildExtractElement(B, LLVMBuildLoad2(B, LLVMVectorType(cg->t_f32, LANES), acc, ""),
                                               cg_i32(cg, 0), ""),
                    first);
     CgLoop lr; /* the rest goes to lane 0, as in lane_reduce */
-    full[ax] = cg_loop_begin(cg, &lr, from, n, "srest");
-    LLVMValueRef e = elem(k, v, full);
-    cg_store(cg, DT_F32, e, ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
-    if (square)
+    LLVMValueRef *full = sa->full;
+    full[sa->ax] = cg_loop_begin(cg, &lr, from, n, "srest");
+    LLVMValueRef e = elem(k, sa->v, full);
+    if (store)
+        cg_store(cg, DT_F32, e, ptr_at(cg, k, k->cache_out, kern_offset(k, &sa->v->type, full)));
+    if (sa->square)
         e = LLVMBuildFMul(B, e, e, "");
     LLVMBuildStore(B, kern_binary(k, bk, DT_F32, LLVMBuildLoad2(B, cg->t_f32, first, ""), e), first);
     lr.hints = CG_NO_VECTORIZE; /* fewer than LANES */
@@ -538,26 +553,67 @@ static void row_to_out_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValue
     k->rval[k->nr++] = r;
 }
 
+/* One pass over the row at full (axis ax, n elements): v's element at
+ * each index goes to the output k->cache_out, and op reduces them (their
+ * squares with square) in the lanes of vec_blocks; recorded as a row
+ * value. Writing the row and then reading it back for the reduction took
+ * one more pass over it (a softmax's rows five, where ONNX Runtime's MLAS
+ * takes three). */
+static void row_to_out_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValueRef *full, int ax, LLVMValueRef n,
+                              bool square)
+{
+    LLVMValueRef acc = vec_acc(cg, k, op);
+    StoreAt sa = {v, full, ax, square};
+    LLVMValueRef from = vec_blocks(cg, k, op, reduce_op(op, DT_F32), acc, cg_i64(cg, 0), n, 4, store_lanes, &sa);
+    row_reduce_rest(cg, k, op, &sa, acc, from, n, true);
+}
+
+/* The old way of the same: v's row to the output in a plain loop (which
+ * LLVM vectorises, unswitching the broadcasting selects of a variant that
+ * has them), then op's reduction of it read back from there (k->subst).
+ * For the variant that may broadcast: its selects in every lane's index
+ * kept row_to_out_reduce's loop scalar. */
+static void row_to_out_then_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValueRef *full, int ax,
+                                   LLVMValueRef n, bool square)
+{
+    CgLoop l;
+    full[ax] = cg_loop_begin(cg, &l, cg_i64(cg, 0), n, "torow");
+    cg_store(cg, DT_F32, elem(k, v, full), ptr_at(cg, k, k->cache_out, kern_offset(k, &v->type, full)));
+    cg_loop_end(cg, &l);
+    Value *was = k->subst;
+    k->subst = v;
+    OpKind bk = reduce_op(op, DT_F32);
+    LLVMValueRef acc = vec_acc(cg, k, op);
+    StoreAt sa = {v, full, ax, square};
+    LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, elem_lanes, &sa);
+    row_reduce_rest(cg, k, op, &sa, acc, from, n, false);
+    k->subst = was;
+}
+
 /* The reductions of the row normalisations found by find_cache and
  * find_norm (rows over the last axis, f32): true if op was one. Their
  * rows go through the output, each written and reduced in one pass:
  *   softmax    T to out and max(T); E = exp(T - max) over T and sum(E)
  *   LayerNorm  T to out and mean(T); D = T - mean over T and mean(D * D)
- * and from then on elem reads the replaced value from out (k->subst). */
+ * and from then on elem reads the replaced value from out (k->subst).
+ * Where an operand may broadcast, each in two (row_to_out_then_reduce). */
 static bool emit_row_norm(Cg *cg, Kern *k, const Op *op, LLVMValueRef *full, int ax, LLVMValueRef n)
 {
+    Dim *bx[1], *br[1];
+    void (*pass)(Cg *, Kern *, const Op *, Value *, LLVMValueRef *, int, LLVMValueRef, bool) =
+        cg_broadcast_pairs(cg, k->grp, bx, br, 1) == 0 ? row_to_out_reduce : row_to_out_then_reduce;
     Value *x = op->in[0];
     if (op == k->cache_max || op == k->norm_mean) {
-        row_to_out_reduce(cg, k, op, x, full, ax, n, false);
+        pass(cg, k, op, x, full, ax, n, false);
         k->subst = x;
         if (op == k->norm_mean) {
-            row_to_out_reduce(cg, k, k->norm_var, k->norm_d, full, ax, n, true);
+            pass(cg, k, k->norm_var, k->norm_d, full, ax, n, true);
             k->subst = k->norm_d;
         }
         return true;
     }
     if (op == k->cache_red) {
-        row_to_out_reduce(cg, k, op, x, full, ax, n, false);
+        pass(cg, k, op, x, full, ax, n, false);
         return true;
     }
     return op == k->norm_var; /* reduced with its mean's second pass */
@@ -1323,8 +1379,7 @@ static bool group_body(Cg *cg, Kern *k, KernelInfo *ki, void *ctx)
     LLVMValueRef begin = LLVMGetParam(ki->fn, 0), end = LLVMGetParam(ki->fn, 1);
     if (k->grp->kind == FUSE_INPUT || k->grp->kind == FUSE_STITCH)
         return emit_reduce(cg, k, ki, begin, end);
-    emit_loop(cg, k, ki, begin, end);
-    return true;
+    return speculated(cg, k, ki, begin, end, loop_body);
 }
 
 bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki)
