@@ -1,6 +1,6 @@
 /*
  * fake_calls.h — the stand-in libraries' call counts and failure
- * injection (fake_cuda.c, fake_cublaslt.c): each entry point counts its
+ * injection (fake_cuda.c, fake_cublaslt.c, fake_cudnn.c): each entry point counts its
  * calls under its name (for a test to ask, with dlsym, through the
  * library's own exported function) and fails where the environment
  * variable FAKE_CALLS_ENV names it.

@@ -74,6 +74,7 @@ typedef struct {
 
 #define FAKE_CALLS_ENV "FAKE_CUBLAS_FAIL"
 #include "fake_calls.h"
+#include "fake_half.h"
 
 long fake_cublas_calls(const char *name);
 long fake_cublas_calls(const char *name)
@@ -298,47 +299,12 @@ API Status cublasLtMatmulAlgoGetHeuristic(void *h, Desc *d, Layout *a, Layout *b
     return SUCCESS;
 }
 
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, u;
-    if (e == 0) {
-        float f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    u = e == 31 ? sign | 0x7f800000 | m << 13 : sign | (e + 112) << 23 | m << 13;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
-    float a = fabsf(f);
-    if (a != a)
-        return sign | 0x7e00;
-    if (a >= 65520.0f)
-        return sign | 0x7c00;
-    if (a < ldexpf(1, -14)) /* subnormal: a multiple of 2^-24, rounded to even */
-        return sign | (uint16_t)nearbyintf(a * ldexpf(1, 24));
-    int e;
-    float fr = frexpf(a, &e); /* a = fr 2^e, fr in [0.5, 1) */
-    uint32_t m = (uint32_t)nearbyintf(fr * 2048.0f); /* 11 bits, rounded to even */
-    if (m == 2048) {
-        m = 1024;
-        e++;
-    }
-    return sign | (uint16_t)((uint32_t)(e + 14) << 10 | (m - 1024));
-}
-
 static double load(const void *p, int type, int64_t i)
 {
     switch (type) {
     case R_32F: return ((const float *)p)[i];
     case R_64F: return ((const double *)p)[i];
-    case R_16F: return f16_to_f32(((const uint16_t *)p)[i]);
+    case R_16F: return f16_get(((const uint16_t *)p)[i]);
     default: {
         uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
         float f;
@@ -353,7 +319,7 @@ static void store(void *p, int type, int64_t i, double v)
     switch (type) {
     case R_32F: ((float *)p)[i] = (float)v; break;
     case R_64F: ((double *)p)[i] = v; break;
-    case R_16F: ((uint16_t *)p)[i] = f32_to_f16((float)v); break;
+    case R_16F: ((uint16_t *)p)[i] = f16_put((float)v); break; /* through f32, as cuBLASLt's result */
     default: {
         float f = (float)v;
         uint32_t u;
