@@ -547,15 +547,7 @@ static void conv_run(void *arg)
 /* The stand-in driver's capture, if one is under way, takes the call. */
 static int deferred(void *stream, void (*run)(void *), const Call *cl)
 {
-    static int (*defer)(void *, void (*)(void *), const void *, size_t);
-    static int looked;
-    if (!looked) {
-        void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (lib)
-            *(void **)&defer = dlsym(lib, "fake_cuda_defer");
-        looked = 1;
-    }
-    return defer && defer(stream, run, cl, sizeof *cl);
+    return fake_defer(stream, run, cl, sizeof *cl);
 }
 
 /* What both convolution calls check: the geometry, the algorithm, its
