@@ -39,6 +39,17 @@ static int fails(const char *name)
     return f && !strcmp(f, name);
 }
 
+/* An entry point's first step: its call counted, and the failure status
+ * err returned where FAKE_CALLS_ENV names it. */
+#define FAKE_ENTER(name, err) \
+    do {                      \
+        if (fails(name))      \
+            return err;       \
+    } while (0)
+
+/* What the stand-ins export: the library header's names. */
+#define FAKE_API __attribute__((visibility("default")))
+
 /* The stand-in driver's capture, if one is under way on stream, takes the
  * call: run(a copy of arg's size bytes) at the graph's launch
  * (fake_cuda_defer, looked up in the driver already loaded); 0 where it

@@ -82,14 +82,10 @@ long fake_cublas_calls(const char *name)
     return fake_calls(name);
 }
 
-#define ENTER(name)               \
-    do {                          \
-        if (fails(name))          \
-            return EXECUTION_FAILED; \
-    } while (0)
+#define ENTER(name) FAKE_ENTER(name, EXECUTION_FAILED)
 
 /* The exported API (cublasLt.h's names; every argument as documented). */
-#define API __attribute__((visibility("default")))
+#define API FAKE_API
 
 API Status cublasLtCreate(void **h);
 API Status cublasLtCreate(void **h)

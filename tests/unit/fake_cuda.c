@@ -125,11 +125,7 @@ long fake_cuda_calls(const char *name)
     return fake_calls(name);
 }
 
-#define ENTER(name, err)      \
-    do {                      \
-        if (fails(name))      \
-            return err;       \
-    } while (0)
+#define ENTER(name, err) FAKE_ENTER(name, err)
 
 static CUresult cuGetErrorName(CUresult r, const char **s)
 {

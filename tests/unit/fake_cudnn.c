@@ -122,14 +122,10 @@ int fake_cudnn_last_math(void)
     return last_math;
 }
 
-#define ENTER(name)                  \
-    do {                             \
-        if (fails(name))             \
-            return EXECUTION_FAILED; \
-    } while (0)
+#define ENTER(name) FAKE_ENTER(name, EXECUTION_FAILED)
 
 /* The exported API (cudnn.h's names; every argument as documented). */
-#define API __attribute__((visibility("default")))
+#define API FAKE_API
 
 API size_t cudnnGetVersion(void);
 API size_t cudnnGetVersion(void)

@@ -16,6 +16,7 @@
  *                       without cuDNN, nothing to test (SKIP)
  */
 #include "check.h"
+#include "devlib.h"
 #include "ir/ir.h"
 #include "runtime/rt.h"
 
@@ -256,33 +257,14 @@ static void fake(DiscRt *rt, DiscGpu *g)
     disc_gpu_release(g, buf);
 }
 
+/* With a real device: the cases. */
+static void real(DiscRt *rt, DiscGpu *g)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(rt, g, &cases[i]);
+}
+
 int main(int argc, char **argv)
 {
-    bool is_fake = argc > 1 && !strcmp(argv[1], "--fake");
-    DiscRtOpts o = {.threads = 1};
-    DiscRt *rt = disc_rt_new(&o);
-    DiscGpu *g = rt ? disc_gpu_open(rt, 0) : NULL;
-    if (!g) {
-        printf("SKIP: no device: %s\n", rt && disc_rt_error(rt) ? disc_rt_error(rt) : "?");
-        CHECK(!is_fake); /* the stand-in must be there */
-        disc_rt_free(rt);
-        return check_done();
-    }
-    char why[600];
-    if (!disc_dnn_available(why, sizeof why)) {
-        printf("SKIP: %s\n", why);
-        CHECK(!is_fake);
-    } else {
-        disc_rt_set_gpu(rt, g);
-        if (is_fake) {
-            fake(rt, g);
-        } else {
-            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-                run_case(rt, g, &cases[i]);
-        }
-        disc_rt_set_gpu(rt, NULL);
-    }
-    disc_gpu_close(g);
-    disc_rt_free(rt);
-    return check_done();
+    return devlib_main(argc, argv, disc_dnn_available, fake, real);
 }
