@@ -2073,101 +2073,243 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
 
 /* ---- the GEMM template ---------------------------------------------------------------- *
  *
- * A library group of a float dot (f32, f16, bf16: computed in f32; f64)
- * whose other ops are an elementwise epilogue at the dot's own index
- * (bias, activation, residual): the result seen as [B, I, J] (batch, lhs
- * free, rhs free dims, each flattened) with the contracted dims as K. A
- * block takes a tile of 64 x 64 results of one batch, its 256 threads 16
- * x 16, each 4 x 4 results in registers; the K axis in steps of 16, the
- * A and B tiles of a step staged in __shared__ memory (16 x 64 each, four
- * elements a thread, neighbouring threads at neighbouring k of A and j of
- * B; out of range: zeros) between two barriers. Each result accumulates
- * its products in k order, as the interpreter and the thread-per-element
- * template do, then the epilogue runs per result with the accumulator as
- * the dot's value. Integer dots, and groups that read the dot elsewhere
- * than at its own index, keep the thread-per-element template. */
+ * A library group of a float dot or conv (f32, f16, bf16: computed in f32;
+ * f64) whose other ops are an elementwise epilogue at its own index (bias,
+ * activation, residual): the result seen as [B, I, J] GEMMs with K
+ * contracted. A dot: batch, lhs free and rhs free dims, each flattened,
+ * the contracted dims as K. A conv (implicit GEMM, nothing copied): B the
+ * groups, I the batch and output positions [N, S_out...], J the group's
+ * output channels, K its input channels times the window's taps; A's
+ * element (g, i, k) is the input at the tap's position (zero where the tap
+ * falls on a pad), B's the weight. A block takes a tile of 64 x 64 results
+ * of one batch, its 256 threads 16 x 16, each 4 x 4 results in registers;
+ * the K axis in steps of 16, the A and B tiles of a step staged in
+ * __shared__ memory (16 x 64 each, four elements a thread; out of range:
+ * zeros) between two barriers. Neighbouring threads load neighbouring k
+ * of A and j of B, except a channels-first conv's A, whose neighbouring
+ * output positions are neighbours in memory. Each result accumulates its
+ * products in k order, as the interpreter and the thread-per-element
+ * template do (a conv's K runs over the taps, then the channels within a
+ * tap, as theirs), then the epilogue runs per result with the accumulator
+ * as the op's value. Integer dots and convs, depthwise and narrow convs
+ * (fewer than GEMM_CONV_MIN_J output channels a group: most of a tile
+ * would be idle), transposed convs, pools, and groups that read the result
+ * elsewhere than at its own index keep the thread-per-element template. */
 
-enum { GEMM_TILE = 64, GEMM_TK = 16 };
+enum { GEMM_TILE = 64, GEMM_TK = 16, GEMM_CONV_MIN_J = 16 };
 
-/* The group's dot if the GEMM template takes the group. */
-static const Op *gemm_dot(Gk *k)
+typedef struct Gemm {
+    const Op *op;
+    Dim *B, *I, *J, *K;
+    bool m_fast; /* neighbouring threads take neighbouring i of A's tile */
+    /* a dot: A's and B's axes by role, the result's in its order */
+    int ab[MAX_RANK], bb[MAX_RANK], ac[MAX_RANK], bc[MAX_RANK], af[MAX_RANK], bf[MAX_RANK], cb[MAX_RANK];
+    int ci[MAX_RANK], cj[MAX_RANK], nb, nc, naf, nbf;
+    /* a conv: [N, S_out...] (I), [taps..., C/g] (K), the group's widths */
+    int nsp, cl;
+    Dim *id[MAX_RANK], *kd[MAX_RANK], *cg, *og;
+} Gemm;
+
+static bool gemm_dot(const Op *dot, DimCtx *cx, Gemm *m)
+{
+    const Attr *lb = op_attr(dot, "lhs_batch"), *rb = op_attr(dot, "rhs_batch");
+    const Attr *lc = op_attr(dot, "lhs_contract"), *rc = op_attr(dot, "rhs_contract");
+    const Type *at = &dot->in[0]->type, *bt = &dot->in[1]->type;
+    bool role[2][MAX_RANK];
+    memset(role, 0, sizeof role);
+    m->nb = (int)lb->n;
+    m->nc = (int)lc->n;
+    for (int i = 0; i < m->nb; i++) {
+        m->ab[i] = (int)lb->ints[i];
+        m->bb[i] = (int)rb->ints[i];
+        role[0][m->ab[i]] = role[1][m->bb[i]] = true;
+        m->cb[i] = i;
+    }
+    for (int i = 0; i < m->nc; i++) {
+        m->ac[i] = (int)lc->ints[i];
+        m->bc[i] = (int)rc->ints[i];
+        role[0][m->ac[i]] = role[1][m->bc[i]] = true;
+    }
+    for (int i = 0; i < at->rank; i++)
+        if (!role[0][i])
+            m->af[m->naf++] = i;
+    for (int i = 0; i < bt->rank; i++)
+        if (!role[1][i])
+            m->bf[m->nbf++] = i;
+    for (int i = 0; i < m->naf; i++)
+        m->ci[i] = m->nb + i;
+    for (int i = 0; i < m->nbf; i++)
+        m->cj[i] = m->nb + m->naf + i;
+    m->B = prod_axes(cx, at, m->ab, m->nb);
+    m->I = prod_axes(cx, at, m->af, m->naf);
+    m->J = prod_axes(cx, bt, m->bf, m->nbf);
+    m->K = prod_axes(cx, at, m->ac, m->nc);
+    return true;
+}
+
+static bool gemm_conv(const Op *op, DimCtx *cx, Gemm *m)
+{
+    const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *ct = &op->out[0]->type;
+    int64_t g = op_attr_int(op, "groups", 1);
+    m->nsp = xt->rank - 2;
+    m->cl = (int)op_attr_int(op, "channels_last", 0);
+    m->cg = wt->dims[1];
+    m->og = dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
+    if (dim_is_const(m->og) && m->og->c < GEMM_CONV_MIN_J)
+        return false;
+    m->B = dim_const(cx, g);
+    m->id[0] = ct->dims[0];
+    m->I = ct->dims[0];
+    m->K = m->cg;
+    for (int i = 0; i < m->nsp; i++) {
+        m->id[1 + i] = ct->dims[(m->cl ? 1 : 2) + i];
+        m->I = dim_mul(cx, m->I, m->id[1 + i]);
+        m->kd[i] = wt->dims[2 + i];
+        m->K = dim_mul(cx, m->K, m->kd[i]);
+    }
+    m->kd[m->nsp] = m->cg;
+    m->J = m->og;
+    m->m_fast = m->cl != 1;
+    return true;
+}
+
+/* The group's dot or conv, in m, if the GEMM template takes the group. */
+static const Op *gemm_of(Gk *k, Gemm *m)
 {
     const Group *grp = k->grp;
     if (grp->kind != FUSE_LIBRARY)
         return NULL;
-    const Op *dot = NULL;
+    const Op *op = NULL;
     for (int i = 0; i < grp->nops; i++)
-        if (grp->ops[i]->kind == OP_DOT) {
-            if (dot)
+        if (grp->ops[i]->kind == OP_DOT || grp->ops[i]->kind == OP_CONV) {
+            if (op)
                 return NULL;
-            dot = grp->ops[i];
+            op = grp->ops[i];
         }
-    if (!dot)
+    if (!op)
         return NULL;
-    const Type *dt = &dot->out[0]->type;
-    if (!is_f(dt->dtype) || dot->in[0]->type.dtype != dt->dtype || dot->in[1]->type.dtype != dt->dtype)
+    const Type *dt = &op->out[0]->type;
+    if (!is_f(dt->dtype) || op->in[0]->type.dtype != dt->dtype || op->in[1]->type.dtype != dt->dtype)
         return NULL;
     for (int i = 0; i < grp->nops; i++) {
-        const Op *op = grp->ops[i];
-        if (op == dot || op->kind == OP_CONST)
+        const Op *o = grp->ops[i];
+        if (o == op || o->kind == OP_CONST)
             continue;
-        OpCat cat = op_info(op->kind)->cat;
-        bool ew = cat == CAT_UNARY || cat == CAT_BINARY || op->kind == OP_CMP || op->kind == OP_SELECT ||
-                  op->kind == OP_CONVERT;
-        if (!ew || !type_same_dims(&op->out[0]->type, dt))
+        OpCat cat = op_info(o->kind)->cat;
+        bool ew = cat == CAT_UNARY || cat == CAT_BINARY || o->kind == OP_CMP || o->kind == OP_SELECT ||
+                  o->kind == OP_CONVERT;
+        if (!ew || !type_same_dims(&o->out[0]->type, dt))
             return NULL;
-        for (int j = 0; j < op->nin; j++)
-            if (in_group(k, op->in[j]) && op->in[j]->def->kind != OP_CONST && !type_same_dims(&op->in[j]->type, dt))
+        for (int j = 0; j < o->nin; j++)
+            if (in_group(k, o->in[j]) && o->in[j]->def->kind != OP_CONST && !type_same_dims(&o->in[j]->type, dt))
                 return NULL;
     }
     for (int o = 0; o < grp->nouts; o++)
         if (!type_same_dims(&grp->outs[o]->type, dt))
             return NULL;
-    return dot;
+    memset(m, 0, sizeof *m);
+    m->op = op;
+    DimCtx *cx = &k->cg->g->dims;
+    return (op->kind == OP_DOT ? gemm_dot(op, cx, m) : gemm_conv(op, cx, m)) ? op : NULL;
 }
 
-static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
+/* A conv's K index kg as its tap (ks) and its channel within the group. */
+static V conv_k(Gk *k, const Gemm *m, V kg, V *ks)
+{
+    V s[MAX_RANK];
+    split_dims(k, (Dim **)m->kd, m->nsp + 1, kg, s);
+    for (int i = 0; i < m->nsp; i++)
+        ks[i] = s[i];
+    return s[m->nsp];
+}
+
+/* Emits v = A's element (b, ig, kg) (bi: b split over the result's batch
+ * axes); ig and kg are in range. */
+static void gemm_a(Gk *k, const Gemm *m, V b, const V *bi, V ig, V kg, int v)
+{
+    const Op *op = m->op;
+    Value *a = op->in[0];
+    const Type *at = &a->type;
+    V xi[MAX_RANK];
+    if (op->kind == OP_DOT) {
+        for (int i = 0; i < m->nb; i++)
+            xi[m->ab[i]] = bi[i];
+        split_axes(k, at, m->af, m->naf, ig, xi);
+        split_axes(k, at, m->ac, m->nc, kg, xi);
+        line(k, "v%d = %s;", v, gelem(k, a, xi).s);
+        return;
+    }
+    V os[MAX_RANK], ks[MAX_RANK];
+    split_dims(k, (Dim **)m->id, m->nsp + 1, ig, os);
+    V c = conv_k(k, m, kg, ks);
+    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pads = op_attr(op, "pads");
+    int xs = m->cl == 1 ? 1 : 2;
+    V inside = lit("true");
+    xi[0] = os[0];
+    xi[1] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->cg).s, c.s);
+    for (int i = 0; i < m->nsp; i++) {
+        V pb = kdim(k, pads->dims[i]), n = kdim(k, at->dims[xs + i]);
+        xi[2 + i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", os[1 + i].s, (long long)st->ints[i], pb.s,
+                        ks[i].s, (long long)dl->ints[i]);
+        inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, xi[2 + i].s, xi[2 + i].s, n.s);
+    }
+    line(k, "if (%s) { /* else a pad's zero */", inside.s);
+    k->ind++;
+    line(k, "v%d = %s;", v, gelem(k, a, channels_at(xi, at->rank, m->cl == 1)).s);
+    k->ind--;
+    line(k, "}");
+}
+
+/* Emits v = B's element (b, kg, jg). */
+static void gemm_b(Gk *k, const Gemm *m, V b, const V *bi, V kg, V jg, int v)
+{
+    const Op *op = m->op;
+    Value *w = op->in[1];
+    V yi[MAX_RANK];
+    if (op->kind == OP_DOT) {
+        for (int i = 0; i < m->nb; i++)
+            yi[m->bb[i]] = bi[i];
+        split_axes(k, &w->type, m->bf, m->nbf, jg, yi);
+        split_axes(k, &w->type, m->bc, m->nc, kg, yi);
+    } else {
+        V ks[MAX_RANK];
+        yi[1] = conv_k(k, m, kg, ks);
+        yi[0] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->og).s, jg.s);
+        for (int i = 0; i < m->nsp; i++)
+            yi[2 + i] = ks[i];
+    }
+    line(k, "v%d = %s;", v, gelem(k, w, yi).s);
+}
+
+/* The result's index (in its dims) of (b, i, j). */
+static void gemm_c(Gk *k, const Gemm *m, V b, const V *bi, V i, V j, V *idx)
+{
+    const Type *ct = &m->op->out[0]->type;
+    if (m->op->kind == OP_DOT) {
+        memcpy(idx, bi, sizeof(V) * (size_t)m->nb);
+        split_axes(k, ct, m->ci, m->naf, i, idx);
+        split_axes(k, ct, m->cj, m->nbf, j, idx);
+        return;
+    }
+    V os[MAX_RANK];
+    split_dims(k, (Dim **)m->id, m->nsp + 1, i, os);
+    V o = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->og).s, j.s);
+    idx[0] = os[0];
+    idx[m->cl ? ct->rank - 1 : 1] = o;
+    for (int s = 0; s < m->nsp; s++)
+        idx[(m->cl ? 1 : 2) + s] = os[1 + s];
+}
+
+static void gemm_body(Gk *k, const Gemm *m, GpuKernel *gk, int grid_max)
 {
     DimCtx *cx = &k->cg->g->dims;
-    const Attr *lb = op_attr(dot, "lhs_batch"), *rb = op_attr(dot, "rhs_batch");
-    const Attr *lc = op_attr(dot, "lhs_contract"), *rc = op_attr(dot, "rhs_contract");
-    Value *a = dot->in[0], *b = dot->in[1], *c = dot->out[0];
-    const Type *at = &a->type, *bt = &b->type, *ct = &c->type;
-    DType dt = ct->dtype;
-    const char *T = dt == DT_F64 ? "double" : "float";
-    /* the axes of A and B by role, the result's in its order (batch, lhs free, rhs free) */
-    int ab[MAX_RANK], bb[MAX_RANK], ac[MAX_RANK], bc[MAX_RANK], af[MAX_RANK], bf[MAX_RANK], cb[MAX_RANK],
-        ci[MAX_RANK], cj[MAX_RANK];
-    int nb = (int)lb->n, nc = (int)lc->n, naf = 0, nbf = 0;
-    bool role[2][MAX_RANK];
-    memset(role, 0, sizeof role);
-    for (int i = 0; i < nb; i++) {
-        ab[i] = (int)lb->ints[i];
-        bb[i] = (int)rb->ints[i];
-        role[0][ab[i]] = role[1][bb[i]] = true;
-        cb[i] = i;
-    }
-    for (int i = 0; i < nc; i++) {
-        ac[i] = (int)lc->ints[i];
-        bc[i] = (int)rc->ints[i];
-        role[0][ac[i]] = role[1][bc[i]] = true;
-    }
-    for (int i = 0; i < at->rank; i++)
-        if (!role[0][i])
-            af[naf++] = i;
-    for (int i = 0; i < bt->rank; i++)
-        if (!role[1][i])
-            bf[nbf++] = i;
-    for (int i = 0; i < naf; i++)
-        ci[i] = nb + i;
-    for (int i = 0; i < nbf; i++)
-        cj[i] = nb + naf + i;
-    Dim *Bd = prod_axes(cx, at, ab, nb), *Id = prod_axes(cx, at, af, naf), *Jd = prod_axes(cx, bt, bf, nbf);
-    Dim *Kd = prod_axes(cx, at, ac, nc);
-    Dim *tm = dim_ceildiv(cx, Id, dim_const(cx, GEMM_TILE)), *tn = dim_ceildiv(cx, Jd, dim_const(cx, GEMM_TILE));
-    Dim *ntiles = dim_mul(cx, Bd, dim_mul(cx, tm, tn));
+    Value *c = m->op->out[0];
+    const Type *ct = &c->type;
+    const char *T = ct->dtype == DT_F64 ? "double" : "float";
+    Dim *tm = dim_ceildiv(cx, m->I, dim_const(cx, GEMM_TILE)), *tn = dim_ceildiv(cx, m->J, dim_const(cx, GEMM_TILE));
+    Dim *ntiles = dim_mul(cx, m->B, dim_mul(cx, tm, tn));
     gk->grid = dim_max(cx, dim_const(cx, 1), dim_min(cx, ntiles, dim_const(cx, grid_max)));
-    V Iv = kdim(k, Id), Jv = kdim(k, Jd), Kv = kdim(k, Kd), tmv = kdim(k, tm), tnv = kdim(k, tn);
+    V Iv = kdim(k, m->I), Jv = kdim(k, m->J), Kv = kdim(k, m->K), tmv = kdim(k, tm), tnv = kdim(k, tn);
     V nt = kdim(k, ntiles);
     gpu_str_printf(&k->shared, "    __shared__ %s ta[%d];\n    __shared__ %s tb[%d];\n", T, GEMM_TK * GEMM_TILE, T,
                    GEMM_TK * GEMM_TILE);
@@ -2177,10 +2319,11 @@ static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
     k->ind++;
     V tnj = let(k, "int64_t", "v%d %% %s * %d", t, tnv.s, GEMM_TILE);
     V tmi = let(k, "int64_t", "v%d / %s %% %s * %d", t, tnv.s, tmv.s, GEMM_TILE);
-    V bi = let(k, "int64_t", "v%d / %s / %s", t, tnv.s, tmv.s);
+    V b = let(k, "int64_t", "v%d / %s / %s", t, tnv.s, tmv.s);
     V tx = let(k, "int64_t", "threadIdx.x %% 16"), ty = let(k, "int64_t", "threadIdx.x / 16");
-    V bidx[MAX_RANK], xi[MAX_RANK], yi[MAX_RANK];
-    split_axes(k, ct, cb, nb, bi, bidx);
+    V bi[MAX_RANK];
+    if (m->op->kind == OP_DOT)
+        split_axes(k, ct, m->cb, m->nb, b, bi);
     int acc = k->nv++;
     line(k, "%s v%d[16];", T, acc);
     line(k, "#pragma unroll");
@@ -2195,17 +2338,14 @@ static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
     k->ind++;
     V e = let(k, "int64_t", "threadIdx.x + v%d * %d", r, GPU_BLOCK);
     /* A's element (b, i, k) */
-    V kk = let(k, "int64_t", "%s %% %d", e.s, GEMM_TK), mm = let(k, "int64_t", "%s / %d", e.s, GEMM_TK);
+    V kk = m->m_fast ? let(k, "int64_t", "%s / %d", e.s, GEMM_TILE) : let(k, "int64_t", "%s %% %d", e.s, GEMM_TK);
+    V mm = m->m_fast ? let(k, "int64_t", "%s %% %d", e.s, GEMM_TILE) : let(k, "int64_t", "%s / %d", e.s, GEMM_TK);
     V ig = let(k, "int64_t", "%s + %s", tmi.s, mm.s), kg = let(k, "int64_t", "v%d + %s", k0, kk.s);
     int xa = k->nv++;
     line(k, "%s v%d = 0;", T, xa);
     line(k, "if (%s < %s && %s < %s) {", ig.s, Iv.s, kg.s, Kv.s);
     k->ind++;
-    for (int i = 0; i < nb; i++)
-        xi[ab[i]] = bidx[i];
-    split_axes(k, at, af, naf, ig, xi);
-    split_axes(k, at, ac, nc, kg, xi);
-    line(k, "v%d = %s;", xa, gelem(k, a, xi).s);
+    gemm_a(k, m, b, bi, ig, kg, xa);
     k->ind--;
     line(k, "}");
     line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_TILE, mm.s, xa);
@@ -2216,11 +2356,7 @@ static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
     line(k, "%s v%d = 0;", T, xb);
     line(k, "if (%s < %s && %s < %s) {", jg.s, Jv.s, kgb.s, Kv.s);
     k->ind++;
-    for (int i = 0; i < nb; i++)
-        yi[bb[i]] = bidx[i];
-    split_axes(k, bt, bf, nbf, jg, yi);
-    split_axes(k, bt, bc, nc, kgb, yi);
-    line(k, "v%d = %s;", xb, gelem(k, b, yi).s);
+    gemm_b(k, m, b, bi, kgb, jg, xb);
     k->ind--;
     line(k, "}");
     line(k, "DISC_SH(tb, %s * %d + %s) = v%d;", kb.s, GEMM_TILE, nn.s, xb);
@@ -2242,7 +2378,7 @@ static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
     line(k, "__syncthreads(); /* every thread has read the tiles: free for the next step */");
     k->ind--;
     line(k, "}");
-    /* the epilogue, per result, with the accumulator as the dot's value */
+    /* the epilogue, per result, with the accumulator as the op's value */
     line(k, "#pragma unroll");
     line(k, "for (int q = 0; q < 16; q++) {");
     k->ind++;
@@ -2251,9 +2387,7 @@ static void gemm_body(Gk *k, const Op *dot, GpuKernel *gk, int grid_max)
     line(k, "if (%s < %s && %s < %s) {", i.s, Iv.s, j.s, Jv.s);
     k->ind++;
     V idx[MAX_RANK], oidx[MAX_RANK];
-    memcpy(idx, bidx, sizeof(V) * (size_t)nb);
-    split_axes(k, ct, ci, naf, i, idx);
-    split_axes(k, ct, cj, nbf, j, idx);
+    gemm_c(k, m, b, bi, i, j, idx);
     V flat = ct->rank ? offset(k, ct, idx) : lit("0");
     k->rv[0] = c;
     k->rval[0] = lit("v%d[q]", acc);
@@ -2438,11 +2572,12 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
     Dim *one = dim_const(cx, 1);
     bool vec = false;
     gk->grid = NULL;
-    const Op *dot = reduce ? NULL : gemm_dot(&k);
+    Gemm gm;
+    const Op *mm = reduce ? NULL : gemm_of(&k, &gm);
     if (reduce) {
         reduce_body(&k, gk, grid_max, warp);
-    } else if (dot) {
-        gemm_body(&k, dot, gk, grid_max);
+    } else if (mm) {
+        gemm_body(&k, &gm, gk, grid_max);
     } else if (np == 0 && flat) {
         bool divisible = false;
         vec = rt->rank > 0 && loop_vec_ok(&k, numel, &divisible);
