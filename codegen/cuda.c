@@ -2108,6 +2108,8 @@ typedef struct Gemm {
     /* a conv: [N, S_out...] (I), [taps..., C/g] (K), the group's widths */
     int nsp, cl;
     Dim *id[MAX_RANK], *kd[MAX_RANK], *cg, *og;
+    bool k32;                  /* K fits 32 bits: its index split in 32 */
+    int rok, rn, rp[MAX_RANK]; /* the A rows' arrays (gemm_rows) */
 } Gemm;
 
 static bool gemm_dot(const Op *dot, DimCtx *cx, Gemm *m)
@@ -2168,6 +2170,7 @@ static bool gemm_conv(const Op *op, DimCtx *cx, Gemm *m)
         m->K = dim_mul(cx, m->K, m->kd[i]);
     }
     m->kd[m->nsp] = m->cg;
+    m->k32 = dim_is_const(m->K) && m->K->c < INT32_MAX;
     m->J = m->og;
     m->m_fast = m->cl != 1;
     return true;
@@ -2213,19 +2216,61 @@ static const Op *gemm_of(Gk *k, Gemm *m)
     return (op->kind == OP_DOT ? gemm_dot(op, cx, m) : gemm_conv(op, cx, m)) ? op : NULL;
 }
 
-/* A conv's K index kg as its tap (ks) and its channel within the group. */
+/* A conv's K index kg as its tap (ks) and its channel within the group
+ * (in 32 bits where K fits: divisions by constants, multiplies). */
 static V conv_k(Gk *k, const Gemm *m, V kg, V *ks)
 {
     V s[MAX_RANK];
+    bool i32 = k->i32;
+    k->i32 = m->k32;
+    if (m->k32)
+        kg = let(k, "int32_t", "(int32_t)%s", kg.s);
     split_dims(k, (Dim **)m->kd, m->nsp + 1, kg, s);
+    k->i32 = i32;
     for (int i = 0; i < m->nsp; i++)
         ks[i] = s[i];
     return s[m->nsp];
 }
 
+/* A conv's A rows, once a tile (the K loop reads them): for each of the
+ * thread's four elements of A's tile, whether its row ig is in range,
+ * its image and its window's origin on each spatial axis (the output
+ * position times the stride, less the pad), from the symbolic sizes'
+ * divisions, which the K loop does not repeat. */
+static void gemm_rows(Gk *k, Gemm *m, V tmi, V Iv)
+{
+    enum { R = GEMM_TK * GEMM_TILE / GPU_BLOCK };
+    const Attr *st = op_attr(m->op, "strides"), *pads = op_attr(m->op, "pads");
+    m->rok = k->nv++;
+    m->rn = k->nv++;
+    line(k, "bool v%d[%d];", m->rok, R);
+    line(k, "int64_t v%d[%d];", m->rn, R);
+    for (int i = 0; i < m->nsp; i++) {
+        m->rp[i] = k->nv++;
+        line(k, "int64_t v%d[%d];", m->rp[i], R);
+    }
+    int r = k->nv++;
+    line(k, "#pragma unroll");
+    line(k, "for (int v%d = 0; v%d < %d; v%d++) {", r, r, R, r);
+    k->ind++;
+    V e = let(k, "int64_t", "threadIdx.x + v%d * %d", r, GPU_BLOCK);
+    V mm = m->m_fast ? let(k, "int64_t", "%s %% %d", e.s, GEMM_TILE) : let(k, "int64_t", "%s / %d", e.s, GEMM_TK);
+    V ig = let(k, "int64_t", "%s + %s", tmi.s, mm.s);
+    line(k, "v%d[v%d] = %s < %s;", m->rok, r, ig.s, Iv.s);
+    V os[MAX_RANK];
+    split_dims(k, m->id, m->nsp + 1, ig, os);
+    line(k, "v%d[v%d] = %s;", m->rn, r, os[0].s);
+    for (int i = 0; i < m->nsp; i++)
+        line(k, "v%d[v%d] = %s * %lld - %s;", m->rp[i], r, os[1 + i].s, (long long)st->ints[i],
+             kdim(k, pads->dims[i]).s);
+    k->ind--;
+    line(k, "}");
+}
+
 /* Emits v = A's element (b, ig, kg) (bi: b split over the result's batch
- * axes); ig and kg are in range. */
-static void gemm_a(Gk *k, const Gemm *m, V b, const V *bi, V ig, V kg, int v)
+ * axes; a conv's row is the thread's r-th, from gemm_rows); ig and kg are
+ * in range. */
+static void gemm_a(Gk *k, const Gemm *m, V b, const V *bi, V ig, V r, V kg, int v)
 {
     const Op *op = m->op;
     Value *a = op->in[0];
@@ -2239,18 +2284,17 @@ static void gemm_a(Gk *k, const Gemm *m, V b, const V *bi, V ig, V kg, int v)
         line(k, "v%d = %s;", v, gelem(k, a, xi).s);
         return;
     }
-    V os[MAX_RANK], ks[MAX_RANK];
-    split_dims(k, (Dim **)m->id, m->nsp + 1, ig, os);
+    (void)ig;
+    V ks[MAX_RANK];
     V c = conv_k(k, m, kg, ks);
-    const Attr *st = op_attr(op, "strides"), *dl = op_attr(op, "dilations"), *pads = op_attr(op, "pads");
+    const Attr *dl = op_attr(op, "dilations");
     int xs = m->cl == 1 ? 1 : 2;
     V inside = lit("true");
-    xi[0] = os[0];
+    xi[0] = lit("v%d[%s]", m->rn, r.s);
     xi[1] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->cg).s, c.s);
     for (int i = 0; i < m->nsp; i++) {
-        V pb = kdim(k, pads->dims[i]), n = kdim(k, at->dims[xs + i]);
-        xi[2 + i] = let(k, "int64_t", "%s * %lld - %s + %s * %lld", os[1 + i].s, (long long)st->ints[i], pb.s,
-                        ks[i].s, (long long)dl->ints[i]);
+        V n = kdim(k, at->dims[xs + i]);
+        xi[2 + i] = let(k, "int64_t", "v%d[%s] + %s * %lld", m->rp[i], r.s, ks[i].s, (long long)dl->ints[i]);
         inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, xi[2 + i].s, xi[2 + i].s, n.s);
     }
     line(k, "if (%s) { /* else a pad's zero */", inside.s);
@@ -2300,7 +2344,7 @@ static void gemm_c(Gk *k, const Gemm *m, V b, const V *bi, V i, V j, V *idx)
         idx[(m->cl ? 1 : 2) + s] = os[1 + s];
 }
 
-static void gemm_body(Gk *k, const Gemm *m, GpuKernel *gk, int grid_max)
+static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
 {
     DimCtx *cx = &k->cg->g->dims;
     Value *c = m->op->out[0];
@@ -2329,10 +2373,14 @@ static void gemm_body(Gk *k, const Gemm *m, GpuKernel *gk, int grid_max)
     line(k, "#pragma unroll");
     line(k, "for (int q = 0; q < 16; q++)");
     line(k, "    v%d[q] = 0;", acc);
+    bool conv = m->op->kind == OP_CONV;
+    if (conv)
+        gemm_rows(k, m, tmi, Iv);
     int k0 = k->nv++;
     line(k, "for (int64_t v%d = 0; v%d < %s; v%d += %d) {", k0, k0, Kv.s, k0, GEMM_TK);
     k->ind++;
     int r = k->nv++;
+    line(k, "#pragma unroll");
     line(k, "for (int v%d = 0; v%d < %d; v%d++) { /* four elements of each tile a thread */", r, r,
          GEMM_TK * GEMM_TILE / GPU_BLOCK, r);
     k->ind++;
@@ -2343,9 +2391,12 @@ static void gemm_body(Gk *k, const Gemm *m, GpuKernel *gk, int grid_max)
     V ig = let(k, "int64_t", "%s + %s", tmi.s, mm.s), kg = let(k, "int64_t", "v%d + %s", k0, kk.s);
     int xa = k->nv++;
     line(k, "%s v%d = 0;", T, xa);
-    line(k, "if (%s < %s && %s < %s) {", ig.s, Iv.s, kg.s, Kv.s);
+    if (conv)
+        line(k, "if (v%d[v%d] && %s < %s) {", m->rok, r, kg.s, Kv.s);
+    else
+        line(k, "if (%s < %s && %s < %s) {", ig.s, Iv.s, kg.s, Kv.s);
     k->ind++;
-    gemm_a(k, m, b, bi, ig, kg, xa);
+    gemm_a(k, m, b, bi, ig, lit("v%d", r), kg, xa);
     k->ind--;
     line(k, "}");
     line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_TILE, mm.s, xa);
