@@ -307,9 +307,10 @@ typedef struct CgTarget {
      * to its slower jit_1x1 (cpu.c) */
     int conv_res_wide;
     bool lib_res_alone;
-    /* dots and convolutions that fit go to the device's libraries
-     * (disc_rt_dev_matmul, cuBLASLt; disc_rt_dev_conv, cuDNN) rather than
-     * the target's own kernels (dev_memory targets) */
+    /* dots, convolutions and pools that fit go to the device's libraries
+     * (disc_rt_dev_matmul, cuBLASLt; disc_rt_dev_conv and disc_rt_dev_pool,
+     * cuDNN: dev_conv) rather than the target's own kernels (dev_memory
+     * targets) */
     bool dev_matmul, dev_conv;
     /* Makes the verified module m run: optimise it for cg's CPU and JIT it,
      * or write the object. Owns m->mod from here on. */

@@ -216,6 +216,7 @@ static bool define_runtime(Exec *e, Diag *d)
         {"disc_rt_dev_launch", (void *)disc_rt_dev_launch},
         {"disc_rt_dev_matmul", (void *)disc_rt_dev_matmul},
         {"disc_rt_dev_conv", (void *)disc_rt_dev_conv},
+        {"disc_rt_dev_pool", (void *)disc_rt_dev_pool},
         {"disc_rt_dev_const", (void *)disc_rt_dev_const},
         {"disc_rt_dev_input", (void *)disc_rt_dev_input},
         {"disc_rt_dev_output", (void *)disc_rt_dev_output},

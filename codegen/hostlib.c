@@ -188,18 +188,18 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     return window(cx, op, xt, nsp, c, DISC_CV_IN, DISC_CV_STRIDE, DISC_CV_DILATION, DISC_CV_PAD_LO, DISC_CV_PAD_HI);
 }
 
-static bool pool_call(DimCtx *cx, const Op *op, LibCall *c)
+static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     const Type *xt = &op->in[0]->type, *yt = &op->out[0]->type;
     int nsp = xt->rank - 2;
     Chan ch = chan(op, xt->rank);
-    if (xt->dtype != DT_F32 || nsp < 1 || nsp > 3 || op_attr_int(op, "ceil", 0))
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || op_attr_int(op, "ceil", 0))
         return false;
     c->fn = "disc_rt_call_pool";
     c->nfields = DISC_PL_NFIELDS;
     Dim **f = c->f;
     const Attr *win = op_attr(op, "window");
-    f[DISC_PL_DTYPE] = dim_const(cx, DT_F32);
+    f[DISC_PL_DTYPE] = dim_const(cx, xt->dtype);
     f[DISC_PL_NSP] = dim_const(cx, nsp);
     f[DISC_PL_MAX] = dim_const(cx, !strcmp(op_attr_str(op, "kind", "max"), "max"));
     f[DISC_PL_N] = xt->dims[0];
@@ -275,6 +275,22 @@ static bool dev_conv_fits(const Op *op, const LibCall *c)
     return true;
 }
 
+/* Whether cuDNN's pooling (disc_rt_dev_pool) takes the pool for every
+ * shape: channels first, no dilation, pads constants, equal at both ends
+ * and smaller than the window. */
+static bool dev_pool_fits(const Op *op, const LibCall *c)
+{
+    Dim *const *f = c->f;
+    if (op->kind != OP_POOL || c->nguards || !dim_is(f[DISC_PL_LAYOUT], 0))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (!dim_is(f[DISC_PL_DILATION + i], 1) || !dim_is_const(f[DISC_PL_PAD_LO + i]) ||
+            f[DISC_PL_PAD_LO + i] != f[DISC_PL_PAD_HI + i] || !dim_is_const(f[DISC_PL_WINDOW + i]) ||
+            f[DISC_PL_PAD_LO + i]->c >= f[DISC_PL_WINDOW + i]->c)
+            return false;
+    return true;
+}
+
 /* The call's fields, an i64 array filled from the symbols (fz: with the
  * fused epilogue's post). */
 static LLVMValueRef call_fields(Host *h, const Op *op, const LibCall *c, const Fused *fz)
@@ -300,13 +316,24 @@ static LLVMValueRef call_fields(Host *h, const Op *op, const LibCall *c, const F
     return fields;
 }
 
-/* A dot or convolution on the device's library (disc_rt_dev_matmul,
- * disc_rt_dev_conv): its operands' device copies, the result in device
- * memory. */
+/* A dot, convolution or pool on the device's library (disc_rt_dev_matmul,
+ * disc_rt_dev_conv, disc_rt_dev_pool): its operands' device copies, the
+ * result in device memory. */
 static bool emit_dev_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bool alloc_result)
 {
     Cg *cg = h->cg;
     LLVMValueRef fields = call_fields(h, op, c, fz);
+    if (op->kind == OP_POOL) {
+        LLVMValueRef a[4] = {h->rt, fields, host_kbuf(h, op->in[0]), NULL};
+        if (!a[2])
+            return false;
+        a[3] = h->dbuf[op->out[0]->id] = host_alloc_k(h, op->out[0]);
+        LLVMTypeRef fty, params[4] = {cg->t_p8, cg->t_p64, cg->t_p8, cg->t_p8};
+        LLVMValueRef f = host_fn_decl(cg, "disc_rt_dev_pool", cg->t_i32, params, 4, &fty);
+        LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 4, "");
+        host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+        return true;
+    }
     LLVMValueRef null = LLVMConstPointerNull(cg->t_p8);
     LLVMValueRef a[7] = {h->rt, fields, host_kbuf(h, op->in[0]), host_kbuf(h, op->in[1]), null, null, NULL};
     if ((fz && fz->bias && !(a[4] = host_kbuf(h, fz->bias))) || (fz && fz->residual && !(a[5] = host_kbuf(h, fz->residual))) ||
@@ -388,7 +415,7 @@ static bool lib_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     case OP_DOT: ok = dot_call(cx, op, c, dev); break;
     case OP_CONV:
     case OP_CONV_TRANSPOSE: ok = conv_call(cx, op, c, dev); break;
-    case OP_POOL: ok = pool_call(cx, op, c); break;
+    case OP_POOL: ok = pool_call(cx, op, c, dev); break;
     default: return false;
     }
     for (int i = 0; ok && i < c->nfields; i++)
@@ -736,7 +763,8 @@ bool host_emit_library_group(Host *h, const Group *grp)
     bool dev = cg->target->dev_memory;
     bool takes = lib_call(&cg->g->dims, root, &c, dev);
     bool blas = cg->target->dev_matmul && root->kind == OP_DOT && dev_fits(&c);
-    if (dev && !(takes && (blas || (cg->target->dev_conv && dev_conv_fits(root, &c)))))
+    bool dnn = cg->target->dev_conv && (dev_conv_fits(root, &c) || dev_pool_fits(root, &c));
+    if (dev && !(takes && (blas || dnn)))
         return host_emit_kernel_group(h, grp); /* the target's own kernel (cuda.c's GEMM and conv templates) */
     if (takes)
         match_chain(h, grp, first, root, &c, &fz);

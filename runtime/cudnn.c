@@ -1,5 +1,5 @@
 /*
- * cudnn.c — a cuda model's convolutions through cuDNN.
+ * cudnn.c — a cuda model's convolutions and pooling through cuDNN.
  *
  * libcudnn is optional: loaded with dlopen on first use (DISC_CUDNN, a
  * path, else cuDNN 9's soname, else 8's), as the driver and cuBLASLt are,
@@ -33,6 +33,14 @@
  * so that a graph that captured a call keeps a valid address; an
  * algorithm that needs more is passed over. Runs of one compiled model
  * take turns (exec.c, aot.c), so a device's plans need no lock.
+ *
+ * disc_rt_dev_pool takes disc_rt_call_pool's fields: max pooling (NaN
+ * propagated: a window with a NaN gives NaN, as the interpreter's) or
+ * average pooling, dividing by the taps on the input (count_pad 0) or by
+ * the whole window (count_pad 1; floor mode, so no window reaches past
+ * the pads), on NCHW data with pads equal at both ends and smaller than
+ * the window, and no dilation (cuDNN's pooling has none). Its plan holds
+ * the two tensors and the pooling descriptor.
  */
 #include "ir/ir.h"
 #include "runtime/cudnn_abi.h"
@@ -79,6 +87,11 @@ static struct {
     DnnStatus (*AddTensor)(DnnHandle, const void *, DnnTensor, const void *, const void *, DnnTensor, void *);
     DnnStatus (*ActivationForward)(DnnHandle, DnnAct, const void *, DnnTensor, const void *, const void *, DnnTensor,
                                    void *);
+    DnnStatus (*CreatePoolingDescriptor)(DnnPool *);
+    DnnStatus (*DestroyPoolingDescriptor)(DnnPool);
+    DnnStatus (*SetPoolingNdDescriptor)(DnnPool, int, int, int, const int *, const int *, const int *);
+    DnnStatus (*PoolingForward)(DnnHandle, DnnPool, const void *, DnnTensor, const void *, const void *, DnnTensor,
+                                void *);
 } dn = {.once = PTHREAD_ONCE_INIT};
 
 static void lib_load(void)
@@ -113,6 +126,8 @@ static void lib_load(void)
         SYM(SetConvolutionGroupCount), SYM(SetConvolutionMathType), SYM(GetConvolutionForwardAlgorithm_v7),
         SYM(ConvolutionForward), SYM(ConvolutionBiasActivationForward), SYM(CreateActivationDescriptor),
         SYM(DestroyActivationDescriptor), SYM(SetActivationDescriptor), SYM(AddTensor), SYM(ActivationForward),
+        SYM(CreatePoolingDescriptor), SYM(DestroyPoolingDescriptor), SYM(SetPoolingNdDescriptor),
+        SYM(PoolingForward),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
@@ -144,9 +159,11 @@ static int failed(DiscRt *rt, DnnStatus s, const char *what)
 enum { WS_BYTES = 64 << 20, NALGO = 8 };
 
 typedef struct Key {
-    int64_t f[DISC_CV_NFIELDS]; /* the fields, DISC_CV_WEIGHTS_CONST zeroed */
+    int64_t f[DISC_CV_NFIELDS]; /* the fields, DISC_CV_WEIGHTS_CONST zeroed; a pool's DISC_PL_ ones */
     int32_t bias, residual;
+    int32_t pool;               /* disc_rt_dev_pool's */
 } Key;
+_Static_assert((int)DISC_PL_NFIELDS <= (int)DISC_CV_NFIELDS, "a pool's fields fit a key");
 
 typedef struct Plan {
     DiscPlan link;        /* first, the key right after it (plans.h) */
@@ -154,6 +171,7 @@ typedef struct Plan {
     DnnTensor x, y, b;    /* b: the bias, [1][O][1]... */
     DnnFilter w;
     DnnConv conv;
+    DnnPool pool;
     int algo;
     size_t ws;            /* the workspace the algorithm needs */
     bool fused;           /* one cudnnConvolutionBiasActivationForward */
@@ -182,6 +200,8 @@ static void plan_free(DiscPlan *dp)
         dn.DestroyFilterDescriptor(p->w);
     if (p->conv)
         dn.DestroyConvolutionDescriptor(p->conv);
+    if (p->pool)
+        dn.DestroyPoolingDescriptor(p->pool);
     free(p);
 }
 
@@ -361,9 +381,82 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
     return p;
 }
 
+/* ---- pooling ------------------------------------------------------------------ */
+
+/* Whether every size fits cuDNN's int, and the pooling is one it takes. */
+static bool pool_fits(const int64_t *f)
+{
+    for (int i = 0; i < DISC_PL_NFIELDS; i++)
+        if (f[i] < 0 || f[i] > 0x7fffffff)
+            return false;
+    if (f[DISC_PL_N] * f[DISC_PL_C] > 0x7fffffff || dnn_type(f[DISC_PL_DTYPE]) < 0 || f[DISC_PL_NSP] < 1 ||
+        f[DISC_PL_NSP] > 3 || f[DISC_PL_LAYOUT])
+        return false;
+    for (int i = 0; i < f[DISC_PL_NSP]; i++)
+        if (f[DISC_PL_DILATION + i] != 1 || f[DISC_PL_PAD_LO + i] != f[DISC_PL_PAD_HI + i] ||
+            f[DISC_PL_PAD_LO + i] >= f[DISC_PL_WINDOW + i] || f[DISC_PL_STRIDE + i] < 1)
+            return false;
+    return true;
+}
+
+static Plan *pool_plan(DiscRt *rt, const Key *key)
+{
+    const int64_t *f = key->f;
+    if (!pool_fits(f)) {
+        disc_rt_fail(rt, "cuda: cuDNN: a pooling it is not handed (dtype %lld, %lld spatial axes, dilations %lld %lld "
+                     "%lld, pads %lld %lld %lld / %lld %lld %lld, layout %lld)", (long long)f[DISC_PL_DTYPE],
+                     (long long)f[DISC_PL_NSP], (long long)f[DISC_PL_DILATION], (long long)f[DISC_PL_DILATION + 1],
+                     (long long)f[DISC_PL_DILATION + 2], (long long)f[DISC_PL_PAD_LO],
+                     (long long)f[DISC_PL_PAD_LO + 1], (long long)f[DISC_PL_PAD_LO + 2], (long long)f[DISC_PL_PAD_HI],
+                     (long long)f[DISC_PL_PAD_HI + 1], (long long)f[DISC_PL_PAD_HI + 2], (long long)f[DISC_PL_LAYOUT]);
+        return NULL;
+    }
+    int type = dnn_type(f[DISC_PL_DTYPE]), nsp = (int)f[DISC_PL_NSP];
+    int ns = nsp == 1 ? 2 : nsp, nd = ns + 2;
+    int xd[5] = {(int)f[DISC_PL_N], (int)f[DISC_PL_C]}, yd[5] = {(int)f[DISC_PL_N], (int)f[DISC_PL_C]};
+    int win[3], pad[3], stride[3];
+    for (int i = 0; i < ns; i++) {
+        int a = nsp == 1 ? i - 1 : i; /* -1: the added height of one */
+        xd[2 + i] = a < 0 ? 1 : (int)f[DISC_PL_IN + a];
+        yd[2 + i] = a < 0 ? 1 : (int)f[DISC_PL_OUT + a];
+        win[i] = a < 0 ? 1 : (int)f[DISC_PL_WINDOW + a];
+        pad[i] = a < 0 ? 0 : (int)f[DISC_PL_PAD_LO + a];
+        stride[i] = a < 0 ? 1 : (int)f[DISC_PL_STRIDE + a];
+    }
+    Plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        disc_rt_fail(rt, "cuda: out of memory");
+        return NULL;
+    }
+    p->key = *key;
+    bool max = f[DISC_PL_MAX];
+    int mode = max ? DNN_POOL_MAX : f[DISC_PL_COUNT_PAD] ? DNN_POOL_AVG_INCLUDE_PAD : DNN_POOL_AVG_EXCLUDE_PAD;
+    char w[48];
+    int n = snprintf(w, sizeof w, "%lld", (long long)f[DISC_PL_WINDOW]);
+    for (int i = 1; i < nsp && n > 0 && (size_t)n < sizeof w; i++)
+        n += snprintf(w + n, sizeof w - (size_t)n, "x%lld", (long long)f[DISC_PL_WINDOW + i]);
+    snprintf(p->name, sizeof p->name, "cudnn pool %s %s%s %s", max ? "max" : "avg", w,
+             !max && f[DISC_PL_COUNT_PAD] ? " count_pad" : "", dtype_name((DType)f[DISC_PL_DTYPE]));
+    const char *what = "cudnnSetTensorNdDescriptor";
+    DnnStatus s = tensor(&p->x, type, nd, xd);
+    if (!s)
+        s = tensor(&p->y, type, nd, yd);
+    if (!s && (what = "cudnnSetPoolingNdDescriptor", 1) && !(s = dn.CreatePoolingDescriptor(&p->pool)))
+        s = dn.SetPoolingNdDescriptor(p->pool, mode, DNN_PROPAGATE_NAN, ns, win, pad, stride);
+    if (s) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s for %s", what, p->name);
+        failed(rt, s, msg);
+        plan_free(&p->link);
+        return NULL;
+    }
+    return p;
+}
+
 static DiscPlan *make(DiscRt *rt, void *d, const void *key)
 {
-    Plan *p = plan_make(rt, d, key);
+    const Key *k = key;
+    Plan *p = k->pool ? pool_plan(rt, k) : plan_make(rt, d, key);
     return p ? &p->link : NULL;
 }
 
@@ -445,5 +538,40 @@ int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void
         (residual && add(rt, d, p->y, residual, p, y) != 0) ||
         (f[DISC_CV_POST_RES] == DISC_POST_RELU && relu(rt, d, p, y) != 0))
         return -1;
+    return disc_gpu_time_end(rt, g, t);
+}
+
+int32_t disc_rt_dev_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
+{
+    DiscGpu *g = disc_rt_gpu(rt);
+    if (!g) {
+        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+        return -1;
+    }
+    int64_t ny = f[DISC_PL_N] * f[DISC_PL_C];
+    for (int i = 0; i < 3; i++)
+        ny *= f[DISC_PL_OUT + i];
+    if (ny == 0)
+        return 0; /* an empty result */
+    DiscDnn *d = dnn(rt, g);
+    if (!d)
+        return -1;
+    Key key;
+    memset(&key, 0, sizeof key);
+    memcpy(key.f, f, sizeof(int64_t) * DISC_PL_NFIELDS);
+    key.pool = 1;
+    Plan *p = (Plan *)disc_plans_get(&d->plans, rt, g, &key, make, d);
+    if (!p || disc_gpu_current(rt, g) != 0)
+        return -1;
+    int t = -1;
+    if (disc_rt_profiling() && (t = disc_gpu_time_start(rt, g, p, p->name)) < 0)
+        return -1;
+    float one = 1, zero = 0;
+    DnnStatus s = dn.PoolingForward(d->h, p->pool, &one, p->x, x, &zero, p->y, y);
+    if (s) {
+        char msg[180];
+        snprintf(msg, sizeof msg, "cudnnPoolingForward (%s)", p->name);
+        return failed(rt, s, msg);
+    }
     return disc_gpu_time_end(rt, g, t);
 }

@@ -16,6 +16,7 @@ typedef struct DnnTensor *DnnTensor;     /* cudnnTensorDescriptor_t */
 typedef struct DnnFilter *DnnFilter;     /* cudnnFilterDescriptor_t */
 typedef struct DnnConv *DnnConv;         /* cudnnConvolutionDescriptor_t */
 typedef struct DnnAct *DnnAct;           /* cudnnActivationDescriptor_t */
+typedef struct DnnPool *DnnPool;         /* cudnnPoolingDescriptor_t */
 typedef struct {
     int algo;                            /* cudnnConvolutionFwdAlgo_t */
     DnnStatus status;
@@ -35,6 +36,8 @@ enum {
     DNN_ACT_RELU = 1, DNN_ACT_IDENTITY = 5,                        /* cudnnActivationMode_t */
     DNN_PROPAGATE_NAN = 1,                                         /* cudnnNanPropagation_t */
     DNN_FWD_IMPLICIT_PRECOMP_GEMM = 1,                             /* cudnnConvolutionFwdAlgo_t */
+    DNN_POOL_MAX = 0, DNN_POOL_AVG_INCLUDE_PAD = 1,                /* cudnnPoolingMode_t */
+    DNN_POOL_AVG_EXCLUDE_PAD = 2,
 };
 
 #endif

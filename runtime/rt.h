@@ -588,5 +588,9 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
  * cuDNN (cudnn.c): y = post_res(post(conv(x, w) + bias) + residual). */
 int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                          const void *residual, void *y);
+/* disc_rt_call_pool's fields (dtype f32 or f16, NCHW, 1 to 3 spatial
+ * axes, no dilation, pads equal at both ends and smaller than the window,
+ * floor mode) on device memory, through cuDNN (cudnn.c). */
+int32_t disc_rt_dev_pool(DiscRt *rt, const int64_t *f, const void *x, void *y);
 
 #endif

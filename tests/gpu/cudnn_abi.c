@@ -31,6 +31,9 @@ int main(void)
     SAME(DNN_ACT_IDENTITY, CUDNN_ACTIVATION_IDENTITY);
     SAME(DNN_PROPAGATE_NAN, CUDNN_PROPAGATE_NAN);
     SAME(DNN_FWD_IMPLICIT_PRECOMP_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+    SAME(DNN_POOL_MAX, CUDNN_POOLING_MAX);
+    SAME(DNN_POOL_AVG_INCLUDE_PAD, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING);
+    SAME(DNN_POOL_AVG_EXCLUDE_PAD, CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
     /* the enums disc passes as int, and the handles as pointers */
     SAME(sizeof(DnnStatus), sizeof(cudnnStatus_t));
     SAME(sizeof(int), sizeof(cudnnDataType_t));
@@ -40,11 +43,13 @@ int main(void)
     SAME(sizeof(int), sizeof(cudnnActivationMode_t));
     SAME(sizeof(int), sizeof(cudnnNanPropagation_t));
     SAME(sizeof(int), sizeof(cudnnConvolutionFwdAlgo_t));
+    SAME(sizeof(int), sizeof(cudnnPoolingMode_t));
     SAME(sizeof(DnnHandle), sizeof(cudnnHandle_t));
     SAME(sizeof(DnnTensor), sizeof(cudnnTensorDescriptor_t));
     SAME(sizeof(DnnFilter), sizeof(cudnnFilterDescriptor_t));
     SAME(sizeof(DnnConv), sizeof(cudnnConvolutionDescriptor_t));
     SAME(sizeof(DnnAct), sizeof(cudnnActivationDescriptor_t));
+    SAME(sizeof(DnnPool), sizeof(cudnnPoolingDescriptor_t));
     SAME(sizeof(DnnFwdPerf), sizeof(cudnnConvolutionFwdAlgoPerf_t));
 #define FIELD(f) SAME(offsetof(DnnFwdPerf, f), offsetof(cudnnConvolutionFwdAlgoPerf_t, f))
     FIELD(algo); FIELD(status); FIELD(time); FIELD(memory); FIELD(determinism); FIELD(mathType); FIELD(reserved);

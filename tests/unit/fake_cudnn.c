@@ -26,6 +26,14 @@
  *     option) and IDENTITY, the latter, as documented, only in the fused
  *     call with IMPLICIT_PRECOMP_GEMM and never in cudnnActivationForward.
  *
+ * Pooling (cudnnSetPoolingNdDescriptor, cudnnPoolingForward): MAX (a
+ * window's padding is no value; a NaN in the window wins with
+ * PROPAGATE_NAN, is passed over without), AVERAGE_COUNT_INCLUDE_PADDING
+ * (the window's sum over its whole size) and ..._EXCLUDE_PADDING (over
+ * its taps on the input); y's spatial dims required to be
+ * (in + 2 pad - window) / stride + 1, as cudnnGetPoolingNdForwardOutputDim
+ * gives them; y = alpha pool(x) + beta y.
+ *
  * cudnnGetConvolutionForwardAlgorithm_v7 ranks three algorithms: first 6
  * with a workspace of 2^40 bytes, which no caller can give (a caller must
  * look at perf[i].memory and pass it over), then 1 (IMPLICIT_PRECOMP_GEMM,
@@ -64,6 +72,7 @@ enum {
     PROPAGATE_NAN = 1,                                /* cudnnNanPropagation_t */
     DETERMINISTIC = 1,                                /* cudnnDeterminism_t */
     ALGO_IMPLICIT_GEMM = 0, ALGO_PRECOMP_GEMM = 1, ALGO_HUGE = 6,
+    POOL_MAX = 0, POOL_AVG_INCLUDE = 1, POOL_AVG_EXCLUDE = 2, POOL_MAX_DETERMINISTIC = 3, /* cudnnPoolingMode_t */
     ELEMENTS_MAX = 0x7fffffff,                        /* cuDNN's limit: 2 Gi elements a tensor */
 };
 
@@ -88,6 +97,10 @@ typedef struct {
     int set, mode, nan;
     double coef;
 } Act;
+typedef struct {
+    int set, mode, nan, nb;     /* nb: the spatial axes */
+    int window[3], pad[3], stride[3];
+} Pool;
 typedef struct {
     int algo;
     Status status;
@@ -200,6 +213,7 @@ API Status cudnnSetStream(Handle *h, void *stream)
 DESCRIPTOR(Tensor, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor)
 DESCRIPTOR(Filter, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor)
 DESCRIPTOR(Act, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor)
+DESCRIPTOR(Pool, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor)
 
 API Status cudnnCreateConvolutionDescriptor(Conv **c);
 API Status cudnnCreateConvolutionDescriptor(Conv **c)
@@ -343,6 +357,27 @@ API Status cudnnSetActivationDescriptor(Act *a, int mode, int nan, double coef)
     if (mode != ACT_RELU && mode != ACT_IDENTITY)
         return NOT_SUPPORTED;
     *a = (Act){.set = 1, .mode = mode, .nan = nan, .coef = coef};
+    return SUCCESS;
+}
+
+API Status cudnnSetPoolingNdDescriptor(Pool *p, int mode, int nan, int nb, const int *window, const int *pad,
+                                       const int *stride);
+API Status cudnnSetPoolingNdDescriptor(Pool *p, int mode, int nan, int nb, const int *window, const int *pad,
+                                       const int *stride)
+{
+    ENTER("cudnnSetPoolingNdDescriptor");
+    if (!p || !window || !pad || !stride || nb < 1 || nb > 3 || mode < POOL_MAX || mode > POOL_MAX_DETERMINISTIC ||
+        (nan != 0 && nan != PROPAGATE_NAN))
+        return BAD_PARAM;
+    Pool q = {.set = 1, .mode = mode, .nan = nan, .nb = nb};
+    for (int i = 0; i < nb; i++) {
+        if (window[i] < 1 || pad[i] < 0 || stride[i] < 1)
+            return BAD_PARAM;
+        q.window[i] = window[i];
+        q.pad[i] = pad[i];
+        q.stride[i] = stride[i];
+    }
+    *p = q;
     return SUCCESS;
 }
 
@@ -720,5 +755,87 @@ API Status cudnnActivationForward(Handle *h, const Act *ad, const void *alpha, c
         return bad;
     if (!deferred(h->stream, act_run, &cl))
         act_run(&cl);
+    return SUCCESS;
+}
+
+typedef struct PoolCall {
+    Tensor x, y;
+    Pool p;
+    double alpha, beta;
+    const void *px;
+    void *py;
+} PoolCall;
+
+static void pool_run(void *arg)
+{
+    const PoolCall *cl = arg;
+    const Pool *p = &cl->p;
+    Geo x = geo_tensor(&cl->x), y = geo_tensor(&cl->y);
+    int64_t win[5] = {1, 1, 1, 1, 1}, pad[5] = {0}, st[5] = {1, 1, 1, 1, 1};
+    for (int i = 0; i < p->nb; i++) { /* on Geo's axes: 2-D pools at 3 and 4 */
+        int j = 5 - p->nb + i;
+        win[j] = p->window[i];
+        pad[j] = p->pad[i];
+        st[j] = p->stride[i];
+    }
+    int t = cl->x.type, max = p->mode == POOL_MAX || p->mode == POOL_MAX_DETERMINISTIC;
+    int64_t o[5] = {0};
+    do {
+        int64_t r[5] = {0}, taps = 0;
+        double acc = max ? -INFINITY : 0;
+        int nan = 0;
+        do {
+            int64_t i[5] = {o[0], o[1]};
+            int in = 1;
+            for (int k = 2; k < 5; k++) {
+                i[k] = o[k] * st[k] - pad[k] + r[k];
+                in &= i[k] >= 0 && i[k] < x.d[k];
+            }
+            if (!in)
+                continue;
+            double v = load(cl->px, t, offset(&x, i));
+            taps++;
+            if (v != v)
+                nan = 1;
+            else if (!max)
+                acc += v;
+            else if (v > acc)
+                acc = v;
+        } while (next(r, win, 2, 5));
+        double v = acc;
+        if (nan && (p->nan == PROPAGATE_NAN || !max))
+            v = NAN;
+        else if (!max)
+            v = acc / (double)(p->mode == POOL_AVG_INCLUDE ? win[2] * win[3] * win[4] : taps);
+        v *= cl->alpha;
+        int64_t iy = offset(&y, o);
+        if (cl->beta != 0)
+            v += cl->beta * load(cl->py, t, iy);
+        store(cl->py, t, iy, v);
+    } while (next(o, y.d, 0, 5));
+}
+
+API Status cudnnPoolingForward(Handle *h, const Pool *pd, const void *alpha, const Tensor *xd, const void *x,
+                               const void *beta, const Tensor *yd, void *y);
+API Status cudnnPoolingForward(Handle *h, const Pool *pd, const void *alpha, const Tensor *xd, const void *x,
+                               const void *beta, const Tensor *yd, void *y)
+{
+    ENTER("cudnnPoolingForward");
+    if (!h || !pd || !alpha || !beta || !xd || !yd || !pd->set || !xd->set || !yd->set || xd->type != yd->type ||
+        xd->nb != yd->nb || xd->nb != pd->nb + 2 || xd->dim[0] != yd->dim[0] || xd->dim[1] != yd->dim[1])
+        return BAD_PARAM;
+    for (int i = 0; i < pd->nb; i++) {
+        int64_t span = (int64_t)xd->dim[2 + i] + 2 * pd->pad[i] - pd->window[i];
+        if (span < 0 || yd->dim[2 + i] != span / pd->stride[i] + 1)
+            return BAD_PARAM;
+    }
+    Status bad = SUCCESS;
+    PoolCall cl = {.x = *xd, .y = *yd, .p = *pd, .alpha = scale(alpha, yd->type), .beta = scale(beta, yd->type)};
+    cl.px = host(x, type_size(xd->type), &bad);
+    cl.py = host(y, type_size(yd->type), &bad);
+    if (bad)
+        return bad;
+    if (!fake_defer(h->stream, pool_run, &cl, sizeof cl))
+        pool_run(&cl);
     return SUCCESS;
 }
