@@ -1,6 +1,6 @@
 /*
- * test_cudnn.c — the cuda backend's convolutions through cuDNN
- * (runtime/cudnn.c, disc_rt_dev_conv).
+ * test_cudnn.c — the cuda backend's convolutions and pooling through
+ * cuDNN (runtime/cudnn.c, disc_rt_dev_conv, disc_rt_dev_pool).
  *
  *   test_cudnn --fake   against tests/unit/fake_cuda.c and fake_cudnn.c
  *                       (LD_LIBRARY_PATH): disc's calls (1, 2 and 3
@@ -10,7 +10,8 @@
  *                       cache (one heuristic call per distinct call); the
  *                       algorithm whose workspace is too large passed
  *                       over; FMA math for f32; the errors of failing
- *                       calls
+ *                       calls; pooling (max with a NaN, average with and
+ *                       without the pads counted, 1 to 3 axes, f16)
  *   test_cudnn          with a real GPU (tests/gpu/run_on_device.sh): the
  *                       same calls on cuDNN itself; without one, or
  *                       without cuDNN, nothing to test (SKIP)
@@ -194,6 +195,8 @@ static const Case cases[] = {
     {DT_F16, 2, 1, 3, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE},
 };
 
+static void fake_pool(DiscRt *rt, DiscGpu *g, long (*calls)(const char *));
+
 /* The cases, twice (the second time from the plans), and the plan cache,
  * the math type and errors through the stand-in's counts. */
 static void fake(DiscRt *rt, DiscGpu *g)
@@ -255,6 +258,143 @@ static void fake(DiscRt *rt, DiscGpu *g)
     disc_rt_reset(rt);
     CHECK(disc_gpu_sync(rt, g) == 0);
     disc_gpu_release(g, buf);
+    fake_pool(rt, g, calls);
+}
+
+/* ---- pooling ---- */
+
+typedef struct PoolCase {
+    DType dt;
+    int nsp, max, count_pad;
+    int64_t n, c;
+    int64_t in[3], win[3], stride[3], pad[3];
+    bool nan; /* a NaN at element 5 of x */
+} PoolCase;
+
+static const PoolCase pools[] = {
+    /* dt, nsp, max, count_pad, n, c, in, window, stride, pad, nan */
+    {DT_F32, 2, 1, 0, 2, 3, {7, 6}, {3, 3}, {2, 2}, {1, 1}, false},
+    {DT_F32, 2, 1, 0, 1, 2, {4, 4}, {2, 2}, {2, 2}, {0, 0}, true},
+    {DT_F32, 2, 0, 0, 2, 2, {5, 7}, {3, 2}, {2, 1}, {1, 0}, false},
+    {DT_F32, 2, 0, 1, 2, 2, {5, 7}, {3, 2}, {2, 1}, {1, 0}, false},
+    {DT_F32, 1, 0, 0, 2, 3, {9}, {3}, {2}, {1}, false},
+    {DT_F32, 3, 1, 0, 1, 2, {3, 4, 5}, {2, 2, 3}, {1, 2, 2}, {0, 1, 1}, false},
+    {DT_F16, 2, 0, 1, 1, 4, {6, 6}, {3, 3}, {1, 1}, {1, 1}, false},
+};
+
+static void run_pool(DiscRt *rt, DiscGpu *g, const PoolCase *c)
+{
+    size_t es = c->dt == DT_F32 ? 4 : 2;
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, win[3] = {1, 1, 1};
+    for (int i = 0; i < c->nsp; i++) {
+        in[i] = c->in[i], win[i] = c->win[i];
+        out[i] = (c->in[i] + 2 * c->pad[i] - c->win[i]) / c->stride[i] + 1;
+    }
+    int64_t nx = c->n * c->c * in[0] * in[1] * in[2], ny = c->n * c->c * out[0] * out[1] * out[2];
+    void *hx = calloc((size_t)nx, es), *hy = calloc((size_t)ny, es);
+    double *want = calloc((size_t)ny, sizeof *want);
+    for (int64_t i = 0; i < nx; i++)
+        put(hx, c->dt, i, (double)((i * 7 + 3) % 17 - 8) / 8);
+    if (c->nan)
+        ((float *)hx)[5] = NAN;
+    int64_t f[DISC_PL_NFIELDS] = {0};
+    f[DISC_PL_DTYPE] = c->dt, f[DISC_PL_NSP] = c->nsp, f[DISC_PL_MAX] = c->max, f[DISC_PL_N] = c->n;
+    f[DISC_PL_C] = c->c, f[DISC_PL_COUNT_PAD] = c->count_pad;
+    for (int i = 0; i < 3; i++) {
+        bool sp = i < c->nsp;
+        f[DISC_PL_IN + i] = in[i], f[DISC_PL_WINDOW + i] = win[i], f[DISC_PL_OUT + i] = out[i];
+        f[DISC_PL_STRIDE + i] = sp ? c->stride[i] : 1, f[DISC_PL_DILATION + i] = 1;
+        f[DISC_PL_PAD_LO + i] = f[DISC_PL_PAD_HI + i] = sp ? c->pad[i] : 0;
+    }
+    for (int64_t b = 0; b < c->n * c->c; b++)
+        for (int64_t y0 = 0; y0 < out[0]; y0++)
+            for (int64_t y1 = 0; y1 < out[1]; y1++)
+                for (int64_t y2 = 0; y2 < out[2]; y2++) {
+                    int64_t yi[3] = {y0, y1, y2}, taps = 0;
+                    double acc = c->max ? -INFINITY : 0;
+                    bool nan = false;
+                    for (int64_t k0 = 0; k0 < win[0]; k0++)
+                        for (int64_t k1 = 0; k1 < win[1]; k1++)
+                            for (int64_t k2 = 0; k2 < win[2]; k2++) {
+                                int64_t ki[3] = {k0, k1, k2}, xi[3];
+                                bool inside = true;
+                                for (int a = 0; a < 3; a++) {
+                                    xi[a] = yi[a] * f[DISC_PL_STRIDE + a] - f[DISC_PL_PAD_LO + a] + ki[a];
+                                    inside &= xi[a] >= 0 && xi[a] < in[a];
+                                }
+                                if (!inside)
+                                    continue;
+                                double v = get(hx, c->dt, ((b * in[0] + xi[0]) * in[1] + xi[1]) * in[2] + xi[2]);
+                                taps++;
+                                nan |= v != v;
+                                acc = c->max ? (v > acc ? v : acc) : acc + v;
+                            }
+                    double v = nan ? NAN : c->max ? acc : acc / (double)(c->count_pad ? win[0] * win[1] * win[2] : taps);
+                    want[((b * out[0] + y0) * out[1] + y1) * out[2] + y2] = v;
+                }
+    DiscDevPtr bx, by;
+    void *dx = upload(rt, g, hx, (size_t)nx * es, &bx), *dy = upload(rt, g, NULL, (size_t)ny * es, &by);
+    int rc = dx && dy ? disc_rt_dev_pool(rt, f, dx, dy) : -1;
+    if (rc == 0)
+        rc = disc_gpu_copy_out(rt, g, hy, by, (size_t)ny * es) == 0 && disc_gpu_sync(rt, g) == 0 ? 0 : -1;
+    CHECK_MSG(rc == 0, "%s pool %dd: %s", c->max ? "max" : "avg", c->nsp, disc_rt_error(rt) ? disc_rt_error(rt) : "");
+    double tol = c->dt == DT_F16 ? 4e-3 : 1e-6;
+    int bad = 0;
+    for (int64_t i = 0; rc == 0 && i < ny; i++) {
+        double got = get(hy, c->dt, i);
+        bool ok = want[i] != want[i] ? got != got : fabs(got - want[i]) <= tol * (1 + fabs(want[i]));
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "  %s pool %dd at %lld: %g, want %g\n", c->max ? "max" : "avg", c->nsp, (long long)i, got,
+                    want[i]);
+    }
+    CHECK(bad == 0);
+    disc_gpu_release(g, bx);
+    disc_gpu_release(g, by);
+    disc_rt_reset(rt);
+    free(hx), free(hy), free(want);
+}
+
+static void pool_cases(DiscRt *rt, DiscGpu *g)
+{
+    for (size_t i = 0; i < sizeof pools / sizeof *pools; i++)
+        run_pool(rt, g, &pools[i]);
+}
+
+/* Pooling on the stand-in: the cases, a plan each, and what disc never
+ * hands cuDNN refused with its reason. */
+static void fake_pool(DiscRt *rt, DiscGpu *g, long (*calls)(const char *))
+{
+    long s0 = calls("cudnnSetPoolingNdDescriptor"), p0 = calls("cudnnPoolingForward");
+    int np = (int)(sizeof pools / sizeof *pools);
+    pool_cases(rt, g);
+    pool_cases(rt, g);
+    CHECK_MSG(calls("cudnnSetPoolingNdDescriptor") - s0 == np, "%ld pooling descriptors for %d cases",
+              calls("cudnnSetPoolingNdDescriptor") - s0, np);
+    CHECK(calls("cudnnPoolingForward") - p0 == 2 * np);
+    int64_t f[DISC_PL_NFIELDS] = {0};
+    f[DISC_PL_DTYPE] = DT_F32, f[DISC_PL_NSP] = 2, f[DISC_PL_MAX] = 1, f[DISC_PL_N] = 1, f[DISC_PL_C] = 1;
+    for (int i = 0; i < 3; i++)
+        f[DISC_PL_IN + i] = f[DISC_PL_WINDOW + i] = f[DISC_PL_OUT + i] = f[DISC_PL_STRIDE + i] = f[DISC_PL_DILATION + i] = 1;
+    DiscDevPtr buf = disc_gpu_alloc(rt, g, 64);
+    void *p = (void *)(uintptr_t)buf;
+    f[DISC_PL_DILATION] = 2;
+    CHECK(disc_rt_dev_pool(rt, f, p, p) == -1);
+    const char *e = disc_rt_error(rt);
+    printf("  error: %s\n", e ? e : "(none)");
+    CHECK(e && strstr(e, "a pooling it is not handed"));
+    disc_rt_reset(rt);
+    f[DISC_PL_DILATION] = 1;
+    setenv("FAKE_CUDNN_FAIL", "cudnnPoolingForward", 1);
+    CHECK(disc_rt_dev_pool(rt, f, p, p) == -1);
+    e = disc_rt_error(rt);
+    printf("  error: %s\n", e ? e : "(none)");
+    CHECK(e && strstr(e, "cudnnPoolingForward (cudnn pool max 1x1 f32)"));
+    disc_rt_reset(rt);
+    unsetenv("FAKE_CUDNN_FAIL");
+    f[DISC_PL_N] = 0;
+    CHECK(disc_rt_dev_pool(rt, f, p, p) == 0); /* an empty result */
+    CHECK(disc_gpu_sync(rt, g) == 0);
+    disc_gpu_release(g, buf);
 }
 
 /* With a real device: the cases. */
@@ -262,6 +402,7 @@ static void real(DiscRt *rt, DiscGpu *g)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(rt, g, &cases[i]);
+    pool_cases(rt, g);
 }
 
 int main(int argc, char **argv)
