@@ -710,7 +710,7 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
         GpuRunStats st;
         gpu_run_stats(e->gpu, &st);
         fprintf(stderr, "dcc: cuda: %d kernels, %zu bytes of CUDA C, %s for %s (%s) in %.1f ms%s; %d constants "
-                        "read by kernels; matmuls on %s, convolutions on %s\n", st.nkernels, st.bytes,
+                        "read by kernels; matmuls on %s, convolutions and pooling on %s\n", st.nkernels, st.bytes,
                 st.emu ? "compiled for the emulator" : "NVRTC", st.arch, st.device, 1e3 * st.seconds,
                 st.hit ? " (from the cache)" : "", st.nconsts, st.gemm, st.conv);
     }

@@ -216,16 +216,16 @@ endforeach()
 add_test(NAME gpu-driver/profile_cublaslt COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/gpt_decoder --backend cuda -v)
 set_tests_properties(gpu-driver/profile_cublaslt PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
-                     PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt, convolutions on [^\n]*\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
+                     PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt, convolutions and pooling on [^\n]*\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
 # A CNN's convolutions on the stand-in cuDNN, their epilogues fused
 # (ResNet's bias, residual and ReLU in one call), and without it.
 add_test(NAME gpu-driver/profile_cudnn COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/resnet_cnn --backend cuda -v)
 set_tests_properties(gpu-driver/profile_cudnn PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
-                     PASS_REGULAR_EXPRESSION "convolutions on cuDNN\n.*calls  cudnn conv 3x3 8->8 f32 \\+bias \\+residual \\+relu\n.*4 of 4 data sets passed")
+                     PASS_REGULAR_EXPRESSION "convolutions and pooling on cuDNN\n.*calls  cudnn conv 3x3 8->8 f32 \\+bias \\+residual \\+relu\n.*4 of 4 data sets passed")
 add_test(NAME gpu-driver/no_cudnn COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/resnet_cnn --backend cuda -v)
 set_tests_properties(gpu-driver/no_cudnn PROPERTIES LABELS gpu-driver ENVIRONMENT "${DISC_FAKE_ENV};DISC_CUDNN=0"
-                     PASS_REGULAR_EXPRESSION "convolutions on disc's kernels \\(DISC_CUDNN=0\\).*4 of 4 data sets passed")
+                     PASS_REGULAR_EXPRESSION "convolutions and pooling on disc's kernels \\(DISC_CUDNN=0\\).*4 of 4 data sets passed")
 # The real compile path on the stand-in driver: NVRTC makes the CUBIN of a
 # whole model for the device's sm_90, which the stand-in cannot load (it
 # runs only the emulator's modules): the error must come from
