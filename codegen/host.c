@@ -442,7 +442,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         return false;
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 2];
-    for (int i = 0; i < grp->nouts; i++)
+    for (int i = 0; i < grp->nouts && !grp->placed; i++)
         host_alloc_k(h, grp->outs[i]);
     for (int i = 0; i < nb; i++)
         if (!(ptrs[i] = host_kbuf(h, i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins])))

@@ -21,6 +21,7 @@ typedef struct Host {
                            pointer as the caller gave it, on the host or
                            the device (disc_rt_dev_io) */
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
+    LLVMValueRef dev_rc; /* the last disc_rt_dev_matmul's status (hostlib.c) */
 } Host;
 
 LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,

@@ -346,7 +346,11 @@ static bool emit_dev_call(Host *h, Op *op, const LibCall *c, const Fused *fz, bo
     LLVMValueRef f = host_fn_decl(cg, op->kind == OP_DOT ? "disc_rt_dev_matmul" : "disc_rt_dev_conv", cg->t_i32,
                                   params, 7, &fty);
     LLVMValueRef rc = LLVMBuildCall2(B, fty, f, a, 7, "");
-    host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    /* a matmul with a bias or an activation returns 1 where cuBLAS made
+     * the product alone (host_emit_library_group runs the rest) */
+    bool rest = op->kind == OP_DOT && fz && (fz->bias || fz->post != DISC_POST_NONE);
+    host_check_or_return(h, LLVMBuildICmp(B, rest ? LLVMIntSGE : LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    h->dev_rc = rest ? rc : NULL;
     return true;
 }
 
@@ -750,6 +754,63 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     fz->result = x;
 }
 
+/* Where disc_rt_dev_matmul made the product without the bias and the
+ * activation it was handed (cuBLASLt had no algorithm, cuBLAS made it:
+ * status 1), those as a kernel in place over the call's result: the
+ * chain's ops up to the residual, which the call added itself. */
+static bool emit_unfused(Host *h, const Group *grp, Op *root, const Fused *fz)
+{
+    Cg *cg = h->cg;
+    int n = fz->nops - (fz->residual ? 1 : 0);
+    if (n <= 0)
+        return true;
+    Op *ops[40];
+    memcpy(ops, fz->ops, sizeof(Op *) * (size_t)n);
+    Value *ins[grp->nins + 1], *out = ops[n - 1]->out[0];
+    int ni = 0;
+    for (int i = 0; i < grp->nins; i++) { /* those the ops read: the call had each on the device */
+        bool read = false;
+        for (int j = 0; j < n; j++)
+            for (int q = 0; q < ops[j]->nin; q++)
+                read |= ops[j]->in[q] == grp->ins[i];
+        if (read)
+            ins[ni++] = grp->ins[i];
+    }
+    ins[ni++] = root->out[0];
+    int over[1] = {ni - 1};
+    Value *outs[1] = {out};
+    Group g = *grp;
+    g.kind = FUSE_LOOP;
+    g.ops = ops;
+    g.nops = n;
+    g.ins = ins;
+    g.nins = ni;
+    g.outs = outs;
+    g.nouts = 1;
+    g.root = ops[n - 1];
+    g.over = over;
+    g.placed = true;
+    LLVMValueRef buf = h->dbuf[root->out[0]->id], keep = h->dbuf[out->id];
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "unfused");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fused");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, h->dev_rc, cg_i32(cg, 1), ""), run, join);
+    h->dev_rc = NULL;
+    LLVMPositionBuilderAtEnd(B, run);
+    cg_dim_forget(cg);
+    h->dbuf[out->id] = buf;
+    LLVMValueRef before[ni]; /* what the branch uploads is not there after it */
+    for (int i = 0; i < ni; i++)
+        before[i] = h->dbuf[ins[i]->id];
+    bool ok = host_emit_kernel_group(h, &g);
+    for (int i = 0; i < ni; i++)
+        h->dbuf[ins[i]->id] = before[i];
+    h->dbuf[out->id] = keep;
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    cg_dim_forget(cg);
+    return ok;
+}
+
 bool host_emit_library_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
@@ -771,8 +832,9 @@ bool host_emit_library_group(Host *h, const Group *grp)
     bool is_out = false;
     for (int i = 0; i < grp->nouts; i++)
         is_out |= grp->outs[i] == fz.result;
+    h->dev_rc = NULL;
     bool ok = !takes ? host_emit_host_op(h, root) : emit_library(h, root, &c, fz.nops ? &fz : NULL, is_out);
-    if (!ok)
+    if (!ok || (h->dev_rc && !emit_unfused(h, grp, root, &fz)))
         return false;
     /* the rest of the epilogue: a loop kernel reading the chain's result */
     Op *ops[grp->nops + 1];

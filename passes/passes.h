@@ -211,6 +211,8 @@ typedef struct Group {
     const int *over; /* codegen's, for a library call's epilogue kernel: by
                         output, the input whose buffer it is written over in
                         place (the memory plan's in_place), or -1; NULL: none */
+    bool placed;     /* codegen's: the outputs' device buffers are set
+                        already (Host.dbuf), not to be allocated */
 } Group;
 
 typedef struct FusionPlan {

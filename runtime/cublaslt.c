@@ -34,6 +34,15 @@
  * one device buffer kept with the handle. f32 runs in f32 (TF32 only with
  * DISC_TF32=1), f16 and bf16 accumulate in f32, f64 in f64.
  *
+ * Where cuBLASLt has no algorithm for a call (its heuristic finds none,
+ * or says NOT_SUPPORTED), the plan falls back to cuBLAS's
+ * cublasGemmStridedBatchedEx (libcublas, loaded then) on the same
+ * operands, with the residual (copied into C first where it is another
+ * buffer, then beta 1) but without the bias and the activation: the call
+ * returns 1 for those, and the host flow runs them as a kernel of the
+ * model's module (hostlib.c, the call's epilogue compiled for just that).
+ * DISC_PROFILE names such a call "cublas ... (no cuBLASLt algorithm)".
+ *
  * Runs of one compiled model take turns (exec.c, aot.c), so a device's
  * plans need no lock of their own.
  */
@@ -72,6 +81,50 @@ static struct {
     LtStatus (*Matmul)(LtHandle, LtDesc, const void *, const void *, LtLayout, const void *, LtLayout, const void *,
                      const void *, LtLayout, void *, LtLayout, const LtAlgo *, void *, size_t, void *);
 } lt = {.once = PTHREAD_ONCE_INIT};
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    char name[32];
+    char why[600];
+    LtStatus (*Create)(BlasHandle *);
+    LtStatus (*Destroy)(BlasHandle);
+    LtStatus (*SetStream)(BlasHandle, void *);
+    LtStatus (*SetWorkspace)(BlasHandle, void *, size_t);
+    const char *(*GetStatusString)(LtStatus);
+    LtStatus (*GemmStridedBatchedEx)(BlasHandle, int, int, int, int, int, const void *, const void *, int, int,
+                                     long long, const void *, int, int, long long, const void *, void *, int, int,
+                                     long long, int, int, int);
+} cb = {.once = PTHREAD_ONCE_INIT};
+
+static void blas_load(void)
+{
+    static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    const char *err = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !cb.lib; i++)
+        if ((cb.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+            snprintf(cb.name, sizeof cb.name, "%s", names[i]);
+        else if (!err)
+            err = dlerror();
+    if (!cb.lib) {
+        snprintf(cb.why, sizeof cb.why, "cannot load libcublas.so.13 or .12: %s", err ? err : "not found");
+        return;
+    }
+    struct {
+        void **fn;
+        const char *name;
+    } syms[] = {
+        {(void **)&cb.Create, "cublasCreate_v2"}, {(void **)&cb.Destroy, "cublasDestroy_v2"},
+        {(void **)&cb.SetStream, "cublasSetStream_v2"}, {(void **)&cb.SetWorkspace, "cublasSetWorkspace_v2"},
+        {(void **)&cb.GetStatusString, "cublasGetStatusString"},
+        {(void **)&cb.GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].fn = dlsym(cb.lib, syms[i].name))) {
+            snprintf(cb.why, sizeof cb.why, "%s has no %s", cb.name, syms[i].name);
+            return;
+        }
+}
 
 static void lib_load(void)
 {
@@ -142,11 +195,16 @@ typedef struct Plan {
     LtAlgo algo;
     size_t ws;            /* the workspace the algorithm needs */
     char name[112];       /* for DISC_PROFILE */
+    /* cuBLAS's call where cuBLASLt has no algorithm: D = X . Y, n x m */
+    bool cublas;
+    int opx, opy, type, compute;
+    int64_t n, m, k, xld, yld, cld, xs, ys, cs, batch;
 } Plan;
 _Static_assert(offsetof(Plan, key) == sizeof(DiscPlan), "a plan's key follows its link");
 
 struct DiscBlas {
     LtHandle h;
+    BlasHandle cublas;    /* made at the first call cuBLASLt has no algorithm for */
     DiscDevPtr ws;
     size_t wsbytes;
     bool tf32;            /* DISC_TF32=1 */
@@ -174,6 +232,8 @@ void disc_blas_free(DiscBlas *b)
     disc_plans_clear(&b->plans);
     if (b->h)
         lt.Destroy(b->h);
+    if (b->cublas)
+        cb.Destroy(b->cublas);
     free(b); /* the workspace goes with the device's buffers */
 }
 
@@ -340,6 +400,20 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
         s = lt.MatmulAlgoGetHeuristic(b->h, p->desc, p->lx, p->ly, p->lc, p->lc, pref, 1, &h, &found);
     if (pref)
         lt.MatmulPreferenceDestroy(pref);
+    if (!strcmp(what, "cublasLtMatmulAlgoGetHeuristic") && (s == BLAS_STATUS_NOT_SUPPORTED || (!s && found < 1))) {
+        /* no algorithm: cuBLAS's GEMM on the same views */
+        p->cublas = true;
+        p->opx = opx, p->opy = opy, p->type = type, p->compute = compute;
+        p->n = n, p->m = m, p->k = k ? k : 1, p->cld = f[DISC_MM_C_STRIDE + 1];
+        /* a matrix of one column: its stride is anything (as layout()) */
+        p->xld = xc == 1 && xld < xr ? xr : xld, p->yld = yc == 1 && yld < yr ? yr : yld;
+        if (m == 1 && p->cld < n)
+            p->cld = n;
+        p->xs = xs, p->ys = ys, p->cs = cstride, p->batch = batch;
+        snprintf(p->name, sizeof p->name, "cublas %s%lldx%lldx%lld %s (no cuBLASLt algorithm)",
+                 batch > 1 ? "batch " : "", (long long)m, (long long)n, (long long)k, dtype_name((DType)dt));
+        return p;
+    }
     if (s || found < 1 || h.state) {
         char msg[300];
         snprintf(msg, sizeof msg, "%s for %s", what, p->name);
@@ -363,6 +437,78 @@ static DiscPlan *make(DiscRt *rt, void *b, const void *key)
 }
 
 /* ---- the call ------------------------------------------------------------------ */
+
+/* The device's cuBLAS handle, on the model's stream with cuBLASLt's
+ * workspace (its calls and cuBLASLt's take turns on that stream). */
+static BlasHandle cublas(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Plan *p)
+{
+    if (b->cublas)
+        return b->cublas;
+    pthread_once(&cb.once, blas_load);
+    if (cb.why[0]) {
+        disc_rt_fail(rt, "cuda: cuBLASLt has no algorithm for %s, and cuBLAS, its fallback, %s", p->name, cb.why);
+        return NULL;
+    }
+    if (disc_gpu_capturing(rt, g, "cuBLAS's first use") != 0)
+        return NULL;
+    const char *what = "cublasCreate_v2";
+    LtStatus s = cb.Create(&b->cublas);
+    if (s)
+        b->cublas = NULL;
+    if (!s)
+        s = (what = "cublasSetStream_v2", cb.SetStream(b->cublas, disc_gpu_stream(g)));
+    if (!s) { /* cuBLAS asks for a workspace aligned to 256 bytes */
+        DiscDevPtr at = (b->ws + 255) & ~(DiscDevPtr)255;
+        what = "cublasSetWorkspace_v2";
+        s = cb.SetWorkspace(b->cublas, (void *)(uintptr_t)at, b->wsbytes - (size_t)(at - b->ws));
+    }
+    if (s) {
+        const char *text = cb.GetStatusString ? cb.GetStatusString(s) : NULL;
+        disc_rt_fail(rt, "cuda: cuBLAS: %s: %s (status %d)", what, text ? text : "error", s);
+        if (b->cublas)
+            cb.Destroy(b->cublas);
+        b->cublas = NULL;
+    }
+    return b->cublas;
+}
+
+/* p's product through cublasGemmStridedBatchedEx: c = x . y, plus the
+ * residual (copied into c first where it is another buffer, beta 1). */
+static int fallback(DiscRt *rt, DiscGpu *g, DiscBlas *b, const Plan *p, const int64_t *f, const void *x,
+                    const void *y, const void *residual, void *c)
+{
+    BlasHandle h = cublas(rt, g, b, p);
+    if (!h)
+        return -1;
+    const int64_t lim = 0x7fffffff;
+    if (p->n > lim || p->m > lim || p->k > lim || p->xld > lim || p->yld > lim || p->cld > lim || p->batch > lim) {
+        disc_rt_fail(rt, "cuda: cuBLAS: %s: a size past its int", p->name);
+        return -1;
+    }
+    size_t esize = dtype_size((DType)f[DISC_MM_DTYPE]);
+    if (residual && residual != c) /* the residual has C's layout (hostlib.c) */
+        for (int64_t i = 0; i < p->batch; i++)
+            if (disc_gpu_copy2d(rt, g, (DiscDevPtr)(uintptr_t)c + (DiscDevPtr)(i * p->cs * (int64_t)esize),
+                                (size_t)p->cld * esize,
+                                (DiscDevPtr)(uintptr_t)residual + (DiscDevPtr)(i * p->cs * (int64_t)esize),
+                                (size_t)p->cld * esize, (size_t)p->n * esize, (size_t)p->m) != 0)
+                return -1;
+    double one = 1, zero = 0;
+    float onef = 1, zerof = 0;
+    bool f64 = p->compute == COMPUTE_64F;
+    const void *alpha = f64 ? (const void *)&one : &onef;
+    const void *beta = residual ? alpha : f64 ? (const void *)&zero : &zerof;
+    LtStatus s = cb.GemmStridedBatchedEx(h, p->opx, p->opy, (int)p->n, (int)p->m, (int)p->k, alpha, x, p->type,
+                                         (int)p->xld, p->xs, y, p->type, (int)p->yld, p->ys, beta, c, p->type,
+                                         (int)p->cld, p->cs, (int)p->batch, p->compute, BLAS_GEMM_DEFAULT);
+    if (s) {
+        const char *text = cb.GetStatusString ? cb.GetStatusString(s) : NULL;
+        disc_rt_fail(rt, "cuda: cuBLAS: cublasGemmStridedBatchedEx (%s): %s (status %d)", p->name,
+                     text ? text : "error", s);
+        return -1;
+    }
+    return 0;
+}
 
 /* Elements of esize bytes in 16 bytes. */
 static int64_t npad_step(size_t esize) { return 16 / (int64_t)esize; }
@@ -431,6 +577,7 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     }
     const void *cin = residual ? residual : c;
     key.align[0] = alignment(x);
+    /* (cuBLAS's fallback, if the plan takes it, reads the same x and y) */
     key.align[1] = alignment(y);
     key.align[2] = alignment(cin);
     key.align[3] = alignment(c);
@@ -452,15 +599,23 @@ int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     if (bcopy && disc_gpu_copy2d(rt, g, (DiscDevPtr)(uintptr_t)bpad, prow, (DiscDevPtr)(uintptr_t)b,
                                  (size_t)f[DISC_MM_B_STRIDE + 1] * esize, row, (size_t)k) != 0)
         return -1;
-    s = lt.Matmul(bl->h, p->desc, alpha, x, p->lx, y, p->ly, beta, cin, p->lc, c, p->lc, &p->algo,
-                  (void *)(uintptr_t)bl->ws, p->ws, disc_gpu_stream(g));
-    if (s) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "cublasLtMatmul (%s)", p->name);
-        return failed(rt, s, msg);
+    if (p->cublas) {
+        if (fallback(rt, g, bl, p, f, x, y, residual, c) != 0)
+            return -1;
+    } else {
+        s = lt.Matmul(bl->h, p->desc, alpha, x, p->lx, y, p->ly, beta, cin, p->lc, c, p->lc, &p->algo,
+                      (void *)(uintptr_t)bl->ws, p->ws, disc_gpu_stream(g));
+        if (s) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "cublasLtMatmul (%s)", p->name);
+            return failed(rt, s, msg);
+        }
     }
     if (npad && disc_gpu_copy2d(rt, g, (DiscDevPtr)(uintptr_t)cout, (size_t)f[DISC_MM_C_STRIDE + 1] * esize,
                                 (DiscDevPtr)(uintptr_t)c, prow, row, (size_t)m) != 0)
         return -1;
-    return disc_gpu_time_end(rt, g, t);
+    if (disc_gpu_time_end(rt, g, t) != 0)
+        return -1;
+    /* the bias and the activation left to the flow's kernel */
+    return p->cublas && (bias || f[DISC_MM_POST] != DISC_POST_NONE) ? 1 : 0;
 }

@@ -36,5 +36,11 @@ enum {
     PREF_MIN_ALIGNMENT_C = 7, PREF_MIN_ALIGNMENT_D = 8,
     EPI_DEFAULT = 1, EPI_RELU = 2, EPI_BIAS = 4, EPI_RELU_BIAS = 6, EPI_GELU = 32, EPI_GELU_BIAS = 36,
 };
+/* cuBLAS (cublas_api.h): the fallback where cuBLASLt has no algorithm */
+typedef struct BlasHandle *BlasHandle; /* cublasHandle_t */
+enum {
+    BLAS_STATUS_NOT_SUPPORTED = 15,      /* cublasStatus_t (cuBLASLt's too) */
+    BLAS_GEMM_DEFAULT = -1,              /* cublasGemmAlgo_t */
+};
 
 #endif

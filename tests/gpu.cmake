@@ -120,6 +120,11 @@ add_library(fake_cublaslt SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cublaslt.c)
 set_target_properties(fake_cublaslt PROPERTIES OUTPUT_NAME cublasLt SOVERSION 13
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
 target_link_libraries(fake_cublaslt PRIVATE m)
+# the same source as fakecuda/libcublas.so.13: cuBLAS, cuBLASLt's fallback
+add_library(fake_cublas SHARED ${CMAKE_SOURCE_DIR}/tests/unit/fake_cublaslt.c)
+set_target_properties(fake_cublas PROPERTIES OUTPUT_NAME cublas SOVERSION 13
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda)
+target_link_libraries(fake_cublas PRIVATE m)
 # tests/unit/fake_cudnn.c as fakecuda/libcudnn.so.9: the cuda backend's
 # convolutions (runtime/cudnn.c) on a stand-in that computes what cuDNN's
 # documentation says of each call.

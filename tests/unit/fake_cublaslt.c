@@ -25,6 +25,18 @@
  *
  * FAKE_CUBLAS_FAIL=name makes that call fail (CUBLAS_STATUS_EXECUTION_FAILED);
  * fake_cublas_calls(name) counts calls, for a test to ask with dlsym.
+ * FAKE_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm
+ * (CUBLAS_STATUS_NOT_SUPPORTED, none returned), as cuBLASLt may for a
+ * layout it has no kernel for.
+ *
+ * The same source, built again as fakecuda/libcublas.so.13, is the
+ * stand-in cuBLAS: cublasCreate_v2, cublasSetStream_v2,
+ * cublasSetWorkspace_v2 and cublasGemmStridedBatchedEx, C = alpha op(A)
+ * op(B) + beta C column-major per the cuBLAS documentation (lda >= the
+ * rows of A as stored, ldc >= m, strides in elements, C not read where
+ * beta is 0; A, B and C of one type; the compute type one that type
+ * takes: 32F or 32F_FAST_TF32 for f32, 32F for f16 and bf16, 64F for f64,
+ * with alpha and beta doubles for 64F, floats otherwise).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -285,6 +297,9 @@ API Status cublasLtMatmulAlgoGetHeuristic(void *h, Desc *d, Layout *a, Layout *b
         return s;
     if (p->ws < WS_NEED)
         return NOT_SUPPORTED;
+    const char *none = getenv("FAKE_CUBLASLT_NO_ALGO");
+    if (none && !strcmp(none, "1"))
+        return NOT_SUPPORTED;
     memset(res, 0, sizeof *res);
     res->algo.data[0] = 0xa160;
     for (int i = 0; i < 4; i++)
@@ -416,6 +431,109 @@ API Status cublasLtMatmul(void *h, Desc *d, const void *alpha, const void *A, La
     Call cl = {.d = *d, .a = *a, .b = *b, .c = *c, .dd = *dd, .al = al, .be = be, .pa = pa, .pb = pb, .pc = pc,
                .pbias = pbias, .pd = pd};
     if (!deferred(stream, &cl))
+        call_run(&cl);
+    return SUCCESS;
+}
+
+/* ---- cuBLAS (libcublas.so.13) --------------------------------------------------- */
+
+typedef struct BlasHandle {
+    void *stream, *ws;
+    size_t wsbytes;
+} BlasHandle;
+
+API Status cublasCreate_v2(BlasHandle **h);
+API Status cublasCreate_v2(BlasHandle **h)
+{
+    ENTER("cublasCreate_v2");
+    if (!h)
+        return INVALID_VALUE;
+    *h = calloc(1, sizeof **h);
+    return *h ? SUCCESS : NOT_INITIALIZED;
+}
+
+API Status cublasDestroy_v2(BlasHandle *h);
+API Status cublasDestroy_v2(BlasHandle *h)
+{
+    free(h);
+    return SUCCESS;
+}
+
+API Status cublasSetStream_v2(BlasHandle *h, void *stream);
+API Status cublasSetStream_v2(BlasHandle *h, void *stream)
+{
+    ENTER("cublasSetStream_v2");
+    if (!h)
+        return NOT_INITIALIZED;
+    h->stream = stream;
+    return SUCCESS;
+}
+
+API Status cublasSetWorkspace_v2(BlasHandle *h, void *ws, size_t bytes);
+API Status cublasSetWorkspace_v2(BlasHandle *h, void *ws, size_t bytes)
+{
+    ENTER("cublasSetWorkspace_v2");
+    if (!h)
+        return NOT_INITIALIZED;
+    int bad = 0;
+    if (bytes)
+        host(ws, 256, &bad); /* documented: 256-byte aligned */
+    if (bad)
+        return INVALID_VALUE;
+    h->ws = ws;
+    h->wsbytes = bytes;
+    return SUCCESS;
+}
+
+API const char *cublasGetStatusString(Status s);
+API const char *cublasGetStatusString(Status s)
+{
+    return cublasLtGetStatusString(s);
+}
+
+/* cublasGemmStridedBatchedEx's call as cuBLASLt's: the same computation. */
+API Status cublasGemmStridedBatchedEx(BlasHandle *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                                      const void *A, int at, int lda, long long sa, const void *B, int bt, int ldb,
+                                      long long sb, const void *beta, void *C, int ct, int ldc, long long sc,
+                                      int batch, int compute, int algo);
+API Status cublasGemmStridedBatchedEx(BlasHandle *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                                      const void *A, int at, int lda, long long sa, const void *B, int bt, int ldb,
+                                      long long sb, const void *beta, void *C, int ct, int ldc, long long sc,
+                                      int batch, int compute, int algo)
+{
+    ENTER("cublasGemmStridedBatchedEx");
+    if (!h)
+        return NOT_INITIALIZED;
+    int ar = ta == OP_N ? m : k, br = tb == OP_N ? k : n;
+    if ((ta != OP_N && ta != OP_T) || (tb != OP_N && tb != OP_T) || m < 0 || n < 0 || k < 0 || batch < 0 ||
+        lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1) || !alpha || !beta)
+        return INVALID_VALUE;
+    if (at != bt || at != ct || algo < -1 ||
+        !(at == R_64F ? compute == COMPUTE_64F
+                      : compute == COMPUTE_32F || (at == R_32F && compute == COMPUTE_32F_FAST_TF32)) ||
+        (at != R_32F && at != R_64F && at != R_16F && at != R_16BF))
+        return NOT_SUPPORTED;
+    double al = compute == COMPUTE_64F ? *(const double *)alpha : *(const float *)alpha;
+    double be = compute == COMPUTE_64F ? *(const double *)beta : *(const float *)beta;
+    if (m == 0 || n == 0 || batch == 0)
+        return SUCCESS;
+    int bad = 0;
+    size_t es = at == R_64F ? 8 : at == R_32F ? 4 : 2;
+    Call cl = {.d = {.compute = compute, .ta = ta, .tb = tb, .epi = 1},
+               .a = {.type = at, .rows = (uint64_t)ar, .cols = (uint64_t)(ta == OP_N ? k : m), .ld = lda,
+                     .batch = batch, .stride = sa},
+               .b = {.type = bt, .rows = (uint64_t)br, .cols = (uint64_t)(tb == OP_N ? n : k), .ld = ldb,
+                     .batch = batch, .stride = sb},
+               .dd = {.type = ct, .rows = (uint64_t)m, .cols = (uint64_t)n, .ld = ldc, .batch = batch, .stride = sc},
+               .al = al, .be = be};
+    cl.c = cl.dd;
+    cl.pa = host(A, es, &bad);
+    cl.pb = host(B, es, &bad);
+    cl.pd = host(C, es, &bad);
+    cl.pc = be != 0 ? cl.pd : NULL;
+    if (bad)
+        return bad;
+    if (!deferred(h->stream, &cl))
         call_run(&cl);
     return SUCCESS;
 }
