@@ -222,6 +222,16 @@ add_test(NAME gpu-driver/profile_cublaslt COMMAND dcc check ${CMAKE_SOURCE_DIR}/
 set_tests_properties(gpu-driver/profile_cublaslt PROPERTIES LABELS gpu-driver
                      ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1"
                      PASS_REGULAR_EXPRESSION "matmuls on cuBLASLt, convolutions and pooling on [^\n]*\n.*calls  cublasLt [0-9]+x[0-9]+x[0-9]+ f32 \\+bias \\+gelu\n")
+# cuBLASLt with no algorithm (FAKE_CUBLASLT_NO_ALGO): every matmul on
+# cuBLAS's cublasGemmStridedBatchedEx, and the bias and activation it was
+# handed then the flow's kernel, in place
+foreach(name gpt_decoder bert_encoder)
+  add_test(NAME gpu-driver/cublas_fallback/${name} COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/${name} --backend cuda -v)
+  set_tests_properties(gpu-driver/cublas_fallback/${name} PROPERTIES LABELS gpu-driver
+                       ENVIRONMENT "${DISC_FAKE_ENV};DISC_PROFILE=1;FAKE_CUBLASLT_NO_ALGO=1"
+                       PASS_REGULAR_EXPRESSION "calls  cublas [0-9]+x[0-9]+x[0-9]+ f32 \\(no cuBLASLt algorithm\\)\n.* data sets passed"
+                       FAIL_REGULAR_EXPRESSION "FAIL|error:")
+endforeach()
 # A CNN's convolutions on the stand-in cuDNN, their epilogues fused
 # (ResNet's bias, residual and ReLU in one call), and without it.
 add_test(NAME gpu-driver/profile_cudnn COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/resnet_cnn --backend cuda -v)

@@ -107,6 +107,11 @@ static void *upload(DiscRt *rt, DiscGpu *g, const void *hostp, size_t bytes, int
     return d;
 }
 
+/* Set while cuBLASLt has no algorithm (FAKE_CUBLASLT_NO_ALGO): cuBLAS makes
+ * the product and the residual, and the call returns 1 where it leaves a
+ * bias or an activation to the caller. */
+static bool no_algo;
+
 /* Runs one case on the device and checks it against the reference. */
 static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
 {
@@ -149,9 +154,10 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
                                               p * f[DISC_MM_A_STRIDE + 2]) *
                            get(hb, c->dt, bt * f[DISC_MM_B_STRIDE] + p * f[DISC_MM_B_STRIDE + 1] +
                                               j * f[DISC_MM_B_STRIDE + 2]);
-                if (c->bias)
+                if (c->bias && !no_algo)
                     acc += get(hbias, c->dt, j);
-                acc = c->post == DISC_POST_RELU ? (acc > 0 ? acc : 0) : c->post == DISC_POST_GELU_TANH ? gelu(acc) : acc;
+                if (!no_algo)
+                    acc = c->post == DISC_POST_RELU ? (acc > 0 ? acc : 0) : c->post == DISC_POST_GELU_TANH ? gelu(acc) : acc;
                 if (c->res)
                     acc += get(hres, c->dt, (bt * m + i) * n + j);
                 want[(bt * m + i) * n + j] = acc;
@@ -163,7 +169,9 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
     int rc = da && db && dbias && dres && dc
                  ? disc_rt_dev_matmul(rt, f, da, db, c->bias ? dbias : NULL, c->res ? dres : NULL, dc)
                  : -1;
-    if (rc == 0)
+    int left = no_algo && (c->bias || c->post != DISC_POST_NONE); /* what the call returns */
+    CHECK_MSG(rc < 0 || rc == left, "status %d, want %d", rc, left);
+    if (rc == left)
         rc = disc_gpu_copy_out(rt, g, hc, (DiscDevPtr)(uintptr_t)dc, (size_t)nc * es) == 0 && disc_gpu_sync(rt, g) == 0
                  ? 0
                  : -1;
@@ -293,6 +301,27 @@ static void fake(DiscRt *rt, DiscGpu *g)
     CHECK(calls("cublasLtMatmulAlgoGetHeuristic") - h2 == 1100);
     CHECK(disc_gpu_sync(rt, g) == 0);
     disc_gpu_release(g, buf);
+
+    /* cuBLASLt with no algorithm: every case (two rows more, so new plans)
+     * on cuBLAS's GEMM, twice, with a plan each */
+    setenv("FAKE_CUBLASLT_NO_ALGO", "1", 1);
+    no_algo = true;
+    long g0 = -1;
+    long (*bcalls)(const char *) = NULL;
+    for (int rep = 0; rep < 2; rep++)
+        for (int i = 0; i < nc; i++) {
+            Case cc = cases[i];
+            cc.m += 2;
+            run_case(rt, g, &cc);
+            void *bl = bcalls ? NULL : dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+            if (bl && (bcalls = (long (*)(const char *))dlsym(bl, "fake_cublas_calls")))
+                g0 = bcalls("cublasGemmStridedBatchedEx") - 1;
+        }
+    CHECK_MSG(bcalls && bcalls("cublasGemmStridedBatchedEx") - g0 == 2 * nc, "cuBLAS made %ld of %d products",
+              bcalls ? bcalls("cublasGemmStridedBatchedEx") - g0 : -1, 2 * nc);
+    CHECK(bcalls && bcalls("cublasCreate_v2") == 1);
+    no_algo = false;
+    unsetenv("FAKE_CUBLASLT_NO_ALGO");
 }
 
 /* With a real device: the cases. */
