@@ -801,7 +801,9 @@ static bool emit_unfused(Host *h, const Group *grp, Op *root, const Fused *fz)
     LLVMValueRef before[ni]; /* what the branch uploads is not there after it */
     for (int i = 0; i < ni; i++)
         before[i] = h->dbuf[ins[i]->id];
+    int launches = cg->nlaunch; /* not a launch of every run: not counted as one */
     bool ok = host_emit_kernel_group(h, &g);
+    cg->nlaunch = launches;
     for (int i = 0; i < ni; i++)
         h->dbuf[ins[i]->id] = before[i];
     h->dbuf[out->id] = keep;
