@@ -42,6 +42,8 @@
  * returns 1 for those, and the host flow runs them as a kernel of the
  * model's module (hostlib.c, the call's epilogue compiled for just that).
  * DISC_PROFILE names such a call "cublas ... (no cuBLASLt algorithm)".
+ * DISC_CUBLAS_FALLBACK=1 sends every new plan there (to test that path
+ * on a GPU).
  *
  * Runs of one compiled model take turns (exec.c, aot.c), so a device's
  * plans need no lock of their own.
@@ -400,6 +402,9 @@ static Plan *plan_make(DiscRt *rt, DiscBlas *b, const Key *key)
         s = lt.MatmulAlgoGetHeuristic(b->h, p->desc, p->lx, p->ly, p->lc, p->lc, pref, 1, &h, &found);
     if (pref)
         lt.MatmulPreferenceDestroy(pref);
+    const char *force = getenv("DISC_CUBLAS_FALLBACK");
+    if (!s && force && !strcmp(force, "1"))
+        found = 0; /* as if cuBLASLt had none: cuBLAS's path, checked on a GPU (run_on_device.sh) */
     if (!strcmp(what, "cublasLtMatmulAlgoGetHeuristic") && (s == BLAS_STATUS_NOT_SUPPORTED || (!s && found < 1))) {
         /* no algorithm: cuBLAS's GEMM on the same views */
         p->cublas = true;

@@ -10,10 +10,14 @@
  *                          contraction, vectors, f16, bf16 and f64, memory
  *                          at odd alignments) against a reference computed
  *                          here; the plan cache (one heuristic call per
- *                          distinct call); the errors of failing calls
+ *                          distinct call); the errors of failing calls;
+ *                          every case again where cuBLASLt has no
+ *                          algorithm (FAKE_CUBLASLT_NO_ALGO): on the
+ *                          stand-in cuBLAS, the bias and activation left
  *   test_cublaslt          with a real GPU (tests/gpu/run_on_device.sh):
- *                          the same calls on cuBLASLt itself; without
- *                          one, nothing to test (SKIP)
+ *                          the same calls on cuBLASLt itself, and on
+ *                          cuBLAS (DISC_CUBLAS_FALLBACK=1); without one,
+ *                          nothing to test (SKIP)
  */
 #include "check.h"
 #include "devlib.h"
@@ -329,6 +333,16 @@ static void real(DiscRt *rt, DiscGpu *g)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(rt, g, &cases[i]);
+    /* cuBLAS's path, forced (two rows more: new plans) */
+    setenv("DISC_CUBLAS_FALLBACK", "1", 1);
+    no_algo = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Case cc = cases[i];
+        cc.m += 2;
+        run_case(rt, g, &cc);
+    }
+    no_algo = false;
+    unsetenv("DISC_CUBLAS_FALLBACK");
 }
 
 int main(int argc, char **argv)
