@@ -31,6 +31,7 @@ typedef struct ProfEntry {
     char *what;                /* malloc'd */
     double seconds;
     long calls;
+    double flops;              /* the calls' floating-point operations, where known */
 } ProfEntry;
 
 static struct {
@@ -84,15 +85,21 @@ static ProfEntry *entry(const void *key, const char *what)
     return p;
 }
 
-void disc_rt_prof_add(const void *key, const char *what, double seconds)
+void disc_rt_prof_add_work(const void *key, const char *what, double seconds, double flops)
 {
     pthread_mutex_lock(&prof.mu);
     ProfEntry *p = prof.paused ? NULL : entry(key, what);
     if (p) {
         p->seconds += seconds;
         p->calls++;
+        p->flops += flops;
     }
     pthread_mutex_unlock(&prof.mu);
+}
+
+void disc_rt_prof_add(const void *key, const char *what, double seconds)
+{
+    disc_rt_prof_add_work(key, what, seconds, 0);
 }
 
 void disc_rt_prof_pause(int paused)
@@ -169,9 +176,13 @@ static void prof_report(void)
     fputc('\n', stderr);
     int ntop = disc_env()->profile_top;
     for (int i = 0; i < prof.n && i < ntop; i++)
-        if (prof.e[i].calls)
-            fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s\n", 1e3 * prof.e[i].seconds,
+        if (prof.e[i].calls) {
+            fprintf(stderr, "  %8.2f ms %5.1f%% %6ld calls  %s", 1e3 * prof.e[i].seconds,
                     100 * prof.e[i].seconds / (total > 0 ? total : 1), prof.e[i].calls, prof.e[i].what);
+            if (prof.e[i].flops > 0 && prof.e[i].seconds > 0)
+                fprintf(stderr, "  %.1f GFLOP/s", 1e-9 * prof.e[i].flops / prof.e[i].seconds);
+            fputc('\n', stderr);
+        }
     for (int i = 0; i < prof.n; i++)
         free(prof.e[i].what);
     for (int i = 0; i < prof.nkeys; i++)

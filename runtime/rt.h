@@ -149,6 +149,9 @@ const DiscEnv *disc_env(void);
 int disc_rt_profiling(void);
 double disc_rt_now(void); /* seconds, monotonic */
 void disc_rt_prof_add(const void *key, const char *what, double seconds);
+/* The same, with the call's floating-point operations (its entry then
+ * prints the rate). */
+void disc_rt_prof_add_work(const void *key, const char *what, double seconds, double flops);
 /* While paused (1), calls and launches add nothing to the profile: dcc
  * bench leaves out each data set's first run, which creates oneDNN's
  * primitives and packs weights, so the profile is of the timed runs. */

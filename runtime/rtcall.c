@@ -21,20 +21,27 @@ static double call_begin(DiscRt *rt)
     return disc_rt_profiling() ? disc_rt_now() : 0;
 }
 
-/* The call ends: its time goes to "kind AxBxC [how]". */
-static int32_t call_end(DiscRt *rt, double t0, int32_t rc, const char *kind, int64_t a, int64_t b, int64_t c)
+/* The call ends: its time goes to "desc [how]", with its flops. */
+static int32_t call_end(DiscRt *rt, double t0, int32_t rc, const char *desc, double flops)
 {
     disc_rt_set_in_call(rt, 0);
     if (!t0)
         return rc;
     double t = disc_rt_now() - t0;
-    char what[192];
+    char what[256];
     const char *how = disc_rt_call_how(rt);
-    snprintf(what, sizeof what, "%s %lldx%lldx%lld%s%s%s", kind, (long long)a, (long long)b, (long long)c,
-             *how ? " [" : "", how, *how ? "]" : "");
+    snprintf(what, sizeof what, "%s%s%s%s", desc, *how ? " [" : "", how, *how ? "]" : "");
     const void *key = disc_rt_prof_key(what);
-    disc_rt_prof_add(key, (const char *)key, t);
+    disc_rt_prof_add_work(key, (const char *)key, t, flops);
     return rc;
+}
+
+/* "AxBxC" (at most 3 of n). */
+static void dims_text(char *s, size_t size, const int64_t *d, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n && i < 3 && k >= 0 && (size_t)k < size; i++)
+        k += snprintf(s + k, size - (size_t)k, "%s%lld", i ? "x" : "", (long long)d[i]);
 }
 
 static int bad_post(DiscRt *rt, int64_t post)
@@ -67,7 +74,13 @@ static int32_t call_matmul(DiscRt *rt, const int64_t *f, const void *a, const vo
     double t0 = call_begin(rt);
     int rc = skinny ? disc_rt_matmul_skinny(rt, &m, a, b, c, skinny, (int)f[DISC_MM_PANEL])
                     : disc_rt_matmul(rt, &m, a, b, c);
-    return call_end(rt, t0, rc == 0 ? 0 : -1, "matmul MxNxK", m.m, m.n, m.k);
+    if (!t0)
+        return call_end(rt, t0, rc == 0 ? 0 : -1, NULL, 0);
+    char desc[128];
+    snprintf(desc, sizeof desc, "matmul MxNxK %lldx%lldx%lld", (long long)m.m, (long long)m.n, (long long)m.k);
+    if (m.batch > 1)
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " (x%lld)", (long long)m.batch);
+    return call_end(rt, t0, rc == 0 ? 0 : -1, desc, 2.0 * (double)m.batch * (double)m.m * (double)m.n * (double)m.k);
 }
 
 int32_t disc_rt_call_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
@@ -111,7 +124,22 @@ int32_t disc_rt_call_conv(DiscRt *rt, const int64_t *f, const void *x, const voi
     memcpy(c.pad_hi, f + DISC_CV_PAD_HI, sizeof c.pad_hi);
     double t0 = call_begin(rt);
     int rc = disc_rt_conv(rt, &c, x, w, y);
-    return call_end(rt, t0, rc == 0 ? 0 : -1, "conv NxCxO", c.n, c.c, c.o);
+    if (!t0)
+        return call_end(rt, t0, rc == 0 ? 0 : -1, NULL, 0);
+    /* "conv 3x3/2 NxCxO 1x32x96 out 56x56", depthwise "dw", groups "gG" */
+    char win[40], out[40], st[24] = "", grp[24] = "", desc[192];
+    dims_text(win, sizeof win, c.k, c.nsp);
+    dims_text(out, sizeof out, c.out, c.nsp);
+    if (c.stride[0] > 1 || (c.nsp > 1 && c.stride[1] > 1))
+        snprintf(st, sizeof st, "/%lld", (long long)c.stride[0]);
+    if (c.groups > 1)
+        snprintf(grp, sizeof grp, c.groups == c.c ? " dw" : " g%lld", (long long)c.groups);
+    snprintf(desc, sizeof desc, "conv%s %s%s%s NxCxO %lldx%lldx%lld out %s", c.transpose ? "_transpose" : "", win, st,
+             grp, (long long)c.n, (long long)c.c, (long long)c.o, out);
+    double flops = 2.0 * (double)c.n * (double)c.o * (double)(c.groups > 0 ? c.c / c.groups : c.c);
+    for (int i = 0; i < c.nsp; i++)
+        flops *= (double)c.k[i] * (double)(c.transpose ? c.in[i] : c.out[i]);
+    return call_end(rt, t0, rc == 0 ? 0 : -1, desc, flops);
 }
 
 int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
@@ -134,7 +162,14 @@ int32_t disc_rt_call_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
     memcpy(p.pad_hi, f + DISC_PL_PAD_HI, sizeof p.pad_hi);
     double t0 = call_begin(rt);
     int rc = disc_rt_pool(rt, &p, x, y);
-    return call_end(rt, t0, rc == 0 ? 0 : -1, "pool NxCxIN", p.n, p.c, p.in[0]);
+    if (!t0)
+        return call_end(rt, t0, rc == 0 ? 0 : -1, NULL, 0);
+    char win[40], in[40], desc[160];
+    dims_text(win, sizeof win, p.window, p.nsp);
+    dims_text(in, sizeof in, p.in, p.nsp);
+    snprintf(desc, sizeof desc, "pool %s %s NxC %lldx%lld in %s", p.max ? "max" : "avg", win, (long long)p.n,
+             (long long)p.c, in);
+    return call_end(rt, t0, rc == 0 ? 0 : -1, desc, 0);
 }
 
 void *disc_rt_output(DiscRt *rt, void **slots, int64_t slot, int64_t bytes)
