@@ -2344,6 +2344,69 @@ static void gemm_c(Gk *k, const Gemm *m, V b, const V *bi, V i, V j, V *idx)
         idx[(m->cl ? 1 : 2) + s] = os[1 + s];
 }
 
+/* A K step of 16 on the tensor cores (DISC_MMA): the block's 8 warps as
+ * 4 x 2, each 16 rows x 32 columns of the 64 x 64 tile, four m16n8k16
+ * products a step (its 16 accumulators: four per n-tile), the fragments
+ * taken from the staged tiles (floats, each exactly an f16 or bf16) in
+ * the PTX ISA's layout (prelude.c). */
+static void gemm_mma_step(Gk *k, int acc, DType dt)
+{
+    const char *cv = dt == DT_F16 ? "disc_f2h" : "disc_f2bf";
+    line(k, "{");
+    k->ind++;
+    line(k, "const int l_ = threadIdx.x %% 32, g_ = l_ / 4, c_ = l_ %% 4;");
+    line(k, "const int r_ = threadIdx.x / 32 %% 4 * 16 + g_, n_ = threadIdx.x / 128 * 32 + g_;");
+    line(k, "uint32_t a_[4], b_[2];");
+    line(k, "#pragma unroll");
+    line(k, "for (int u = 0; u < 4; u++) { /* a0..a7: rows r_, r_ + 8; columns 2 c_ (+ 8 from a4) */");
+    line(k, "    const int kk = 2 * c_ + (u >= 2 ? 8 : 0), rr = r_ + (u & 1) * 8;");
+    line(k, "    a_[u] = (uint32_t)%s(DISC_SH(ta, kk * %d + rr)) | (uint32_t)%s(DISC_SH(ta, (kk + 1) * %d + rr)) << 16;", cv,
+         GEMM_TILE, cv, GEMM_TILE);
+    line(k, "}");
+    line(k, "#pragma unroll");
+    line(k, "for (int t = 0; t < 4; t++) { /* the warp's four n-tiles of 8 */");
+    k->ind++;
+    line(k, "#pragma unroll");
+    line(k, "for (int u = 0; u < 2; u++) { /* b0..b3: rows 2 c_ (+ 8 from b2), column g_ */");
+    line(k, "    const int kk = 2 * c_ + u * 8, nn = n_ + t * 8;");
+    line(k, "    b_[u] = (uint32_t)%s(DISC_SH(tb, kk * %d + nn)) | (uint32_t)%s(DISC_SH(tb, (kk + 1) * %d + nn)) << 16;", cv,
+         GEMM_TILE, cv, GEMM_TILE);
+    line(k, "}");
+    line(k, "%s(&v%d[4 * t], a_, b_);", dt == DT_F16 ? "DISC_MMA_F16" : "DISC_MMA_BF16", acc);
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+}
+
+/* The epilogue's loop over a thread's 16 results, result q at row i and
+ * column j of the [B, I, J] view, the accumulator v[q] as the op's value. */
+static void gemm_store(Gk *k, const Gemm *m, V b, const V *bi, int acc, V Iv, V Jv, V ie, V je)
+{
+    const Type *ct = &m->op->out[0]->type;
+    line(k, "#pragma unroll");
+    line(k, "for (int q = 0; q < 16; q++) {");
+    k->ind++;
+    V i = let(k, "int64_t", "%s", ie.s), j = let(k, "int64_t", "%s", je.s);
+    line(k, "if (%s < %s && %s < %s) {", i.s, Iv.s, j.s, Jv.s);
+    k->ind++;
+    V idx[MAX_RANK], oidx[MAX_RANK];
+    gemm_c(k, m, b, bi, i, j, idx);
+    V flat = ct->rank ? offset(k, ct, idx) : lit("0");
+    k->rv[0] = m->op->out[0];
+    k->rval[0] = lit("v%d[q]", acc);
+    k->nr = 1;
+    for (int o = 0; o < k->grp->nouts; o++) {
+        Value *ov = k->grp->outs[o];
+        store(k, buf_of(k, ov), flat, out_elem(k, ov, ct, idx, flat, oidx));
+    }
+    k->nr = 0;
+    k->ind--;
+    line(k, "}");
+    k->ind--;
+    line(k, "}");
+}
+
 static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
 {
     DimCtx *cx = &k->cg->g->dims;
@@ -2414,6 +2477,12 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     k->ind--;
     line(k, "}");
     line(k, "__syncthreads();");
+    bool mma = ct->dtype == DT_F16 || ct->dtype == DT_BF16;
+    if (mma) {
+        line(k, "#if DISC_MMA");
+        gemm_mma_step(k, acc, ct->dtype);
+        line(k, "#else");
+    }
     line(k, "#pragma unroll");
     line(k, "for (int kk = 0; kk < %d; kk++) {", GEMM_TK);
     line(k, "    %s x[4], y[4];", T);
@@ -2426,32 +2495,24 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     line(k, "    for (int q = 0; q < 16; q++)");
     line(k, "        v%d[q] += x[q / 4] * y[q %% 4];", acc);
     line(k, "}");
+    if (mma)
+        line(k, "#endif");
     line(k, "__syncthreads(); /* every thread has read the tiles: free for the next step */");
     k->ind--;
     line(k, "}");
-    /* the epilogue, per result, with the accumulator as the op's value */
-    line(k, "#pragma unroll");
-    line(k, "for (int q = 0; q < 16; q++) {");
-    k->ind++;
-    V i = let(k, "int64_t", "%s + %s * 4 + q / 4", tmi.s, ty.s), j = let(k, "int64_t", "%s + %s * 4 + q %% 4", tnj.s,
-                                                                           tx.s);
-    line(k, "if (%s < %s && %s < %s) {", i.s, Iv.s, j.s, Jv.s);
-    k->ind++;
-    V idx[MAX_RANK], oidx[MAX_RANK];
-    gemm_c(k, m, b, bi, i, j, idx);
-    V flat = ct->rank ? offset(k, ct, idx) : lit("0");
-    k->rv[0] = c;
-    k->rval[0] = lit("v%d[q]", acc);
-    k->nr = 1;
-    for (int o = 0; o < k->grp->nouts; o++) {
-        Value *ov = k->grp->outs[o];
-        store(k, buf_of(k, ov), flat, out_elem(k, ov, ct, idx, flat, oidx));
+    /* the epilogue, per result, with the accumulator as the op's value:
+     * result q of a thread at (ty 4 + q / 4, tx 4 + q % 4) of the tile, or,
+     * after the tensor cores' steps, c_(q % 4) of the warp's n-tile q / 4 */
+    if (mma) {
+        line(k, "#if DISC_MMA");
+        V wi = let(k, "int64_t", "%s + threadIdx.x / 32 %% 4 * 16 + threadIdx.x %% 32 / 4", tmi.s);
+        V wj = let(k, "int64_t", "%s + threadIdx.x / 128 * 32 + threadIdx.x %% 4 * 2", tnj.s);
+        gemm_store(k, m, b, bi, acc, Iv, Jv, lit("%s + (q %% 4 >= 2 ? 8 : 0)", wi.s), lit("%s + q / 4 * 8 + (q & 1)", wj.s));
+        line(k, "#else");
     }
-    k->nr = 0;
-    k->ind--;
-    line(k, "}");
-    k->ind--;
-    line(k, "}");
+    gemm_store(k, m, b, bi, acc, Iv, Jv, lit("%s + %s * 4 + q / 4", tmi.s, ty.s), lit("%s + %s * 4 + q %% 4", tnj.s, tx.s));
+    if (mma)
+        line(k, "#endif");
     k->ind--;
     line(k, "}");
 }

@@ -24,9 +24,15 @@
  * whose index is this one's xor o, every lane of the warp taking part:
  * CUDA's __shfl_xor_sync, HIP 5.2's __shfl_xor, which has no _sync
  * variant), DISC_INF and DISC_NAN, the
- * f16/bf16 conversions (disc_h2f, disc_f2h, disc_bf2f, disc_f2bf), and the
- * maths helpers of the op tables. The head is the target's own; the
- * helpers are one text for every target. */
+ * f16/bf16 conversions (disc_h2f, disc_f2h, disc_bf2f, disc_f2bf), the
+ * warp's tensor-core product where the target has one (DISC_MMA 1, and
+ * DISC_MMA_F16(d, a, b) / DISC_MMA_BF16: PTX's
+ * mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}, d (four floats) += a
+ * (four registers of two halves) times b (two), in the fragments' layout
+ * of the PTX ISA; the emulator computes it from every lane's fragments,
+ * the lanes meeting as at a shuffle; HIP and CUDA before sm_80: DISC_MMA
+ * 0), and the maths helpers of the op tables. The head is the target's
+ * own; the helpers are one text for every target. */
 
 static const char prelude_cuda[] =
     "/* disc_cuda.h: the prelude of disc's CUDA kernels (NVRTC) */\n"
@@ -49,6 +55,18 @@ static const char prelude_cuda[] =
     "DISC_FN uint16_t disc_f2bf(float f) { uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
     "/* a warp: 32 lanes; the shuffles take every lane of it */\n"
     "#define DISC_WARP 32\n"
+    "/* the tensor cores' m16n8k16 (sm_80 and later) */\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+    "#define DISC_MMA 1\n"
+    "#define DISC_MMA_OP(t, d, a, b) asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" t \".\" t \".f32 \" \\\n"
+    "    \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" \\\n"
+    "    : \"+f\"((d)[0]), \"+f\"((d)[1]), \"+f\"((d)[2]), \"+f\"((d)[3]) \\\n"
+    "    : \"r\"((a)[0]), \"r\"((a)[1]), \"r\"((a)[2]), \"r\"((a)[3]), \"r\"((b)[0]), \"r\"((b)[1]))\n"
+    "#define DISC_MMA_F16(d, a, b) DISC_MMA_OP(\"f16\", d, a, b)\n"
+    "#define DISC_MMA_BF16(d, a, b) DISC_MMA_OP(\"bf16\", d, a, b)\n"
+    "#else\n"
+    "#define DISC_MMA 0\n"
+    "#endif\n"
     "DISC_FN float disc_shfl_xor(float x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
     "DISC_FN double disc_shfl_xor(double x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
     "DISC_FN int64_t disc_shfl_xor(int64_t x, int o) { return __shfl_xor_sync(0xffffffffu, x, o); }\n"
@@ -85,6 +103,7 @@ static const char prelude_hip[] =
     "/* a wavefront: 64 lanes (gfx90a, gfx908, gfx906) or 32 (gfx1030);\n"
     "   HIP 5.2's shuffles have no _sync variants and take the whole wavefront */\n"
     "#define DISC_WARP __AMDGCN_WAVEFRONT_SIZE\n"
+    "#define DISC_MMA 0 /* MFMA not yet */\n"
     "DISC_FN float disc_shfl_xor(float x, int o) { return __shfl_xor(x, o); }\n"
     "DISC_FN double disc_shfl_xor(double x, int o) { return __shfl_xor(x, o); }\n"
     "DISC_FN int64_t disc_shfl_xor(int64_t x, int o) { return __shfl_xor(x, o); }\n"
@@ -199,6 +218,7 @@ static const char prelude_emu[] =
     "    disc_fiber f[DISC_EMU_MAXT];\n"
     "    int bytid[DISC_EMU_MAXT];    /* the fiber of each thread index */\n"
     "    uint64_t lane[DISC_EMU_MAXT]; /* what each thread offers a shuffle */\n"
+    "    uint32_t frag[DISC_EMU_MAXT][6]; /* and an mma: its a and b registers */\n"
     "    int cur;\n"
     "    void (*fn)(void **);\n"
     "    void **args;\n"
@@ -534,7 +554,43 @@ static const char tail_emu[] =
     "DISC_FN float disc_h2f(uint16_t h) { return disc_half2f(h); }\n"
     "DISC_FN uint16_t disc_f2h(float f) { return disc_f2half(f, 10, 5); }\n"
     "DISC_FN float disc_bf2f(uint16_t h) { return disc_u2f((uint32_t)h << 16); }\n"
-    "DISC_FN uint16_t disc_f2bf(float f) { return disc_f2half(f, 7, 8); }\n";
+    "DISC_FN uint16_t disc_f2bf(float f) { return disc_f2half(f, 7, 8); }\n"
+    "/* mma.m16n8k16 on a 32-lane warp: each lane offers its fragments of A\n"
+    "   (16 x 16, row-major: a0..a7, two halves a register) and B (16 x 8,\n"
+    "   col: b0..b3), waits for the others, adds its four elements of the\n"
+    "   product (c0..c3) from theirs, and waits again; the layout is the PTX\n"
+    "   ISA's (groupID = lane / 4, threadID_in_group = lane % 4): a_i at row\n"
+    "   groupID (+ 8 for a2, a3, a6, a7), column 2 threadID_in_group + (i & 1)\n"
+    "   (+ 8 from a4); b_i at row 2 threadID_in_group + (i & 1) (+ 8 from b2),\n"
+    "   column groupID; c_i at row groupID (+ 8 from c2), column\n"
+    "   2 threadID_in_group + (i & 1). */\n"
+    "#if DISC_WARP == 32\n"
+    "#define DISC_MMA 1\n"
+    "static void disc_emu_mma(float *d, const uint32_t *a, const uint32_t *b, int bf16, int line)\n"
+    "{\n"
+    "    unsigned tid = threadIdx.x, w = tid & ~31u, g = (tid & 31u) >> 2, c = tid & 3u;\n"
+    "    memcpy(disc_emu.frag[tid], a, 16);\n"
+    "    memcpy(disc_emu.frag[tid] + 4, b, 8);\n"
+    "    disc_emu_wait(DISC_EMU_WARP, line);\n"
+    "    for (unsigned v = 0; v < 4; v++) {\n"
+    "        unsigned row = g + (v >= 2 ? 8 : 0), col = 2 * c + (v & 1);\n"
+    "        float acc = d[v];\n"
+    "        for (unsigned k = 0; k < 16; k++) {\n"
+    "            unsigned la = w + (row & 7) * 4 + (k & 7) / 2, ra = (k >= 8 ? 2 : 0) + (row >= 8 ? 1 : 0);\n"
+    "            unsigned lb = w + col * 4 + (k & 7) / 2, rb = k >= 8 ? 1 : 0;\n"
+    "            uint16_t x = (uint16_t)(disc_emu.frag[la][ra] >> (16 * (k & 1)));\n"
+    "            uint16_t y = (uint16_t)(disc_emu.frag[lb][4 + rb] >> (16 * (k & 1)));\n"
+    "            acc += bf16 ? disc_bf2f(x) * disc_bf2f(y) : disc_h2f(x) * disc_h2f(y);\n"
+    "        }\n"
+    "        d[v] = acc;\n"
+    "    }\n"
+    "    disc_emu_wait(DISC_EMU_WARP, line);\n"
+    "}\n"
+    "#define DISC_MMA_F16(d, a, b) disc_emu_mma((d), (a), (b), 0, __LINE__)\n"
+    "#define DISC_MMA_BF16(d, a, b) disc_emu_mma((d), (a), (b), 1, __LINE__)\n"
+    "#else\n"
+    "#define DISC_MMA 0\n"
+    "#endif\n";
 
 static const char tail_hip[] =
     "DISC_FN float disc_bf2f(uint16_t h) { return disc_u2f((uint32_t)h << 16); }\n"
