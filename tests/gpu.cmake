@@ -52,6 +52,14 @@ endif()
 # emulator as a wave-64 AMD GPU); tests/gpu holds files for the GPU's
 # run-time variants (shapes on both sides of each choice).
 file(GLOB DISC_GPU_VARIANTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/*.disc)
+# tests/gpu's kernels through NVRTC and HIPRTC too (the tensor cores'
+# inline PTX of gemm_mma.disc at sm_80 and sm_90)
+if(NOT DISC_SANITIZE)
+  add_test(NAME gpu-compile/gpu COMMAND test_gpu --compile sm_80,sm_90 ${DISC_GPU_VARIANTS})
+  set_tests_properties(gpu-compile/gpu PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
+  add_test(NAME gpu-compile/hip/gpu COMMAND test_gpu --compile gfx90a,gfx1030 ${DISC_GPU_VARIANTS})
+  set_tests_properties(gpu-compile/hip/gpu PROPERTIES LABELS gpu-compile SKIP_RETURN_CODE 77)
+endif()
 foreach(f ${DISC_GPU_INTERP} ${DISC_GPU_CPU} ${DISC_GPU_VARIANTS})
   get_filename_component(name ${f} NAME_WE)
   get_filename_component(dir ${f} DIRECTORY)
