@@ -10,13 +10,18 @@ numpy but maybe not onnx, compares without the protobuf files.
 import os
 import sys
 
+import numpy as np
 from onnx import numpy_helper, TensorProto
 
 
 def read_pb(path):
+    """The tensor; bf16 as its 16-bit patterns (uint16)."""
     t = TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
+    if t.data_type == TensorProto.BFLOAT16: # numpy_helper (onnx 1.17) misreads raw bf16
+        bits = np.frombuffer(t.raw_data, "<u2") if t.raw_data else np.array(t.int32_data, np.uint32).astype("<u2")
+        return bits.reshape(tuple(t.dims))
     return numpy_helper.to_array(t)
 
 
@@ -36,7 +41,8 @@ def main():
             k += 1
         k = 0
         while os.path.exists(os.path.join(dd, f"output_{k}.pb")):
-            np.save(os.path.join(od, f"expect_{k}.npy"), read_pb(os.path.join(dd, f"output_{k}.pb")))
+            v = read_pb(os.path.join(dd, f"output_{k}.pb"))
+            np.save(os.path.join(od, f"expect_{k}.npy"), v)
             k += 1
         n += 1
     print(f"{src}: {n} data sets")

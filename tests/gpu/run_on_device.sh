@@ -32,11 +32,16 @@
 # What it checks: the driver layer (runtime/cudrv.c) on the real driver
 # (test_cudrv: device 0, memory, copies, the allocator, dcc's modules
 # loaded); cuBLASLt's calls as disc makes them (test_cublaslt, against a
-# reference on the host; the library from the machine's PyTorch wheels);
-# cuDNN's the same way (test_cudnn); the copy bandwidths of pageable, pinned and staged memory (copy_bw.c);
-# then every model test on the GPU: each AOT object linked there
-# with tests/aot/aot_check.c and the runtime archive, run on every data
-# set, its outputs against ONNX Runtime's (device_compare.py); then the
+# reference on the host; the library from the machine's PyTorch wheels;
+# and on cuBLAS, DISC_CUBLAS_FALLBACK=1); cuDNN's the same way
+# (test_cudnn, convolutions and pooling); the copy bandwidths of pageable,
+# pinned and staged memory (copy_bw.c); then every model test on the GPU:
+# each AOT object linked there with tests/aot/aot_check.c and the runtime
+# archive, run on every data set, its outputs against ONNX Runtime's
+# (device_compare.py), four of them again on disc's own GEMM and conv
+# kernels (`_template`), and tests/gpu/gemm_mma.disc's f16 and bf16
+# tensor-core kernels against the interpreter's outputs (disc_cases.py);
+# then the
 # BERT encoder under compute-sanitizer's memcheck and racecheck; then the
 # benchmark (bench/gpu_bench.py run: disc against PyTorch eager and
 # torch.compile, outputs checked against eager's). Logs and reports go
@@ -69,6 +74,16 @@ if [ "${1:-}" = --prepare ]; then
                 --name m -o $dev/models/${n}_template/m.o --emit-header $dev/models/${n}_template/m.h
             python3 tests/gpu/device_prep.py $d $dev/models/${n}_template ;;
         esac
+    done
+    # the GEMM template's f16 and bf16 tensor-core form (mma.sync) and its
+    # implicit-GEMM convolutions, against the interpreter's outputs
+    for f in tests/gpu/gemm_mma.disc; do
+        n=$(basename $f .disc)_template
+        mkdir -p $dev/models/$n
+        DISC_CUBLASLT=0 DISC_CUDNN=0 build/dcc compile $f --backend cuda --cpu x86-64-v3 --gpu-arch sm_80,sm_90 \
+            --name m -o $dev/models/$n/m.o --emit-header $dev/models/$n/m.h
+        rm -rf $dev/cases && python3 tests/gpu/disc_cases.py build/dcc $f $dev/cases
+        python3 tests/gpu/device_prep.py $dev/cases $dev/models/$n && rm -rf $dev/cases
     done
     cp build/public/libdisc_rt.a $dev/
     # oneDNN is not on the GPU machine: its entry points answer
