@@ -2084,8 +2084,8 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
  * falls on a pad), B's the weight. A block takes a tile of 64 x 64 results
  * of one batch, its 256 threads 16 x 16, each 4 x 4 results in registers;
  * the K axis in steps of 16, the A and B tiles of a step staged in
- * __shared__ memory (16 x 64 each, four elements a thread; out of range:
- * zeros) between two barriers. Neighbouring threads load neighbouring k
+ * __shared__ memory (16 x 64 each, rows padded to GEMM_LD; four elements
+ * a thread; out of range: zeros) between two barriers. Neighbouring threads load neighbouring k
  * of A and j of B, except a channels-first conv's A, whose neighbouring
  * output positions are neighbours in memory. Each result accumulates its
  * products in k order, as the interpreter and the thread-per-element
@@ -2096,7 +2096,13 @@ static bool reduce_body(Gk *k, GpuKernel *gk, int grid_max, int warp)
  * would be idle), transposed convs, pools, and groups that read the result
  * elsewhere than at its own index keep the thread-per-element template. */
 
-enum { GEMM_TILE = 64, GEMM_TK = 16, GEMM_CONV_MIN_J = 16 };
+/* GEMM_LD: a staged tile's row (one k) in shared memory, 64 results and 4
+ * floats of padding, so that a row's start moves 4 banks on from the
+ * last: the tensor cores' fragment reads (lanes 2 c apart in k, c < 4,
+ * and g apart in the tile, g < 8) and A's stores where neighbouring
+ * threads take neighbouring k each meet distinct banks, where a stride of
+ * 64 put them 4 and 16 to a bank. */
+enum { GEMM_TILE = 64, GEMM_LD = 68, GEMM_TK = 16, GEMM_CONV_MIN_J = 16 };
 
 typedef struct Gemm {
     const Op *op;
@@ -2361,7 +2367,7 @@ static void gemm_mma_step(Gk *k, int acc, DType dt)
     line(k, "for (int u = 0; u < 4; u++) { /* a0..a7: rows r_, r_ + 8; columns 2 c_ (+ 8 from a4) */");
     line(k, "    const int kk = 2 * c_ + (u >= 2 ? 8 : 0), rr = r_ + (u & 1) * 8;");
     line(k, "    a_[u] = (uint32_t)%s(DISC_SH(ta, kk * %d + rr)) | (uint32_t)%s(DISC_SH(ta, (kk + 1) * %d + rr)) << 16;", cv,
-         GEMM_TILE, cv, GEMM_TILE);
+         GEMM_LD, cv, GEMM_LD);
     line(k, "}");
     line(k, "#pragma unroll");
     line(k, "for (int t = 0; t < 4; t++) { /* the warp's four n-tiles of 8 */");
@@ -2370,7 +2376,7 @@ static void gemm_mma_step(Gk *k, int acc, DType dt)
     line(k, "for (int u = 0; u < 2; u++) { /* b0..b3: rows 2 c_ (+ 8 from b2), column g_ */");
     line(k, "    const int kk = 2 * c_ + u * 8, nn = n_ + t * 8;");
     line(k, "    b_[u] = (uint32_t)%s(DISC_SH(tb, kk * %d + nn)) | (uint32_t)%s(DISC_SH(tb, (kk + 1) * %d + nn)) << 16;", cv,
-         GEMM_TILE, cv, GEMM_TILE);
+         GEMM_LD, cv, GEMM_LD);
     line(k, "}");
     line(k, "%s(&v%d[4 * t], a_, b_);", dt == DT_F16 ? "DISC_MMA_F16" : "DISC_MMA_BF16", acc);
     k->ind--;
@@ -2418,8 +2424,8 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     gk->grid = dim_max(cx, dim_const(cx, 1), dim_min(cx, ntiles, dim_const(cx, grid_max)));
     V Iv = kdim(k, m->I), Jv = kdim(k, m->J), Kv = kdim(k, m->K), tmv = kdim(k, tm), tnv = kdim(k, tn);
     V nt = kdim(k, ntiles);
-    gpu_str_printf(&k->shared, "    __shared__ %s ta[%d];\n    __shared__ %s tb[%d];\n", T, GEMM_TK * GEMM_TILE, T,
-                   GEMM_TK * GEMM_TILE);
+    gpu_str_printf(&k->shared, "    __shared__ %s ta[%d];\n    __shared__ %s tb[%d];\n", T, GEMM_TK * GEMM_LD, T,
+                   GEMM_TK * GEMM_LD);
     int t = k->nv++;
     line(k, "for (int64_t v%d = blockIdx.x; v%d < %s; v%d += gridDim.x) { /* a tile of 64 x 64 results */", t, t, nt.s,
          t);
@@ -2462,7 +2468,7 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     gemm_a(k, m, b, bi, ig, lit("v%d", r), kg, xa);
     k->ind--;
     line(k, "}");
-    line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_TILE, mm.s, xa);
+    line(k, "DISC_SH(ta, %s * %d + %s) = v%d;", kk.s, GEMM_LD, mm.s, xa);
     /* B's element (b, k, j) */
     V nn = let(k, "int64_t", "%s %% %d", e.s, GEMM_TILE), kb = let(k, "int64_t", "%s / %d", e.s, GEMM_TILE);
     V jg = let(k, "int64_t", "%s + %s", tnj.s, nn.s), kgb = let(k, "int64_t", "v%d + %s", k0, kb.s);
@@ -2473,7 +2479,7 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     gemm_b(k, m, b, bi, kgb, jg, xb);
     k->ind--;
     line(k, "}");
-    line(k, "DISC_SH(tb, %s * %d + %s) = v%d;", kb.s, GEMM_TILE, nn.s, xb);
+    line(k, "DISC_SH(tb, %s * %d + %s) = v%d;", kb.s, GEMM_LD, nn.s, xb);
     k->ind--;
     line(k, "}");
     line(k, "__syncthreads();");
@@ -2488,8 +2494,8 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     line(k, "    %s x[4], y[4];", T);
     line(k, "#pragma unroll");
     line(k, "    for (int u = 0; u < 4; u++) {");
-    line(k, "        x[u] = DISC_SH(ta, kk * %d + %s * 4 + u);", GEMM_TILE, ty.s);
-    line(k, "        y[u] = DISC_SH(tb, kk * %d + %s * 4 + u);", GEMM_TILE, tx.s);
+    line(k, "        x[u] = DISC_SH(ta, kk * %d + %s * 4 + u);", GEMM_LD, ty.s);
+    line(k, "        y[u] = DISC_SH(tb, kk * %d + %s * 4 + u);", GEMM_LD, tx.s);
     line(k, "    }");
     line(k, "#pragma unroll");
     line(k, "    for (int q = 0; q < 16; q++)");

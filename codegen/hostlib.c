@@ -261,14 +261,19 @@ static bool dev_fits(const LibCall *c)
 }
 
 /* Whether the device's library (cuDNN, disc_rt_dev_conv) takes the
- * convolution for every shape: not transposed, channels first, pads
- * constants and equal at both ends of each axis (cuDNN has one pad an
- * axis). */
+ * convolution for every shape: channels first, pads constants and equal
+ * at both ends of each axis (cuDNN has one pad an axis); a transposed one
+ * with each output_padding below its stride (the backward data of a
+ * convolution that gives x's size from y's). */
 static bool dev_conv_fits(const Op *op, const LibCall *c)
 {
     Dim *const *f = c->f;
-    if (op->kind != OP_CONV || c->nguards || !dim_is(f[DISC_CV_TRANSPOSE], 0) || !dim_is(f[DISC_CV_LAYOUT], 0))
+    if ((op->kind != OP_CONV && op->kind != OP_CONV_TRANSPOSE) || c->nguards || !dim_is(f[DISC_CV_LAYOUT], 0))
         return false;
+    const Attr *op_pad = op->kind == OP_CONV_TRANSPOSE ? op_attr(op, "output_padding") : NULL;
+    for (int i = 0; op_pad && i < (int)op_pad->n; i++)
+        if (op_pad->ints[i] < 0 || !dim_is_const(f[DISC_CV_STRIDE + i]) || op_pad->ints[i] >= f[DISC_CV_STRIDE + i]->c)
+            return false;
     for (int i = 0; i < 3; i++)
         if (!dim_is_const(f[DISC_CV_PAD_LO + i]) || f[DISC_CV_PAD_LO + i] != f[DISC_CV_PAD_HI + i])
             return false;

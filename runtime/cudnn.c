@@ -29,6 +29,15 @@
  * (TF32 only with DISC_TF32=1, as for matmuls), f16 on tensor cores with
  * f32 accumulation.
  *
+ * A transposed convolution (DISC_CV_TRANSPOSE: w [C][O/groups][window...],
+ * x [N][C][in...], y [N][O][out...]) is cuDNN's backward data of the
+ * convolution that maps y's shape to x's with the same weights, pads,
+ * strides and dilations: cudnnConvolutionBackwardData with dy = x and
+ * dx = y, the algorithm from cudnnGetConvolutionBackwardDataAlgorithm_v7
+ * within the same workspace; its epilogue the separate calls. It takes
+ * one where that forward convolution gives x's size from y's (an
+ * output_padding below the stride), else it is not handed one.
+ *
  * The workspace (64 MiB) is one device buffer kept with the handle, fixed
  * so that a graph that captured a call keeps a valid address; an
  * algorithm that needs more is passed over. Runs of one compiled model
@@ -78,6 +87,10 @@ static struct {
                                                    DnnFwdPerf *);
     DnnStatus (*ConvolutionForward)(DnnHandle, const void *, DnnTensor, const void *, DnnFilter, const void *, DnnConv,
                                     int, void *, size_t, const void *, DnnTensor, void *);
+    DnnStatus (*GetConvolutionBackwardDataAlgorithm_v7)(DnnHandle, DnnFilter, DnnTensor, DnnConv, DnnTensor, int,
+                                                        int *, DnnFwdPerf *);
+    DnnStatus (*ConvolutionBackwardData)(DnnHandle, const void *, DnnFilter, const void *, DnnTensor, const void *,
+                                         DnnConv, int, void *, size_t, const void *, DnnTensor, void *);
     DnnStatus (*ConvolutionBiasActivationForward)(DnnHandle, const void *, DnnTensor, const void *, DnnFilter,
                                                   const void *, DnnConv, int, void *, size_t, const void *, DnnTensor,
                                                   const void *, DnnTensor, const void *, DnnAct, DnnTensor, void *);
@@ -127,7 +140,7 @@ static void lib_load(void)
         SYM(ConvolutionForward), SYM(ConvolutionBiasActivationForward), SYM(CreateActivationDescriptor),
         SYM(DestroyActivationDescriptor), SYM(SetActivationDescriptor), SYM(AddTensor), SYM(ActivationForward),
         SYM(CreatePoolingDescriptor), SYM(DestroyPoolingDescriptor), SYM(SetPoolingNdDescriptor),
-        SYM(PoolingForward),
+        SYM(PoolingForward), SYM(GetConvolutionBackwardDataAlgorithm_v7), SYM(ConvolutionBackwardData),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
@@ -291,10 +304,16 @@ static bool fits(const int64_t *f)
             return false;
     if (f[DISC_CV_N] * f[DISC_CV_C] > 0x7fffffff || f[DISC_CV_N] * f[DISC_CV_O] > 0x7fffffff)
         return false;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         if (f[DISC_CV_PAD_LO + i] != f[DISC_CV_PAD_HI + i])
             return false;
-    return dnn_type(f[DISC_CV_DTYPE]) >= 0 && f[DISC_CV_NSP] >= 1 && f[DISC_CV_NSP] <= 3 && !f[DISC_CV_TRANSPOSE] &&
+        /* transposed: the forward convolution of y's size gives x's */
+        int64_t span = f[DISC_CV_OUT + i] + 2 * f[DISC_CV_PAD_LO + i] - f[DISC_CV_DILATION + i] * (f[DISC_CV_K + i] - 1) - 1;
+        if (i < f[DISC_CV_NSP] && f[DISC_CV_TRANSPOSE] &&
+            (span < 0 || f[DISC_CV_STRIDE + i] < 1 || span / f[DISC_CV_STRIDE + i] + 1 != f[DISC_CV_IN + i]))
+            return false;
+    }
+    return dnn_type(f[DISC_CV_DTYPE]) >= 0 && f[DISC_CV_NSP] >= 1 && f[DISC_CV_NSP] <= 3 &&
            !f[DISC_CV_LAYOUT] && f[DISC_CV_GROUPS] >= 1 && f[DISC_CV_C] % f[DISC_CV_GROUPS] == 0 &&
            (f[DISC_CV_POST] == DISC_POST_NONE || f[DISC_CV_POST] == DISC_POST_RELU) &&
            (f[DISC_CV_POST_RES] == DISC_POST_NONE || f[DISC_CV_POST_RES] == DISC_POST_RELU);
@@ -313,9 +332,12 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
         return NULL;
     }
     int type = dnn_type(f[DISC_CV_DTYPE]), nsp = (int)f[DISC_CV_NSP];
+    bool tr = f[DISC_CV_TRANSPOSE];
     int ns = nsp == 1 ? 2 : nsp, nd = ns + 2; /* one axis: 2-D with a height of 1 */
     int xd[5] = {(int)f[DISC_CV_N], (int)f[DISC_CV_C]}, yd[5] = {(int)f[DISC_CV_N], (int)f[DISC_CV_O]};
     int wd[5] = {(int)f[DISC_CV_O], (int)(f[DISC_CV_C] / f[DISC_CV_GROUPS])}, bd[5] = {1, (int)f[DISC_CV_O], 1, 1, 1};
+    if (tr) /* w [C][O/groups][window...] */
+        wd[0] = (int)f[DISC_CV_C], wd[1] = (int)(f[DISC_CV_O] / f[DISC_CV_GROUPS]);
     int pad[3], stride[3], dil[3];
     for (int i = 0; i < ns; i++) {
         int a = nsp == 1 ? i - 1 : i; /* the field's axis; -1: the added height */
@@ -337,13 +359,14 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
     int n = snprintf(win, sizeof win, "%lld", (long long)f[DISC_CV_K]);
     for (int i = 1; i < nsp && n > 0 && (size_t)n < sizeof win; i++)
         n += snprintf(win + n, sizeof win - (size_t)n, "x%lld", (long long)f[DISC_CV_K + i]);
-    snprintf(p->name, sizeof p->name, "cudnn conv %s %lld->%lld%s %s%s%s%s%s", win, (long long)f[DISC_CV_C],
+    snprintf(p->name, sizeof p->name, "cudnn conv%s %s %lld->%lld%s %s%s%s%s%s", tr ? "_transpose" : "", win,
+             (long long)f[DISC_CV_C],
              (long long)f[DISC_CV_O], f[DISC_CV_GROUPS] > 1 ? " grouped" : "", dtype_name((DType)f[DISC_CV_DTYPE]),
              key->bias ? " +bias" : "", post == DISC_POST_RELU ? " +relu" : "", key->residual ? " +residual" : "",
              post_res == DISC_POST_RELU ? " +relu" : "");
     /* one call where the epilogue is its form: relu(conv + z + bias) */
-    p->fused = key->bias && ((post == DISC_POST_RELU && !key->residual) ||
-                             (post == DISC_POST_NONE && key->residual && post_res == DISC_POST_RELU));
+    p->fused = !tr && key->bias && ((post == DISC_POST_RELU && !key->residual) ||
+                                    (post == DISC_POST_NONE && key->residual && post_res == DISC_POST_RELU));
     int math = type == DNN_HALF || d->tf32 ? DNN_TENSOR_OP_MATH : DNN_FMA_MATH;
     const char *what = "cudnnSetTensorNdDescriptor";
     DnnStatus s = tensor(&p->x, type, nd, xd);
@@ -359,7 +382,9 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
         s = dn.SetConvolutionMathType(p->conv, math);
     DnnFwdPerf perf[NALGO];
     int found = 0;
-    if (!s && (what = "cudnnGetConvolutionForwardAlgorithm_v7", 1))
+    if (!s && tr && (what = "cudnnGetConvolutionBackwardDataAlgorithm_v7", 1))
+        s = dn.GetConvolutionBackwardDataAlgorithm_v7(d->h, p->w, p->x, p->conv, p->y, NALGO, &found, perf);
+    else if (!s && (what = "cudnnGetConvolutionForwardAlgorithm_v7", 1))
         s = dn.GetConvolutionForwardAlgorithm_v7(d->h, p->x, p->w, p->conv, p->y, NALGO, &found, perf);
     int pick = -1;
     for (int i = 0; !s && i < found && pick < 0; i++)
@@ -528,10 +553,14 @@ int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void
         }
         return disc_gpu_time_end(rt, g, t);
     }
-    s = dn.ConvolutionForward(d->h, &one, p->x, x, p->w, w, p->conv, p->algo, ws, p->ws, &zero, p->y, y);
+    if (f[DISC_CV_TRANSPOSE])
+        s = dn.ConvolutionBackwardData(d->h, &one, p->w, w, p->x, x, p->conv, p->algo, ws, p->ws, &zero, p->y, y);
+    else
+        s = dn.ConvolutionForward(d->h, &one, p->x, x, p->w, w, p->conv, p->algo, ws, p->ws, &zero, p->y, y);
     if (s) {
         char msg[180];
-        snprintf(msg, sizeof msg, "cudnnConvolutionForward (%s)", p->name);
+        snprintf(msg, sizeof msg, "%s (%s)", f[DISC_CV_TRANSPOSE] ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward",
+                 p->name);
         return failed(rt, s, msg);
     }
     if ((bias && add(rt, d, p->b, bias, p, y) != 0) || (f[DISC_CV_POST] == DISC_POST_RELU && relu(rt, d, p, y) != 0) ||

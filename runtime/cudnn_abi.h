@@ -25,7 +25,7 @@ typedef struct {
     int determinism;
     int mathType;
     int reserved[3];
-} DnnFwdPerf;                            /* cudnnConvolutionFwdAlgoPerf_t */
+} DnnFwdPerf;                            /* cudnnConvolutionFwdAlgoPerf_t, and ..BwdData.. (the same layout) */
 
 enum {
     DNN_SUCCESS = 0,

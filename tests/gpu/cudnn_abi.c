@@ -54,5 +54,11 @@ int main(void)
 #define FIELD(f) SAME(offsetof(DnnFwdPerf, f), offsetof(cudnnConvolutionFwdAlgoPerf_t, f))
     FIELD(algo); FIELD(status); FIELD(time); FIELD(memory); FIELD(determinism); FIELD(mathType); FIELD(reserved);
 #undef FIELD
+    /* the backward-data ranking, read into the same struct */
+    SAME(sizeof(DnnFwdPerf), sizeof(cudnnConvolutionBwdDataAlgoPerf_t));
+    SAME(sizeof(int), sizeof(cudnnConvolutionBwdDataAlgo_t));
+#define FIELD(f) SAME(offsetof(DnnFwdPerf, f), offsetof(cudnnConvolutionBwdDataAlgoPerf_t, f))
+    FIELD(algo); FIELD(status); FIELD(time); FIELD(memory); FIELD(determinism); FIELD(mathType); FIELD(reserved);
+#undef FIELD
     return check_done();
 }

@@ -26,6 +26,13 @@
  *     option) and IDENTITY, the latter, as documented, only in the fused
  *     call with IMPLICIT_PRECOMP_GEMM and never in cudnnActivationForward.
  *
+ * The backward data of a convolution (cudnnConvolutionBackwardData, the
+ * algorithms of cudnnGetConvolutionBackwardDataAlgorithm_v7: the same
+ * three and workspaces): dx = alpha conv^T(dy, w) + beta dx, for the
+ * geometry a forward convolution of dx would have (dy its result): each
+ * dy[n][k][q] adds dy w[k][c'][tap] to dx[n][g C/g + c'][q stride - pad +
+ * tap dil] where inside.
+ *
  * Pooling (cudnnSetPoolingNdDescriptor, cudnnPoolingForward): MAX (a
  * window's padding is no value; a NaN in the window wins with
  * PROPAGATE_NAN, is passed over without), AVERAGE_COUNT_INCLUDE_PADDING
@@ -837,5 +844,101 @@ API Status cudnnPoolingForward(Handle *h, const Pool *pd, const void *alpha, con
         return bad;
     if (!fake_defer(h->stream, pool_run, &cl, sizeof cl))
         pool_run(&cl);
+    return SUCCESS;
+}
+
+/* ---- the backward data of a convolution --------------------------------------- */
+
+API Status cudnnGetConvolutionBackwardDataAlgorithm_v7(Handle *h, const Filter *w, const Tensor *dy, const Conv *c,
+                                                       const Tensor *dx, int want, int *got, Perf *perf);
+API Status cudnnGetConvolutionBackwardDataAlgorithm_v7(Handle *h, const Filter *w, const Tensor *dy, const Conv *c,
+                                                       const Tensor *dx, int want, int *got, Perf *perf)
+{
+    ENTER("cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    if (!h || !got || !perf || want < 1)
+        return BAD_PARAM;
+    Status s = conv_check(dx, w, c, dy);
+    if (s)
+        return s;
+    int n = 0;
+    for (; n < want && n < (int)(sizeof algos / sizeof *algos); n++)
+        perf[n] = (Perf){.algo = algos[n].algo, .status = SUCCESS, .time = -1, .memory = algos[n].memory,
+                         .determinism = DETERMINISTIC, .mathType = c->math};
+    *got = n;
+    return SUCCESS;
+}
+
+/* dx = alpha conv^T(dy, w) + beta dx: the call's descriptors x and y are
+ * dx's and dy's (the forward geometry), its pointers pz dy and py dx. */
+static void bwd_run(void *arg)
+{
+    const Call *cl = arg;
+    const Conv *c = &cl->c;
+    Geo dx = geo_tensor(&cl->x), dy = geo_tensor(&cl->y), w = geo_filter(&cl->w);
+    int64_t pad[5] = {0}, st[5] = {1, 1, 1, 1, 1}, dil[5] = {1, 1, 1, 1, 1};
+    for (int i = 0; i < c->nsp; i++) {
+        int j = 5 - c->nsp + i;
+        pad[j] = c->pad[i];
+        st[j] = c->stride[i];
+        dil[j] = c->dil[i];
+    }
+    last_math = c->math;
+    if (cl->pws)
+        memset(cl->pws, 0xa5, cl->ws);
+    int t = cl->x.type, flip = c->mode == CONVOLUTION;
+    int64_t kg = w.d[0] / c->groups, cg = w.d[1];
+    double *acc = calloc((size_t)(dx.d[0] * dx.d[1] * dx.d[2] * dx.d[3] * dx.d[4]), sizeof *acc);
+    if (!acc)
+        abort();
+    int64_t q[5] = {0};
+    do { /* q: an element of dy */
+        double v = load(cl->pz, t, offset(&dy, q));
+        int64_t g = q[1] / kg, r[5] = {0};
+        do { /* r: a tap and a channel of the group */
+            int64_t p[5] = {q[0], g * cg + r[1]}, f[5] = {q[1], r[1]};
+            int in = 1;
+            for (int k = 2; k < 5; k++) {
+                p[k] = q[k] * st[k] - pad[k] + r[k] * dil[k];
+                in &= p[k] >= 0 && p[k] < dx.d[k];
+                f[k] = flip ? w.d[k] - 1 - r[k] : r[k];
+            }
+            if (in)
+                acc[(((p[0] * dx.d[1] + p[1]) * dx.d[2] + p[2]) * dx.d[3] + p[3]) * dx.d[4] + p[4]] +=
+                    v * load(cl->pw, t, offset(&w, f));
+        } while (next(r, w.d, 1, 5));
+    } while (next(q, dy.d, 0, 5));
+    int64_t p[5] = {0}, i = 0;
+    do {
+        int64_t at = offset(&dx, p);
+        double v = cl->alpha * acc[i++];
+        if (cl->beta != 0)
+            v += cl->beta * load(cl->py, t, at);
+        store(cl->py, t, at, v);
+    } while (next(p, dx.d, 0, 5));
+    free(acc);
+}
+
+API Status cudnnConvolutionBackwardData(Handle *h, const void *alpha, const Filter *wd, const void *w,
+                                        const Tensor *dyd, const void *dy, const Conv *cd, int algo, void *ws,
+                                        size_t wsbytes, const void *beta, const Tensor *dxd, void *dx);
+API Status cudnnConvolutionBackwardData(Handle *h, const void *alpha, const Filter *wd, const void *w,
+                                        const Tensor *dyd, const void *dy, const Conv *cd, int algo, void *ws,
+                                        size_t wsbytes, const void *beta, const Tensor *dxd, void *dx)
+{
+    ENTER("cudnnConvolutionBackwardData");
+    if (!h || !alpha || !beta)
+        return BAD_PARAM;
+    Call cl = {0};
+    /* the forward geometry: x = dx, y = dy */
+    Status s = conv_prepare(&cl, dxd, dx, wd, w, cd, algo, ws, wsbytes, dyd, (void *)(uintptr_t)dy);
+    if (s)
+        return s;
+    cl.alpha = scale(alpha, dxd->type);
+    cl.beta = scale(beta, dxd->type);
+    /* conv_prepare's px is dx and its py dy: dy is read, dx written */
+    cl.pz = cl.py;
+    cl.py = (void *)(uintptr_t)cl.px;
+    if (!deferred(h->stream, bwd_run, &cl))
+        bwd_run(&cl);
     return SUCCESS;
 }

@@ -5,7 +5,8 @@
  *   test_cudnn --fake   against tests/unit/fake_cuda.c and fake_cudnn.c
  *                       (LD_LIBRARY_PATH): disc's calls (1, 2 and 3
  *                       spatial axes, groups, strides, dilations, pads,
- *                       every epilogue it hands over, f32 and f16)
+ *                       every epilogue it hands over, f32 and f16;
+ *                       transposed ones through the backward data)
  *                       against a reference computed here; the plan
  *                       cache (one heuristic call per distinct call); the
  *                       algorithm whose workspace is too large passed
@@ -34,6 +35,7 @@ typedef struct Case {
     int64_t in[3], k[3], stride[3], dil[3], pad[3];
     bool bias, res;
     int post, post_res; /* DISC_POST_NONE or _RELU */
+    bool tr;            /* transposed: w [C][O/groups][k...] */
 } Case;
 
 static double get(const void *p, DType dt, int64_t i)
@@ -81,6 +83,8 @@ static void *upload(DiscRt *rt, DiscGpu *g, const void *hostp, size_t bytes, Dis
 
 static int64_t out_size(const Case *c, int i)
 {
+    if (c->tr)
+        return (c->in[i] - 1) * c->stride[i] - 2 * c->pad[i] + c->dil[i] * (c->k[i] - 1) + 1;
     return (c->in[i] + 2 * c->pad[i] - c->dil[i] * (c->k[i] - 1) - 1) / c->stride[i] + 1;
 }
 
@@ -92,6 +96,8 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
     for (int i = 0; i < c->nsp; i++)
         in[i] = c->in[i], k[i] = c->k[i], out[i] = out_size(c, i);
     int64_t nx = c->n * c->c * in[0] * in[1] * in[2], nw = c->o * cg * k[0] * k[1] * k[2];
+    if (c->tr)
+        nw = c->c * og * k[0] * k[1] * k[2];
     int64_t ny = c->n * c->o * out[0] * out[1] * out[2];
     void *hx = calloc((size_t)nx, es), *hw = calloc((size_t)nw, es), *hb = calloc((size_t)c->o, es);
     void *hr = calloc((size_t)ny, es), *hy = calloc((size_t)ny, es);
@@ -115,6 +121,31 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
         f[DISC_CV_PAD_LO + i] = f[DISC_CV_PAD_HI + i] = sp ? c->pad[i] : 0;
     }
     f[DISC_CV_POST] = c->post, f[DISC_CV_POST_RES] = c->post_res;
+    f[DISC_CV_TRANSPOSE] = c->tr;
+    if (c->tr) /* each x[b][ch][i] adds x w[ch][o'][k] to y[b][g O/g + o'][i stride - pad + k dil] */
+        for (int64_t b = 0; b < c->n; b++)
+            for (int64_t ch = 0; ch < c->c; ch++)
+                for (int64_t i0 = 0; i0 < in[0]; i0++)
+                    for (int64_t i1 = 0; i1 < in[1]; i1++)
+                        for (int64_t i2 = 0; i2 < in[2]; i2++)
+                            for (int64_t o = 0; o < og; o++)
+                                for (int64_t k0 = 0; k0 < k[0]; k0++)
+                                    for (int64_t k1 = 0; k1 < k[1]; k1++)
+                                        for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                                            int64_t ii[3] = {i0, i1, i2}, ki[3] = {k0, k1, k2}, yi[3];
+                                            bool inside = true;
+                                            for (int a = 0; a < 3; a++) {
+                                                yi[a] = ii[a] * f[DISC_CV_STRIDE + a] - f[DISC_CV_PAD_LO + a] +
+                                                        ki[a] * f[DISC_CV_DILATION + a];
+                                                inside &= yi[a] >= 0 && yi[a] < out[a];
+                                            }
+                                            if (!inside)
+                                                continue;
+                                            int64_t oc = ch / cg * og + o;
+                                            want[(((b * c->o + oc) * out[0] + yi[0]) * out[1] + yi[1]) * out[2] + yi[2]] +=
+                                                get(hx, c->dt, (((b * c->c + ch) * in[0] + i0) * in[1] + i1) * in[2] + i2) *
+                                                get(hw, c->dt, (((ch * og + o) * k[0] + k0) * k[1] + k1) * k[2] + k2);
+                                        }
     for (int64_t b = 0; b < c->n; b++)
         for (int64_t o = 0; o < c->o; o++)
             for (int64_t y0 = 0; y0 < out[0]; y0++)
@@ -122,7 +153,7 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
                     for (int64_t y2 = 0; y2 < out[2]; y2++) {
                         double acc = 0;
                         int64_t grp = o / og, yi[3] = {y0, y1, y2};
-                        for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t ci = 0; ci < cg && !c->tr; ci++)
                             for (int64_t k0 = 0; k0 < k[0]; k0++)
                                 for (int64_t k1 = 0; k1 < k[1]; k1++)
                                     for (int64_t k2 = 0; k2 < k[2]; k2++) {
@@ -140,6 +171,8 @@ static void run_case(DiscRt *rt, DiscGpu *g, const Case *c)
                                                get(hw, c->dt, (((o * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2);
                                     }
                         int64_t at = (((b * c->o + o) * out[0] + y0) * out[1] + y1) * out[2] + y2;
+                        if (c->tr)
+                            acc = want[at];
                         if (c->bias)
                             acc += get(hb, c->dt, o);
                         if (c->post == DISC_POST_RELU)
@@ -182,18 +215,23 @@ enum { NONE = DISC_POST_NONE, RELU = DISC_POST_RELU };
 
 static const Case cases[] = {
     /* dt, nsp, n, c, o, groups, in, k, stride, dil, pad, bias, res, post, post_res */
-    {DT_F32, 2, 1, 3, 4, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE},
-    {DT_F32, 2, 2, 4, 6, 2, {7, 5}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, true, false, RELU, NONE},  /* fused */
-    {DT_F32, 2, 2, 4, 4, 1, {6, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, true, NONE, RELU},   /* fused, z */
-    {DT_F32, 2, 1, 4, 4, 4, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, NONE, NONE},  /* depthwise */
-    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, NONE},  /* residual alone */
-    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, RELU, NONE}, /* relu, no bias */
-    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, RELU},  /* res, relu, no bias */
-    {DT_F32, 1, 2, 3, 5, 1, {11}, {5}, {2}, {1}, {2}, true, false, NONE, NONE},                /* 1-D */
-    {DT_F32, 3, 1, 2, 2, 1, {4, 3, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1}, true, false, RELU, NONE},
-    {DT_F16, 2, 2, 4, 8, 2, {6, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, true, true, NONE, RELU},
-    {DT_F16, 2, 1, 3, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE},
+    {DT_F32, 2, 1, 3, 4, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE, false},
+    {DT_F32, 2, 2, 4, 6, 2, {7, 5}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, true, false, RELU, NONE, false},  /* fused */
+    {DT_F32, 2, 2, 4, 4, 1, {6, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, true, NONE, RELU, false},   /* fused, z */
+    {DT_F32, 2, 1, 4, 4, 4, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, NONE, NONE, false},  /* depthwise */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, NONE, false},  /* residual alone */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, RELU, NONE, false}, /* relu, no bias */
+    {DT_F32, 2, 1, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, NONE, RELU, false},  /* res, relu, no bias */
+    {DT_F32, 1, 2, 3, 5, 1, {11}, {5}, {2}, {1}, {2}, true, false, NONE, NONE, false},                /* 1-D */
+    {DT_F32, 3, 1, 2, 2, 1, {4, 3, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1}, true, false, RELU, NONE, false},
+    {DT_F16, 2, 2, 4, 8, 2, {6, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, true, true, NONE, RELU, false},
+    {DT_F16, 2, 1, 3, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, NONE, NONE, false},
+    /* transposed: cudnnConvolutionBackwardData, its epilogue apart */
+    {DT_F32, 2, 2, 4, 6, 2, {4, 5}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, true, false, RELU, NONE, true},
+    {DT_F32, 1, 1, 3, 2, 1, {7}, {4}, {2}, {1}, {1}, false, true, NONE, NONE, true},
+    {DT_F16, 2, 1, 4, 4, 1, {3, 3}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, true, false, NONE, NONE, true},
 };
+enum { NTRANSPOSED = 3 };
 
 static void fake_pool(DiscRt *rt, DiscGpu *g, long (*calls)(const char *));
 
@@ -215,10 +253,12 @@ static void fake(DiscRt *rt, DiscGpu *g)
     for (int i = 1; i < nc; i++)
         run_case(rt, g, &cases[i]);
     long h1 = calls("cudnnGetConvolutionForwardAlgorithm_v7");
-    CHECK(h1 - h0 == nc - 1); /* a plan per case */
+    CHECK(h1 - h0 == nc - 1 - NTRANSPOSED); /* a plan per case */
+    CHECK(calls("cudnnGetConvolutionBackwardDataAlgorithm_v7") == NTRANSPOSED);
+    CHECK(calls("cudnnConvolutionBackwardData") == NTRANSPOSED);
     CHECK_MSG(calls("cudnnConvolutionBiasActivationForward") - b0 == 4, "%ld fused calls",
               calls("cudnnConvolutionBiasActivationForward") - b0);
-    CHECK(calls("cudnnConvolutionForward") - f0 == nc - 1 - 4);
+    CHECK(calls("cudnnConvolutionForward") - f0 == nc - 1 - 4 - NTRANSPOSED);
     CHECK_MSG(math() == 1, "f16 in math type %d, want tensor ops (1)", math());
     for (int i = 0; i < nc; i++)
         run_case(rt, g, &cases[i]);
