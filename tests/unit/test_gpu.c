@@ -789,7 +789,7 @@ static void test_gemm_mutations(void)
     m = mutate(s.p, "DISC_KERNEL", "__syncthreads(); /* every thread has read the tiles", "/* (removed)");
     CHECK(m && emu_child(m, 32, mm_body, big, msg, sizeof msg) > 0);
     free(m);
-    m = mutate(s.p, "DISC_KERNEL", "__shared__ float ta[1024];", "__shared__ float ta[512];");
+    m = mutate(s.p, "DISC_KERNEL", "__shared__ float ta[1088];", "__shared__ float ta[544];");
     CHECK(m && emu_child(m, 32, mm_body, big, msg, sizeof msg) == -1 && strstr(msg, "ta["));
     free(m);
     gpu_str_free(&s);
