@@ -296,6 +296,35 @@ static DnnStatus tensor(DnnTensor *t, int type, int nd, const int *dims)
     return dn.SetTensorNdDescriptor(*t, type, nd, dims, strides);
 }
 
+/* The nsp spatial values of field `at` on cuDNN's axes (one axis as 2-D:
+ * the added height first, `one` there). */
+static void axes(const int64_t *f, int nsp, int at, int one, int *out)
+{
+    int ns = nsp == 1 ? 2 : nsp;
+    for (int i = 0; i < ns; i++) {
+        int a = nsp == 1 ? i - 1 : i;
+        out[i] = a < 0 ? one : (int)f[at + a];
+    }
+}
+
+/* "3x3" for DISC_PROFILE. */
+static void window_text(char *s, size_t size, const int64_t *k, int nsp)
+{
+    int n = snprintf(s, size, "%lld", (long long)k[0]);
+    for (int i = 1; i < nsp && n > 0 && (size_t)n < size; i++)
+        n += snprintf(s + n, size - (size_t)n, "x%lld", (long long)k[i]);
+}
+
+static Plan *plan_new(DiscRt *rt, const Key *key)
+{
+    Plan *p = calloc(1, sizeof *p);
+    if (!p)
+        disc_rt_fail(rt, "cuda: out of memory");
+    else
+        p->key = *key;
+    return p;
+}
+
 /* Whether every size fits cuDNN's int, and the call is one it takes. */
 static bool fits(const int64_t *f)
 {
@@ -339,26 +368,18 @@ static Plan *plan_make(DiscRt *rt, DiscDnn *d, const Key *key)
     if (tr) /* w [C][O/groups][window...] */
         wd[0] = (int)f[DISC_CV_C], wd[1] = (int)(f[DISC_CV_O] / f[DISC_CV_GROUPS]);
     int pad[3], stride[3], dil[3];
-    for (int i = 0; i < ns; i++) {
-        int a = nsp == 1 ? i - 1 : i; /* the field's axis; -1: the added height */
-        xd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_IN + a];
-        yd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_OUT + a];
-        wd[2 + i] = a < 0 ? 1 : (int)f[DISC_CV_K + a];
-        pad[i] = a < 0 ? 0 : (int)f[DISC_CV_PAD_LO + a];
-        stride[i] = a < 0 ? 1 : (int)f[DISC_CV_STRIDE + a];
-        dil[i] = a < 0 ? 1 : (int)f[DISC_CV_DILATION + a];
-    }
-    Plan *p = calloc(1, sizeof *p);
-    if (!p) {
-        disc_rt_fail(rt, "cuda: out of memory");
+    axes(f, nsp, DISC_CV_IN, 1, xd + 2);
+    axes(f, nsp, DISC_CV_OUT, 1, yd + 2);
+    axes(f, nsp, DISC_CV_K, 1, wd + 2);
+    axes(f, nsp, DISC_CV_PAD_LO, 0, pad);
+    axes(f, nsp, DISC_CV_STRIDE, 1, stride);
+    axes(f, nsp, DISC_CV_DILATION, 1, dil);
+    Plan *p = plan_new(rt, key);
+    if (!p)
         return NULL;
-    }
-    p->key = *key;
     int64_t post = f[DISC_CV_POST], post_res = f[DISC_CV_POST_RES];
     char win[48];
-    int n = snprintf(win, sizeof win, "%lld", (long long)f[DISC_CV_K]);
-    for (int i = 1; i < nsp && n > 0 && (size_t)n < sizeof win; i++)
-        n += snprintf(win + n, sizeof win - (size_t)n, "x%lld", (long long)f[DISC_CV_K + i]);
+    window_text(win, sizeof win, f + DISC_CV_K, nsp);
     snprintf(p->name, sizeof p->name, "cudnn conv%s %s %lld->%lld%s %s%s%s%s%s", tr ? "_transpose" : "", win,
              (long long)f[DISC_CV_C],
              (long long)f[DISC_CV_O], f[DISC_CV_GROUPS] > 1 ? " grouped" : "", dtype_name((DType)f[DISC_CV_DTYPE]),
@@ -440,26 +461,18 @@ static Plan *pool_plan(DiscRt *rt, const Key *key)
     int ns = nsp == 1 ? 2 : nsp, nd = ns + 2;
     int xd[5] = {(int)f[DISC_PL_N], (int)f[DISC_PL_C]}, yd[5] = {(int)f[DISC_PL_N], (int)f[DISC_PL_C]};
     int win[3], pad[3], stride[3];
-    for (int i = 0; i < ns; i++) {
-        int a = nsp == 1 ? i - 1 : i; /* -1: the added height of one */
-        xd[2 + i] = a < 0 ? 1 : (int)f[DISC_PL_IN + a];
-        yd[2 + i] = a < 0 ? 1 : (int)f[DISC_PL_OUT + a];
-        win[i] = a < 0 ? 1 : (int)f[DISC_PL_WINDOW + a];
-        pad[i] = a < 0 ? 0 : (int)f[DISC_PL_PAD_LO + a];
-        stride[i] = a < 0 ? 1 : (int)f[DISC_PL_STRIDE + a];
-    }
-    Plan *p = calloc(1, sizeof *p);
-    if (!p) {
-        disc_rt_fail(rt, "cuda: out of memory");
+    axes(f, nsp, DISC_PL_IN, 1, xd + 2);
+    axes(f, nsp, DISC_PL_OUT, 1, yd + 2);
+    axes(f, nsp, DISC_PL_WINDOW, 1, win);
+    axes(f, nsp, DISC_PL_PAD_LO, 0, pad);
+    axes(f, nsp, DISC_PL_STRIDE, 1, stride);
+    Plan *p = plan_new(rt, key);
+    if (!p)
         return NULL;
-    }
-    p->key = *key;
     bool max = f[DISC_PL_MAX];
     int mode = max ? DNN_POOL_MAX : f[DISC_PL_COUNT_PAD] ? DNN_POOL_AVG_INCLUDE_PAD : DNN_POOL_AVG_EXCLUDE_PAD;
     char w[48];
-    int n = snprintf(w, sizeof w, "%lld", (long long)f[DISC_PL_WINDOW]);
-    for (int i = 1; i < nsp && n > 0 && (size_t)n < sizeof w; i++)
-        n += snprintf(w + n, sizeof w - (size_t)n, "x%lld", (long long)f[DISC_PL_WINDOW + i]);
+    window_text(w, sizeof w, f + DISC_PL_WINDOW, nsp);
     snprintf(p->name, sizeof p->name, "cudnn pool %s %s%s %s", max ? "max" : "avg", w,
              !max && f[DISC_PL_COUNT_PAD] ? " count_pad" : "", dtype_name((DType)f[DISC_PL_DTYPE]));
     const char *what = "cudnnSetTensorNdDescriptor";

@@ -410,6 +410,18 @@ static Status conv_check(const Tensor *x, const Filter *w, const Conv *c, const 
     return SUCCESS;
 }
 
+/* The heuristics' answer, the forward's and the backward data's: the
+ * algorithms in order, as many as asked. */
+static Status ranked(const Conv *c, int want, int *got, Perf *perf)
+{
+    int n = 0;
+    for (; n < want && n < (int)(sizeof algos / sizeof *algos); n++)
+        perf[n] = (Perf){.algo = algos[n].algo, .status = SUCCESS, .time = -1, .memory = algos[n].memory,
+                         .determinism = DETERMINISTIC, .mathType = c->math};
+    *got = n;
+    return SUCCESS;
+}
+
 API Status cudnnGetConvolutionForwardAlgorithm_v7(Handle *h, const Tensor *x, const Filter *w, const Conv *c,
                                                   const Tensor *y, int want, int *got, Perf *perf);
 API Status cudnnGetConvolutionForwardAlgorithm_v7(Handle *h, const Tensor *x, const Filter *w, const Conv *c,
@@ -421,12 +433,7 @@ API Status cudnnGetConvolutionForwardAlgorithm_v7(Handle *h, const Tensor *x, co
     Status s = conv_check(x, w, c, y);
     if (s)
         return s;
-    int n = 0;
-    for (; n < want && n < (int)(sizeof algos / sizeof *algos); n++)
-        perf[n] = (Perf){.algo = algos[n].algo, .status = SUCCESS, .time = -1, .memory = algos[n].memory,
-                         .determinism = DETERMINISTIC, .mathType = c->math};
-    *got = n;
-    return SUCCESS;
+    return ranked(c, want, got, perf);
 }
 
 /* ---- the computations ---------------------------------------------------------- */
@@ -860,12 +867,7 @@ API Status cudnnGetConvolutionBackwardDataAlgorithm_v7(Handle *h, const Filter *
     Status s = conv_check(dx, w, c, dy);
     if (s)
         return s;
-    int n = 0;
-    for (; n < want && n < (int)(sizeof algos / sizeof *algos); n++)
-        perf[n] = (Perf){.algo = algos[n].algo, .status = SUCCESS, .time = -1, .memory = algos[n].memory,
-                         .determinism = DETERMINISTIC, .mathType = c->math};
-    *got = n;
-    return SUCCESS;
+    return ranked(c, want, got, perf);
 }
 
 /* dx = alpha conv^T(dy, w) + beta dx: the call's descriptors x and y are
