@@ -769,8 +769,16 @@ static bool emit_unfused(Host *h, const Group *grp, Op *root, const Fused *fz)
     int n = fz->nops - (fz->residual ? 1 : 0);
     if (n <= 0)
         return true;
-    Op *ops[40];
-    memcpy(ops, fz->ops, sizeof(Op *) * (size_t)n);
+    Op *ops[80];
+    int nc = 0; /* first the group's constants the chain reads (a literal where scalar; else a buffer of its own) */
+    for (int i = 0; i < grp->nops && nc < 40; i++)
+        if (grp->ops[i]->kind == OP_CONST)
+            for (int j = 0; j < n; j++)
+                for (int q = 0; q < fz->ops[j]->nin; q++)
+                    if (fz->ops[j]->in[q] == grp->ops[i]->out[0] && (nc == 0 || ops[nc - 1] != grp->ops[i]))
+                        ops[nc++] = grp->ops[i];
+    memcpy(ops + nc, fz->ops, sizeof(Op *) * (size_t)n);
+    n += nc;
     Value *ins[grp->nins + 1], *out = ops[n - 1]->out[0];
     int ni = 0;
     for (int i = 0; i < grp->nins; i++) { /* those the ops read: the call had each on the device */
