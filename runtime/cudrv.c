@@ -114,6 +114,9 @@ static struct {
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
     CUresult (*StreamBeginCapture)(CUstream, int);
     CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
@@ -154,7 +157,8 @@ static void driver_load(void)
         SYM(MemsetD32Async),  SYM(Memcpy2DAsync),
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
         SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
-        SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),
+        SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),      SYM(EventSynchronize),
+        SYM(MemHostAlloc),    SYM(MemFreeHost),
         SYM(StreamBeginCapture), SYM(StreamEndCapture), SYM(GraphInstantiateWithFlags),
         SYM(GraphLaunch),     SYM(GraphExecDestroy),  SYM(GraphDestroy),
 #undef SYM
@@ -265,6 +269,9 @@ struct DiscGpu {
     size_t graph_bytes;  /* device memory the graphs own */
     uint64_t runs;       /* disc_gpu_run calls, the graphs' clock */
     Capture *cap;        /* the capture under way, or NULL */
+    void *pin[2];        /* DISC_STAGE: the staging buffers (pinned), each */
+    CUevent ev[2];       /* recorded after the copy that reads or fills it */
+    bool busy[2];        /* an event recorded and not yet waited for */
 };
 
 struct DiscGpuModule {
@@ -437,6 +444,12 @@ void disc_gpu_close(DiscGpu *g)
             timed_drain(g, false);
         }
         graphs_drop(g);
+        for (int i = 0; i < 2; i++) {
+            if (g->pin[i])
+                cu.MemFreeHost(g->pin[i]);
+            if (g->ev[i])
+                cu.EventDestroy(g->ev[i]);
+        }
         disc_blas_free(g->blas); /* its workspace is one of the buffers below */
         disc_dnn_free(g->dnn);
         if (g->stream)
@@ -586,11 +599,101 @@ static int abandon(DiscRt *rt, DiscGpu *g, const char *why)
     return -1;
 }
 
+/* ---- staged copies (DISC_STAGE) ------------------------------------------------
+ *
+ * A copy from or to pageable memory goes through the driver's own pinned
+ * staging; with DISC_STAGE the flow's copies of at least a chunk go
+ * through two pinned buffers of the device's instead, a chunk at a time,
+ * the host's memcpy of one chunk overlapping the DMA of the other
+ * (tests/gpu/copy_bw.c times both ways on the GPU: which is faster decides
+ * the default, off until measured). An event recorded after each DMA says
+ * when its buffer is free (in) or full (out). */
+
+/* Buffer b, free: its last DMA finished. -1 on an error. */
+static int stage_wait(DiscRt *rt, DiscGpu *g, int b)
+{
+    if (!g->busy[b])
+        return 0;
+    g->busy[b] = false;
+    CUresult r = cu.EventSynchronize(g->ev[b]);
+    return r ? failed(rt, r, "cuEventSynchronize (a staging buffer)") : 0;
+}
+
+static int stage_mark(DiscRt *rt, DiscGpu *g, int b)
+{
+    CUresult r = cu.EventRecord(g->ev[b], g->stream);
+    g->busy[b] = r == 0;
+    return r ? failed(rt, r, "cuEventRecord (a staging buffer)") : 0;
+}
+
+/* The chunk size where a copy of `bytes` is staged, else 0. */
+static size_t stage_chunk(DiscRt *rt, DiscGpu *g, size_t bytes)
+{
+    int64_t chunk = disc_env()->stage;
+    if (chunk <= 0 || bytes < (size_t)chunk)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        CUresult r = 0;
+        if (!g->ev[i] && (r = cu.EventCreate(&g->ev[i], 2 /* CU_EVENT_DISABLE_TIMING */)) != 0)
+            g->ev[i] = NULL;
+        if (!r && !g->pin[i] && (r = cu.MemHostAlloc(&g->pin[i], (size_t)chunk, 0)) != 0)
+            g->pin[i] = NULL;
+        if (r) {
+            failed(rt, r, "cuMemHostAlloc or cuEventCreate (DISC_STAGE's buffers)");
+            return (size_t)-1;
+        }
+    }
+    return (size_t)chunk;
+}
+
+static int staged_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const char *src, size_t bytes, size_t chunk)
+{
+    for (size_t off = 0, i = 0; off < bytes; off += chunk, i++) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        int b = (int)(i % 2);
+        if (stage_wait(rt, g, b) != 0)
+            return -1;
+        memcpy(g->pin[b], src + off, n);
+        if (queued(rt, cu.MemcpyHtoDAsync(dst + off, g->pin[b], n, g->stream), "cuMemcpyHtoDAsync", n) != 0 ||
+            stage_mark(rt, g, b) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int staged_out(DiscRt *rt, DiscGpu *g, char *dst, DiscDevPtr src, size_t bytes, size_t chunk)
+{
+    size_t nchunks = (bytes + chunk - 1) / chunk;
+    for (size_t i = 0; i <= nchunks; i++) {
+        if (i < nchunks) { /* chunk i into buffer i % 2 */
+            int b = (int)(i % 2);
+            size_t off = i * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+            if (stage_wait(rt, g, b) != 0 ||
+                queued(rt, cu.MemcpyDtoHAsync(g->pin[b], src + off, n, g->stream), "cuMemcpyDtoHAsync", n) != 0 ||
+                stage_mark(rt, g, b) != 0)
+                return -1;
+        }
+        if (i > 0) { /* chunk i - 1 out, while chunk i copies */
+            int b = (int)((i - 1) % 2);
+            size_t off = (i - 1) * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+            if (stage_wait(rt, g, b) != 0)
+                return -1;
+            memcpy(dst + off, g->pin[b], n);
+        }
+    }
+    return 0;
+}
+
 int disc_gpu_copy_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_t bytes)
 {
     if (g->cap) /* from pageable memory: not in a graph (the run's copies are made around it) */
         return abandon(rt, g, "a copy from the host mid-run");
     int go = ready(rt, g, bytes);
+    size_t chunk = go <= 0 ? 0 : stage_chunk(rt, g, bytes);
+    if (chunk == (size_t)-1)
+        return -1;
+    if (chunk)
+        return staged_in(rt, g, dst, src, bytes, chunk);
     return go <= 0 ? go : queued(rt, cu.MemcpyHtoDAsync(dst, src, bytes, g->stream), "cuMemcpyHtoDAsync", bytes);
 }
 
@@ -599,6 +702,11 @@ int disc_gpu_copy_out(DiscRt *rt, DiscGpu *g, void *dst, DiscDevPtr src, size_t 
     if (g->cap)
         return abandon(rt, g, "a copy to the host mid-run");
     int go = ready(rt, g, bytes);
+    size_t chunk = go <= 0 ? 0 : stage_chunk(rt, g, bytes);
+    if (chunk == (size_t)-1)
+        return -1;
+    if (chunk)
+        return staged_out(rt, g, dst, src, bytes, chunk);
     return go <= 0 ? go : queued(rt, cu.MemcpyDtoHAsync(dst, src, bytes, g->stream), "cuMemcpyDtoHAsync", bytes);
 }
 

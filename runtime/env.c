@@ -24,6 +24,11 @@
  *                          $HOME/.cache/disc/jit)
  *   DISC_CACHE=0           no cache of compiled code: every compile
  *                          generates and optimises
+ *   DISC_STAGE=1|N         the cuda backend's copies between the caller's
+ *                          pageable memory and the device staged through
+ *                          two pinned buffers of the device's (8 MiB, or N
+ *                          bytes: copies of at least that size); 0, the
+ *                          default: the driver's own copies (cudrv.c)
  *   OMP_WAIT_POLICY, GOMP_SPINCOUNT  libgomp's, read to know whether
  *                          oneDNN's team sleeps between calls (dnnl.c)
  *
@@ -56,6 +61,11 @@ static void read_env(void)
     env.cache_dir = getenv("DISC_CACHE_DIR");
     env.cache_off = (e = getenv("DISC_CACHE")) && !strcmp(e, "0");
     env.home = getenv("HOME");
+    env.stage = (e = getenv("DISC_STAGE")) ? strtoll(e, NULL, 10) : 0;
+    if (env.stage == 1)
+        env.stage = 8 << 20;
+    else if (env.stage > 1 && env.stage < 4096)
+        env.stage = 4096;
     e = getenv("OMP_WAIT_POLICY");
     env.omp_passive = e && !strcasecmp(e, "passive") && !getenv("GOMP_SPINCOUNT");
 }

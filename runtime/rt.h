@@ -140,6 +140,7 @@ typedef struct DiscEnv {
     const char *cache_dir; /* DISC_CACHE_DIR, or NULL (codegen/cache.h) */
     int cache_off;        /* DISC_CACHE=0 */
     const char *home;     /* HOME, for the cache's default directory */
+    int64_t stage;        /* DISC_STAGE: the staged copies' chunk in bytes, 0: none (cudrv.c) */
 } DiscEnv;
 const DiscEnv *disc_env(void);
 

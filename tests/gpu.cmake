@@ -177,6 +177,14 @@ endif()
 add_test(NAME unit/test_cudrv/fake COMMAND test_cudrv --fake)
 set_tests_properties(unit/test_cudrv/fake PROPERTIES LABELS "unit;gpu-driver"
                      ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda")
+# the copies staged through pinned buffers, chunks of 64 KiB (DISC_STAGE)
+add_test(NAME unit/test_cudrv/fake-staged COMMAND test_cudrv --fake)
+set_tests_properties(unit/test_cudrv/fake-staged PROPERTIES LABELS "unit;gpu-driver"
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_STAGE=65536")
+# and a model's inputs and outputs, chunks of 4 KiB
+add_test(NAME gpu-driver/staged/bert_encoder COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/bert_encoder --backend cuda)
+set_tests_properties(gpu-driver/staged/bert_encoder PROPERTIES LABELS gpu-driver
+                     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/fakecuda;DISC_CUDA_EMU_MODULES=1;DISC_STAGE=4096")
 set_tests_properties(unit/test_cudrv PROPERTIES LABELS "unit;gpu-driver")
 
 # The cuda backend (codegen/gpurun.c: the host flow with device memory,

@@ -661,6 +661,37 @@ static CUresult cuEventDestroy(void *e)
     return OK;
 }
 
+/* work on the stream is done when queued (or recorded into a capture, where
+ * an event may not be waited for) */
+static CUresult cuEventSynchronize(void *e)
+{
+    ENTER("cuEventSynchronize", UNKNOWN);
+    NOT_IN_CAPTURE();
+    return e ? OK : INVALID_VALUE;
+}
+
+/* pinned host memory: host memory, counted */
+static int pinned;
+static CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+    ENTER("cuMemHostAlloc", UNKNOWN);
+    if (!p || flags > 7)
+        return INVALID_VALUE;
+    if (!(*p = malloc(n ? n : 1)))
+        return OUT_OF_MEMORY;
+    pinned++;
+    return OK;
+}
+
+static CUresult cuMemFreeHost(void *p)
+{
+    if (!p)
+        return INVALID_VALUE;
+    pinned--;
+    free(p);
+    return OK;
+}
+
 typedef struct {
     const char *name;
     void *fn;
@@ -676,6 +707,7 @@ static const Entry entries[] = {
     E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
     E(cuEventElapsedTime), E(cuEventDestroy),     E(cuStreamBeginCapture), E(cuStreamEndCapture),
     E(cuGraphInstantiateWithFlags), E(cuGraphLaunch), E(cuGraphExecDestroy), E(cuGraphDestroy),
+    E(cuEventSynchronize), E(cuMemHostAlloc),     E(cuMemFreeHost),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
@@ -700,5 +732,5 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsign
 int fake_cuda_live(void);
 int fake_cuda_live(void)
 {
-    return ctx_refs + streams + modules + events + graphs + execs + (held != 0) + (cap != NULL);
+    return ctx_refs + streams + modules + events + graphs + execs + pinned + (held != 0) + (cap != NULL);
 }

@@ -142,6 +142,42 @@ static long calls(void *lib, const char *name)
     return f ? f(name) : -1;
 }
 
+/* A copy in and out of 3 MiB and a bit: whole, or with DISC_STAGE staged
+ * through the pinned buffers a chunk at a time (the driver's copies
+ * counted), the bytes the same either way; a failing staged copy named. */
+static void staged(DiscRt *rt, DiscGpu *g, void *lib)
+{
+    size_t n = (3 << 20) + 12345;
+    unsigned char *src = malloc(n), *dst = calloc(n, 1);
+    DiscDevPtr d = disc_gpu_alloc(rt, g, n);
+    CHECK(src && dst && d);
+    if (!src || !dst || !d)
+        return;
+    for (size_t i = 0; i < n; i++)
+        src[i] = (unsigned char)(i * 7 + (i >> 12));
+    int64_t chunk = disc_env()->stage;
+    long want = chunk > 0 && n >= (size_t)chunk ? (long)((n + (size_t)chunk - 1) / (size_t)chunk) : 1;
+    long h0 = calls(lib, "cuMemcpyHtoDAsync"), d0 = calls(lib, "cuMemcpyDtoHAsync");
+    CHECK(disc_gpu_copy_in(rt, g, d, src, n) == 0);
+    CHECK(disc_gpu_copy_out(rt, g, dst, d, n) == 0);
+    CHECK(disc_gpu_sync(rt, g) == 0);
+    CHECK(!memcmp(src, dst, n));
+    CHECK_MSG(calls(lib, "cuMemcpyHtoDAsync") - h0 == want && calls(lib, "cuMemcpyDtoHAsync") - d0 == want,
+              "%ld and %ld copies, want %ld (DISC_STAGE chunk %lld)", calls(lib, "cuMemcpyHtoDAsync") - h0,
+              calls(lib, "cuMemcpyDtoHAsync") - d0, want, (long long)chunk);
+    if (chunk > 0) {
+        setenv("FAKE_CUDA_FAIL", "cuEventSynchronize", 1);
+        CHECK(disc_gpu_copy_in(rt, g, d, src, n) == -1);
+        CHECK(has(rt, "cuEventSynchronize (a staging buffer)"));
+        show(rt);
+        unsetenv("FAKE_CUDA_FAIL");
+    }
+    disc_gpu_release(g, d);
+    disc_gpu_trim(g);
+    free(src);
+    free(dst);
+}
+
 static void fake(void)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -176,6 +212,7 @@ static void fake(void)
     CHECK(!strcmp(in->name, "disc fake GPU") && in->major == 9 && in->minor == 0 && in->sms == 132);
     CHECK(in->shmem_max == 227 << 10 && in->driver_version == 13000);
     memory(rt, g);
+    staged(rt, g, lib);
 
     /* out of memory: the cached buffers go back and the call is tried again */
     DiscGpuStats s0, s;
