@@ -2113,6 +2113,7 @@ typedef struct Gemm {
     int ci[MAX_RANK], cj[MAX_RANK], nb, nc, naf, nbf;
     /* a conv: [N, S_out...] (I), [taps..., C/g] (K), the group's widths */
     int nsp, cl;
+    bool tr;                   /* transposed: A's tap at (p + pad - k dil) / stride where that divides */
     Dim *id[MAX_RANK], *kd[MAX_RANK], *cg, *og;
     bool k32;                  /* K fits 32 bits: its index split in 32 */
     int rok, rn, rp[MAX_RANK]; /* the A rows' arrays (gemm_rows) */
@@ -2160,9 +2161,11 @@ static bool gemm_conv(const Op *op, DimCtx *cx, Gemm *m)
     const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *ct = &op->out[0]->type;
     int64_t g = op_attr_int(op, "groups", 1);
     m->nsp = xt->rank - 2;
-    m->cl = (int)op_attr_int(op, "channels_last", 0);
-    m->cg = wt->dims[1];
-    m->og = dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
+    m->tr = op->kind == OP_CONV_TRANSPOSE;
+    m->cl = m->tr ? 0 : (int)op_attr_int(op, "channels_last", 0);
+    /* w [O, C/g, k...]; transposed [C, O/g, k...] */
+    m->cg = m->tr ? dim_floordiv(cx, xt->dims[1], dim_const(cx, g)) : wt->dims[1];
+    m->og = m->tr ? wt->dims[1] : dim_floordiv(cx, wt->dims[0], dim_const(cx, g));
     if (dim_is_const(m->og) && m->og->c < GEMM_CONV_MIN_J)
         return false;
     m->B = dim_const(cx, g);
@@ -2190,7 +2193,7 @@ static const Op *gemm_of(Gk *k, Gemm *m)
         return NULL;
     const Op *op = NULL;
     for (int i = 0; i < grp->nops; i++)
-        if (grp->ops[i]->kind == OP_DOT || grp->ops[i]->kind == OP_CONV) {
+        if (grp->ops[i]->kind == OP_DOT || grp->ops[i]->kind == OP_CONV || grp->ops[i]->kind == OP_CONV_TRANSPOSE) {
             if (op)
                 return NULL;
             op = grp->ops[i];
@@ -2267,8 +2270,11 @@ static void gemm_rows(Gk *k, Gemm *m, V tmi, V Iv)
     split_dims(k, m->id, m->nsp + 1, ig, os);
     line(k, "v%d[v%d] = %s;", m->rn, r, os[0].s);
     for (int i = 0; i < m->nsp; i++)
-        line(k, "v%d[v%d] = %s * %lld - %s;", m->rp[i], r, os[1 + i].s, (long long)st->ints[i],
-             kdim(k, pads->dims[i]).s);
+        if (m->tr) /* the output position plus the pad: less a tap, stride times the input's */
+            line(k, "v%d[v%d] = %s + %s;", m->rp[i], r, os[1 + i].s, kdim(k, pads->dims[i]).s);
+        else
+            line(k, "v%d[v%d] = %s * %lld - %s;", m->rp[i], r, os[1 + i].s, (long long)st->ints[i],
+                 kdim(k, pads->dims[i]).s);
     k->ind--;
     line(k, "}");
 }
@@ -2298,8 +2304,17 @@ static void gemm_a(Gk *k, const Gemm *m, V b, const V *bi, V ig, V r, V kg, int 
     V inside = lit("true");
     xi[0] = lit("v%d[%s]", m->rn, r.s);
     xi[1] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->cg).s, c.s);
+    const Attr *st = op_attr(op, "strides");
     for (int i = 0; i < m->nsp; i++) {
         V n = kdim(k, at->dims[xs + i]);
+        if (m->tr) { /* the input position whose tap lands here, if one does */
+            long long s = (long long)st->ints[i];
+            V num = let(k, "int64_t", "v%d[%s] - %s * %lld", m->rp[i], r.s, ks[i].s, (long long)dl->ints[i]);
+            xi[2 + i] = let(k, "int64_t", "%s / %lld", num.s, s);
+            inside = let(k, "bool", "%s && %s >= 0 && %s %% %lld == 0 && %s < %s", inside.s, num.s, num.s, s,
+                         xi[2 + i].s, n.s);
+            continue;
+        }
         xi[2 + i] = let(k, "int64_t", "v%d[%s] + %s * %lld", m->rp[i], r.s, ks[i].s, (long long)dl->ints[i]);
         inside = let(k, "bool", "%s && %s >= 0 && %s < %s", inside.s, xi[2 + i].s, xi[2 + i].s, n.s);
     }
@@ -2323,8 +2338,14 @@ static void gemm_b(Gk *k, const Gemm *m, V b, const V *bi, V kg, V jg, int v)
         split_axes(k, &w->type, m->bc, m->nc, kg, yi);
     } else {
         V ks[MAX_RANK];
-        yi[1] = conv_k(k, m, kg, ks);
-        yi[0] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->og).s, jg.s);
+        V c = conv_k(k, m, kg, ks);
+        if (m->tr) { /* w [C, O/g, k...]: the group's input channel c, output j */
+            yi[0] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->cg).s, c.s);
+            yi[1] = jg;
+        } else {
+            yi[0] = let(k, "int64_t", "%s * %s + %s", b.s, kdim(k, m->og).s, jg.s);
+            yi[1] = c;
+        }
         for (int i = 0; i < m->nsp; i++)
             yi[2 + i] = ks[i];
     }
@@ -2442,7 +2463,7 @@ static void gemm_body(Gk *k, Gemm *m, GpuKernel *gk, int grid_max)
     line(k, "#pragma unroll");
     line(k, "for (int q = 0; q < 16; q++)");
     line(k, "    v%d[q] = 0;", acc);
-    bool conv = m->op->kind == OP_CONV;
+    bool conv = m->op->kind != OP_DOT;
     if (conv)
         gemm_rows(k, m, tmi, Iv);
     int k0 = k->nv++;
