@@ -541,11 +541,9 @@ static int64_t pad_rows(const int64_t *f, size_t esize, bool residual)
 int32_t disc_rt_dev_matmul(DiscRt *rt, const int64_t *f, const void *a, const void *b, const void *bias,
                            const void *residual, void *c)
 {
-    DiscGpu *g = disc_rt_gpu(rt);
-    if (!g) {
-        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+    DiscGpu *g = disc_rt_run_gpu(rt);
+    if (!g)
         return -1;
-    }
     int64_t batch = f[DISC_MM_BATCH], m = f[DISC_MM_M], n = f[DISC_MM_N], k = f[DISC_MM_K];
     if (batch <= 0 || m <= 0 || n <= 0)
         return 0; /* an empty result */

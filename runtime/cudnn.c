@@ -315,6 +315,11 @@ static void window_text(char *s, size_t size, const int64_t *k, int nsp)
         n += snprintf(s + n, size - (size_t)n, "x%lld", (long long)k[i]);
 }
 
+static int64_t prod3(const int64_t *d)
+{
+    return d[0] * d[1] * d[2];
+}
+
 static Plan *plan_new(DiscRt *rt, const Key *key)
 {
     Plan *p = calloc(1, sizeof *p);
@@ -519,20 +524,12 @@ static int add(DiscRt *rt, DiscDnn *d, DnnTensor desc, const void *a, Plan *p, v
 int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void *w, const void *bias,
                          const void *residual, void *y)
 {
-    DiscGpu *g = disc_rt_gpu(rt);
-    if (!g) {
-        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+    DiscGpu *g = disc_rt_run_gpu(rt);
+    if (!g)
         return -1;
-    }
-    int64_t ny = f[DISC_CV_N] * f[DISC_CV_O];
-    for (int i = 0; i < 3; i++)
-        ny *= f[DISC_CV_OUT + i];
-    if (ny == 0)
+    if (f[DISC_CV_N] * f[DISC_CV_O] * prod3(f + DISC_CV_OUT) == 0)
         return 0; /* an empty result */
-    int64_t nx = f[DISC_CV_C];
-    for (int i = 0; i < 3; i++)
-        nx *= f[DISC_CV_IN + i] * f[DISC_CV_K + i];
-    if (nx == 0) {
+    if (f[DISC_CV_C] * prod3(f + DISC_CV_IN) * prod3(f + DISC_CV_K) == 0) {
         disc_rt_fail(rt, "cuda: cuDNN: a convolution with an empty input channel or window (C %lld) and a "
                      "non-empty result", (long long)f[DISC_CV_C]);
         return -1;
@@ -585,15 +582,10 @@ int32_t disc_rt_dev_conv(DiscRt *rt, const int64_t *f, const void *x, const void
 
 int32_t disc_rt_dev_pool(DiscRt *rt, const int64_t *f, const void *x, void *y)
 {
-    DiscGpu *g = disc_rt_gpu(rt);
-    if (!g) {
-        disc_rt_fail(rt, "cuda: a device call in a run with no device");
+    DiscGpu *g = disc_rt_run_gpu(rt);
+    if (!g)
         return -1;
-    }
-    int64_t ny = f[DISC_PL_N] * f[DISC_PL_C];
-    for (int i = 0; i < 3; i++)
-        ny *= f[DISC_PL_OUT + i];
-    if (ny == 0)
+    if (f[DISC_PL_N] * f[DISC_PL_C] * prod3(f + DISC_PL_OUT) == 0)
         return 0; /* an empty result */
     DiscDnn *d = dnn(rt, g);
     if (!d)

@@ -891,7 +891,7 @@ DiscDnn **disc_gpu_dnn_slot(DiscGpu *g)
 
 /* ---- a model's run (rt.h: the host flow's calls) --------------------------- */
 
-static DiscGpu *run_gpu(DiscRt *rt)
+DiscGpu *disc_rt_run_gpu(DiscRt *rt)
 {
     DiscGpu *g = disc_rt_gpu(rt);
     if (!g)
@@ -942,13 +942,13 @@ static int put_in(DiscRt *rt, DiscGpu *g, DiscDevPtr dst, const void *src, size_
 
 int32_t disc_rt_dev_in(DiscRt *rt, void *dst, const void *src, int64_t bytes)
 {
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     return g && bytes >= 0 ? put_in(rt, g, devp(dst), src, (size_t)bytes) : -1;
 }
 
 int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes)
 {
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     if (g && g->cap)
         return abandon(rt, g, "the flow reads a kernel's result on the host");
     if (!g || bytes < 0 || disc_gpu_copy_out(rt, g, dst, devp(src), (size_t)bytes) != 0)
@@ -958,7 +958,7 @@ int32_t disc_rt_dev_out(DiscRt *rt, void *dst, const void *src, int64_t bytes)
 
 int32_t disc_rt_dev_fill(DiscRt *rt, void *dst, int64_t n, int64_t size, uint64_t bits)
 {
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     if (!g || n < 0 || (size != 4 && size != 8))
         return -1;
     if (n == 0)
@@ -1019,7 +1019,7 @@ static int out_note(DiscRt *rt, DiscGpu *g, int64_t slot, int kind, int input, c
 
 void *disc_rt_dev_output(DiscRt *rt, void **slots, int64_t slot, const void *src, int64_t bytes, int32_t on_dev)
 {
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     bool dev_io = disc_rt_dev_io(rt);
     bool src_dev = on_dev == 2 ? dev_io : on_dev;
     if (!g || bytes < 0)
@@ -1063,7 +1063,7 @@ void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes
 {
     if (*slot)
         return *slot;
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     if (g && g->cap) { /* it lives with the model, not with a graph */
         abandon(rt, g, "a constant not yet on the device");
         return NULL;
@@ -1076,7 +1076,7 @@ void *disc_rt_dev_const(DiscRt *rt, void **slot, const void *host, int64_t bytes
 
 int32_t disc_rt_dev_launch(DiscRt *rt, void *fn, int64_t grid, int64_t block, int64_t shmem, void **params)
 {
-    DiscGpu *g = run_gpu(rt);
+    DiscGpu *g = disc_rt_run_gpu(rt);
     return g ? disc_gpu_launch(rt, g, fn, grid, (int)block, shmem, params) : -1;
 }
 

@@ -550,6 +550,9 @@ void disc_dnn_free(DiscDnn *d);
  * with the error in rt. */
 void disc_rt_set_gpu(DiscRt *rt, DiscGpu *g);
 DiscGpu *disc_rt_gpu(const DiscRt *rt);
+/* The run's device, or NULL with the error in rt (a device call, as the
+ * libraries' of cublaslt.c and cudnn.c, in a run that has none). */
+DiscGpu *disc_rt_run_gpu(DiscRt *rt);
 void *disc_rt_dev_alloc(DiscRt *rt, int64_t bytes);
 /* Host to device; device to host (waits for the stream: the host reads
  * dst next, and a kernel's fault shows here). */
