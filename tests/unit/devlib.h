@@ -11,9 +11,25 @@
 #include "check.h"
 #include "runtime/rt.h"
 
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* v as f16 bits, for the tests' values: small multiples of 1/8 in
+ * [-16, 16], exact in f16 (normal numbers only). */
+static uint16_t devlib_f16(double v)
+{
+    float a = fabsf((float)v);
+    uint16_t h = 0;
+    if (a != 0) {
+        int e;
+        float fr = frexpf(a, &e);
+        h = (uint16_t)((e + 14) << 10 | ((int)(fr * 2048) - 1024));
+    }
+    return (uint16_t)(h | (v < 0 ? 0x8000 : 0));
+}
 
 static int devlib_main(int argc, char **argv, int (*available)(char *why, size_t n),
                        void (*fake)(DiscRt *rt, DiscGpu *g), void (*real)(DiscRt *rt, DiscGpu *g))

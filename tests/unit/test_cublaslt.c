@@ -87,14 +87,7 @@ static void put(void *p, DType dt, int64_t i, double v)
         memcpy(&u, &f, 4);
         ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
     } else {
-        float a = fabsf((float)v);
-        uint16_t h = 0;
-        if (a != 0) {
-            int e;
-            float fr = frexpf(a, &e);
-            h = (uint16_t)((e + 14) << 10 | ((int)(fr * 2048) - 1024));
-        }
-        ((uint16_t *)p)[i] = (uint16_t)(h | (v < 0 ? 0x8000 : 0));
+        ((uint16_t *)p)[i] = devlib_f16(v);
     }
 }
 
