@@ -75,6 +75,7 @@ BROAD_SHAPES = {
 THREADS = os.cpu_count() or 1
 CPU_TIME = False  # --cpu-time: compare the processes' CPU time per run, not wall time
 INPROC = False  # --inproc: disc through libdisc.so in this process (inproc_times)
+ATOL = 1e-4  # the outputs' check (close); --trained takes each model's from tests/trained/expect.txt
 
 
 def threads():
@@ -86,6 +87,7 @@ def ort_session(path):
     so.intra_op_num_threads = threads()
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3  # not a warning per run where a model declares an output's shape wrongly (ddddocr)
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -176,8 +178,9 @@ def where_time_goes(dcc, work, runs):
             f"{100 * host / total:.0f}% host flow and runtime")
 
 
-def close(got, want, atol=1e-4, rtol=1e-2):
+def close(got, want, atol=None, rtol=1e-2):
     """The check dcc bench runs with run_bench's tolerances: "" or what differs."""
+    atol = ATOL if atol is None else atol
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
     if got.dtype.kind == "f":
@@ -257,7 +260,40 @@ def inproc_times(name, path, sess, feeds, runs, rounds):
     return info, disc_t, ort_t
 
 
-def bench_model(name, path, shapes, dcc, runs, rounds, rows):
+def trained_models(want):
+    """--trained: the float and quantized models of the trained collection
+    (tests/trained/collect.py, `make trained`) that tests/trained/expect.txt
+    says disc runs, each with its data sets' inputs and its tolerance:
+    [(name, path, None, feeds, atol)]."""
+    base = os.path.join(ROOT, "tests", "trained")
+    out = []
+    with open(os.path.join(base, "expect.txt")) as f:
+        for line in f:
+            w = line.split("#")[0].split()
+            if len(w) < 2 or w[1] != "pass" or (want and w[0] not in want):
+                continue
+            d = os.path.join(base, "models", w[0])
+            if not os.path.isdir(d):
+                continue
+            atol = float(w[w.index("--atol") + 1]) if "--atol" in w else 1e-4
+            names = [i.name for i in ort_session(os.path.join(d, "model.onnx")).get_inputs()]
+            feeds = []
+            for s in sorted(x for x in os.listdir(d) if x.startswith("test_data_set_")):
+                f = {}
+                for k in range(len(names)):
+                    t = onnx.TensorProto()
+                    with open(os.path.join(d, s, f"input_{k}.pb"), "rb") as fh:
+                        t.ParseFromString(fh.read())
+                    f[names[k]] = numpy_helper.to_array(t)
+                feeds.append(f)
+            out.append((w[0], os.path.join(d, "model.onnx"), None, feeds, max(atol, 1e-4)))
+    return out
+
+
+def bench_model(name, path, shapes, dcc, runs, rounds, rows, given=None):
+    """Times one model at each of `shapes` (inputs made by make_inputs), or
+    at the feeds `given` (--trained: the data sets' own inputs)."""
+    global ATOL
     sess = ort_session(path)
     rng = np.random.default_rng(0)
     work = tempfile.mkdtemp(prefix=f"disc-bench-{name}-")
@@ -266,14 +302,14 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
         data = os.path.join(os.path.dirname(os.path.abspath(path)), "model.onnx.data")
         if os.path.exists(data):
             os.symlink(data, os.path.join(work, "model.onnx.data"))
-        feeds = []
-        for k, shape in enumerate(shapes):
-            f = make_inputs(path, shape, rng)
+        feeds = list(given) if given else [make_inputs(path, shape, rng) for shape in shapes]
+        if given:
+            shapes = [tuple(next(iter(f.values())).shape) for f in given]
+        for k, f in enumerate(feeds):
             write_set(os.path.join(work, f"test_data_set_{k}"), sess, f)
-            feeds.append(f)
         def run_disc():
             p = subprocess.run([dcc, "bench", work, "--runs", str(runs), "--threads", str(threads()),
-                                "--atol", "1e-4", "--rtol", "1e-2", "-v"],
+                                "--atol", str(ATOL), "--rtol", "1e-2", "-v"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             out = p.stdout
             m = re.search(r"compiled once in ([\d.]+) ms \(backend \w+; (\d+) ops, (\d+) kernels\)", out)
@@ -329,7 +365,7 @@ def bench_model(name, path, shapes, dcc, runs, rounds, rows):
 
 
 def main():
-    global THREADS, CPU_TIME, INPROC
+    global THREADS, CPU_TIME, INPROC, ATOL
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dcc", default=os.path.join(ROOT, "build", "dcc"))
     ap.add_argument("--runs", type=int, default=10)
@@ -339,6 +375,9 @@ def main():
                     help="rounds of both runtimes, alternating which goes first; medians across rounds")
     ap.add_argument("--threads", type=int, default=THREADS, help="threads of each runtime (default: every core)")
     ap.add_argument("--broad", action="store_true", help="the broad bench: twelve models of several families")
+    ap.add_argument("--trained", action="store_true",
+                    help="the trained collection (make trained) at its data sets' inputs, instead of the bench's "
+                         "generated models")
     ap.add_argument("--cpu-time", action="store_true",
                     help="compare CPU time per run instead of wall time (with --threads 1: figures that load "
                          "from other processes disturbs much less; a busy machine's wall times are not comparable)")
@@ -353,7 +392,13 @@ def main():
     seq = SEQ_QUICK if args.quick else SEQ_SPREAD
     models = []
     big = os.path.join(HERE, "models")
-    if args.broad:
+    if args.broad and args.trained:
+        ap.error("--broad and --trained are two different benches: take one")
+    if args.trained:
+        models += trained_models(want)
+        if not models:
+            ap.error("no trained models: run make trained first (tests/trained/collect.py)")
+    elif args.broad:
         names = [n for n in BROAD_SHAPES if not want or n in want]
         subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + names, check=True)
         models += [(n, os.path.join(big, n, "model.onnx"), BROAD_SHAPES[n]) for n in names]
@@ -366,7 +411,7 @@ def main():
         if rnn:
             subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + rnn, check=True)
             models += [(n, os.path.join(big, n, "model.onnx"), RNN_SHAPES[n]) for n in rnn]
-    for name in [] if args.broad else ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
+    for name in [] if args.broad or args.trained else ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
         path = os.path.join(ROOT, "tests", "models", name, "model.onnx")
         if os.path.exists(path):
             # the small test transformers have 256 positions
@@ -377,11 +422,13 @@ def main():
     print(f"disc vs ONNX Runtime {ort.__version__}, {threads()} threads each, median of {args.runs} runs, "
           f"median of {args.rounds} rounds" + (", CPU time per run" if CPU_TIME else "") + "\n")
     rows, geos = [], {}
-    for name, path, shapes in models:
+    for name, path, shapes, *given in models:
         if want and name not in want:
             continue
         try:
-            geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, args.rounds, rows)
+            ATOL = given[1] if given else 1e-4
+            geos[name] = bench_model(name, path, shapes, args.dcc, args.runs, args.rounds, rows,
+                                     given[0] if given else None)
         except Exception as e:  # noqa: BLE001 (a model ONNX Runtime cannot run: say so, go on)
             print(f"{name}: not measured: {type(e).__name__}: {str(e).splitlines()[0][:300]}\n", flush=True)
     print("geometric mean of ORT/disc per model (above 1: disc faster):")

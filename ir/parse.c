@@ -1141,6 +1141,20 @@ static bool parse_elem(Parser *P, DType dt, char *buf, size_t i)
     Token *num = tok_is(t, TK_PUNCT, "-") ? peek_at(P, 1) : t;
     if (num->kind == TK_NUM && tok_is_float_text(num))
         return error_at(P, num, "expected an integer for %s, got %s", dtype_name(dt), describe(P, num));
+    if (dt == DT_U64 && num == t && num->kind == TK_NUM && num->len <= 40) { /* up to 2^64 - 1 */
+        char text[48];
+        snprintf(text, sizeof text, "%.*s", (int)num->len, num->loc);
+        errno = 0;
+        char *endp;
+        unsigned long long u = strtoull(text, &endp, 10);
+        if (errno != ERANGE && !*endp && isdigit((unsigned char)text[0])) {
+            uint64_t w = u;
+            P->pos++;
+            memcpy(dst, &w, 8);
+            return true;
+        }
+        return error_at(P, num, "%s out of range for u64", text);
+    }
     int64_t v;
     if (!parse_int(P, &v))
         return false;
