@@ -650,6 +650,207 @@ static Value *conv_as_dot(Canon *c, Op *op)
     return out;
 }
 
+/* ---- integer products as exact f32 ones ------------------------------ */
+
+enum { F32_EXACT = 1 << 24, RANGE_DEPTH = 16 };
+
+/* The range [lo, hi] of v's elements where every element is an integer of
+ * at most F32_EXACT in magnitude by construction (a small integer type, a
+ * convert from one, sums and products of such values, a constant of
+ * integers): the values of ConvInteger's and MatMulInteger's operands,
+ * (x - x_zero_point) over u8 and i8. False where that is not shown. */
+static bool int_range(const Value *v, double *lo, double *hi, int depth)
+{
+    DType dt = v->type.dtype;
+    bool sign;
+    int bits = int_bits(dt, &sign);
+    if (dt == DT_BOOL || (bits && bits <= 16)) { /* the type bounds it */
+        *lo = dt == DT_BOOL ? 0 : sign ? -ldexp(1, bits - 1) : 0;
+        *hi = dt == DT_BOOL ? 1 : sign ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+        return true;
+    }
+    if (dt != DT_I32 && dt != DT_I64 && dt != DT_F32 && dt != DT_F64)
+        return false;
+    const Op *d = v->def;
+    Tensor t;
+    if (!d || depth > RANGE_DEPTH)
+        return false;
+    double a0, a1, b0, b1;
+    switch (d->kind) {
+    case OP_CONST: {
+        if (!const_tensor(v, &t))
+            return false;
+        size_t n = tensor_numel(&t);
+        *lo = INFINITY, *hi = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            double x = dtype_is_float(dt) ? interp_load_f(&t, i) : (double)interp_load_i(&t, i);
+            if (!(fabs(x) <= F32_EXACT) || x != floor(x))
+                return false;
+            *lo = fmin(*lo, x), *hi = fmax(*hi, x);
+        }
+        return n > 0;
+    }
+    case OP_CONVERT: {
+        DType from = d->in[0]->type.dtype;
+        if (dtype_is_float(from) && !dtype_is_float(dt))
+            return false; /* truncation and saturation: not followed */
+        return int_range(d->in[0], lo, hi, depth + 1);
+    }
+    case OP_RESHAPE:
+    case OP_BROADCAST:
+    case OP_TRANSPOSE:
+    case OP_SLICE:
+        return int_range(d->in[0], lo, hi, depth + 1);
+    case OP_NEG:
+        if (!int_range(d->in[0], &a0, &a1, depth + 1))
+            return false;
+        *lo = -a1, *hi = -a0;
+        return true;
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+        if (!int_range(d->in[0], &a0, &a1, depth + 1) || !int_range(d->in[1], &b0, &b1, depth + 1))
+            return false;
+        if (d->kind == OP_ADD) {
+            *lo = a0 + b0, *hi = a1 + b1;
+        } else if (d->kind == OP_SUB) {
+            *lo = a0 - b1, *hi = a1 - b0;
+        } else {
+            double p[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+            *lo = fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
+            *hi = fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
+        }
+        return fabs(*lo) <= F32_EXACT && fabs(*hi) <= F32_EXACT; /* no wrap in i32 either */
+    default:
+        return false;
+    }
+}
+
+/* The largest sum of |b| over the elements that meet one output element:
+ * b a constant, `con` its contracted axes (those outside them index the
+ * output). -1 if b's data is not at hand or is not all integers. */
+static double abs_sum_bound(const Value *b, const bool *con)
+{
+    Tensor t;
+    if (!const_tensor(b, &t))
+        return -1;
+    size_t n = tensor_numel(&t), nkeys = 1;
+    for (int a = 0; a < t.rank; a++)
+        if (!con[a])
+            nkeys *= (size_t)t.shape[a];
+    double *sum = calloc(nkeys ? nkeys : 1, sizeof *sum), best = 0;
+    if (!sum)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t rest = i, key = 0, stride = 1;
+        for (int a = t.rank - 1; a >= 0; a--) {
+            size_t ix = rest % (size_t)t.shape[a];
+            rest /= (size_t)t.shape[a];
+            if (!con[a]) {
+                key += ix * stride;
+                stride *= (size_t)t.shape[a];
+            }
+        }
+        double x = dtype_is_float(t.dtype) ? interp_load_f(&t, i) : (double)interp_load_i(&t, i);
+        if (!(fabs(x) <= F32_EXACT) || x != floor(x)) {
+            free(sum);
+            return -1;
+        }
+        sum[key] += fabs(x);
+        best = fmax(best, sum[key]);
+    }
+    free(sum);
+    return best;
+}
+
+/* An operand whose int_range holds as f32: the value under its converts
+ * (each of which keeps its values: int_range follows none that could
+ * change one, and every value it bounds is at most 2^24), converted. */
+static Value *as_f32(Graph *g, Value *v, Op **made, int *nmade)
+{
+    while (v->def && v->def->kind == OP_CONVERT)
+        v = v->def->in[0];
+    if (v->type.dtype == DT_F32)
+        return v;
+    Value *r = build_convert(g, v, DT_F32);
+    if (r)
+        made[(*nmade)++] = r->def;
+    return r;
+}
+
+/* An integer (or f64) dot or conv of integer values as an f32 one,
+ * converted back: ONNX's MatMulInteger and ConvInteger, imported as i32
+ * dots and f64 convolutions (exact), which the cpu backend ran on the
+ * reference interpreter's code (magika_qdyn 100x behind ONNX Runtime).
+ * f32 is exact where every partial sum is an integer of at most 2^24, in
+ * any summation order: |a| <= A and, for a constant b, each output's sum
+ * of |b| over its contracted elements <= S gives partial sums within
+ * A * S (A * B * K for two variable operands over K terms). Where that
+ * is not shown the op stays as it is. */
+static Value *int_product_f32(Canon *c, Op *op)
+{
+    Graph *g = c->g;
+    const Type *t = &op->out[0]->type;
+    if (op->nin != 2 || op->nout != 1 || (dtype_is_float(t->dtype) && t->dtype != DT_F64) || t->dtype == DT_BOOL)
+        return NULL;
+    Value *a = op->in[0], *b = op->in[1];
+    bool ca[MAX_RANK] = {0}, cb[MAX_RANK] = {0}; /* contracted axes */
+    int64_t k = 1;
+    if (op->kind == OP_DOT) {
+        const Attr *lc = op_attr(op, "lhs_contract"), *rc = op_attr(op, "rhs_contract");
+        for (int i = 0; lc && i < lc->n; i++) {
+            ca[lc->ints[i]] = true;
+            cb[rc->ints[i]] = true;
+            if (!dim_is_const(a->type.dims[lc->ints[i]]))
+                k = -1;
+            else if (k > 0)
+                k *= a->type.dims[lc->ints[i]]->c;
+        }
+    } else { /* conv: w [O, C/groups, k...] */
+        for (int i = 1; i < b->type.rank; i++) {
+            cb[i] = true;
+            if (!dim_is_const(b->type.dims[i]))
+                k = -1;
+            else if (k > 0)
+                k *= b->type.dims[i]->c;
+        }
+    }
+    double a0, a1, b0, b1, bound;
+    bool ra = int_range(a, &a0, &a1, 0), rb = int_range(b, &b0, &b1, 0);
+    if (!ra || !rb)
+        return NULL;
+    double am = fmax(fabs(a0), fabs(a1)), bm = fmax(fabs(b0), fabs(b1));
+    double sb = const_def(b) ? abs_sum_bound(b, cb) : -1;
+    double sa = op->kind == OP_DOT && const_def(a) ? abs_sum_bound(a, ca) : -1;
+    if (sb >= 0)
+        bound = am * sb;
+    else if (sa >= 0)
+        bound = bm * sa;
+    else if (k > 0)
+        bound = am * bm * (double)k;
+    else
+        return NULL;
+    if (!(bound <= F32_EXACT))
+        return NULL;
+    Op *made[8];
+    int nmade = 0;
+    Value *in[2] = {as_f32(g, a, made, &nmade), as_f32(g, b, made, &nmade)};
+    if (!in[0] || !in[1])
+        return NULL;
+    Op *p = build_op(g, op->kind, in, 2, op->attrs, op->nattrs);
+    if (!p)
+        return NULL;
+    made[nmade++] = p;
+    Value *r = build_convert(g, p->out[0], t->dtype);
+    if (!r)
+        return NULL;
+    made[nmade++] = r->def;
+    if (!type_eq(&r->type, t))
+        return NULL; /* (the unused ops go with DCE) */
+    place_before(g, made, nmade, op);
+    return r;
+}
+
 static Value *simplify(Canon *c, Op *op, bool *changed)
 {
     if (op->nout != 1)
@@ -669,10 +870,14 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         return in && in->kind == OP_NEG && type_eq(&in->in[0]->type, t) ? in->in[0] : NULL;
     case OP_REDUCE:
         return flatten_reduce(c, op);
-    case OP_CONV:
-        return conv_as_dot(c, op);
+    case OP_CONV: {
+        Value *o = int_product_f32(c, op);
+        return o ? o : conv_as_dot(c, op);
+    }
     case OP_DOT: {
-        Value *o = outer_product(c, op);
+        Value *o = int_product_f32(c, op);
+        if (!o)
+            o = outer_product(c, op);
         if (!o)
             o = matvec_as_reduce(c, op);
         if (!o && dot_transpose(c, op))
