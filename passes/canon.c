@@ -215,11 +215,16 @@ static bool is_identity(const Op *op)
     case OP_DYN_BROADCAST:
     case OP_CONVERT:
         return true;
-    case OP_TRANSPOSE: {
+    case OP_TRANSPOSE: { /* the axes other than the constant 1s in their order */
         const Attr *perm = op_attr(op, "perm");
-        for (int i = 0; i < perm->n; i++)
-            if (perm->ints[i] != i)
+        Dim *const *d = op->in[0]->type.dims;
+        for (int i = 0, last = -1; i < perm->n; i++) {
+            if (dim_is(d[perm->ints[i]], 1))
+                continue;
+            if (perm->ints[i] < last)
                 return false;
+            last = (int)perm->ints[i];
+        }
         return true;
     }
     case OP_SLICE:
@@ -868,8 +873,20 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         return binary_passthrough(op);
     case OP_NEG:
         return in && in->kind == OP_NEG && type_eq(&in->in[0]->type, t) ? in->in[0] : NULL;
-    case OP_REDUCE:
+    case OP_REDUCE: {
+        /* a max or min over every axis of a transpose: over the transpose's
+         * operand (the order of the elements is all a transpose changes;
+         * a sum's rounding depends on it, so a sum keeps it) */
+        const Attr *axes = op_attr(op, "axes");
+        const char *kind = op_attr_str(op, "kind", "sum");
+        if (in && in->kind == OP_TRANSPOSE && axes && axes->n == x->type.rank &&
+            (!strcmp(kind, "max") || !strcmp(kind, "min"))) {
+            op->in[0] = in->in[0];
+            *changed = true;
+            return NULL;
+        }
         return flatten_reduce(c, op);
+    }
     case OP_CONV: {
         Value *o = int_product_f32(c, op);
         return o ? o : conv_as_dot(c, op);

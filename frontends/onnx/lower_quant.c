@@ -173,19 +173,15 @@ bool onnx_lower_dynamic_quantize(Imp *im)
         return false;
     if (vdt(x) != DT_F32)
         return imp_err(im, "x must be f32, not %s", dtype_name(vdt(x)));
-    /* the range, widened to hold 0: max(x) and -min(x) as one reduction,
-     * the max of each row of [x; -x] (one kernel where two would be) */
-    Dim *n = dc(im, 1), *two[2];
+    /* the range, widened to hold 0: a max and a min over every axis (no
+     * reshape: over a channels-last activation the layout pass would
+     * transpose it back first, where a reduction over every axis reads it
+     * as it lies; canon drops such a transpose) */
+    int64_t all[MAX_RANK];
     for (int i = 0; i < vrank(x); i++)
-        n = dim_mul(CX, n, vdims(x)[i]);
-    two[0] = dc(im, 1), two[1] = n;
-    Value *row = imp_reshape(im, x, two, 2);
-    Value *rows = row ? build_concat(im->g, (Value *[]){row, imp_un(im, OP_NEG, row)}, 2, 0) : NULL;
-    int64_t ax1 = 1;
-    Value *ext = imp_binc(im, OP_MAX, imp_reduce(im, rows, "max", &ax1, 1, false), 0);
-    Dim *none[1] = {NULL};
-    Value *mx = imp_reshape(im, imp_slice1(im, ext, 0, dc(im, 0), dc(im, 1), 1), none, 0);
-    Value *mn = imp_un(im, OP_NEG, imp_reshape(im, imp_slice1(im, ext, 0, dc(im, 1), dc(im, 2), 1), none, 0));
+        all[i] = i;
+    Value *mx = imp_binc(im, OP_MAX, imp_reduce(im, x, "max", all, vrank(x), false), 0);
+    Value *mn = imp_binc(im, OP_MIN, imp_reduce(im, x, "min", all, vrank(x), false), 0);
     /* scale = (max - min) / 255, 1 where the range is empty (ONNX Runtime's rule) */
     Value *s = imp_sel(im, imp_cmp(im, "eq", mx, mn), imp_scalar(im, DT_F32, 1),
                        imp_binc(im, OP_DIV, imp_bin(im, OP_SUB, mx, mn), 255));
