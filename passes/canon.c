@@ -927,14 +927,21 @@ static Value *scaled_conv(Canon *c, Op *conv, Value *s, Op **made, int *nmade)
  * Unlike the rest of canonicalisation these round differently from the
  * graph as written (every inference runtime folds BatchNormalization so:
  * ONNX Runtime's ConvBNFusion); the error is that of one more rounding of
- * each weight. DISC_FOLD_BN=0 keeps the graph as written. */
-static Value *conv_affine(Canon *c, Op *op)
+ * each weight. DISC_FOLD_BN=0 keeps the graph as written (canon_folds_bn;
+ * part of the JIT cache's key). */
+bool canon_folds_bn(void)
 {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("DISC_FOLD_BN");
         on = !(e && !strcmp(e, "0"));
     }
+    return on;
+}
+
+static Value *conv_affine(Canon *c, Op *op)
+{
+    bool on = canon_folds_bn();
     Graph *g = c->g;
     const Type *t = &op->out[0]->type;
     Value *a = op->in[0], *k = op->in[1];

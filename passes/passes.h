@@ -66,8 +66,14 @@ typedef struct CanonStats {
  * interpreter (bounded in size; never for impure ops), common-subexpression
  * elimination (constants by their bytes), and dead-code elimination. Run
  * after shape analysis, when equal dims are equal pointers. st may be NULL.
- * Returns the number of rewrites plus ops removed (0: nothing changed). */
+ * Returns the number of rewrites plus ops removed (0: nothing changed).
+ * Two rewrites are not exact: integer products run as f32 ones only where
+ * f32 is provably exact, and BatchNormalization after a convolution goes
+ * into its weights (canon.c). */
 int canon_run(Graph *g, CanonStats *st);
+/* False where DISC_FOLD_BN=0 keeps BatchNormalization after a convolution
+ * out of its weights (canon.c conv_affine); read once. */
+bool canon_folds_bn(void);
 /* Horizontal fusion (hfuse.c): dots reading the same x[..., K] against
  * constant f32 matrices [K, N_i] become one dot against them side by side,
  * each result a slice of it. Returns the number of dots fused; the old ones
