@@ -347,6 +347,31 @@ static V kdim(Gk *k, Dim *d)
 
 static V kconst(int64_t c) { return lit(c < 0 ? "(%lld)" : "%lld", (long long)c); }
 
+/* A nearest resize's source index along axis a (resize_is_map): x = num /
+ * den, (o, s) or (2o + 1 - s, 2s), rounded in integers as the op's
+ * `nearest` says, clamped into the operand (elem.c's resize_source). */
+static V resize_source(Gk *k, const Op *op, int a, V o)
+{
+    int64_t s = (int64_t)op_attr(op, "scales")->floats[a];
+    if (s == 1)
+        return o;
+    const char *co = op_attr_str(op, "coord", ""), *nr = op_attr_str(op, "nearest", "");
+    bool asym = !strcmp(co, "asymmetric");
+    V num = asym ? o : let(k, IX(k), "2 * %s + %s", o.s, kconst(1 - s).s);
+    V den = kconst(asym ? s : 2 * s);
+    V f = let(k, IX(k), "disc_floordiv(%s, %s)", num.s, den.s);
+    V rem = let(k, IX(k), "%s - %s * %s", num.s, f.s, den.s);
+    V r = !strcmp(nr, "ceil") ? let(k, IX(k), "%s + (%s != 0)", f.s, rem.s)
+        : !strcmp(nr, "round_prefer_floor") ? let(k, IX(k), "%s + (2 * %s > %s)", f.s, rem.s, den.s)
+        : !strcmp(nr, "round_prefer_ceil") ? let(k, IX(k), "%s + (2 * %s >= %s)", f.s, rem.s, den.s)
+        : f;
+    V n = kdim(k, op->in[0]->type.dims[a]);
+    r = let(k, IX(k), "disc_min64(disc_max64(%s, 0), %s - 1)", r.s, n.s);
+    if (!strcmp(co, "pytorch_half_pixel")) /* a result of length 1 reads index 0 */
+        r = let(k, IX(k), "%s > 1 ? %s : 0", kdim(k, op->out[0]->type.dims[a]).s, r.s);
+    return r;
+}
+
 /* ---- scalar arithmetic -------------------------------------------------------------- */
 
 /* tmpl with its placeholders filled, for values of dtype dt. */
@@ -1032,6 +1057,11 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
     }
     case OP_IOTA:
         *out = convert(k, idx[op_attr_int(op, "axis", 0)], DT_I64, dt);
+        return true;
+    case OP_RESIZE: /* nearest, integer scales (resize_is_map); as elem.c's resize_source */
+        for (int i = 0; i < rt->rank; i++)
+            xi[i] = resize_source(k, op, i, idx[i]);
+        *out = gelem(k, op->in[0], xi);
         return true;
     case OP_DOT:
         *out = dot_elem(k, op, idx);

@@ -546,6 +546,37 @@ static LLVMValueRef clamp(Kern *k, LLVMValueRef i, LLVMValueRef n)
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, lo, hi, ""), hi, lo, "");
 }
 
+/* A nearest resize's source index along axis a for result index o
+ * (resize_is_map): x = num / den, (o, s) or (2o + 1 - s, 2s), rounded as
+ * the op's `nearest` says in integers (the interpreter's doubles give the
+ * same: see passes.h), clamped into the operand. */
+static LLVMValueRef resize_source(Kern *k, const Op *op, int a, LLVMValueRef o)
+{
+    Cg *cg = k->cg;
+    int64_t s = (int64_t)op_attr(op, "scales")->floats[a];
+    if (s == 1)
+        return o;
+    const char *co = op_attr_str(op, "coord", ""), *nr = op_attr_str(op, "nearest", "");
+    bool asym = !strcmp(co, "asymmetric");
+    LLVMValueRef num = asym ? o : LLVMBuildAdd(B, LLVMBuildMul(B, o, cg_i64(cg, 2), ""), cg_i64(cg, 1 - s), "");
+    LLVMValueRef den = cg_i64(cg, asym ? s : 2 * s);
+    LLVMValueRef f = cg_floordiv(cg, B, num, den);
+    LLVMValueRef rem = LLVMBuildSub(B, num, LLVMBuildMul(B, f, den, ""), "");
+    LLVMValueRef up = NULL, rem2 = LLVMBuildMul(B, rem, cg_i64(cg, 2), "");
+    if (!strcmp(nr, "ceil"))
+        up = LLVMBuildICmp(B, LLVMIntNE, rem, cg_i64(cg, 0), "");
+    else if (!strcmp(nr, "round_prefer_floor"))
+        up = LLVMBuildICmp(B, LLVMIntSGT, rem2, den, "");
+    else if (!strcmp(nr, "round_prefer_ceil"))
+        up = LLVMBuildICmp(B, LLVMIntSGE, rem2, den, "");
+    LLVMValueRef r = up ? LLVMBuildAdd(B, f, LLVMBuildZExt(B, up, cg->t_i64, ""), "") : f;
+    r = clamp(k, r, cg_dim(cg, op->in[0]->type.dims[a]));
+    if (!strcmp(co, "pytorch_half_pixel")) /* a result of length 1 reads index 0 */
+        r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, cg_dim(cg, op->out[0]->type.dims[a]), cg_i64(cg, 1), ""),
+                            r, cg_i64(cg, 0), "");
+    return r;
+}
+
 /* A gathered index: wraps negatives and clamps into [0, n). */
 static LLVMValueRef index_value(Kern *k, LLVMValueRef j, DType dt, Dim *n)
 {
@@ -846,6 +877,10 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         int axis = (int)op_attr_int(op, "axis", 0);
         return kern_convert(k, idx[axis], DT_I64, dt);
     }
+    case OP_RESIZE: /* nearest, integer scales (resize_is_map) */
+        for (int i = 0; i < rt->rank; i++)
+            xi[i] = resize_source(k, op, i, idx[i]);
+        return elem(k, op->in[0], xi);
     case OP_GATHER: {
         int axis = (int)op_attr_int(op, "axis", 0);
         Value *x = op->in[0], *ind = op->in[1];

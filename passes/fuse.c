@@ -100,7 +100,7 @@ static Class class_of(const Op *op)
         case OP_BROADCAST: case OP_RESHAPE: case OP_TRANSPOSE: case OP_SLICE: case OP_REVERSE:
         case OP_CONCAT: case OP_PAD: case OP_IOTA: case OP_GATHER: case OP_GATHER_ELEMENTS:
             return C_MOVE;
-        default: return C_OPAQUE;
+        default: return resize_is_map(op) ? C_MOVE : C_OPAQUE;
         }
     default: return C_OPAQUE;
     }

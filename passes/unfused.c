@@ -7,8 +7,56 @@
  */
 #include "passes/passes.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* True if d is s times e, in the canonical form dim_mulc gives (false
+ * where that form is not recognised: the op then stays on the host). */
+static bool dim_is_times(const Dim *d, const Dim *e, int64_t s)
+{
+    if (s == 1)
+        return d == e;
+    switch (e->kind) {
+    case DIM_CONST:
+        return d->kind == DIM_CONST && d->c == s * e->c;
+    case DIM_MUL:
+        if (d->kind != DIM_MUL || d->c != s * e->c || d->n != e->n)
+            return false;
+        for (int i = 0; i < e->n; i++)
+            if (d->args[i] != e->args[i])
+                return false;
+        return true;
+    case DIM_ADD:
+        if (d->kind != DIM_ADD || d->c != s * e->c || d->n != e->n)
+            return false;
+        for (int i = 0; i < e->n; i++)
+            if (!dim_is_times(d->args[i], e->args[i], s))
+                return false;
+        return true;
+    default:
+        return d->kind == DIM_MUL && d->c == s && d->n == 1 && d->args[0] == e;
+    }
+}
+
+bool resize_is_map(const Op *op)
+{
+    if (op->kind != OP_RESIZE || strcmp(op_attr_str(op, "mode", ""), "nearest") != 0)
+        return false;
+    const char *co = op_attr_str(op, "coord", "");
+    if (strcmp(co, "asymmetric") && strcmp(co, "half_pixel") && strcmp(co, "pytorch_half_pixel"))
+        return false;
+    const Attr *sc = op_attr(op, "scales");
+    const Type *xt = &op->in[0]->type, *t = &op->out[0]->type;
+    if (!sc || sc->kind != ATTR_FLOATS || sc->n != xt->rank || t->rank != xt->rank)
+        return false;
+    for (int a = 0; a < xt->rank; a++) {
+        double v = sc->floats[a];
+        if (!(v >= 1 && v <= 65536 && v == floor(v)) || !dim_is_times(t->dims[a], xt->dims[a], (int64_t)v))
+            return false;
+    }
+    return true;
+}
 
 FuseKind fuse_kind_of(const Op *op)
 {
@@ -38,7 +86,7 @@ FuseKind fuse_kind_of(const Op *op)
         case OP_GATHER_ELEMENTS:
             return FUSE_LOOP;
         default:
-            return FUSE_OPAQUE;
+            return resize_is_map(op) ? FUSE_LOOP : FUSE_OPAQUE;
         }
     default:
         return FUSE_OPAQUE;
