@@ -390,7 +390,22 @@ static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs,
     bool ok;
     memset(out, 0, sizeof out);
     if (c->exec) {
-        /* caller buffers are written in place */
+        /* caller buffers are written in place, by kernels that take every
+         * buffer they touch for distinct memory */
+        for (int i = 0; i < noutputs; i++) {
+            const char *o = outputs[i].data;
+            if (!o || !outputs[i].nbytes)
+                continue;
+            for (int j = 0; j < ninputs + noutputs; j++) {
+                const disc_tensor *t = j < ninputs ? &inputs[j] : &outputs[j - ninputs];
+                const char *p = t->data;
+                size_t n = j < ninputs ? tensor_numel(&in[j]) * dtype_size(in[j].dtype) : t->nbytes;
+                if (j != ninputs + i && p && n && o < p + n && p < o + outputs[i].nbytes)
+                    return set_error(DISC_ERR_ARG, "error: output %d's buffer (%zu bytes) overlaps %s %d's",
+                                     i, outputs[i].nbytes, j < ninputs ? "input" : "output",
+                                     j < ninputs ? j : j - ninputs);
+            }
+        }
         for (int i = 0; i < noutputs; i++)
             if (outputs[i].data) {
                 out[i].data = outputs[i].data;

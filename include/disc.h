@@ -133,7 +133,9 @@ int disc_compiled_kernel_count(const disc_compiled *c);
 /* Runs on inputs in signature order. An output whose data is NULL is
  * allocated by the library (owned = 1; free it with disc_tensor_free); one
  * whose data is set must be large enough (nbytes) or the run fails with
- * DISC_ERR_ARG and the size needed in the message. */
+ * DISC_ERR_ARG and the size needed in the message, and its nbytes may not
+ * overlap an input's data or another output's (DISC_ERR_ARG: the compiled
+ * kernels take the buffers they read and write for distinct memory). */
 disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
                      int noutputs);
 void disc_tensor_free(disc_tensor *t);

@@ -220,6 +220,14 @@ int main(void)
     disc_tensor out3 = {DISC_F32, 0, {0}, big, sizeof big, 0};
     CHECK(disc_run(compiled, &in2, 1, &out3, 1) == DISC_OK && out3.data == big && out3.shape[0] == 2 &&
           !out3.owned);
+    /* an output buffer over an input's memory, or over another output's:
+     * refused, naming both (the kernels take their buffers for distinct) */
+    disc_tensor over = {DISC_F32, 0, {0}, xs + 12, 8 * sizeof(float), 0};
+    CHECK(disc_run(compiled, &in2, 1, &over, 1) == DISC_ERR_ARG);
+    CHECK_MSG(strstr(disc_last_error(), "output 0's buffer (32 bytes) overlaps input 0's"), "%s", disc_last_error());
+    float after[8];
+    disc_tensor beside = {DISC_F32, 0, {0}, after, sizeof after, 0};
+    CHECK_MSG(disc_run(compiled, &in2, 1, &beside, 1) == DISC_OK, "%s", disc_last_error()); /* apart: fine */
     /* a hint is a promise the compiled code may rely on: a shape that
      * breaks it is refused, on both backends, naming the hint */
     char sym[32], hint[64];
