@@ -1052,6 +1052,121 @@ static Value *conv_transpose_as_dot(Canon *c, Op *op)
     return out;
 }
 
+/* ---- dequantizing what was just quantized ------------------------------ */
+
+/* The value of scalar constant v, if it is one. */
+static bool scalar_const(const Value *v, double *x)
+{
+    Tensor t;
+    if (!const_tensor(v, &t) || tensor_numel(&t) != 1 || t.dtype == DT_BOOL)
+        return false;
+    *x = dtype_is_float(t.dtype) ? interp_load_f(&t, 0) : (double)interp_load_i(&t, 0);
+    return true;
+}
+
+/* True if every element of constant v is an integer of at most 2^24 in
+ * magnitude; *zero: whether one is 0. */
+static bool const_integral(const Value *v, bool *zero)
+{
+    Tensor t;
+    if (!const_tensor(v, &t) || t.dtype == DT_BOOL)
+        return false;
+    size_t n = tensor_numel(&t);
+    *zero = false;
+    for (size_t i = 0; i < n; i++) {
+        double x = dtype_is_float(t.dtype) ? interp_load_f(&t, i) : (double)interp_load_i(&t, i);
+        if (!(fabs(x) <= F32_EXACT) || x != floor(x))
+            return false;
+        *zero |= x == 0;
+    }
+    return n > 0;
+}
+
+/* m = clamp(round(w) [+ c], lo, hi), as QuantizeLinear imports, with lo
+ * and hi integers within [qlo, qhi]: every element an integer there, or
+ * a NaN. */
+static bool quant_clamped(const Value *m, double qlo, double qhi)
+{
+    const Op *o = m->def, *in;
+    double hi, lo;
+    if (!o || (o->kind != OP_MIN && o->kind != OP_MAX) || !(in = o->in[0]->def) ||
+        in->kind != (o->kind == OP_MIN ? OP_MAX : OP_MIN) || !scalar_const(o->in[1], o->kind == OP_MIN ? &hi : &lo) ||
+        !scalar_const(in->in[1], o->kind == OP_MIN ? &lo : &hi))
+        return false;
+    if (!(qlo <= lo && lo <= hi && hi <= qhi) || lo != floor(lo) || hi != floor(hi))
+        return false;
+    const Op *r = in->in[0]->def;
+    bool z;
+    if (r && r->kind == OP_ADD && const_integral(r->in[1], &z))
+        r = r->in[0]->def;
+    return r && r->kind == OP_ROUND;
+}
+
+/* DequantizeLinear right after QuantizeLinear (a QDQ model's fake
+ * quantization, at every activation): convert(sub(convert(convert(m, q8),
+ * iN), z), F), or without the sub where there is no zero point, with m
+ * quant_clamped into q8's range and z an integer constant. Every value on
+ * the way is a small integer, or m is a NaN that the convert to q8 makes
+ * 0, so in F it is exactly select(m != m, 0, m) - z (+ 0.0 first where a
+ * zero point is 0: m may be -0.0, which the integers make +0): no
+ * conversion to integers and back (four of the ten operations of each
+ * quantize-dequantize pair in ppocr_cls_qdq's loop kernels). */
+static Value *dequant_quant(Canon *c, Op *op)
+{
+    Graph *g = c->g;
+    const Type *t = &op->out[0]->type;
+    Op *sub = op->in[0]->def, *toi, *toq;
+    bool zero = true;
+    if (sub && sub->kind == OP_SUB) {
+        if (!const_integral(sub->in[1], &zero))
+            return NULL;
+        toi = sub->in[0]->def;
+    } else {
+        toi = sub, sub = NULL;
+    }
+    if (!dtype_is_float(t->dtype) || !toi || toi->kind != OP_CONVERT || !(toq = toi->in[0]->def) ||
+        toq->kind != OP_CONVERT)
+        return NULL;
+    DType q = toq->out[0]->type.dtype, ti = toi->out[0]->type.dtype;
+    Value *m = toq->in[0];
+    bool sg;
+    if ((q != DT_U8 && q != DT_I8) || int_bits(ti, &sg) < 16 || !sg || m->type.dtype != t->dtype ||
+        !quant_clamped(m, q == DT_U8 ? 0 : -128, q == DT_U8 ? 255 : 127))
+        return NULL;
+    double zd = 0;
+    Op *made[8];
+    int nmade = 0;
+    Value *r = build_cmp(g, "ne", m, m), *z0 = NULL;
+    if (r) {
+        made[nmade++] = r->def;
+        z0 = build_const(g, (Type){.dtype = DT_F64, .rank = 0}, &zd, sizeof zd, true);
+    }
+    if (z0) {
+        made[nmade++] = z0->def;
+        z0 = build_convert(g, z0, t->dtype);
+    }
+    if (z0) {
+        made[nmade++] = z0->def;
+        r = build_select(g, r, z0, m);
+    }
+    if (r && z0 && zero) { /* -0.0 + 0.0 = +0.0 */
+        made[nmade++] = r->def;
+        r = build_binary(g, OP_ADD, r, z0);
+    }
+    if (r && z0 && sub) {
+        made[nmade++] = r->def;
+        Value *zf = build_convert(g, sub->in[1], t->dtype);
+        if (zf)
+            made[nmade++] = zf->def;
+        r = zf ? build_binary(g, OP_SUB, r, zf) : NULL;
+    }
+    if (!r || !z0 || !type_eq(&r->type, t))
+        return NULL; /* (the unused ops go with DCE) */
+    made[nmade++] = r->def;
+    place_before(g, made, nmade, op);
+    return r;
+}
+
 static Value *simplify(Canon *c, Op *op, bool *changed)
 {
     if (op->nout != 1)
@@ -1106,7 +1221,7 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         if (in && in->kind == OP_CONVERT && type_eq(&in->in[0]->type, t) &&
             convert_lossless(t->dtype, x->type.dtype))
             return in->in[0];
-        return NULL;
+        return dequant_quant(c, op);
     case OP_TRANSPOSE: {
         if (!in || in->kind != OP_TRANSPOSE)
             return NULL;

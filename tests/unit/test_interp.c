@@ -163,6 +163,9 @@ static bool tensor_close(const Tensor *a, const Tensor *b, double tol)
         } else if (tol == 0) {
             if (x != y || signbit(x) != signbit(y))
                 return false;
+        } else if (isinf(x) || isinf(y)) { /* inf - (-inf) is within any relative tolerance of inf */
+            if (x != y)
+                return false;
         } else if (x != y && !(fabs(x - y) <= tol * fmax(1.0, fabs(y)))) {
             return false;
         }
