@@ -366,7 +366,7 @@ static void to_tensor(Tensor *t, const disc_tensor *x)
 }
 
 static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs,
-                       bool dev)
+                       bool dev, void *stream)
 {
     if (!c || (ninputs > 0 && !inputs) || (noutputs > 0 && !outputs))
         return set_error(DISC_ERR_ARG, "error: %s: bad arguments", dev ? "disc_run_device" : "disc_run");
@@ -411,7 +411,7 @@ static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs,
                 out[i].data = outputs[i].data;
                 out[i].nbytes = outputs[i].nbytes;
             }
-        ok = exec_run_io(c->exec, in, ninputs, out, noutputs, dev, &d);
+        ok = exec_run_io(c->exec, in, ninputs, out, noutputs, dev, stream, &d);
     } else {
         ok = shape_check_inputs(c->si, in, ninputs, &d) && interp_run(c->g, in, ninputs, out, noutputs, &d);
     }
@@ -420,7 +420,7 @@ static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs,
          * model would take: then the untied one names what the
          * computation itself refuses) */
         disc_compiled *u = d.kind == DIAG_SHAPE && c->path ? untied(c) : NULL;
-        return u ? run(u, inputs, ninputs, outputs, noutputs, dev) : report(&d);
+        return u ? run(u, inputs, ninputs, outputs, noutputs, dev, stream) : report(&d);
     }
     disc_status st = DISC_OK;
     for (int i = 0; i < noutputs; i++) {
@@ -447,13 +447,19 @@ static disc_status run(disc_compiled *c, const disc_tensor *inputs, int ninputs,
 
 disc_status disc_run(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs, int noutputs)
 {
-    return run(c, inputs, ninputs, outputs, noutputs, false);
+    return run(c, inputs, ninputs, outputs, noutputs, false, NULL);
 }
 
 disc_status disc_run_device(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
                             int noutputs)
 {
-    return run(c, inputs, ninputs, outputs, noutputs, true);
+    return run(c, inputs, ninputs, outputs, noutputs, true, NULL);
+}
+
+disc_status disc_run_device_on(disc_compiled *c, void *stream, const disc_tensor *inputs, int ninputs,
+                               disc_tensor *outputs, int noutputs)
+{
+    return run(c, inputs, ninputs, outputs, noutputs, true, stream);
 }
 
 void disc_tensor_free(disc_tensor *t)

@@ -400,6 +400,13 @@ static void define_entries(Cg *cg, const char *prefix, bool gpu)
         for (int i = 0; i < 7; i++)
             da[i + 1] = LLVMGetParam(fn, (unsigned)i);
         LLVMBuildRet(B, rt_call(cg, "disc_aot_run_device", cg->t_i32, dp, da, 8));
+        /* NAME_run_device_on(stream, the same) */
+        LLVMTypeRef sp[9] = {cg->t_p8, cg->t_p8, cg->t_pp8, t_ppi64, cg->t_pp8, cg->t_p64, t_ppi64, cg->t_p8, cg->t_i64};
+        fn = entry(cg, prefix, "run_device_on", cg->t_i32, sp + 1, 8);
+        LLVMValueRef sa[9] = {model};
+        for (int i = 0; i < 8; i++)
+            sa[i + 1] = LLVMGetParam(fn, (unsigned)i);
+        LLVMBuildRet(B, rt_call(cg, "disc_aot_run_device_on", cg->t_i32, sp, sa, 9));
     }
     if (!AOT(cg)->wbase)
         return;
@@ -560,8 +567,14 @@ static bool write_header(const char *path, const Graph *g, const AotOpts *o, boo
                    " * when it returns: finish the work that produced the inputs first (e.g.\n"
                    " * cuCtxSynchronize). */\n"
                    "int %s_run_device(const void *const *inputs, const int64_t *const *shapes, void *const *outputs,\n"
-                   "        const int64_t *output_nbytes, int64_t *const *output_shapes, char *err, size_t errlen);\n",
-                guard, n);
+                   "        const int64_t *output_nbytes, int64_t *const *output_shapes, char *err, size_t errlen);\n"
+                   "/* The same after the work queued on the caller's stream (a CUstream): its\n"
+                   " * kernels may still be writing the inputs; the run waits for them on the\n"
+                   " * device (an event recorded there), not on the host. */\n"
+                   "int %s_run_device_on(void *stream, const void *const *inputs, const int64_t *const *shapes,\n"
+                   "        void *const *outputs, const int64_t *output_nbytes, int64_t *const *output_shapes, char *err,\n"
+                   "        size_t errlen);\n",
+                guard, n, n);
     if (weights)
         fprintf(f, "\nint %s_load_weights(const char *path, char *err, size_t errlen);\nvoid %s_unload_weights(void);\n",
                 n, n);

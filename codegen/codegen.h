@@ -450,8 +450,11 @@ bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int n
 /* The same, with dev_io (a model compiled for cuda): every input's data
  * and every output's buffer (given by the caller, data and nbytes) are
  * device addresses; the run copies nothing through the host but what
- * host ops read, and has finished with them when it returns. */
-bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, bool dev_io, Diag *d);
+ * host ops read, and has finished with them when it returns. wait: a
+ * caller's CUstream whose queued work the run waits for on the device
+ * first, or NULL. */
+bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, bool dev_io, void *wait,
+                 Diag *d);
 void exec_free(Exec *e);
 /* The optimised LLVM IR of the model, for dcc emit --stage llvm. */
 void exec_print_llvm(Exec *e, FILE *f);

@@ -771,15 +771,16 @@ bool exec_cache_hit(const Exec *e) { return e->hit; }
 
 bool exec_run(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, Diag *d)
 {
-    return exec_run_io(e, inputs, ninputs, outputs, noutputs, false, d);
+    return exec_run_io(e, inputs, ninputs, outputs, noutputs, false, NULL, d);
 }
 
-bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, bool dev_io, Diag *d)
+bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, int noutputs, bool dev_io, void *wait,
+                 Diag *d)
 {
     Graph *g = e->g;
     if (ninputs != g->ninputs || noutputs != g->noutputs)
         return diag_setk(d, DIAG_ARG, "error: the model takes %d inputs and %d outputs", g->ninputs, g->noutputs);
-    if (dev_io && !e->gpu)
+    if ((dev_io || wait) && !e->gpu)
         return diag_setk(d, DIAG_ARG, "error: inputs and outputs in device memory need a model compiled for cuda");
     for (int i = 0; dev_io && i < noutputs; i++)
         if (!outputs[i].data || outputs[i].owned)
@@ -825,7 +826,7 @@ bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, in
     int32_t rc;
     if (e->gpu) { /* the flow, or the graph of a run at these shapes before */
         DiscGpuFlow f = {.main = e->main, .io = io, .ninputs = g->ninputs, .noutputs = g->noutputs,
-                         .shapes = shapes, .nin_dims = k, .nout_dims = nshapes - k, .syms = syms};
+                         .shapes = shapes, .nin_dims = k, .nout_dims = nshapes - k, .syms = syms, .wait = wait};
         rc = disc_gpu_run(rt, gpu_run_device(e->gpu), &f);
     } else {
         rc = e->main(rt, io, shapes, syms);

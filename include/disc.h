@@ -150,6 +150,14 @@ void disc_tensor_free(disc_tensor *t);
  * values as in disc_run. */
 disc_status disc_run_device(disc_compiled *c, const disc_tensor *inputs, int ninputs, disc_tensor *outputs,
                             int noutputs);
+/* disc_run_device after the work queued on the caller's stream (a
+ * CUstream cast to void *; NULL: as disc_run_device): the run records an
+ * event there and its own stream waits for it on the device, so the
+ * inputs may still be being written by kernels the caller queued there
+ * (no cuStreamSynchronize first). As with disc_run_device, the outputs are
+ * written when it returns, for work on any stream. Added in 0.1.0. */
+disc_status disc_run_device_on(disc_compiled *c, void *stream, const disc_tensor *inputs, int ninputs,
+                               disc_tensor *outputs, int noutputs);
 
 #ifdef __cplusplus
 }

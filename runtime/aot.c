@@ -157,7 +157,7 @@ static DiscGpu *gpu_acquire(const DiscAotModel *m, DiscRt *rt, char *err, int64_
  * input and outputs[i] are device addresses, output i's buffer holding
  * dev_nbytes[i] bytes. */
 static int32_t run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes, void **outputs,
-                   const int64_t *dev_nbytes, int64_t *const *out_shapes, char *err, int64_t errlen)
+                   const int64_t *dev_nbytes, int64_t *const *out_shapes, char *err, int64_t errlen, void *wait)
 {
     if (!m || m->abi != DISC_AOT_ABI)
         return fail(err, errlen, DISC_AOT_ERUN, "the model object was made for another disc runtime (ABI %lld, "
@@ -222,7 +222,7 @@ static int32_t run(const DiscAotModel *m, const void *const *inputs, const int64
     int32_t rc, status = DISC_AOT_OK;
     if (gpu) { /* the flow, or the graph of a run at these shapes before */
         DiscGpuFlow f = {.main = m->main, .io = io, .ninputs = ni, .noutputs = no, .shapes = shapes,
-                         .nin_dims = k, .nout_dims = nshapes - k, .syms = syms};
+                         .nin_dims = k, .nout_dims = nshapes - k, .syms = syms, .wait = wait};
         rc = disc_gpu_run(rt, gpu, &f);
     } else {
         rc = m->main(rt, io, shapes, syms);
@@ -293,7 +293,7 @@ static int32_t run(const DiscAotModel *m, const void *const *inputs, const int64
 int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
                      void **outputs, int64_t *const *out_shapes, char *err, int64_t errlen)
 {
-    return run(m, inputs, in_shapes, outputs, NULL, out_shapes, err, errlen);
+    return run(m, inputs, in_shapes, outputs, NULL, out_shapes, err, errlen, NULL);
 }
 
 int32_t disc_aot_run_device(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
@@ -302,7 +302,16 @@ int32_t disc_aot_run_device(const DiscAotModel *m, const void *const *inputs, co
 {
     if (!nbytes)
         return fail(err, errlen, DISC_AOT_EINPUT, "%s: no output sizes", m ? m->name : "?");
-    return run(m, inputs, in_shapes, (void **)outputs, nbytes, out_shapes, err, errlen);
+    return run(m, inputs, in_shapes, (void **)outputs, nbytes, out_shapes, err, errlen, NULL);
+}
+
+int32_t disc_aot_run_device_on(const DiscAotModel *m, void *stream, const void *const *inputs,
+                               const int64_t *const *in_shapes, void *const *outputs, const int64_t *nbytes,
+                               int64_t *const *out_shapes, char *err, int64_t errlen)
+{
+    if (!nbytes)
+        return fail(err, errlen, DISC_AOT_EINPUT, "%s: no output sizes", m ? m->name : "?");
+    return run(m, inputs, in_shapes, (void **)outputs, nbytes, out_shapes, err, errlen, stream);
 }
 
 /* ---- weights files --------------------------------------------------------- */

@@ -78,6 +78,11 @@ int32_t disc_aot_run(const DiscAotModel *m, const void *const *inputs, const int
 int32_t disc_aot_run_device(const DiscAotModel *m, const void *const *inputs, const int64_t *const *in_shapes,
                             void *const *outputs, const int64_t *nbytes, int64_t *const *out_shapes, char *err,
                             int64_t errlen);
+/* After the work queued on the caller's CUstream (NAME_run_device_on; as
+ * disc_run_device_on, disc.h). */
+int32_t disc_aot_run_device_on(const DiscAotModel *m, void *stream, const void *const *inputs,
+                               const int64_t *const *in_shapes, void *const *outputs, const int64_t *nbytes,
+                               int64_t *const *out_shapes, char *err, int64_t errlen);
 /* Reads a weights file `dcc compile --weights` wrote for m. */
 int32_t disc_aot_load_weights(const DiscAotModel *m, const char *path, char *err, int64_t errlen);
 void disc_aot_unload_weights(const DiscAotModel *m);

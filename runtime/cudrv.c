@@ -115,6 +115,7 @@ static struct {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventSynchronize)(CUevent);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
     CUresult (*MemFreeHost)(void *);
     CUresult (*StreamBeginCapture)(CUstream, int);
@@ -158,7 +159,7 @@ static void driver_load(void)
         SYM(ModuleLoadData),  SYM(ModuleUnload),      SYM(ModuleGetFunction),
         SYM(FuncSetAttribute), SYM(LaunchKernel),    SYM(EventCreate),
         SYM(EventRecord),     SYM(EventElapsedTime),  SYM(EventDestroy),      SYM(EventSynchronize),
-        SYM(MemHostAlloc),    SYM(MemFreeHost),
+        SYM(StreamWaitEvent), SYM(MemHostAlloc),    SYM(MemFreeHost),
         SYM(StreamBeginCapture), SYM(StreamEndCapture), SYM(GraphInstantiateWithFlags),
         SYM(GraphLaunch),     SYM(GraphExecDestroy),  SYM(GraphDestroy),
 #undef SYM
@@ -272,6 +273,7 @@ struct DiscGpu {
     void *pin[2];        /* DISC_STAGE: the staging buffers (pinned), each */
     CUevent ev[2];       /* recorded after the copy that reads or fills it */
     bool busy[2];        /* an event recorded and not yet waited for */
+    CUevent waitev;      /* recorded on a caller's stream (disc_run_device_on) */
 };
 
 struct DiscGpuModule {
@@ -450,6 +452,8 @@ void disc_gpu_close(DiscGpu *g)
             if (g->ev[i])
                 cu.EventDestroy(g->ev[i]);
         }
+        if (g->waitev)
+            cu.EventDestroy(g->waitev);
         disc_blas_free(g->blas); /* its workspace is one of the buffers below */
         disc_dnn_free(g->dnn);
         if (g->stream)
@@ -1353,10 +1357,28 @@ static int32_t capture(DiscRt *rt, DiscGpu *g, Graph *gr, const DiscGpuFlow *f, 
     return replay(rt, g, gr, f);
 }
 
+/* The model's stream waits, on the device, for the work queued on the
+ * caller's stream so far: an event recorded there, waited for here. The
+ * host does not block; a graph replayed or captured after it is ordered
+ * after the wait like any work on the stream. */
+static int wait_caller(DiscRt *rt, DiscGpu *g, void *stream)
+{
+    CUresult r;
+    if (!g->waitev && (r = cu.EventCreate(&g->waitev, 2 /* CU_EVENT_DISABLE_TIMING */)) != 0)
+        return failed(rt, r, "cuEventCreate (the caller's stream's event)");
+    if ((r = cu.EventRecord(g->waitev, (CUstream)stream)) != 0)
+        return failed(rt, r, "cuEventRecord on the caller's stream");
+    if ((r = cu.StreamWaitEvent(g->stream, g->waitev, 0)) != 0)
+        return failed(rt, r, "cuStreamWaitEvent (the model's stream on the caller's)");
+    return 0;
+}
+
 int32_t disc_gpu_run(DiscRt *rt, DiscGpu *g, const DiscGpuFlow *f)
 {
     int limit = graphs_limit(rt);
     if (limit < 0)
+        return -1;
+    if (f->wait && wait_caller(rt, g, f->wait) != 0)
         return -1;
     if (limit == 0 || disc_rt_profiling()) /* DISC_PROFILE times each launch */
         return plain(rt, g, f);

@@ -514,6 +514,8 @@ typedef struct DiscGpuFlow {
     int64_t *shapes;
     int nin_dims, nout_dims;
     int64_t *syms;
+    void *wait;        /* a caller's CUstream: the run's work waits on the device for what was
+                          queued there before it (disc_run_device_on), or NULL */
 } DiscGpuFlow;
 int32_t disc_gpu_run(DiscRt *rt, DiscGpu *g, const DiscGpuFlow *f);
 /* 0 when no capture is under way on g (or g is NULL); else abandons it

@@ -238,12 +238,16 @@ static int device_run(int ni, const void *const *in, const void *const *rev, con
     }
     char err[1024] = "";
     /* the inputs three times (a plain run, the capture, a replay), then
-     * the reversed inputs in the same buffers */
+     * the reversed inputs in the same buffers; the second and the fourth
+     * through NAME_run_device_on after the copies queued on this test's
+     * own stream (not waited for here) */
     for (int r = 0; r < 4 && !bad; r++) {
         bool back = r == 3;
         for (int i = 0; back && i < ni; i++)
             bad |= disc_gpu_copy_in(rt, g, din[i], rev[i], in_bytes(i, ish[i])) != 0;
-        int rc = bad ? -1 : M(_run_device)(pin, ish, pout, cap, dsh, err, sizeof err);
+        int rc = bad ? -1
+               : r % 2 ? M(_run_device_on)(disc_gpu_stream(g), pin, ish, pout, cap, dsh, err, sizeof err)
+                       : M(_run_device)(pin, ish, pout, cap, dsh, err, sizeof err);
         if (rc != 0) {
             printf("run_device %d: status %d: %s\n", r, rc, bad ? disc_rt_error(rt) : err);
             bad = 1;

@@ -643,6 +643,7 @@ static CUresult cuEventCreate(void **e, unsigned flags)
 
 static CUresult cuEventRecord(void *e, void *stream)
 {
+    ENTER("cuEventRecord", UNKNOWN);
     NOT_IN_CAPTURE();
     *(double *)e = clock_ms;
     return OK;
@@ -668,6 +669,13 @@ static CUresult cuEventSynchronize(void *e)
     ENTER("cuEventSynchronize", UNKNOWN);
     NOT_IN_CAPTURE();
     return e ? OK : INVALID_VALUE;
+}
+
+/* work is done when queued: a wait has nothing to wait for */
+static CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags)
+{
+    ENTER("cuStreamWaitEvent", UNKNOWN);
+    return s && e && flags == 0 ? OK : INVALID_VALUE;
 }
 
 /* pinned host memory: host memory, counted */
@@ -707,7 +715,7 @@ static const Entry entries[] = {
     E(cuFuncSetAttribute), E(cuLaunchKernel),     E(cuEventCreate),    E(cuEventRecord),
     E(cuEventElapsedTime), E(cuEventDestroy),     E(cuStreamBeginCapture), E(cuStreamEndCapture),
     E(cuGraphInstantiateWithFlags), E(cuGraphLaunch), E(cuGraphExecDestroy), E(cuGraphDestroy),
-    E(cuEventSynchronize), E(cuMemHostAlloc),     E(cuMemFreeHost),
+    E(cuEventSynchronize), E(cuMemHostAlloc),     E(cuMemFreeHost),    E(cuStreamWaitEvent),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);

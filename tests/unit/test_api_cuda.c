@@ -64,6 +64,8 @@ static DiscGpu *test_device(DiscRt **rt)
     return g;
 }
 
+static long fake_calls(const char *name);
+
 static void device_runs(disc_compiled *c, int64_t b, int64_t s)
 {
     float *x = malloc((size_t)(b * s + 1) * sizeof *x);
@@ -98,6 +100,25 @@ static void device_runs(disc_compiled *c, int64_t b, int64_t s)
                   (long long)b, (long long)s);
         free(h);
     }
+    /* after the caller's stream: an event recorded there, waited for on
+     * the model's stream (the stand-in counts both), the same results */
+    long rec0 = fake_calls("cuEventRecord"), wait0 = fake_calls("cuStreamWaitEvent");
+    int caller_stream;
+    CHECK_MSG(disc_run_device_on(c, &caller_stream, &din, 1, out, 3) == DISC_OK, "%s", disc_last_error());
+    CHECK_MSG(fake_calls("cuStreamWaitEvent") - wait0 == 1 && fake_calls("cuEventRecord") - rec0 >= 1,
+              "waits %ld, records %ld", fake_calls("cuStreamWaitEvent") - wait0, fake_calls("cuEventRecord") - rec0);
+    for (int i = 0; i < 3; i++) {
+        void *h = malloc(ref[i].nbytes + 1);
+        CHECK(disc_gpu_copy_out(rt, g, h, dout[i], ref[i].nbytes) == 0 && disc_gpu_sync(rt, g) == 0);
+        CHECK_MSG(!memcmp(h, ref[i].data, ref[i].nbytes), "disc_run_device_on: output %d differs", i);
+        free(h);
+    }
+    CHECK(disc_run_device_on(c, NULL, &din, 1, out, 3) == DISC_OK && fake_calls("cuStreamWaitEvent") - wait0 == 1);
+    /* a wait that fails: the run fails, naming the call */
+    setenv("FAKE_CUDA_FAIL", "cuStreamWaitEvent", 1);
+    CHECK(disc_run_device_on(c, &caller_stream, &din, 1, out, 3) != DISC_OK);
+    CHECK_MSG(strstr(disc_last_error(), "cuStreamWaitEvent"), "%s", disc_last_error());
+    unsetenv("FAKE_CUDA_FAIL");
     /* an output buffer too small: the message says what is needed */
     out[1].nbytes = 2;
     CHECK(disc_run_device(c, &din, 1, out, 3) != DISC_OK);
