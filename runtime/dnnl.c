@@ -1720,13 +1720,15 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
         return -1;
     }
     int64_t max_m = disc_rt_skinny_max_m(panel);
+    bool tiny = disc_env()->skinny_m < 0 && d->m <= DISC_SKINNY_M_NARROW && d->n <= DISC_SKINNY_TINY &&
+                d->k <= DISC_SKINNY_TINY && d->m * d->n * d->k <= DISC_SKINNY_TINY;
     bool fits = fn && d->dtype == DT_F32 && d->weights_const && d->batch == 1 && d->m >= 1 &&
-                d->m <= max_m && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
+                (d->m <= max_m || tiny) && d->n > 0 && d->k > 0 && a && b && c && d->a_stride[1] >= d->k &&
                 d->a_stride[2] == 1 && d->b_stride[1] >= 0 && d->b_stride[2] >= 0 && d->c_stride[1] >= d->n &&
                 d->c_stride[2] == 1 && d->post >= 0 && d->post < DISC_POST_COUNT &&
                 d->residual != c && /* C is written before the epilogue reads the residual */
                 /* the parts are panels: past a few rows, enough of them for every thread */
-                (d->m <= DISC_SKINNY_M || (d->n + panel - 1) / panel >= 4 * (int64_t)disc_rt_threads(rt));
+                (d->m <= DISC_SKINNY_M || tiny || (d->n + panel - 1) / panel >= 4 * (int64_t)disc_rt_threads(rt));
     int64_t kp = 0;
     fits = fits && packing_on();
     Packed *k = fits && get_engine(rt) ? panels_get(rt, d, b, panel, &kp) : NULL;

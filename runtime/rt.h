@@ -254,6 +254,12 @@ enum { DISC_SKINNY_M = 16, DISC_PANEL = 64, DISC_PANEL_NARROW = 16 };
  * 90.4 / 75.7, 1024 rows 375 / 397 / 383); at 2048 oneDNN was ahead
  * (811 / 752 / 815). On AVX-512 oneDNN's brgemm is faster from 17 rows. */
 enum { DISC_SKINNY_M_NARROW = 1024 };
+/* A matmul of at most this many multiply-adds (and at most
+ * DISC_SKINNY_M_NARROW rows) takes the skinny kernel at any row count and
+ * panel count where the limits above would send it to oneDNN: work that
+ * small takes well under a microsecond, oneDNN's call 1.7 (sklearn's MLP at
+ * 40 rows: 40 x 32 x 10 and 40 x 16 x 32, bench/NOTES.md). */
+enum { DISC_SKINNY_TINY = 1 << 15 };
 /* The most rows the skinny kernel takes for panels of `panel` columns:
  * DISC_SKINNY in the environment, else the measured limit above. */
 int64_t disc_rt_skinny_max_m(int panel);
