@@ -352,7 +352,7 @@ static V kconst(int64_t c) { return lit(c < 0 ? "(%lld)" : "%lld", (long long)c)
  * `nearest` says, clamped into the operand (elem.c's resize_source). */
 static V resize_source(Gk *k, const Op *op, int a, V o)
 {
-    int64_t s = (int64_t)op_attr(op, "scales")->floats[a];
+    int64_t s = resize_scale(op, a);
     if (s == 1)
         return o;
     const char *co = op_attr_str(op, "coord", ""), *nr = op_attr_str(op, "nearest", "");

@@ -553,7 +553,7 @@ static LLVMValueRef clamp(Kern *k, LLVMValueRef i, LLVMValueRef n)
 static LLVMValueRef resize_source(Kern *k, const Op *op, int a, LLVMValueRef o)
 {
     Cg *cg = k->cg;
-    int64_t s = (int64_t)op_attr(op, "scales")->floats[a];
+    int64_t s = resize_scale(op, a);
     if (s == 1)
         return o;
     const char *co = op_attr_str(op, "coord", ""), *nr = op_attr_str(op, "nearest", "");

@@ -231,13 +231,18 @@ typedef struct FusionPlan {
 /* Groups the ops of an analysed graph into kernels. */
 FusionPlan *fuse_plan(ShapeInfo *si, Diag *d);
 /* True if resize op is an index map that loop kernels compute (unfused.c):
- * nearest, scales given and each a positive integer up to 2^16 whose
- * result dim is that multiple of the operand's (so an empty operand has an
- * empty result), coord asymmetric, half_pixel or pytorch_half_pixel. On
- * such an axis the source index is exact in integers: x = num / den with
- * (num, den) = (o, s) or (2o + 1 - s, 2s), rounded per `nearest`, clamped
- * to the operand (resize_source in codegen). Others run on the host. */
+ * nearest, coord asymmetric, half_pixel or pytorch_half_pixel, and on
+ * every axis an integer scale s (resize_scale). On such an axis the source
+ * index is exact in integers: x = num / den with (num, den) = (o, s) or
+ * (2o + 1 - s, 2s), rounded per `nearest`, clamped to the operand
+ * (resize_source in codegen). Others run on the host. */
 bool resize_is_map(const Op *op);
+/* Resize op's scale along axis a where it is an integer whose multiple the
+ * result dim is (so an empty operand has an empty result): the `scales`
+ * given (up to 2^16), or, with sizes only, result / operand proved equal to
+ * 1..16 (the interpreter's result / operand is then that integer); 0
+ * otherwise. */
+int64_t resize_scale(const Op *op, int a);
 /* The kind of group an op forms on its own (unfused.c). */
 FuseKind fuse_kind_of(const Op *op);
 /* One group per op, in program order (unfused.c): the baseline. */

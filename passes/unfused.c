@@ -39,6 +39,25 @@ static bool dim_is_times(const Dim *d, const Dim *e, int64_t s)
     }
 }
 
+int64_t resize_scale(const Op *op, int a)
+{
+    const Attr *sc = op_attr(op, "scales");
+    const Type *xt = &op->in[0]->type, *t = &op->out[0]->type;
+    if (op->kind != OP_RESIZE || a < 0 || a >= xt->rank || t->rank != xt->rank)
+        return 0;
+    if (sc) { /* given: an integer whose multiple the result dim is */
+        double v = sc->kind == ATTR_FLOATS && sc->n == xt->rank ? sc->floats[a] : 0;
+        return v >= 1 && v <= 65536 && v == floor(v) && dim_is_times(t->dims[a], xt->dims[a], (int64_t)v)
+                   ? (int64_t)v : 0;
+    }
+    /* sizes given: the scale is result / operand, an integer where the
+     * result dim is that multiple of the operand's */
+    for (int64_t k = 1; k <= 16; k++)
+        if (dim_is_times(t->dims[a], xt->dims[a], k))
+            return k;
+    return 0;
+}
+
 bool resize_is_map(const Op *op)
 {
     if (op->kind != OP_RESIZE || strcmp(op_attr_str(op, "mode", ""), "nearest") != 0)
@@ -46,16 +65,10 @@ bool resize_is_map(const Op *op)
     const char *co = op_attr_str(op, "coord", "");
     if (strcmp(co, "asymmetric") && strcmp(co, "half_pixel") && strcmp(co, "pytorch_half_pixel"))
         return false;
-    const Attr *sc = op_attr(op, "scales");
-    const Type *xt = &op->in[0]->type, *t = &op->out[0]->type;
-    if (!sc || sc->kind != ATTR_FLOATS || sc->n != xt->rank || t->rank != xt->rank)
-        return false;
-    for (int a = 0; a < xt->rank; a++) {
-        double v = sc->floats[a];
-        if (!(v >= 1 && v <= 65536 && v == floor(v)) || !dim_is_times(t->dims[a], xt->dims[a], (int64_t)v))
+    for (int a = 0; a < op->in[0]->type.rank; a++)
+        if (!resize_scale(op, a))
             return false;
-    }
-    return true;
+    return op->in[0]->type.rank == op->out[0]->type.rank;
 }
 
 FuseKind fuse_kind_of(const Op *op)
