@@ -410,38 +410,6 @@ static LLVMValueRef compare(Kern *k, const char *dir, DType dt, LLVMValueRef a, 
     return LLVMBuildICmp(B, p, a, b, "");
 }
 
-/* An integer of more than 24 bits as the f32 that the store to f16/bf16
- * (round to nearest even from f32) turns into the correctly rounded
- * value: the f32 rounded to odd. Rounding it to nearest, as a plain
- * conversion does, would round twice (2^24 + 2^16 + 1 to bf16: up, not to
- * 2^24). Truncate toward zero, and where that dropped bits set the last
- * bit of the f32; its 24 bits leave room enough for f16's 11 and bf16's
- * 8. */
-static LLVMValueRef int_to_half(Kern *k, LLVMValueRef v, DType from)
-{
-    Cg *cg = k->cg;
-    bool u = is_u(from);
-    LLVMTypeRef it = LLVMTypeOf(v), f32 = cg->t_f32;
-    LLVMValueRef f = u ? LLVMBuildUIToFP(B, v, f32, "") : LLVMBuildSIToFP(B, v, f32, "");
-    char name[48];
-    snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%u.f32", u ? 'u' : 's', LLVMGetIntTypeWidth(it));
-    LLVMTypeRef fty = LLVMFunctionType(it, &f32, 1, false);
-    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
-    if (!fn)
-        fn = LLVMAddFunction(cg->mod, name, fty);
-    LLVMValueRef back = LLVMBuildCall2(B, fty, fn, &f, 1, ""); /* exact: f is an integer */
-    LLVMValueRef zero = LLVMConstInt(it, 0, false);
-    LLVMValueRef neg = u ? LLVMConstInt(cg->t_i1, 0, false) : LLVMBuildICmp(B, LLVMIntSLT, v, zero, "");
-    LLVMValueRef up = LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, back, v, "");
-    LLVMValueRef down = LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, back, v, "");
-    LLVMValueRef away = LLVMBuildSelect(B, neg, down, up, ""); /* rounded away from zero */
-    LLVMValueRef bits = LLVMBuildBitCast(B, f, cg->t_i32, "");
-    bits = LLVMBuildSelect(B, away, LLVMBuildSub(B, bits, cg_i32(cg, 1), ""), bits, "");
-    LLVMValueRef inexact = LLVMBuildICmp(B, LLVMIntNE, back, v, "");
-    bits = LLVMBuildSelect(B, inexact, LLVMBuildOr(B, bits, cg_i32(cg, 1), ""), bits, "");
-    return LLVMBuildBitCast(B, bits, f32, "");
-}
-
 /* Float to integer, saturating, NaN to 0, as the IR's convert says.
  * Not through llvm.fpto[su]i.sat: LLVM 14's loop vectoriser keeps a loop
  * with that call scalar, and a quantizing loop kernel (divide, round,
@@ -467,6 +435,32 @@ static LLVMValueRef float_to_int(Kern *k, LLVMValueRef v, LLVMTypeRef ft, LLVMTy
     r = LLVMBuildSelect(B, small, LLVMConstInt(tt, u ? 0 : 1ull << (w - 1), false), r, "");
     LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, v, v, "");
     return LLVMBuildSelect(B, nan, LLVMConstInt(tt, 0, false), r, "");
+}
+
+/* An integer of more than 24 bits as the f32 that the store to f16/bf16
+ * (round to nearest even from f32) turns into the correctly rounded
+ * value: the f32 rounded to odd. Rounding it to nearest, as a plain
+ * conversion does, would round twice (2^24 + 2^16 + 1 to bf16: up, not to
+ * 2^24). Truncate toward zero, and where that dropped bits set the last
+ * bit of the f32; its 24 bits leave room enough for f16's 11 and bf16's
+ * 8. */
+static LLVMValueRef int_to_half(Kern *k, LLVMValueRef v, DType from)
+{
+    Cg *cg = k->cg;
+    bool u = is_u(from);
+    LLVMTypeRef it = LLVMTypeOf(v), f32 = cg->t_f32;
+    LLVMValueRef f = u ? LLVMBuildUIToFP(B, v, f32, "") : LLVMBuildSIToFP(B, v, f32, "");
+    LLVMValueRef back = float_to_int(k, f, f32, it, u); /* exact: f is an integer (saturating at 2^31, 2^63) */
+    LLVMValueRef zero = LLVMConstInt(it, 0, false);
+    LLVMValueRef neg = u ? LLVMConstInt(cg->t_i1, 0, false) : LLVMBuildICmp(B, LLVMIntSLT, v, zero, "");
+    LLVMValueRef up = LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, back, v, "");
+    LLVMValueRef down = LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, back, v, "");
+    LLVMValueRef away = LLVMBuildSelect(B, neg, down, up, ""); /* rounded away from zero */
+    LLVMValueRef bits = LLVMBuildBitCast(B, f, cg->t_i32, "");
+    bits = LLVMBuildSelect(B, away, LLVMBuildSub(B, bits, cg_i32(cg, 1), ""), bits, "");
+    LLVMValueRef inexact = LLVMBuildICmp(B, LLVMIntNE, back, v, "");
+    bits = LLVMBuildSelect(B, inexact, LLVMBuildOr(B, bits, cg_i32(cg, 1), ""), bits, "");
+    return LLVMBuildBitCast(B, bits, f32, "");
 }
 
 LLVMValueRef kern_convert(Kern *k, LLVMValueRef v, DType from, DType to)

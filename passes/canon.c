@@ -953,8 +953,8 @@ static Value *conv_affine(Canon *c, Op *op)
     if (op->kind == OP_MUL) {
         if ((conv = lone_conv(g, a)) && per_channel(conv, k)) {
             r = scaled_conv(c, conv, k, made, &nmade);
-        } else if (in && in->kind == OP_SUB && type_eq(&in->in[0]->type, t) && graph_count_uses(g, a) == 1 &&
-                   (conv = lone_conv(g, in->in[0])) && per_channel(conv, in->in[1]) && per_channel(conv, k)) {
+        } else if (in && in->kind == OP_SUB && type_eq(&in->in[0]->type, t) && (conv = lone_conv(g, in->in[0])) &&
+                   per_channel(conv, in->in[1]) && per_channel(conv, k) && graph_count_uses(g, a) == 1) {
             Value *y = scaled_conv(c, conv, k, made, &nmade);
             Value *mk = y ? build_binary(g, OP_MUL, in->in[1], k) : NULL;
             if (mk)
@@ -964,8 +964,8 @@ static Value *conv_affine(Canon *c, Op *op)
                 made[nmade++] = r->def;
         }
     } else if (op->kind == OP_ADD && in && (in->kind == OP_SUB || in->kind == OP_ADD) &&
-               type_eq(&in->in[0]->type, t) && graph_count_uses(g, a) == 1 && (conv = lone_conv(g, in->in[0])) &&
-               per_channel(conv, in->in[1]) && per_channel(conv, k)) {
+               type_eq(&in->in[0]->type, t) && (conv = lone_conv(g, in->in[0])) && per_channel(conv, in->in[1]) &&
+               per_channel(conv, k) && graph_count_uses(g, a) == 1) {
         Value *m = build_binary(g, in->kind == OP_SUB ? OP_SUB : OP_ADD, k, in->in[1]);
         if (m)
             made[nmade++] = m->def;
