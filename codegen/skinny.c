@@ -33,10 +33,15 @@
  * 16 floats on AVX2 made each of them two registers and spilled most of
  * them: 56 GFLOP/s on 16 x 3072 x 768, half oneDNN's speed.)
  *
- * The 64-column kernel (AVX-512, m <= 16) runs each block of rows over
- * the whole of k: the weights stream from memory once per block of 6 rows
- * and come from L2 for the next (a panel is 64 * kp * 4 bytes: 192 KiB at
- * k = 768). The 16-column kernel takes up to 1024 rows (rt.h), so it is
+ * The 64-column kernel (AVX-512, m <= 16) takes k in blocks of KC_WIDE =
+ * 64 rows: a 16 KiB strip of its panel, streamed from memory by the first
+ * block of rows of A and read from L1 by the others, C loaded and stored
+ * around each strip. It ran each block of rows over the whole of k
+ * before, the panel (64 * kp * 4 bytes: 768 KiB at k = 3072) coming from
+ * L2 for the second block of rows: on an Intel Xeon (Emerald Rapids, 2 MiB
+ * of L2) 13 rows against 20 x (768 x 3072, 3072 x 768) took 56-58 ms at
+ * one thread, 42-48 in strips, ONNX Runtime 47 (bench/NOTES.md). The
+ * 16-column kernel takes up to 1024 rows (rt.h), so it is
  * blocked for the caches as MLAS's and BLIS's kernels are: the call's
  * panels in blocks of NB = 8 (128 columns), rows in blocks of MC = 192,
  * k in blocks of KC = 256. Per block of k, a 16-column panel's strip is
@@ -78,6 +83,9 @@ enum { RMAX = 6, GMAX = 4, VMAX = DISC_PANEL / 4 };
  * panel, which stays in L1 for every block of rows), NB panels (128 KiB of
  * weights, which stay in L2 while every block of rows passes them) */
 enum { KC = 256, NB = 8, MC = 192 };
+/* The 64-column kernel's blocks of k: a 16 KiB strip of its panel, which
+ * stays in L1 while every block of rows (m <= 16) passes it */
+enum { KC_WIDE = 64 };
 #ifndef UNROLL
 #define UNROLL 2
 #endif
@@ -437,7 +445,7 @@ static void sk_init(Sk *s, Cg *cg)
         s->kc = KC;
         s->nb = NB;
     } else {
-        s->kc = 0;
+        s->kc = KC_WIDE;
         s->nb = 1;
     }
     if (s->group > s->vecs)
