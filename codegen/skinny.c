@@ -352,10 +352,14 @@ static void panel_at(Sk *s, LLVMValueRef q)
     LLVMValueRef next = gep(cg, cg->t_f32, s->panel, size);
     LLVMValueRef after = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->end, ""), next, s->panel, "");
     if (s->kc) {
+        /* k steps address their row k of `next`: the next block of k
+         * of the block's first panel is its rows k + kc, the next block
+         * of panels' first rows k - kb */
         LLVMValueRef first = gep(cg, cg->t_f32, s->bp, LLVMBuildMul(B, s->pb, size, ""));
         first = gep(cg, cg->t_f32, first, cg_i64(cg, (int64_t)s->kc * s->width));
         LLVMValueRef more_k = LLVMBuildICmp(B, LLVMIntSLT, s->ke, s->k, "");
-        after = LLVMBuildSelect(B, more_k, first, after, "");
+        LLVMValueRef back = LLVMBuildNeg(B, LLVMBuildMul(B, s->kb, cg_i64(cg, s->width), ""), "");
+        after = LLVMBuildSelect(B, more_k, first, gep(cg, cg->t_f32, after, back), "");
     }
     s->next = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->pe, ""), next, after, "");
     s->c0 = LLVMBuildMul(B, q, cg_i64(cg, s->width), "");
