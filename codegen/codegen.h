@@ -72,6 +72,10 @@ bool cg_channels_last(const CgOpts *o);
 /* Whether the optimiser runs LLVM's SLP vectoriser (driver.c): yes unless
  * DISC_NOSLP is set (to anything but 0), for comparisons. */
 bool cg_slp(void);
+/* Whether the row kernels' passes emit their lanes as vectors where
+ * elem_vec takes them (kernel.c; defined in llvm.c): yes unless DISC_ROWVEC=0, which keeps
+ * them lane by lane for the SLP vectoriser, for comparisons. */
+bool cg_rowvec(void);
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
 

@@ -80,19 +80,39 @@ static bool is_u(DType dt)
     return dt == DT_U8 || dt == DT_U16 || dt == DT_U32 || dt == DT_U64 || dt == DT_BOOL;
 }
 
+/* Values and types of the mode being emitted: scalars, or vectors of
+ * k->vw lanes (elem_vec) */
+static LLVMTypeRef kt(Kern *k, LLVMTypeRef t)
+{
+    return k->vw ? LLVMVectorType(t, (unsigned)k->vw) : t;
+}
+
+static LLVMValueRef kc(Kern *k, LLVMValueRef c)
+{
+    if (!k->vw)
+        return c;
+    LLVMValueRef lanes[KERN_MAX_LANES];
+    for (int l = 0; l < k->vw; l++)
+        lanes[l] = c;
+    return LLVMConstVector(lanes, (unsigned)k->vw);
+}
+
+static LLVMValueRef fc(Kern *k, double v) { return kc(k, LLVMConstReal(k->cg->t_f32, v)); }
+static LLVMValueRef ic(Kern *k, int v) { return kc(k, cg_i32(k->cg, v)); }
+
 static LLVMValueRef fconst(Kern *k, DType dt, double v)
 {
-    return LLVMConstReal(cg_compute_type(k->cg, dt), v);
+    return kc(k, LLVMConstReal(cg_compute_type(k->cg, dt), v));
 }
 
 static LLVMValueRef iconst(Kern *k, DType dt, int64_t v)
 {
-    return LLVMConstInt(cg_compute_type(k->cg, dt), (unsigned long long)v, true);
+    return kc(k, LLVMConstInt(cg_compute_type(k->cg, dt), (unsigned long long)v, true));
 }
 
 static LLVMValueRef intrin(Kern *k, const char *name, DType dt, LLVMValueRef x)
 {
-    return cg_call_intrinsic(k->cg, name, cg_compute_type(k->cg, dt), &x, 1);
+    return cg_call_intrinsic(k->cg, name, kt(k, cg_compute_type(k->cg, dt)), &x, 1);
 }
 
 static LLVMValueRef libm(Kern *k, const char *name, DType dt, LLVMValueRef x)
@@ -111,17 +131,15 @@ static LLVMValueRef fma3(Kern *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c
  * each step one fma3. */
 static LLVMValueRef horner(Kern *k, LLVMValueRef x, const float *c, int n)
 {
-    LLVMTypeRef t = k->cg->t_f32;
-    LLVMValueRef p = LLVMConstReal(t, c[0]);
+    LLVMValueRef p = fc(k, c[0]);
     for (int i = 1; i < n; i++)
-        p = fma3(k, p, x, LLVMConstReal(t, c[i]));
+        p = fma3(k, p, x, fc(k, c[i]));
     return p;
 }
 
 static LLVMValueRef fclamp(Kern *k, LLVMValueRef x, float lim)
 {
-    LLVMTypeRef t = k->cg->t_f32;
-    LLVMValueRef hi = LLVMConstReal(t, lim), lo = LLVMConstReal(t, -lim);
+    LLVMValueRef hi = fc(k, lim), lo = fc(k, -lim);
     x = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, hi, ""), hi, x, "");
     return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
 }
@@ -151,7 +169,7 @@ static LLVMValueRef fast_tanh(Kern *k, LLVMValueRef x)
     static const float b[] = {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
                               4.89352518554385e-03f};
     LLVMValueRef small = LLVMBuildFCmp(B, LLVMRealOLT, intrin(k, "fabs", DT_F32, x),
-                                       LLVMConstReal(k->cg->t_f32, 0.0004), "");
+                                       fc(k, 0.0004), "");
     LLVMValueRef c = fclamp(k, x, 7.90531110763549805f);
     LLVMValueRef x2 = LLVMBuildFMul(B, c, c, "");
     LLVMValueRef p = LLVMBuildFMul(B, c, horner(k, x2, a, 7), "");
@@ -171,18 +189,17 @@ static LLVMValueRef exp_reduced(Kern *k, LLVMValueRef x, LLVMValueRef *sum)
 {
     static const float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                               1.6666665459e-1f, 5.0000001201e-1f};
-    LLVMTypeRef t = k->cg->t_f32;
-    LLVMValueRef shifter = LLVMConstReal(t, 12582912.0);
-    *sum = fma3(k, x, LLVMConstReal(t, 1.44269504088896341), shifter);
+    LLVMValueRef shifter = fc(k, 12582912.0);
+    *sum = fma3(k, x, fc(k, 1.44269504088896341), shifter);
     LLVMValueRef nf = LLVMBuildFSub(B, *sum, shifter, "");
-    LLVMValueRef r = fma3(k, nf, LLVMConstReal(t, -0.693359375), x);
-    r = fma3(k, nf, LLVMConstReal(t, 2.12194440e-4), r);
+    LLVMValueRef r = fma3(k, nf, fc(k, -0.693359375), x);
+    r = fma3(k, nf, fc(k, 2.12194440e-4), r);
     LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
-    LLVMValueRef a = fma3(k, LLVMConstReal(t, c[0]), r, LLVMConstReal(t, c[1]));
-    LLVMValueRef b = fma3(k, LLVMConstReal(t, c[2]), r, LLVMConstReal(t, c[3]));
-    LLVMValueRef lo = fma3(k, LLVMConstReal(t, c[4]), r, LLVMConstReal(t, c[5]));
+    LLVMValueRef a = fma3(k, fc(k, c[0]), r, fc(k, c[1]));
+    LLVMValueRef b = fma3(k, fc(k, c[2]), r, fc(k, c[3]));
+    LLVMValueRef lo = fma3(k, fc(k, c[4]), r, fc(k, c[5]));
     LLVMValueRef p = fma3(k, a, LLVMBuildFMul(B, r2, r2, ""), fma3(k, b, r2, lo));
-    return fma3(k, p, r2, LLVMBuildFAdd(B, r, LLVMConstReal(t, 1.0), ""));
+    return fma3(k, p, r2, LLVMBuildFAdd(B, r, fc(k, 1.0), ""));
 }
 
 /* 2^m as a float for the integer m = bits + e, -126 <= m <= 127 (n of
@@ -190,8 +207,8 @@ static LLVMValueRef exp_reduced(Kern *k, LLVMValueRef x, LLVMValueRef *sum)
 static LLVMValueRef exp2_bits(Kern *k, LLVMValueRef bits, int e)
 {
     Cg *cg = k->cg;
-    LLVMValueRef biased = LLVMBuildAdd(B, bits, cg_i32(cg, 127 + e), "");
-    return LLVMBuildBitCast(B, LLVMBuildShl(B, biased, cg_i32(cg, 23), ""), cg->t_f32, "");
+    LLVMValueRef biased = LLVMBuildAdd(B, bits, ic(k, 127 + e), "");
+    return LLVMBuildBitCast(B, LLVMBuildShl(B, biased, ic(k, 23), ""), kt(k, cg->t_f32), "");
 }
 
 /* exp in f32 as plain arithmetic: exp_reduced times 2^n as two factors
@@ -202,13 +219,12 @@ static LLVMValueRef exp2_bits(Kern *k, LLVMValueRef bits, int e)
 static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
 {
     Cg *cg = k->cg;
-    LLVMTypeRef t = cg->t_f32;
-    LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
+    LLVMValueRef lo = fc(k, -104.0), hi = fc(k, 89.0);
     LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
     xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
     LLVMValueRef sum, p = exp_reduced(k, xc, &sum);
-    LLVMValueRef n = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, cg->t_i32, ""), cg_i32(cg, 0x4B400000), "");
-    LLVMValueRef n1 = LLVMBuildAShr(B, n, cg_i32(cg, 1), "");
+    LLVMValueRef n = LLVMBuildSub(B, LLVMBuildBitCast(B, sum, kt(k, cg->t_i32), ""), ic(k, 0x4B400000), "");
+    LLVMValueRef n1 = LLVMBuildAShr(B, n, ic(k, 1), "");
     LLVMValueRef s1 = exp2_bits(k, n1, 0), s2 = exp2_bits(k, LLVMBuildSub(B, n, n1, ""), 0);
     return LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
 }
@@ -221,12 +237,11 @@ static LLVMValueRef fast_exp(Kern *k, LLVMValueRef x)
 static LLVMValueRef exp_nonpositive(Kern *k, LLVMValueRef x)
 {
     Cg *cg = k->cg;
-    LLVMTypeRef t = cg->t_f32;
-    LLVMValueRef lo = LLVMConstReal(t, -87.33654);
+    LLVMValueRef lo = fc(k, -87.33654);
     LLVMValueRef under = LLVMBuildFCmp(B, LLVMRealOLT, x, lo, "");
     LLVMValueRef sum, p = exp_reduced(k, LLVMBuildSelect(B, under, lo, x, ""), &sum);
-    LLVMValueRef s = exp2_bits(k, LLVMBuildBitCast(B, sum, cg->t_i32, ""), -0x4B400000);
-    return LLVMBuildSelect(B, under, LLVMConstReal(t, 0.0), LLVMBuildFMul(B, p, s, ""), "");
+    LLVMValueRef s = exp2_bits(k, LLVMBuildBitCast(B, sum, kt(k, cg->t_i32), ""), -0x4B400000);
+    return LLVMBuildSelect(B, under, fc(k, 0.0), LLVMBuildFMul(B, p, s, ""), "");
 }
 
 /* exp: f64 through llvm.exp (libm, or libmvec in vector loops), f32 as
@@ -696,15 +711,28 @@ static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef 
         split_run(k, xt->dims, j < re ? flatten_run(k, rt->dims, idx, j, re) : cg_i64(cg, 0), i, xe, xi);
 }
 
+/* x in every lane of a vector of k->vw (x itself when scalar) */
+static LLVMValueRef splat(Kern *k, LLVMValueRef x)
+{
+    if (!k->vw)
+        return x;
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)k->vw);
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(vt), x, cg_i32(k->cg, 0), "");
+    return LLVMBuildShuffleVector(B, v, v, LLVMConstNull(LLVMVectorType(k->cg->t_i32, (unsigned)k->vw)), "");
+}
+
 LLVMValueRef kern_div_invariant(Kern *k, LLVMValueRef e, LLVMValueRef r)
 {
     Cg *cg = k->cg;
     LLVMTypeRef f = cg->t_f32;
+    int vw = k->vw; /* r is a scalar (a row value) in either mode */
+    k->vw = 0;
     LLVMValueRef tiny = LLVMBuildFCmp(B, LLVMRealOLT, intrin(k, "fabs", DT_F32, r), LLVMConstReal(f, 0x1p-126), "");
     tiny = LLVMBuildAnd(B, tiny, LLVMBuildFCmp(B, LLVMRealONE, r, LLVMConstReal(f, 0), ""), "");
     LLVMValueRef s = LLVMBuildSelect(B, tiny, LLVMConstReal(f, 0x1p64), LLVMConstReal(f, 1), "");
     LLVMValueRef inv = LLVMBuildFDiv(B, LLVMConstReal(f, 1), LLVMBuildFMul(B, r, s, ""), "");
-    return LLVMBuildFMul(B, LLVMBuildFMul(B, e, s, ""), inv, "");
+    k->vw = vw;
+    return LLVMBuildFMul(B, LLVMBuildFMul(B, e, splat(k, s), ""), splat(k, inv), "");
 }
 
 /* v is one of the kernel's row values (a reduction's result per row). */
@@ -992,4 +1020,269 @@ LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
         off = kern_offset(k, &v->type, idx);
     LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
     return cg_load(cg, v->type.dtype, p);
+}
+
+/* ---- rows of elements as vectors ------------------------------------ */
+
+/* elem_vec emits k->vw consecutive elements of a value along one axis of
+ * its index at once, as vectors: a row kernel's passes (kernel.c) took
+ * them lane by lane for LLVM's SLP vectoriser, 32 copies of the element's
+ * computation a loop (a softmax's exp 369 scalar fmuladds), and the
+ * optimiser spent most of a transformer's compile time on them. It takes
+ * what a softmax or a normalisation holds: f32 arithmetic, comparisons and
+ * selects, conversions to f32, the index maps that keep the lanes' axis
+ * (broadcasts, transposes, reshapes that keep it, unit-stride slices), and
+ * loads along a buffer's last axis; kern_vec_ok says whether a value is
+ * all of that, and the caller goes lane by lane where it is not. */
+
+/* The axis of operand x's index along which the lanes run, when an op of
+ * result type rt reads it with implicit broadcasting (bcast_index) and
+ * its lanes run along rt's axis lax: -1 where x has no such axis or it is
+ * 1 (one element for every lane), -2 where it may be 1 at run time (a
+ * select per index: not taken). */
+static int bcast_lane(Kern *k, const Type *xt, const Type *rt, int lax)
+{
+    int j = lax - (rt->rank - xt->rank);
+    if (lax < 0 || j < 0)
+        return -1;
+    Dim *xd = xt->dims[j], *rd = rt->dims[lax];
+    if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
+        return j;
+    return dim_is(xd, 1) ? -1 : -2;
+}
+
+/* The lanes' axis in the operand of a reshape, broadcast, transpose or
+ * slice op with result v (lanes along lax), as bcast_lane; -2 for any
+ * other op. */
+static int map_lane(Kern *k, const Op *op, const Value *v, int lax)
+{
+    const Type *rt = &v->type, *xt = &op->in[0]->type;
+    if (lax < 0)
+        return -1;
+    switch (op->kind) {
+    case OP_RESHAPE:
+    case OP_DYN_RESHAPE: { /* the trailing dims the two share pass through (reshape_index) */
+        int tail = 0;
+        while (tail < xt->rank && tail < rt->rank && xt->dims[xt->rank - 1 - tail] == rt->dims[rt->rank - 1 - tail])
+            tail++;
+        return lax >= rt->rank - tail ? xt->rank - (rt->rank - lax) : -2;
+    }
+    case OP_BROADCAST:
+    case OP_DYN_BROADCAST: {
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < xt->rank; i++)
+            if (axes->ints[i] == lax) {
+                Dim *xd = xt->dims[i], *rd = rt->dims[lax];
+                if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
+                    return i;
+                return dim_is(xd, 1) ? -1 : -2;
+            }
+        return -1;
+    }
+    case OP_TRANSPOSE: {
+        const Attr *perm = op_attr(op, "perm");
+        return (int)perm->ints[lax];
+    }
+    case OP_SLICE:
+        return op_attr(op, "stride")->ints[lax] == 1 ? lax : -2;
+    default:
+        return -2;
+    }
+}
+
+/* v is a constant of one element (const_elem's LLVM constant) */
+static bool scalar_const(const Value *v)
+{
+    size_t n;
+    const Op *op = v->def;
+    return op && op->kind == OP_CONST && op->cst && op->cst->data && type_static_numel(&v->type, &n) && n == 1;
+}
+
+static bool vec_dtype(DType dt)
+{
+    return dt == DT_F32 || dt == DT_I32 || dt == DT_I64 || dt == DT_BOOL;
+}
+
+static bool vec_unary(OpKind op)
+{
+    switch (op_unary(op)) {
+    case UN_NEG: case UN_ABS: case UN_EXP: case UN_SQRT: case UN_RSQRT: case UN_RECIP:
+    case UN_TANH: case UN_ERF: case UN_SIGMOID: case UN_FLOOR: case UN_CEIL: case UN_ROUND:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool vec_binary(OpKind op)
+{
+    BinaryOp o = op_binary(op);
+    return o == BIN_ADD || o == BIN_SUB || o == BIN_MUL || o == BIN_DIV || o == BIN_MAX || o == BIN_MIN;
+}
+
+/* Whether v's elements along lax (-1: none, one element for every lane)
+ * can be emitted as vectors by elem_vec; budget bounds the walk. */
+static bool vec_ok(Kern *k, Value *v, int lax, int *budget)
+{
+    if (--*budget < 0 || lax == -2)
+        return false;
+    if (lax == -1 || is_row_value(k, v))
+        return true; /* a scalar, splat */
+    if (v == k->subst)
+        return v->type.dtype == DT_F32 && lax == v->type.rank - 1;
+    const Op *op = v->def;
+    if (scalar_const(v))
+        return vec_dtype(v->type.dtype);
+    if (!kern_in_group(k, v) || op->kind == OP_CONST) /* a buffer */
+        return vec_dtype(v->type.dtype) && lax == v->type.rank - 1 && kern_buf(k, v);
+    const Type *rt = &v->type;
+    DType dt = rt->dtype, xd = op->nin ? op->in[0]->type.dtype : dt;
+    const OpInfo *info = op_info(op->kind);
+    if (info->cat == CAT_UNARY)
+        return dt == DT_F32 && xd == DT_F32 && vec_unary(op->kind) &&
+               vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget);
+    if (info->cat == CAT_BINARY)
+        return dt == DT_F32 && xd == DT_F32 && op->in[1]->type.dtype == DT_F32 && vec_binary(op->kind) &&
+               vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget) &&
+               vec_ok(k, op->in[1], bcast_lane(k, &op->in[1]->type, rt, lax), budget);
+    switch (op->kind) {
+    case OP_CMP:
+        return vec_dtype(xd) && xd != DT_BOOL && vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget) &&
+               vec_ok(k, op->in[1], bcast_lane(k, &op->in[1]->type, rt, lax), budget);
+    case OP_SELECT:
+        return (dt == DT_F32 || dt == DT_BOOL) && xd == DT_BOOL && !k->flat &&
+               vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget) &&
+               vec_ok(k, op->in[1], bcast_lane(k, &op->in[1]->type, rt, lax), budget) &&
+               vec_ok(k, op->in[2], bcast_lane(k, &op->in[2]->type, rt, lax), budget);
+    case OP_CONVERT:
+        return dt == DT_F32 && vec_dtype(xd) && vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget);
+    default:
+        return !k->flat && vec_ok(k, op->in[0], map_lane(k, op, v, lax), budget);
+    }
+}
+
+bool kern_vec_ok(Kern *k, Value *v, int lax)
+{
+    int budget = 256;
+    return !k->flat && k->vw == 0 && vec_ok(k, v, lax, &budget);
+}
+
+/* k->vw elements of v of dtype dt from base at off, off + 1, ... */
+static LLVMValueRef load_vec(Kern *k, DType dt, LLVMValueRef base, LLVMValueRef off)
+{
+    LLVMTypeRef st = cg_storage_type(k->cg, dt), vt = LLVMVectorType(st, (unsigned)k->vw);
+    LLVMValueRef p = LLVMBuildGEP2(B, st, base, &off, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(B, vt, LLVMBuildBitCast(B, p, LLVMPointerType(vt, 0), ""), "");
+    LLVMSetAlignment(v, (unsigned)dtype_size(dt));
+    return dt == DT_BOOL ? LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(vt), "") : v;
+}
+
+static LLVMValueRef vec_at(Kern *k, Value *v, LLVMValueRef *idx, int lax);
+
+static LLVMValueRef vec_operand(Kern *k, Value *x, const Type *rt, LLVMValueRef *idx, int lax)
+{
+    LLVMValueRef xi[MAX_RANK];
+    bcast_index(k, &x->type, rt, idx, xi);
+    return vec_at(k, x, xi, bcast_lane(k, &x->type, rt, lax));
+}
+
+static LLVMValueRef vec_op(Kern *k, Op *op, Value *v, LLVMValueRef *idx, int lax)
+{
+    const Type *rt = &v->type;
+    const OpInfo *info = op_info(op->kind);
+    LLVMValueRef xi[MAX_RANK];
+    if (info->cat == CAT_UNARY) {
+        LLVMValueRef x = vec_operand(k, op->in[0], rt, idx, lax);
+        if (op->kind == OP_EXP && minus_max(op->in[0]))
+            return exp_nonpositive(k, x);
+        return kern_unary(k, op->kind, DT_F32, x);
+    }
+    if (info->cat == CAT_BINARY) {
+        if (op->kind == OP_DIV && is_row_value(k, op->in[1]))
+            return kern_div_invariant(k, vec_operand(k, op->in[0], rt, idx, lax), elem(k, op->in[1], NULL));
+        LLVMValueRef a = vec_operand(k, op->in[0], rt, idx, lax), b = vec_operand(k, op->in[1], rt, idx, lax);
+        return kern_binary(k, op->kind, DT_F32, a, b);
+    }
+    switch (op->kind) {
+    case OP_CMP: {
+        LLVMValueRef a = vec_operand(k, op->in[0], rt, idx, lax), b = vec_operand(k, op->in[1], rt, idx, lax);
+        return compare(k, op_attr_str(op, "dir", "eq"), op->in[0]->type.dtype, a, b);
+    }
+    case OP_SELECT: {
+        LLVMValueRef c = vec_operand(k, op->in[0], rt, idx, lax);
+        LLVMValueRef a = vec_operand(k, op->in[1], rt, idx, lax), b = vec_operand(k, op->in[2], rt, idx, lax);
+        return LLVMBuildSelect(B, c, a, b, "");
+    }
+    case OP_CONVERT: {
+        DType from = op->in[0]->type.dtype;
+        LLVMValueRef x = vec_operand(k, op->in[0], rt, idx, lax);
+        LLVMTypeRef vt = kt(k, k->cg->t_f32);
+        if (from == DT_F32)
+            return x;
+        return from == DT_BOOL ? LLVMBuildUIToFP(B, x, vt, "") : LLVMBuildSIToFP(B, x, vt, "");
+    }
+    default: /* a reshape, broadcast, transpose or slice: the scalar index map (op_elem) */
+        break;
+    }
+    Value *x = op->in[0];
+    switch (op->kind) {
+    case OP_RESHAPE:
+    case OP_DYN_RESHAPE:
+        reshape_index(k, &x->type, rt, idx, xi);
+        break;
+    case OP_TRANSPOSE: {
+        const Attr *perm = op_attr(op, "perm");
+        for (int i = 0; i < perm->n; i++)
+            xi[perm->ints[i]] = idx[i];
+        break;
+    }
+    case OP_SLICE: {
+        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
+        for (int i = 0; i < rt->rank; i++) {
+            LLVMValueRef j = sd->ints[i] == 1 ? idx[i] : LLVMBuildMul(B, idx[i], cg_i64(k->cg, sd->ints[i]), "");
+            xi[i] = dim_is(st->dims[i], 0) ? j : LLVMBuildAdd(B, j, cg_dim(k->cg, st->dims[i]), "");
+        }
+        break;
+    }
+    default: { /* a broadcast */
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < x->type.rank; i++) {
+            Dim *xd = x->type.dims[i], *rd = rt->dims[axes->ints[i]];
+            LLVMValueRef j = idx[axes->ints[i]];
+            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
+                xi[i] = j;
+            else if (dim_is(xd, 1))
+                xi[i] = cg_i64(k->cg, 0);
+            else
+                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(k->cg, xd), cg_i64(k->cg, 1), ""),
+                                        cg_i64(k->cg, 0), j, "");
+        }
+        break;
+    }
+    }
+    return vec_at(k, x, xi, map_lane(k, op, v, lax));
+}
+
+static LLVMValueRef vec_at(Kern *k, Value *v, LLVMValueRef *idx, int lax)
+{
+    if (lax < 0 || is_row_value(k, v) || scalar_const(v)) { /* one element for every lane */
+        int vw = k->vw;
+        k->vw = 0;
+        LLVMValueRef x = elem(k, v, idx);
+        k->vw = vw;
+        return splat(k, x);
+    }
+    if (v == k->subst)
+        return load_vec(k, DT_F32, kern_buf(k, k->cache_out), kern_offset(k, &v->type, idx));
+    if (kern_in_group(k, v) && v->def->kind != OP_CONST)
+        return vec_op(k, v->def, v, idx, lax);
+    return load_vec(k, v->type.dtype, kern_buf(k, v), kern_offset(k, &v->type, idx));
+}
+
+LLVMValueRef elem_vec(Kern *k, Value *v, LLVMValueRef *idx, int lax, int w)
+{
+    k->vw = w;
+    LLVMValueRef r = vec_at(k, v, idx, lax);
+    k->vw = 0;
+    return r;
 }

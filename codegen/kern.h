@@ -50,7 +50,12 @@ typedef struct Kern {
      * itself, as the loop's stores might alias it; left in the loop, a
      * gather's index read kept the loop scalar */
     LLVMBasicBlockRef hoist, inv[3];
+    /* elem_vec's mode: the lanes of the vectors being emitted, 0 while
+     * scalars are (elem.c's arithmetic takes both) */
+    int vw;
 } Kern;
+
+enum { KERN_MAX_LANES = 16 };
 
 /* True if v is computed by an op of the group. */
 bool kern_in_group(const Kern *k, const Value *v);
@@ -58,6 +63,11 @@ bool kern_in_group(const Kern *k, const Value *v);
 LLVMValueRef kern_buf(Kern *k, const Value *v);
 /* The element of v at idx (v's rank entries), in v's compute type. */
 LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx);
+/* Whether elem_vec takes v with its lanes along axis lax of its index
+ * (its last: the loads are whole vectors), and w elements of v from idx
+ * on along lax as a vector of w lanes (w <= KERN_MAX_LANES). */
+bool kern_vec_ok(Kern *k, Value *v, int lax);
+LLVMValueRef elem_vec(Kern *k, Value *v, LLVMValueRef *idx, int lax, int w);
 /* Row-major offset of idx in a value of type t. */
 LLVMValueRef kern_offset(Kern *k, const Type *t, LLVMValueRef *idx);
 /* Splits a flat index into a multi-index over the dims of t. */

@@ -470,12 +470,24 @@ typedef struct ElemAt {
     Value *x;
     LLVMValueRef *full;
     int ax;
+    bool vec; /* as a vector (elem_vec) */
 } ElemAt;
+
+/* Whether the lanes of v along axis ax, its last, are emitted as one
+ * vector (elem_vec) rather than lane by lane for the SLP vectoriser */
+static bool lanes_as_vector(Kern *k, Value *v, int ax)
+{
+    return cg_rowvec() && ax == v->type.rank - 1 && kern_vec_ok(k, v, ax);
+}
 
 static LLVMValueRef elem_at(Kern *k, void *ctx, LLVMValueRef at)
 {
     Cg *cg = k->cg;
     ElemAt *ea = ctx;
+    if (ea->vec) {
+        ea->full[ea->ax] = at;
+        return elem_vec(k, ea->x, ea->full, ea->ax, LANES);
+    }
     LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(cg->t_f32, LANES));
     for (int l = 0; l < LANES; l++) {
         ea->full[ea->ax] = LLVMBuildAdd(B, at, cg_i64(cg, l), "");
@@ -492,11 +504,22 @@ typedef struct StoreAt {
     LLVMValueRef *full;
     int ax;
     bool square;
+    bool vec; /* as a vector (elem_vec) */
 } StoreAt;
 
 static LLVMValueRef lanes_of(Kern *k, StoreAt *sa, LLVMValueRef at, bool store)
 {
     Cg *cg = k->cg;
+    if (sa->vec) {
+        sa->full[sa->ax] = at;
+        LLVMValueRef vec = elem_vec(k, sa->v, sa->full, sa->ax, LANES);
+        if (store) {
+            LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
+            LLVMValueRef p = ptr_at(cg, k, k->cache_out, kern_offset(k, &sa->v->type, sa->full));
+            LLVMSetAlignment(LLVMBuildStore(B, vec, LLVMBuildBitCast(B, p, LLVMPointerType(vt, 0), "")), 4);
+        }
+        return sa->square ? LLVMBuildFMul(B, vec, vec, "") : vec;
+    }
     LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(cg->t_f32, LANES)), e[LANES], at_l[LANES];
     for (int l = 0; l < LANES; l++) {
         at_l[l] = LLVMBuildAdd(B, at, cg_i64(cg, l), "");
@@ -563,7 +586,7 @@ static void row_to_out_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVMValue
                               bool square)
 {
     LLVMValueRef acc = vec_acc(cg, k, op);
-    StoreAt sa = {v, full, ax, square};
+    StoreAt sa = {v, full, ax, square, lanes_as_vector(k, v, ax) && k->cache_out->type.dtype == DT_F32};
     LLVMValueRef from = vec_blocks(cg, k, op, reduce_op(op, DT_F32), acc, cg_i64(cg, 0), n, 4, store_lanes, &sa);
     row_reduce_rest(cg, k, op, &sa, acc, from, n, true);
 }
@@ -584,7 +607,7 @@ static void row_to_out_then_reduce(Cg *cg, Kern *k, const Op *op, Value *v, LLVM
     k->subst = v;
     OpKind bk = reduce_op(op, DT_F32);
     LLVMValueRef acc = vec_acc(cg, k, op);
-    StoreAt sa = {v, full, ax, square};
+    StoreAt sa = {v, full, ax, square, lanes_as_vector(k, v, ax)};
     LLVMValueRef from = vec_blocks(cg, k, op, bk, acc, cg_i64(cg, 0), n, 4, elem_lanes, &sa);
     row_reduce_rest(cg, k, op, &sa, acc, from, n, false);
     k->subst = was;
@@ -639,7 +662,7 @@ static LLVMValueRef lane_reduce(Cg *cg, Kern *k, const Op *op, LLVMValueRef *ful
          * (a softmax's row maximum) */
         LLVMTypeRef vt = LLVMVectorType(cg->t_f32, LANES);
         LLVMValueRef vacc = vec_acc(cg, k, op);
-        ElemAt ea = {x, full, ax};
+        ElemAt ea = {x, full, ax, lanes_as_vector(k, x, ax)};
         LLVMValueRef from = LLVMBuildAdd(
             B, lo, vec_blocks(cg, k, op, bk, vacc, lo, LLVMBuildSub(B, hi, lo, ""), 2, elem_at, &ea), "");
         LLVMValueRef first = LLVMBuildAlloca(cg->eb, cg->t_f32, "lane0");

@@ -42,6 +42,12 @@ bool cg_llvm_libmvec(void)
     return libmvec;
 }
 
+bool cg_rowvec(void)
+{
+    const char *e = getenv("DISC_ROWVEC");
+    return !(e && !strcmp(e, "0"));
+}
+
 bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel level, const char *path,
                     LLVMMemoryBufferRef *out, char *msg, size_t size)
 {
@@ -326,7 +332,11 @@ LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValu
     if (scalar_f64_libmvec(cg, name, t))
         return call_nobuiltin(cg, name, t, args, n);
     char full[64];
-    snprintf(full, sizeof full, "llvm.%s.%s", name, t == cg->t_f64 ? "f64" : "f32");
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) /* elem.c's vectors: llvm.fabs.v8f32 */
+        snprintf(full, sizeof full, "llvm.%s.v%u%s", name, LLVMGetVectorSize(t),
+                 LLVMGetElementType(t) == cg->t_f64 ? "f64" : "f32");
+    else
+        snprintf(full, sizeof full, "llvm.%s.%s", name, t == cg->t_f64 ? "f64" : "f32");
     LLVMTypeRef params[3] = {t, t, t};
     return call(cg, full, t, params, n, args);
 }
