@@ -756,6 +756,38 @@ static bool minus_max(const Value *v)
     return m && m->kind == OP_REDUCE && m->in[0] == d->in[0] && !strcmp(op_attr_str(m, "kind", "sum"), "max");
 }
 
+/* The operand index xi of a broadcast, transpose or slice op with result
+ * type rt at idx (op_elem; elem_vec's lanes too). */
+static void map_index(Kern *k, const Op *op, const Type *rt, LLVMValueRef *idx, LLVMValueRef *xi)
+{
+    Cg *cg = k->cg;
+    const Type *xt = &op->in[0]->type;
+    if (op->kind == OP_TRANSPOSE) {
+        const Attr *perm = op_attr(op, "perm");
+        for (int i = 0; i < perm->n; i++)
+            xi[perm->ints[i]] = idx[i];
+    } else if (op->kind == OP_SLICE) {
+        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
+        for (int i = 0; i < rt->rank; i++) {
+            LLVMValueRef j = sd->ints[i] == 1 ? idx[i] : LLVMBuildMul(B, idx[i], cg_i64(cg, sd->ints[i]), "");
+            xi[i] = dim_is(st->dims[i], 0) ? j : LLVMBuildAdd(B, j, cg_dim(cg, st->dims[i]), "");
+        }
+    } else { /* a broadcast: a dim that may be 1 at run time reads index 0 there */
+        const Attr *axes = op_attr(op, "axes");
+        for (int i = 0; i < xt->rank; i++) {
+            Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
+            LLVMValueRef j = idx[axes->ints[i]];
+            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
+                xi[i] = j;
+            else if (dim_is(xd, 1))
+                xi[i] = cg_i64(cg, 0);
+            else
+                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
+                                        cg_i64(cg, 0), j, "");
+        }
+    }
+}
+
 static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -798,36 +830,11 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         return elem(k, op->in[0], xi);
     }
     case OP_BROADCAST:
-    case OP_DYN_BROADCAST: {
-        const Attr *axes = op_attr(op, "axes");
-        const Type *xt = &op->in[0]->type;
-        for (int i = 0; i < xt->rank; i++) {
-            Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
-            LLVMValueRef j = idx[axes->ints[i]];
-            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
-                xi[i] = j;
-            else if (dim_is(xd, 1))
-                xi[i] = cg_i64(cg, 0);
-            else
-                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
-                                        cg_i64(cg, 0), j, "");
-        }
+    case OP_DYN_BROADCAST:
+    case OP_TRANSPOSE:
+    case OP_SLICE:
+        map_index(k, op, rt, idx, xi);
         return elem(k, op->in[0], xi);
-    }
-    case OP_TRANSPOSE: {
-        const Attr *perm = op_attr(op, "perm");
-        for (int i = 0; i < perm->n; i++)
-            xi[perm->ints[i]] = idx[i];
-        return elem(k, op->in[0], xi);
-    }
-    case OP_SLICE: {
-        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
-        for (int i = 0; i < rt->rank; i++) {
-            LLVMValueRef j = sd->ints[i] == 1 ? idx[i] : LLVMBuildMul(B, idx[i], cg_i64(cg, sd->ints[i]), "");
-            xi[i] = dim_is(st->dims[i], 0) ? j : LLVMBuildAdd(B, j, cg_dim(cg, st->dims[i]), "");
-        }
-        return elem(k, op->in[0], xi);
-    }
     case OP_REVERSE: {
         const Attr *axes = op_attr(op, "axes");
         memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
@@ -1225,41 +1232,10 @@ static LLVMValueRef vec_op(Kern *k, Op *op, Value *v, LLVMValueRef *idx, int lax
         break;
     }
     Value *x = op->in[0];
-    switch (op->kind) {
-    case OP_RESHAPE:
-    case OP_DYN_RESHAPE:
+    if (op->kind == OP_RESHAPE || op->kind == OP_DYN_RESHAPE)
         reshape_index(k, &x->type, rt, idx, xi);
-        break;
-    case OP_TRANSPOSE: {
-        const Attr *perm = op_attr(op, "perm");
-        for (int i = 0; i < perm->n; i++)
-            xi[perm->ints[i]] = idx[i];
-        break;
-    }
-    case OP_SLICE: {
-        const Attr *st = op_attr(op, "start"), *sd = op_attr(op, "stride");
-        for (int i = 0; i < rt->rank; i++) {
-            LLVMValueRef j = sd->ints[i] == 1 ? idx[i] : LLVMBuildMul(B, idx[i], cg_i64(k->cg, sd->ints[i]), "");
-            xi[i] = dim_is(st->dims[i], 0) ? j : LLVMBuildAdd(B, j, cg_dim(k->cg, st->dims[i]), "");
-        }
-        break;
-    }
-    default: { /* a broadcast */
-        const Attr *axes = op_attr(op, "axes");
-        for (int i = 0; i < x->type.rank; i++) {
-            Dim *xd = x->type.dims[i], *rd = rt->dims[axes->ints[i]];
-            LLVMValueRef j = idx[axes->ints[i]];
-            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
-                xi[i] = j;
-            else if (dim_is(xd, 1))
-                xi[i] = cg_i64(k->cg, 0);
-            else
-                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(k->cg, xd), cg_i64(k->cg, 1), ""),
-                                        cg_i64(k->cg, 0), j, "");
-        }
-        break;
-    }
-    }
+    else
+        map_index(k, op, rt, idx, xi);
     return vec_at(k, x, xi, map_lane(k, op, v, lax));
 }
 
