@@ -521,21 +521,37 @@ bool kern_maybe_one(Cg *cg, Dim *d)
     return !cons || !cons_prove(cons, d, REL_NE, dim_const(&cg->g->dims, 1));
 }
 
+/* How an operand's dim xd is read where the result's is rd: BC_PASS the
+ * result's index (equal, or provably not 1), BC_ZERO index 0 (a literal
+ * 1), BC_SELECT index 0 where xd is 1 at run time (the broadcasting
+ * variant) */
+enum { BC_PASS, BC_ZERO, BC_SELECT };
+
+static int bcast_dim(Kern *k, Dim *xd, Dim *rd)
+{
+    if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
+        return BC_PASS;
+    return dim_is(xd, 1) ? BC_ZERO : BC_SELECT;
+}
+
+/* The operand's index for result index j along a dim read as bcast_dim says */
+static LLVMValueRef bcast_at(Kern *k, Dim *xd, Dim *rd, LLVMValueRef j)
+{
+    Cg *cg = k->cg;
+    switch (bcast_dim(k, xd, rd)) {
+    case BC_PASS: return j;
+    case BC_ZERO: return cg_i64(cg, 0);
+    default:
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""), cg_i64(cg, 0), j, "");
+    }
+}
+
 /* Index into operand x (rank r') of a broadcasting op with result type rt. */
 static void bcast_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *out)
 {
-    Cg *cg = k->cg;
     int off = rt->rank - xt->rank;
-    for (int j = 0; j < xt->rank; j++) {
-        Dim *xd = xt->dims[j], *rd = rt->dims[j + off];
-        if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
-            out[j] = idx[j + off];
-        else if (dim_is(xd, 1))
-            out[j] = cg_i64(cg, 0);
-        else /* may be 1 at run time: the broadcasting variant */
-            out[j] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
-                                     cg_i64(cg, 0), idx[j + off], "");
-    }
+    for (int j = 0; j < xt->rank; j++)
+        out[j] = bcast_at(k, xt->dims[j], rt->dims[j + off], idx[j + off]);
 }
 
 static LLVMValueRef operand(Kern *k, Value *x, const Type *rt, LLVMValueRef *idx)
@@ -675,16 +691,24 @@ static void split_run(Kern *k, Dim *const *dims, LLVMValueRef flat, int from, in
  * row rather than per element (attention's [S, B, 12, 64] read as
  * [S * B, 768]: two 64-bit divisions an element made its kernel run at 2
  * GB/s). What is left is one flat index over the rest, split up. */
+/* The leading and trailing dims a reshape from xt to rt passes through
+ * (equal pointers; the trailing ones after the leading) */
+static void reshape_runs(const Type *xt, const Type *rt, int *lead, int *tail)
+{
+    int l = 0, t = 0;
+    while (l < xt->rank && l < rt->rank && xt->dims[l] == rt->dims[l])
+        l++;
+    while (t < xt->rank - l && t < rt->rank - l && xt->dims[xt->rank - 1 - t] == rt->dims[rt->rank - 1 - t])
+        t++;
+    *lead = l, *tail = t;
+}
+
 static void reshape_index(Kern *k, const Type *xt, const Type *rt, LLVMValueRef *idx, LLVMValueRef *xi)
 {
     Cg *cg = k->cg;
     DimCtx *cx = &cg->g->dims;
-    int lead = 0, tail = 0;
-    while (lead < xt->rank && lead < rt->rank && xt->dims[lead] == rt->dims[lead])
-        lead++;
-    while (tail < xt->rank - lead && tail < rt->rank - lead &&
-           xt->dims[xt->rank - 1 - tail] == rt->dims[rt->rank - 1 - tail])
-        tail++;
+    int lead, tail;
+    reshape_runs(xt, rt, &lead, &tail);
     for (int i = 0; i < lead; i++)
         xi[i] = idx[i];
     for (int i = 0; i < tail; i++)
@@ -774,17 +798,8 @@ static void map_index(Kern *k, const Op *op, const Type *rt, LLVMValueRef *idx, 
         }
     } else { /* a broadcast: a dim that may be 1 at run time reads index 0 there */
         const Attr *axes = op_attr(op, "axes");
-        for (int i = 0; i < xt->rank; i++) {
-            Dim *xd = xt->dims[i], *rd = rt->dims[axes->ints[i]];
-            LLVMValueRef j = idx[axes->ints[i]];
-            if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(cg, xd))))
-                xi[i] = j;
-            else if (dim_is(xd, 1))
-                xi[i] = cg_i64(cg, 0);
-            else
-                xi[i] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, cg_dim(cg, xd), cg_i64(cg, 1), ""),
-                                        cg_i64(cg, 0), j, "");
-        }
+        for (int i = 0; i < xt->rank; i++)
+            xi[i] = bcast_at(k, xt->dims[i], rt->dims[axes->ints[i]], idx[axes->ints[i]]);
     }
 }
 
@@ -1047,15 +1062,16 @@ LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)
  * its lanes run along rt's axis lax: -1 where x has no such axis or it is
  * 1 (one element for every lane), -2 where it may be 1 at run time (a
  * select per index: not taken). */
+static int lane_of(Kern *k, Dim *xd, Dim *rd, int j)
+{
+    int how = bcast_dim(k, xd, rd);
+    return how == BC_PASS ? j : how == BC_ZERO ? -1 : -2;
+}
+
 static int bcast_lane(Kern *k, const Type *xt, const Type *rt, int lax)
 {
     int j = lax - (rt->rank - xt->rank);
-    if (lax < 0 || j < 0)
-        return -1;
-    Dim *xd = xt->dims[j], *rd = rt->dims[lax];
-    if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
-        return j;
-    return dim_is(xd, 1) ? -1 : -2;
+    return lax < 0 || j < 0 ? -1 : lane_of(k, xt->dims[j], rt->dims[lax], j);
 }
 
 /* The lanes' axis in the operand of a reshape, broadcast, transpose or
@@ -1068,22 +1084,19 @@ static int map_lane(Kern *k, const Op *op, const Value *v, int lax)
         return -1;
     switch (op->kind) {
     case OP_RESHAPE:
-    case OP_DYN_RESHAPE: { /* the trailing dims the two share pass through (reshape_index) */
-        int tail = 0;
-        while (tail < xt->rank && tail < rt->rank && xt->dims[xt->rank - 1 - tail] == rt->dims[rt->rank - 1 - tail])
-            tail++;
+    case OP_DYN_RESHAPE: { /* the dims the two share pass through (reshape_index) */
+        int lead, tail;
+        reshape_runs(xt, rt, &lead, &tail);
+        if (lax < lead)
+            return lax;
         return lax >= rt->rank - tail ? xt->rank - (rt->rank - lax) : -2;
     }
     case OP_BROADCAST:
     case OP_DYN_BROADCAST: {
         const Attr *axes = op_attr(op, "axes");
         for (int i = 0; i < xt->rank; i++)
-            if (axes->ints[i] == lax) {
-                Dim *xd = xt->dims[i], *rd = rt->dims[lax];
-                if (xd == rd || (!dim_is(xd, 1) && (k->speculate || !kern_maybe_one(k->cg, xd))))
-                    return i;
-                return dim_is(xd, 1) ? -1 : -2;
-            }
+            if (axes->ints[i] == lax)
+                return lane_of(k, xt->dims[i], rt->dims[lax], i);
         return -1;
     }
     case OP_TRANSPOSE: {
@@ -1157,14 +1170,14 @@ static bool vec_ok(Kern *k, Value *v, int lax, int *budget)
         return vec_dtype(xd) && xd != DT_BOOL && vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget) &&
                vec_ok(k, op->in[1], bcast_lane(k, &op->in[1]->type, rt, lax), budget);
     case OP_SELECT:
-        return (dt == DT_F32 || dt == DT_BOOL) && xd == DT_BOOL && !k->flat &&
+        return (dt == DT_F32 || dt == DT_BOOL) && xd == DT_BOOL &&
                vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget) &&
                vec_ok(k, op->in[1], bcast_lane(k, &op->in[1]->type, rt, lax), budget) &&
                vec_ok(k, op->in[2], bcast_lane(k, &op->in[2]->type, rt, lax), budget);
     case OP_CONVERT:
         return dt == DT_F32 && vec_dtype(xd) && vec_ok(k, op->in[0], bcast_lane(k, &op->in[0]->type, rt, lax), budget);
     default:
-        return !k->flat && vec_ok(k, op->in[0], map_lane(k, op, v, lax), budget);
+        return vec_ok(k, op->in[0], map_lane(k, op, v, lax), budget);
     }
 }
 
