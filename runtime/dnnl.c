@@ -800,6 +800,8 @@ typedef struct Build {
     int wconst;                /* the weights are constant: let oneDNN pick their layout */
     int bf16;                  /* may use bf16 products (f32 matmul); run_cached decides */
     int any;                   /* src, dst, residual in format any (convolution layouts) */
+    int quiet;                 /* no implementation is not an error: the caller has another way */
+    int nthr;                  /* the threads the call runs on (run_cached) */
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
     const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
@@ -1088,6 +1090,8 @@ out:
         dnnl_post_ops_destroy(po);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success && b->quiet && s == dnnl_unimplemented)
+        return 1;
     return s == dnnl_success ? 0 : dnnl_failed(b->rt, b->what, step, s);
 }
 
@@ -1228,6 +1232,7 @@ static int run_cached(Build *b, int64_t *key, MakeFn *make, const void *ctx, voi
     key[KEY_LEN - 3] = b->bf16;
     key[KEY_LEN - 2] = b->wconst;
     key[KEY_LEN - 1] = nthr;
+    b->nthr = nthr;
     uint64_t h = key_hash(key);
     Entry *e = cache_get(key, h);
     if (!e) {
@@ -1753,7 +1758,7 @@ typedef struct Cv {
     int64_t hi[3];             /* the high padding oneDNN is given */
 } Cv;
 
-static int conv_build(Build *b, const Cv *cv, int keep_nhwc)
+static int conv_build(Build *b, const Cv *cv, int keep_nhwc, dnnl_alg_kind_t alg)
 {
     const DiscConv *d = cv->d;
     dnnl_data_type_t dt = dt_of(d->dtype);
@@ -1809,7 +1814,7 @@ static int conv_build(Build *b, const Cv *cv, int keep_nhwc)
             return make_primitive(b, &desc);
     } else {
         dnnl_convolution_desc_t desc;
-        s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,
+        s = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, alg,
                                                        &b->e->md[MD_SRC], &b->e->md[MD_WEI], bias,
                                                        &b->e->md[MD_DST], st, dil, lo, hi);
         if (s == dnnl_success)
@@ -1818,22 +1823,78 @@ static int conv_build(Build *b, const Cv *cv, int keep_nhwc)
     return dnnl_failed(b->rt, b->what, "convolution descriptor", s);
 }
 
+/* Whether d may run on oneDNN's Winograd kernels (jit_fp32_wino_2x3 and
+ * jit_wino_4x3, AVX-512 only in oneDNN 2.6): a 3 x 3 f32 convolution of
+ * stride 1 and one group with constant weights (their transform is made
+ * once, with the packed copies). oneDNN takes src and dst only blocked,
+ * so channels-last operands are reordered in and out at each call.
+ * DISC_WINOGRAD=0 turns it off; =1 takes disc's own F(2x2, 3x3) first. */
+static bool conv_wino_onednn(const DiscConv *d)
+{
+    if (disc_env()->winograd == 0 || d->transpose || d->nsp != 2 || d->groups != 1 || d->dtype != DT_F32 ||
+        !d->weights_const || !packing_on())
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (d->k[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1)
+            return false;
+    return true;
+}
+
+/* Whether oneDNN's Winograd kernel `impl` is worth taking for d over the
+ * direct one on nthr threads. F(m x m, 3 x 3) does (m + 2)^2 products of
+ * tiles x c x o, one per position of a tile, with a copy of the weights
+ * for each: fewer multiplies than the direct 9 per output pixel, but
+ * (m + 2)^2 / 9 times the weights to read at every call, and the image
+ * reordered into oneDNN's blocked layout and back. Where the images are
+ * small against the channels, those reads are the call's time, and more
+ * so on more threads (the multiplies divide among them, the memory's
+ * bandwidth much less). Costed as multiplies plus WINO_BYTE_COST a byte
+ * a thread (about this Xeon's one-thread FMA rate over the bandwidth a
+ * call saw in a model), Winograd is taken when it costs under 0.9 of the
+ * direct convolution. ResNet-50's 3 x 3 layers in the model, against
+ * brgconv (bench/NOTES.md): at one thread taken at 56 x 56 and 28 x 28
+ * for batch 1 (1.3-1.6 times faster), and all but 7 x 7 at batch 4
+ * (1.5-1.75), left at 14 x 14 and 7 x 7 for batch 1 (level, or 1.3-1.7
+ * times slower: 512 x 512 x 16 floats to stream); at two threads taken
+ * at batch 4's 28 x 28 only (at 56 x 56 batch 1 the reorders ate the
+ * gain, at 14 x 14 batch 4 it ran 1.3-2.3 times slower). */
+enum { WINO_BYTE_COST = 25 };
+static bool wino_worth(const DiscConv *d, const char *impl, int nthr)
+{
+    int64_t m = strstr(impl, "2x3") ? 2 : 4, pos = (m + 2) * (m + 2);
+    int64_t tiles = d->n * ((d->out[0] + m - 1) / m) * ((d->out[1] + m - 1) / m);
+    double c = (double)d->c, o = (double)d->o, pixels = (double)d->n * (double)d->out[0] * (double)d->out[1];
+    double bytes = 4.0 * (double)pos * c * o + 8.0 * pixels * (c + o); /* weights; reorders in and out */
+    double wino = 2.0 * (double)pos * (double)tiles * c * o + WINO_BYTE_COST * (nthr > 1 ? nthr : 1) * bytes;
+    double direct = 2.0 * 9.0 * pixels * c * o;
+    return wino < 0.9 * direct;
+}
+
 /* A convolution whose input and result are both channels-last runs on
  * them as they are, rather than in layouts of oneDNN's choice (blocked,
  * for some 1x1 convolutions on AVX-512: a reorder in and one out at every
  * call). Where oneDNN has only its reference code for that (an operand of
- * another layout, this ISA), the layouts are left to it after all. */
+ * another layout, this ISA), the layouts are left to it after all. Where
+ * it has a Winograd kernel for the convolution, that is taken first. */
 static int make_conv(Build *b, const void *ctx)
 {
     const Cv *cv = ctx;
     int lay = cv->d->layout;
+    if (conv_wino_onednn(cv->d)) {
+        b->quiet = 1;
+        int rc = conv_build(b, cv, 0, dnnl_convolution_winograd);
+        b->quiet = 0;
+        if (rc < 0 || (rc == 0 && wino_worth(cv->d, b->e->how, b->nthr)))
+            return rc;
+        entry_reset(b->e);
+    }
     if (!(lay & DISC_NHWC_SRC) || !(lay & DISC_NHWC_DST))
-        return conv_build(b, cv, 0);
-    int rc = conv_build(b, cv, 1);
+        return conv_build(b, cv, 0, dnnl_convolution_direct);
+    int rc = conv_build(b, cv, 1, dnnl_convolution_direct);
     if (rc != 0 || !strstr(b->e->how, " ref"))
         return rc;
     entry_reset(b->e);
-    return conv_build(b, cv, 0);
+    return conv_build(b, cv, 0, dnnl_convolution_direct);
 }
 
 /* Checks the window parameters of axis i; the dense window extent, or -1. */
@@ -2177,7 +2238,8 @@ static void wino_out(int64_t lo, int64_t hi, void *args)
  * =1 always; by default where oneDNN runs at AVX2 or below (its direct
  * kernel there reached 55-65% of the FMA peak; ResNet-50's 3 x 3 layers
  * ran 1.4-2.2 times faster by Winograd on an AVX2 EPYC, bench/NOTES.md).
- * On AVX-512 oneDNN's brgconv is not measured against it yet. */
+ * On AVX-512 it was level with brgconv on ResNet-50, and oneDNN's own
+ * Winograd kernels (conv_wino_onednn) are faster there. */
 static bool wino_enabled(void)
 {
     int env = disc_env()->winograd;

@@ -13,8 +13,10 @@
  *   DISC_SPLIT=0           oneDNN calls on oneDNN's threads, not in parts
  *   DISC_CONV_LAYOUT=plain convolutions on NCHW, not oneDNN's layouts
  *   DISC_WINOGRAD=0|1      3 x 3 convolutions of stride 1 never or always by
- *                          Winograd's F(2x2, 3x3) (dnnl.c; default: where
- *                          oneDNN runs at AVX2 or below)
+ *                          disc's Winograd F(2x2, 3x3) (dnnl.c; default:
+ *                          where oneDNN runs at AVX2 or below, and
+ *                          oneDNN's Winograd kernels where it has them and
+ *                          wino_worth says so; 0 turns those off too)
  *   DISC_CONV_DW=brdgmm    depthwise convolutions on the implementation
  *                          oneDNN lists first (brdgmm_dw on AVX-512), not
  *                          its direct jit_dw kernel (dnnl.c, dw_direct)

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -531,7 +532,15 @@ typedef struct ConvCase {
     int layout;   /* DISC_NHWC_*: x, y, the residual given and taken channels-last */
     const char *not_how; /* NULL, or what disc_rt_call_how must not mention */
     int wconst;   /* weights_const: oneDNN picks the weights' layout (packed once) */
+    const char *how512;  /* NULL, or what it must mention where oneDNN runs at AVX-512 */
 } ConvCase;
+
+/* Whether oneDNN runs at AVX-512 here (under ONEDNN_MAX_CPU_ISA too). */
+static bool onednn_avx512(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+}
 
 static void run_conv(DiscRt *rt, const ConvCase *t)
 {
@@ -571,6 +580,7 @@ static void run_conv(DiscRt *rt, const ConvCase *t)
         free(yp);
         const char *how = disc_rt_call_how(rt);
         CHECK_MSG(!t->not_how || !strstr(how, t->not_how), "%s: ran as %s", t->name, how);
+        CHECK_MSG(!t->how512 || !onednn_avx512() || strstr(how, t->how512), "%s: ran as %s", t->name, how);
     }
     disc_rt_reset(rt);
     if (t->wconst)
@@ -646,6 +656,28 @@ static void test_conv(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_conv(rt, &cases[i]);
+    disc_rt_free(rt);
+
+    /* on one thread: wino_worth weighs the bytes by the threads */
+    rt = disc_rt_new(&(DiscRtOpts){.threads = 1});
+    const ConvCase wino[] = {
+        /* oneDNN's Winograd kernels on AVX-512 (dnnl.c wino_worth): taken for
+         * a large image against the channels, not for a small one, nor with
+         * a residual (a binary post-op it has no kernel for) */
+        {.name = "2-D 3x3 nhwc 40 x 40, Winograd", .nsp = 2, .n = 1, .c = 64, .o = 64, .groups = 1,
+         .in = {40, 40}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .bias = 1, .post = DISC_POST_RELU,
+         .layout = DISC_NHWC_SRC | DISC_NHWC_DST, .wconst = 1, .how512 = "_wino"},
+        {.name = "2-D 3x3 batch 3, odd sizes, Winograd", .nsp = 2, .n = 3, .c = 64, .o = 64, .groups = 1,
+         .in = {37, 31}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .wconst = 1, .how512 = "_wino"},
+        {.name = "2-D 3x3 nhwc 7 x 7 of 256 channels, direct", .nsp = 2, .n = 1, .c = 256, .o = 256,
+         .groups = 1, .in = {7, 7}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .layout = DISC_NHWC_SRC | DISC_NHWC_DST,
+         .wconst = 1, .not_how = "_wino"},
+        {.name = "2-D 3x3 30 x 30 with a residual, direct", .nsp = 2, .n = 1, .c = 64, .o = 64, .groups = 1,
+         .in = {30, 30}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .residual = 1, .post_res = DISC_POST_RELU,
+         .layout = DISC_NHWC_SRC | DISC_NHWC_DST | DISC_NHWC_RES, .wconst = 1, .not_how = "_wino"},
+    };
+    for (size_t i = 0; i < sizeof wino / sizeof *wino; i++)
+        run_conv(rt, &wino[i]);
     disc_rt_free(rt);
 }
 
