@@ -134,7 +134,8 @@ void dcc_weights_note(const char *path, const OnnxWeightsReport *r)
     };
     if (r->n)
         fprintf(stderr, "dcc: %s: %d large weights (%.1f MB) %s%s%s%s\n", path, r->n, (double)r->bytes / 1e6,
-                way[r->way], r->why[0] && r->way != WEIGHTS_MAPPED ? " (" : "", r->way != WEIGHTS_MAPPED ? r->why : "",
+                way[r->way], r->why[0] && r->way != WEIGHTS_MAPPED ? " (" : "",
+                r->way != WEIGHTS_MAPPED ? r->why : r->checked ? ", read whole to check them" : "",
                 r->why[0] && r->way != WEIGHTS_MAPPED ? ")" : "");
 }
 

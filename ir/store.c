@@ -10,7 +10,8 @@
  * are known ("DISCDRV1", store_derived below: passes/hfuse.c's weights
  * side by side, runtime/dnnl.c's packed copies). All are written to a
  * temporary name (".KEY.XXXXXX") and renamed into place, and a hit renews
- * a file's mtime, so trimming by mtime removes the least recently used.
+ * a file's mtime (for a .wts with a mark, the mark's: below), so trimming
+ * by mtime removes the least recently used. KEY.chk is a .wts's mark.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "ir/store.h"
@@ -191,16 +192,23 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
     char path[4200];
     while ((de = readdir(dp))) {
         size_t len = strlen(de->d_name);
-        bool jit = len == 36 && (!strcmp(de->d_name + 32, ".jit") || !strcmp(de->d_name + 32, ".wts"));
+        bool wts = len == 36 && !strcmp(de->d_name + 32, ".wts");
+        bool jit = wts || (len == 36 && !strcmp(de->d_name + 32, ".jit"));
+        bool chk = len == 36 && !strcmp(de->d_name + 32, ".chk");
         bool tmp = de->d_name[0] == '.' && len == 40 && de->d_name[33] == '.';
-        struct stat st;
-        if ((!jit && !tmp) || fstatat(dirfd(dp), de->d_name, &st, 0) != 0)
+        struct stat st, ms;
+        if ((!jit && !tmp && !chk) || fstatat(dirfd(dp), de->d_name, &st, 0) != 0)
             continue;
-        if (tmp) {
-            if (now - st.st_mtime > 3600)
+        char sib[40];
+        memcpy(sib, de->d_name, 33);
+        memcpy(sib + 33, chk ? "wts" : "chk", 4);
+        if (tmp || chk) { /* an interrupted write's, or a mark whose entry is gone */
+            if (now - st.st_mtime > 3600 && (tmp || fstatat(dirfd(dp), sib, &ms, 0) != 0))
                 unlinkat(dirfd(dp), de->d_name, 0);
             continue;
         }
+        if (wts && fstatat(dirfd(dp), sib, &ms, 0) == 0 && ms.st_mtime > st.st_mtime)
+            st.st_mtime = ms.st_mtime; /* used since it was marked */
         if (n == cap) {
             Old *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
             if (!w)
@@ -217,8 +225,11 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
         qsort(v, n, sizeof *v, old_cmp);
         for (size_t i = 0; i < n && total > cap_bytes / 4 * 3; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
-            if (unlink(path) == 0)
+            if (unlink(path) == 0) {
                 total -= v[i].size;
+                memcpy(path + strlen(path) - 3, "chk", 3); /* its mark, if any */
+                unlink(path);
+            }
         }
     }
     free(v);
@@ -247,7 +258,7 @@ bool store_publish(const char *tmp, const char *path)
     return false;
 }
 
-void *store_map(const char *path, size_t min, size_t *len, const char **why)
+void *store_map(const char *path, size_t min, size_t *len, const char **why, struct stat *stp)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -263,10 +274,221 @@ void *store_map(const char *path, size_t min, size_t *len, const char **why)
     else if ((p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
         *why = "cannot be mapped";
     close(fd);
+    if (stp)
+        *stp = st;
     if (p == MAP_FAILED)
         return NULL;
     *len = (size_t)st.st_size;
     return p;
+}
+
+/* ---- marks: an entry found whole, and unchanged since ----------------------- *
+ *
+ * A .wts entry's hashes were checked at every load, which read every byte:
+ * 60 of a second start's 100 ms for BERT-base's 435 MB of weights, and as
+ * much again for the packed copies at the first run. Now an entry found
+ * whole (written by this code, or read and its hashes checked) gets a mark,
+ * KEY.chk beside it: "DISCCHK1", the entry's identity (device, inode, size,
+ * mtime, ctime), and a checksum of those. A later load that finds the
+ * entry's identity as marked trusts it without reading it, as git's index
+ * and ccache's inode cache trust a file whose stat data has not changed:
+ * any write to the entry moves its ctime, which no process can set back.
+ * A write in the same tick of the file system's clock as the time recorded
+ * would leave the ctime as it was, so a mark is made only for an entry
+ * whose ctime is in a tick before the check began (the coarse clock that
+ * stamps files), and a new entry's mark waits for the tick to pass (at
+ * most a few ms). The entry's own mtime is then left alone, since renewing
+ * it moves its ctime: a use renews the mark instead, and store_trim takes
+ * the later of the two. What a mark does not catch: a change that keeps
+ * the stat data (a disk's silent corruption, a clock set back), as for
+ * any file the system reads, the model itself included. */
+
+enum { MARK_U64 = 7, MARK_BYTES = 8 + MARK_U64 * 8 + 8 };
+static const char mark_magic[8] = "DISCCHK1";
+
+struct timespec store_now(void)
+{
+    struct timespec t = {0, 0};
+    clock_gettime(CLOCK_REALTIME_COARSE, &t);
+    return t;
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void mark_id(const struct stat *st, uint64_t id[MARK_U64])
+{
+    id[0] = (uint64_t)st->st_dev;
+    id[1] = (uint64_t)st->st_ino;
+    id[2] = (uint64_t)st->st_size;
+    id[3] = (uint64_t)st->st_mtim.tv_sec;
+    id[4] = (uint64_t)st->st_mtim.tv_nsec;
+    id[5] = (uint64_t)st->st_ctim.tv_sec;
+    id[6] = (uint64_t)st->st_ctim.tv_nsec;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    uint64_t x[MARK_U64], y[MARK_U64];
+    mark_id(a, x);
+    mark_id(b, y);
+    return !memcmp(x, y, sizeof x);
+}
+
+/* DIR/KEY.chk for DIR/KEY.wts; false when path is not such a name */
+static bool mark_path(const char *path, char *buf, size_t size)
+{
+    size_t n = strlen(path);
+    if (n < 4 || n >= size || strcmp(path + n - 4, ".wts") != 0)
+        return false;
+    memcpy(buf, path, n - 3);
+    memcpy(buf + n - 3, "chk", 4);
+    return true;
+}
+
+static bool marked(const char *path, const struct stat *st)
+{
+    char mp[4200];
+    unsigned char b[MARK_BYTES + 1];
+    if (!mark_path(path, mp, sizeof mp))
+        return false;
+    int fd = open(mp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat ms;
+    ssize_t got = fstat(fd, &ms) == 0 && ms.st_uid == geteuid() ? read(fd, b, sizeof b) : -1;
+    close(fd);
+    uint64_t id[MARK_U64];
+    mark_id(st, id);
+    return got == MARK_BYTES && !memcmp(b, mark_magic, 8) &&
+           store_hash(b, MARK_BYTES - 8, 0) == store_rd64(b + MARK_BYTES - 8) && !memcmp(b + 8, id, sizeof id);
+}
+
+static void write_mark(const char *mp, const struct stat *seen)
+{
+    unsigned char b[MARK_BYTES];
+    uint64_t id[MARK_U64];
+    mark_id(seen, id);
+    memcpy(b, mark_magic, 8);
+    memcpy(b + 8, id, sizeof id);
+    uint64_t h = store_hash(b, MARK_BYTES - 8, 0);
+    memcpy(b + MARK_BYTES - 8, &h, 8);
+    /* the temporary name store_trim knows: DIR/.KEY.XXXXXX */
+    char tmp[4200];
+    const char *slash = strrchr(mp, '/');
+    size_t dl = slash ? (size_t)(slash - mp) + 1 : 0;
+    if (strlen(mp) - dl != 36 || dl + 41 > sizeof tmp)
+        return;
+    memcpy(tmp, mp, dl);
+    tmp[dl] = '.';
+    memcpy(tmp + dl + 1, mp + dl, 32);
+    memcpy(tmp + dl + 33, ".XXXXXX", 8);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    bool ok = write(fd, b, sizeof b) == (ssize_t)sizeof b;
+    ok = close(fd) == 0 && ok;
+    if (!ok)
+        unlink(tmp);
+    else
+        store_publish(tmp, mp);
+}
+
+/* The mark of an entry whose check began at `began` and saw `seen`, made
+ * when the entry is as seen and its ctime was in a tick before began. */
+static void mark_if(const char *path, const struct stat *seen, const struct timespec *began)
+{
+    char mp[4200];
+    struct stat st;
+    if (mark_path(path, mp, sizeof mp) && stat(path, &st) == 0 && same_file(&st, seen) &&
+        ts_before(&seen->st_ctim, began))
+        write_mark(mp, seen);
+}
+
+/* Entries this process wrote whole, whose marks wait for the tick of their
+ * ctime to pass: made at a later store operation, or at exit. */
+typedef struct Pending {
+    char path[4200];
+    struct stat st;
+} Pending;
+
+static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER;
+static Pending *pend;
+static int npend, cappend;
+static bool pend_hooked;
+
+/* Marks the pending entries whose tick has passed; with wait, all of them
+ * (waiting for the tick: a few ms at most). */
+static void pend_flush(bool wait)
+{
+    pthread_mutex_lock(&pend_mu);
+    int kept = 0;
+    for (int i = 0; i < npend; i++) {
+        struct timespec t = store_now();
+        for (int n = 0; wait && n < 100 && !ts_before(&pend[i].st.st_ctim, &t); n++) {
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+            t = store_now();
+        }
+        if (ts_before(&pend[i].st.st_ctim, &t))
+            mark_if(pend[i].path, &pend[i].st, &t);
+        else
+            pend[kept++] = pend[i];
+    }
+    npend = kept;
+    pthread_mutex_unlock(&pend_mu);
+}
+
+static void pend_at_exit(void)
+{
+    pend_flush(true);
+    pthread_mutex_lock(&pend_mu);
+    free(pend);
+    pend = NULL;
+    npend = cappend = 0;
+    pthread_mutex_unlock(&pend_mu);
+}
+
+void store_mark(const char *path, const struct stat *seen, const struct timespec *began)
+{
+    if (seen) {
+        mark_if(path, seen, began);
+        return;
+    }
+    struct stat st;
+    if (strlen(path) >= sizeof pend->path || stat(path, &st) != 0)
+        return;
+    pthread_mutex_lock(&pend_mu);
+    if (!pend_hooked) {
+        atexit(pend_at_exit);
+        pend_hooked = true;
+    }
+    if (npend == cappend) {
+        Pending *np = realloc(pend, (size_t)(cappend = cappend ? 2 * cappend : 16) * sizeof *np);
+        if (np)
+            pend = np;
+        else
+            cappend = npend;
+    }
+    if (npend < cappend) {
+        memcpy(pend[npend].path, path, strlen(path) + 1);
+        pend[npend++].st = st;
+    }
+    pthread_mutex_unlock(&pend_mu);
+}
+
+bool store_marked(const char *path, const struct stat *st)
+{
+    pend_flush(false);
+    return marked(path, st);
+}
+
+void store_used(const char *path)
+{
+    char mp[4200];
+    if (!mark_path(path, mp, sizeof mp) || utimensat(AT_FDCWD, mp, NULL, 0) != 0)
+        utimensat(AT_FDCWD, path, NULL, 0);
 }
 
 /* ---- derived constants ------------------------------------------------------ *
@@ -308,21 +530,26 @@ static const void *derived_load(const char *path, size_t bytes, uint64_t *hash, 
 {
     const char *why;
     size_t len;
-    char *p = store_map(path, DRV_DATA + bytes, &len, &why);
+    struct stat st;
+    struct timespec began = store_now();
+    char *p = store_map(path, DRV_DATA + bytes, &len, &why, &st);
     if (!p)
         return NULL;
     uint64_t hdr[3];
     memcpy(hdr, p, sizeof hdr);
     bool ok = len == DRV_DATA + bytes && !memcmp(hdr, drv_magic, 8) && hdr[1] == bytes;
+    bool marked = ok && store_marked(path, &st);
 #ifdef MADV_POPULATE_READ
-    if (ok) /* read whole next: populated at once, not a fault per 64 KiB */
+    if (ok && !marked) /* read whole next: populated at once, not a fault per 64 KiB */
         madvise(p, len, MADV_POPULATE_READ);
 #endif
-    if (!ok || store_hash(p + DRV_DATA, bytes, bytes) != hdr[2]) {
+    if (!ok || (!marked && store_hash(p + DRV_DATA, bytes, bytes) != hdr[2])) {
         munmap(p, len);
         return NULL;
     }
-    utimensat(AT_FDCWD, path, NULL, 0); /* recently used */
+    if (!marked)
+        store_mark(path, &st, &began);
+    store_used(path);
     *hash = hdr[2];
     return mapped(p, len, keep);
 }
@@ -360,6 +587,7 @@ const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, 
             munmap(m, len);
         return NULL;
     }
+    store_mark(path, NULL, NULL); /* written whole */
     store_trim(dir, STORE_CAP, (int64_t)len);
     return mapped(m, len, keep);
 }

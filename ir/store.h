@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* Little-endian u64 and u32 at any address (the files' integers). */
 static inline uint64_t store_rd64(const void *p)
@@ -50,13 +52,28 @@ bool store_publish(const char *tmp, const char *path);
 /* path mapped read-only and shared, *len its bytes, when it is this
  * user's (the directory may be one others can write to) and at least
  * min bytes long; else NULL with *why: "no entry", "unreadable",
- * "truncated", "owned by another user", "cannot be mapped". */
-void *store_map(const char *path, size_t min, size_t *len, const char **why);
+ * "truncated", "owned by another user", "cannot be mapped". *st (when
+ * not NULL) gets the file's status as it was opened. */
+void *store_map(const char *path, size_t min, size_t *len, const char **why, struct stat *st);
+
+/* Marks (store.c has why): whether the .wts entry at path, whose status
+ * is st, was found whole before and has not changed since (its mark
+ * KEY.chk holds st's identity); marking it after its hashes were checked,
+ * a check that began at `began` (store_now) and saw `seen`, or, with seen
+ * NULL, after this process wrote it whole (the mark made once the file
+ * clock's tick has passed: at a later store operation, or at exit); a use
+ * of it (renews its mark's mtime, or the entry's where it has none). */
+struct timespec store_now(void);
+bool store_marked(const char *path, const struct stat *st);
+void store_mark(const char *path, const struct stat *seen, const struct timespec *began);
+void store_used(const char *path);
 
 /* Keeps dir's KEY.jit and KEY.wts files (KEY: 32 hex digits) under
  * cap_bytes: past it, removes the least recently used (oldest mtime, which
- * a hit renews) down to three quarters of it. Removes temporary files an
- * interrupted write left more than an hour ago. Called after writing
+ * a hit renews; a .wts's mark's where that is later) down to three
+ * quarters of it, each with its mark. Removes temporary files an
+ * interrupted write left, and marks whose entry is gone, more than an
+ * hour ago. Called after writing
  * `written` bytes; looks at the directory at most once a minute (the time
  * of dir/trim.stamp) unless that was a sixteenth of the cap or more. Best
  * effort: another process may be trimming too. */

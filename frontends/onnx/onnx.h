@@ -33,6 +33,9 @@ typedef struct OnnxWeightsReport {
     int n;            /* weights taken out of unpacking */
     uint64_t bytes;   /* their bytes */
     char why[96];     /* why the store's entry was not used, if it was not */
+    bool checked;     /* WEIGHTS_MAPPED: the entry was read whole to check
+                         its hashes (false: its mark said it was found whole
+                         before and has not changed since, ir/store.c) */
 } OnnxWeightsReport;
 
 typedef struct OnnxOpts {

@@ -29,9 +29,12 @@
  *      entry is mapped read-only and shared: no copy, no fresh memory, and
  *      processes running one model share its pages. An entry another user
  *      owns is not read. Every weight's hash is
- *      checked, so a damaged entry is never trusted, and handed on to the
- *      JIT's cache key (Const.hash_of), which then need not read the
- *      weights again;
+ *      checked, so a damaged entry is never trusted, unless the entry's
+ *      mark (KEY.chk, ir/store.c) says it was found whole before and its
+ *      status (inode, size, mtime, ctime) has not changed since: then its
+ *      435 MB (BERT-base) are not read at all. The hashes are handed on
+ *      to the JIT's cache key (Const.hash_of), which then need not read
+ *      the weights again;
  *   3. without a usable entry (the first load, a changed model, damage)
  *      the weights are written to a new one from the file's mapping and
  *      that is mapped; where nothing can be written (no store, a full
@@ -92,6 +95,7 @@ struct OnnxWeights {
     Span *span;
     int n;
     bool hashed;        /* span[].hash is known */
+    bool checked;       /* the store's entry read whole to check the hashes */
     void *map;          /* the store's entry, mapped */
     size_t maplen;
     void *heap;         /* or the copies */
@@ -345,7 +349,9 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
     entry_path(dir, id, path, sizeof path, "wts");
     size_t ilen = index_bytes(w->n), len;
     const char *bad = NULL;
-    uint8_t *p = store_map(path, HEADER + ilen, &len, &bad);
+    struct stat st;
+    struct timespec began = store_now();
+    uint8_t *p = store_map(path, HEADER + ilen, &len, &bad, &st);
     if (!p) {
         snprintf(msg, sizeof msg, !strcmp(bad, "no entry") ? "%s" : "entry %s", bad);
         return why(whybuf, whysize, msg);
@@ -373,7 +379,10 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
         s->at = e[2];
         s->hash = e[3];
     }
-    if (!bad) {
+    /* unchanged since it was found whole (ir/store.c, "marks"): trusted
+     * without reading its 435 MB (BERT-base) to check the hashes */
+    bool marked = !bad && store_marked(path, &st);
+    if (!bad && !marked) {
 #ifdef MADV_POPULATE_READ
         /* all of it is read next: populated at once, not a fault per 64 KiB */
         madvise(p, len, MADV_POPULATE_READ);
@@ -396,6 +405,8 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
         free(ptr);
         free(nb);
         free(h);
+        if (!bad)
+            store_mark(path, &st, &began);
     }
     if (bad) {
         munmap(p, len);
@@ -406,7 +417,8 @@ static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxW
     ow->map = p;
     ow->maplen = len;
     ow->hashed = true;
-    utimensat(AT_FDCWD, path, NULL, 0); /* recently used (ir/store.h) */
+    ow->checked = !marked;
+    store_used(path); /* recently used (ir/store.h) */
     return true;
 }
 
@@ -519,6 +531,7 @@ static bool entry_store(const char *dir, const uint64_t id[IDENT], const uint8_t
             munmap(p, (size_t)total);
         return why(whybuf, whysize, "cannot write the store's entry");
     }
+    store_mark(path, NULL, NULL); /* written whole: a later load need not read it */
     for (int i = 0; i < w->n; i++)
         w->span[i].data = (uint8_t *)p + w->span[i].at;
     ow->map = p;
@@ -616,6 +629,7 @@ bool onnx_weights_import(const void *buf, size_t len, const struct stat *st, con
         snprintf(rep.why, sizeof rep.why, "no store");
     } else if (entry_load(store, id, &w, ow, rep.why, sizeof rep.why)) {
         rep.way = WEIGHTS_MAPPED;
+        rep.checked = ow->checked;
         got = true;
     } else if (ms_since(&st->st_mtim) < settle || ms_since(&st->st_ctim) < settle) {
         snprintf(rep.why, sizeof rep.why, "the model file changed less than %d ms ago", settle);
