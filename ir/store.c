@@ -303,7 +303,7 @@ void *store_map(const char *path, size_t min, size_t *len, const char **why, str
  * the stat data (a disk's silent corruption, a clock set back), as for
  * any file the system reads, the model itself included. */
 
-enum { MARK_U64 = 7, MARK_BYTES = 8 + MARK_U64 * 8 + 8 };
+enum { MARK_U64 = STORE_IDENT, MARK_BYTES = 8 + MARK_U64 * 8 + 8 };
 static const char mark_magic[8] = "DISCCHK1";
 
 struct timespec store_now(void)
@@ -318,7 +318,7 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-static void mark_id(const struct stat *st, uint64_t id[MARK_U64])
+void store_identity(const struct stat *st, uint64_t id[STORE_IDENT])
 {
     id[0] = (uint64_t)st->st_dev;
     id[1] = (uint64_t)st->st_ino;
@@ -332,8 +332,8 @@ static void mark_id(const struct stat *st, uint64_t id[MARK_U64])
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     uint64_t x[MARK_U64], y[MARK_U64];
-    mark_id(a, x);
-    mark_id(b, y);
+    store_identity(a, x);
+    store_identity(b, y);
     return !memcmp(x, y, sizeof x);
 }
 
@@ -361,7 +361,7 @@ static bool marked(const char *path, const struct stat *st)
     ssize_t got = fstat(fd, &ms) == 0 && ms.st_uid == geteuid() ? read(fd, b, sizeof b) : -1;
     close(fd);
     uint64_t id[MARK_U64];
-    mark_id(st, id);
+    store_identity(st, id);
     return got == MARK_BYTES && !memcmp(b, mark_magic, 8) &&
            store_hash(b, MARK_BYTES - 8, 0) == store_rd64(b + MARK_BYTES - 8) && !memcmp(b + 8, id, sizeof id);
 }
@@ -370,7 +370,7 @@ static void write_mark(const char *mp, const struct stat *seen)
 {
     unsigned char b[MARK_BYTES];
     uint64_t id[MARK_U64];
-    mark_id(seen, id);
+    store_identity(seen, id);
     memcpy(b, mark_magic, 8);
     memcpy(b + 8, id, sizeof id);
     uint64_t h = store_hash(b, MARK_BYTES - 8, 0);

@@ -64,6 +64,10 @@ void *store_map(const char *path, size_t min, size_t *len, const char **why, str
  * clock's tick has passed: at a later store operation, or at exit); a use
  * of it (renews its mark's mtime, or the entry's where it has none). */
 struct timespec store_now(void);
+/* A file's identity as the stores record it: device, inode, size, mtime
+ * (s, ns), ctime (s, ns). */
+enum { STORE_IDENT = 7 };
+void store_identity(const struct stat *st, uint64_t id[STORE_IDENT]);
 bool store_marked(const char *path, const struct stat *st);
 void store_mark(const char *path, const struct stat *seen, const struct timespec *began);
 void store_used(const char *path);

@@ -73,7 +73,7 @@ enum {
     SETTLE_MS = 2000,
     ALIGN = 4096,           /* of each weight in an entry */
     HEADER = 24,            /* magic, index bytes, index checksum */
-    IDENT = 7,              /* u64s of a file's identity */
+    IDENT = STORE_IDENT,    /* u64s of a file's identity (store_identity) */
     SPAN_U64 = 4,           /* u64s of a weight's index entry */
 };
 
@@ -312,17 +312,6 @@ static uint8_t *strip(Walk *w, const uint8_t *buf, size_t len, size_t *outlen)
 /* ---- the store's entries ------------------------------------------------------ */
 
 static uint64_t round_up(uint64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
-
-static void identity(const struct stat *st, uint64_t id[IDENT])
-{
-    id[0] = (uint64_t)st->st_dev;
-    id[1] = (uint64_t)st->st_ino;
-    id[2] = (uint64_t)st->st_size;
-    id[3] = (uint64_t)st->st_mtim.tv_sec;
-    id[4] = (uint64_t)st->st_mtim.tv_nsec;
-    id[5] = (uint64_t)st->st_ctim.tv_sec;
-    id[6] = (uint64_t)st->st_ctim.tv_nsec;
-}
 
 static size_t index_bytes(int n) { return (IDENT + (size_t)n * SPAN_U64) * 8 + 4; }
 
@@ -623,7 +612,7 @@ bool onnx_weights_import(const void *buf, size_t len, const struct stat *st, con
     const char *store = o ? o->store : NULL;
     int settle = o && o->settle_ms ? o->settle_ms : SETTLE_MS;
     uint64_t id[IDENT];
-    identity(st, id);
+    store_identity(st, id);
     bool got = false;
     if (!store) {
         snprintf(rep.why, sizeof rep.why, "no store");
