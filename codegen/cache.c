@@ -136,6 +136,13 @@ void cache_key_free(CacheKey *k)
 
 /* ---- the directory -------------------------------------------------------- */
 
+bool cache_file_intact(const void *p, size_t len)
+{
+    const unsigned char *m = p;
+    return len >= HEADER && !memcmp(m, magic, 8) && store_rd64(m + 8) == len - HEADER &&
+           store_hash(m + HEADER, len - HEADER, 0) == store_rd64(m + 16);
+}
+
 bool cache_dir(const CgOpts *o, char *buf, size_t size)
 {
     const DiscEnv *env = disc_env();

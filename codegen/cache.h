@@ -65,6 +65,10 @@ typedef struct CacheEntry {
 bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTarget *cpu, CacheKey *k, Diag *d);
 void cache_key_free(CacheKey *k);
 
+/* Whether the len bytes at p are a whole KEY.jit file (its magic, size and
+ * checksum; dcc cache --verify). */
+bool cache_file_intact(const void *p, size_t len);
+
 /* The cache directory for o (see above) into buf; false when the cache is
  * off or no directory can be named. */
 bool cache_dir(const CgOpts *o, char *buf, size_t size);

@@ -37,6 +37,7 @@ static const char usage_main[] =
     "  bench DIR    compile once, then time the runs of every data set\n"
     "  fuzz-shapes DIR  random shapes on the backend against the interpreter\n"
     "  compile MODEL -o OUT.o   ahead of time into an object (or .so) for C programs\n"
+    "  cache        the cache of compiled code and weights: what it holds, --verify, --clear\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (dcc <command> --help for a command)\n"
@@ -407,5 +408,7 @@ int main(int argc, char **argv)
         return dcc_fuzz_shapes(argc - 2, argv + 2);
     if (!strcmp(cmd, "compile"))
         return dcc_compile(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cache"))
+        return dcc_cache(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd, usage_main);
 }

@@ -40,5 +40,6 @@ int dcc_run(int argc, char **argv);
 int dcc_bench(int argc, char **argv);
 int dcc_fuzz_shapes(int argc, char **argv);
 int dcc_compile(int argc, char **argv);
+int dcc_cache(int argc, char **argv);
 
 #endif

@@ -525,6 +525,16 @@ static const void *mapped(void *base, size_t len, void **keep)
     return (const char *)base + DRV_DATA;
 }
 
+bool store_derived_intact(const void *p, size_t len)
+{
+    uint64_t hdr[3];
+    if (len < DRV_DATA)
+        return false;
+    memcpy(hdr, p, sizeof hdr);
+    return !memcmp(hdr, drv_magic, 8) && hdr[1] == len - DRV_DATA &&
+           store_hash((const char *)p + DRV_DATA, len - DRV_DATA, len - DRV_DATA) == hdr[2];
+}
+
 /* The entry at path when it holds bytes intact: mapped. */
 static const void *derived_load(const char *path, size_t bytes, uint64_t *hash, void **keep)
 {

@@ -95,5 +95,8 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written);
 const void *store_derived(const char *dir, const uint64_t key[2], size_t bytes, bool (*fill)(void *dst, void *ctx),
                           void *ctx, uint64_t *hash, void **keep);
 void store_release(void *keep);
+/* Whether the len bytes at p are a whole derived entry ("DISCDRV1": its
+ * size and hash; dcc cache --verify). */
+bool store_derived_intact(const void *p, size_t len);
 
 #endif

@@ -83,6 +83,9 @@ add_test(NAME unit/layers COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/test
 # bench/gpu_bench.py's weights rule (pinned values, Hankel, full rank) and its reading of ncu's CSV
 add_test(NAME unit/gpu_bench COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_gpu_bench.py)
 set_tests_properties(unit/gpu_bench PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_gpu_bench: PASS")
+# dcc cache: what the cache directory holds, --verify (damage found and removed), --clear
+add_test(NAME unit/dcc_cache COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_dcc_cache.py ${CMAKE_BINARY_DIR})
+set_tests_properties(unit/dcc_cache PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_dcc_cache: PASS")
 # libdisc.so through ctypes (bench/discpy.py, what run_bench.py --inproc runs)
 add_test(NAME unit/discpy COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_discpy.py ${CMAKE_BINARY_DIR})
 set_tests_properties(unit/discpy PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_discpy: PASS")

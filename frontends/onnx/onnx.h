@@ -55,6 +55,10 @@ typedef struct OnnxOpts {
 
 /* Imports a model: NULL with a located message in d on error. */
 Graph *onnx_import_file(const char *path, const OnnxOpts *o, Diag *d);
+/* Whether the len bytes at p are a whole weights entry of the store
+ * ("DISCWTS1": its index's checksum and every weight's hash; dcc cache
+ * --verify). */
+bool onnx_store_intact(const void *p, size_t len);
 /* Same from memory; buf must stay valid only during the call.
  * dir_for_external_data may be NULL (the current directory). */
 Graph *onnx_import_buffer(const void *buf, size_t len, const char *name_for_messages,

@@ -330,6 +330,27 @@ static bool why(char *buf, size_t size, const char *msg)
     return false;
 }
 
+bool onnx_store_intact(const void *p, size_t len)
+{
+    const uint8_t *m = p;
+    uint64_t hdr[2];
+    uint32_t n;
+    if (len < HEADER + IDENT * 8 + 4 || memcmp(m, magic, 8) != 0)
+        return false;
+    memcpy(hdr, m + 8, sizeof hdr);
+    memcpy(&n, m + HEADER + IDENT * 8, 4);
+    if (n > (uint32_t)1 << 24 || hdr[0] != index_bytes((int)n) || hdr[0] > len - HEADER ||
+        store_hash(m + HEADER, hdr[0], 0) != hdr[1])
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e[SPAN_U64];
+        memcpy(e, m + HEADER + IDENT * 8 + 4 + (size_t)i * SPAN_U64 * 8, sizeof e);
+        if (e[2] > len || e[1] > len - e[2] || store_hash(m + e[2], e[1], e[1]) != e[3])
+            return false;
+    }
+    return true;
+}
+
 /* Maps DIR's entry for the file of id when it holds exactly w's spans,
  * every weight's hash checked; fills the spans' data and hashes. */
 static bool entry_load(const char *dir, const uint64_t id[IDENT], Walk *w, OnnxWeights *ow, char *whybuf, size_t whysize)
