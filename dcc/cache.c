@@ -17,6 +17,7 @@
 #include "ir/store.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,27 +47,9 @@ static const char usage_cache[] =
     "exit status: 0 success (damaged files removed included), 2 usage error,\n"
     "3 the directory cannot be read\n";
 
-typedef enum Kind { K_JIT, K_WTS, K_CHK, K_TMP, K_NONE } Kind;
-
-static Kind kind_of(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 36 && name[32] == '.') {
-        if (!strcmp(name + 33, "jit"))
-            return K_JIT;
-        if (!strcmp(name + 33, "wts"))
-            return K_WTS;
-        if (!strcmp(name + 33, "chk"))
-            return K_CHK;
-    }
-    if (name[0] == '.' && n == 40 && name[33] == '.')
-        return K_TMP;
-    return K_NONE;
-}
-
 /* The file at path read whole: 1 intact, 0 damaged, -1 unreadable (or
  * another user's, left alone). A weights file found intact is marked. */
-static int verify(const char *path, Kind k)
+static int verify(const char *path, StoreKind k)
 {
     struct timespec began = store_now();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -81,11 +64,11 @@ static int verify(const char *path, Kind k)
     close(fd);
     if (p == MAP_FAILED)
         return len ? -1 : 0;
-    bool ok = k == K_JIT ? cache_file_intact(p, len)
+    bool ok = k == STORE_JIT ? cache_file_intact(p, len)
               : len >= 8 && !memcmp(p, "DISCWTS1", 8) ? onnx_store_intact(p, len)
                                                       : store_derived_intact(p, len);
     munmap(p, len);
-    if (ok && k == K_WTS)
+    if (ok && k == STORE_WTS)
         store_mark(path, &st, &began);
     return ok;
 }
@@ -124,35 +107,39 @@ int dcc_cache(int argc, char **argv)
         return EXIT_USAGE;
     }
     DIR *dp = opendir(dir);
-    if (!dp) {
+    if (!dp && errno == ENOENT) {
         printf("%s: no cache directory yet\n", dir);
         return 0;
     }
-    int count[K_NONE + 1] = {0}, damaged = 0, unreadable = 0, removed = 0;
-    int64_t bytes[K_NONE + 1] = {0};
+    if (!dp) {
+        fprintf(stderr, "dcc: error: cannot read the cache directory %s: %s\n", dir, strerror(errno));
+        return EXIT_SYSTEM;
+    }
+    int count[STORE_OTHER + 1] = {0}, damaged = 0, unreadable = 0, removed = 0;
+    int64_t bytes[STORE_OTHER + 1] = {0};
     struct dirent *de;
     char path[8192];
     while ((de = readdir(dp))) {
-        Kind k = kind_of(de->d_name);
+        StoreKind k = store_kind(de->d_name);
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if ((k == K_NONE && strcmp(de->d_name, "trim.stamp") != 0) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        if ((k == STORE_OTHER && strcmp(de->d_name, "trim.stamp") != 0) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (clear) {
             removed += unlink(path) == 0;
             continue;
         }
-        if (k == K_NONE)
+        if (k == STORE_OTHER)
             continue;
         count[k]++;
         bytes[k] += (int64_t)st.st_size;
-        if (check && (k == K_JIT || k == K_WTS)) {
+        if (check && (k == STORE_JIT || k == STORE_WTS)) {
             int v = verify(path, k);
             if (v == 0) {
                 damaged++;
                 fprintf(stderr, "dcc: %s: damaged, removed\n", path);
                 unlink(path);
-                if (k == K_WTS) { /* and its mark */
+                if (k == STORE_WTS) { /* and its mark */
                     memcpy(path + strlen(path) - 3, "chk", 3);
                     unlink(path);
                 }
@@ -166,14 +153,14 @@ int dcc_cache(int argc, char **argv)
         return 0;
     }
     printf("%s:\n", dir);
-    printf("  compiled code (.jit)  %6d files %10.1f MB\n", count[K_JIT], (double)bytes[K_JIT] / 1e6);
-    printf("  weights (.wts)        %6d files %10.1f MB\n", count[K_WTS], (double)bytes[K_WTS] / 1e6);
-    printf("  marks (.chk)          %6d files\n", count[K_CHK]);
-    if (count[K_TMP])
-        printf("  unfinished writes     %6d files %10.1f MB\n", count[K_TMP], (double)bytes[K_TMP] / 1e6);
+    printf("  compiled code (.jit)  %6d files %10.1f MB\n", count[STORE_JIT], (double)bytes[STORE_JIT] / 1e6);
+    printf("  weights (.wts)        %6d files %10.1f MB\n", count[STORE_WTS], (double)bytes[STORE_WTS] / 1e6);
+    printf("  marks (.chk)          %6d files\n", count[STORE_CHK]);
+    if (count[STORE_TMP])
+        printf("  unfinished writes     %6d files %10.1f MB\n", count[STORE_TMP], (double)bytes[STORE_TMP] / 1e6);
     printf("  kept under %.1f GiB (the least recently used removed past it)\n", (double)STORE_CAP / (1 << 30));
     if (check)
         printf("verified: %d intact, %d damaged (removed), %d not readable by this user\n",
-               count[K_JIT] + count[K_WTS] - damaged - unreadable, damaged, unreadable);
+               count[STORE_JIT] + count[STORE_WTS] - damaged - unreadable, damaged, unreadable);
     return 0;
 }

@@ -167,6 +167,20 @@ static int old_cmp(const void *a, const void *b)
     return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
+StoreKind store_kind(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 36 && name[32] == '.') {
+        if (!strcmp(name + 33, "jit"))
+            return STORE_JIT;
+        if (!strcmp(name + 33, "wts"))
+            return STORE_WTS;
+        if (!strcmp(name + 33, "chk"))
+            return STORE_CHK;
+    }
+    return name[0] == '.' && n == 40 && name[33] == '.' ? STORE_TMP : STORE_OTHER;
+}
+
 void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
 {
     /* a directory of 80,000 files (a test suite's) took 150 ms to list
@@ -192,10 +206,8 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
     char path[4200];
     while ((de = readdir(dp))) {
         size_t len = strlen(de->d_name);
-        bool wts = len == 36 && !strcmp(de->d_name + 32, ".wts");
-        bool jit = wts || (len == 36 && !strcmp(de->d_name + 32, ".jit"));
-        bool chk = len == 36 && !strcmp(de->d_name + 32, ".chk");
-        bool tmp = de->d_name[0] == '.' && len == 40 && de->d_name[33] == '.';
+        StoreKind k = store_kind(de->d_name);
+        bool wts = k == STORE_WTS, jit = wts || k == STORE_JIT, chk = k == STORE_CHK, tmp = k == STORE_TMP;
         struct stat st, ms;
         if ((!jit && !tmp && !chk) || fstatat(dirfd(dp), de->d_name, &st, 0) != 0)
             continue;
@@ -227,8 +239,10 @@ void store_trim(const char *dir, int64_t cap_bytes, int64_t written)
             snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
             if (unlink(path) == 0) {
                 total -= v[i].size;
-                memcpy(path + strlen(path) - 3, "chk", 3); /* its mark, if any */
-                unlink(path);
+                if (store_kind(v[i].name) == STORE_WTS) { /* its mark, if any */
+                    memcpy(path + strlen(path) - 3, "chk", 3);
+                    unlink(path);
+                }
             }
         }
     }

@@ -72,6 +72,11 @@ bool store_marked(const char *path, const struct stat *st);
 void store_mark(const char *path, const struct stat *seen, const struct timespec *began);
 void store_used(const char *path);
 
+/* What a file of the directory is, by its name: KEY.jit, KEY.wts, KEY.chk
+ * (a .wts's mark), a temporary .KEY.XXXXXX, or none of these. */
+typedef enum StoreKind { STORE_JIT, STORE_WTS, STORE_CHK, STORE_TMP, STORE_OTHER } StoreKind;
+StoreKind store_kind(const char *name);
+
 /* Keeps dir's KEY.jit and KEY.wts files (KEY: 32 hex digits) under
  * cap_bytes: past it, removes the least recently used (oldest mtime, which
  * a hit renews; a .wts's mark's where that is later) down to three
