@@ -3,15 +3,19 @@
  * entry found whole is trusted without being read while its status is as
  * marked, a write after the mark is seen, a use renews the mark and not the
  * entry, and store_trim keeps what was used lately (by the mark's time),
- * removing a mark with its entry and a mark whose entry is gone.
+ * removing a mark with its entry and a mark whose entry is gone; a large
+ * entry is mapped by huge pages where the kernel can map a file so.
  */
 #include "ir/store.h"
 #include "tests/unit/check.h"
 #include "tests/unit/files.h"
 
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +191,92 @@ static void test_trim(void)
     CHECK(files_ending(dir, ".chk", last, sizeof last) == 1 && !strcmp(last, zchk));
 }
 
+/* KiB of the mapping holding p that the kernel maps by huge pages
+ * (FilePmdMapped in /proc/self/smaps); -1 where that cannot be read. */
+static long pmd_kib(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    bool in = false;
+    long kib = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && sscanf(line, "FilePmdMapped: %ld", &kib) == 1)
+            break;
+    }
+    fclose(f);
+    return kib;
+}
+
+enum { BIG = 12 << 20 };
+
+static bool fill_big(void *dst, void *ctx)
+{
+    (void)ctx;
+    memset(dst, 0x3c, BIG);
+    return true;
+}
+
+/* Whether this kernel maps a file in dir by huge pages at all: a file made
+ * as the store makes its entries (written through a shared mapping advised
+ * MADV_HUGEPAGE), which is the one thing the store can do for it. */
+static bool kernel_maps_files_huge(void)
+{
+    bool yes = false;
+#ifdef MADV_HUGEPAGE
+    char path[300];
+    snprintf(path, sizeof path, "%s/probe", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    char *m = fd >= 0 && ftruncate(fd, BIG) == 0 ? mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                                 : MAP_FAILED;
+    if (m != MAP_FAILED) {
+        madvise(m, BIG, MADV_HUGEPAGE);
+        memset(m, 1, BIG);
+        yes = pmd_kib(m) > 0;
+        munmap(m, BIG);
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+#endif
+    return yes;
+}
+
+/* A large entry is mapped by 2 MiB pages, when made and when mapped again
+ * after the page cache let it go (a matmul over packed weights read through
+ * 4 KiB pages runs 5-10% slower: bench/NOTES.md). */
+static void test_huge(void)
+{
+    if (!kernel_maps_files_huge()) {
+        printf("SKIP (part): this kernel maps no file in %s by huge pages; huge mappings not checked\n", dir);
+        return;
+    }
+    uint64_t key[2] = {77, 78}, hash;
+    void *keep = NULL;
+    const void *p = store_derived(dir, key, BIG, fill_big, NULL, &hash, &keep);
+    CHECK(p && pmd_kib(p) >= 8 << 10);
+    store_release(keep);
+    /* out of the page cache (written back first: dirty pages stay), then
+     * mapped by the load */
+    char wts[400];
+    store_path(dir, key, "wts", wts, sizeof wts);
+    int fd = open(wts, O_RDONLY);
+    CHECK(fd >= 0 && fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    if (fd >= 0)
+        close(fd);
+    p = store_derived(dir, key, BIG, fill_big, NULL, &hash, &keep);
+    unsigned sum = 0;
+    for (long i = 0; p && i < BIG; i += 4096) /* every page faulted in */
+        sum += ((const unsigned char *)p)[i];
+    CHECK(p && sum == 0x3cu * (BIG / 4096));
+    CHECK(p && pmd_kib(p) >= 8 << 10);
+    store_release(keep);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/disc_test_store.XXXXXX");
@@ -196,6 +286,7 @@ int main(void)
     }
     test_marks();
     test_trim();
+    test_huge();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
