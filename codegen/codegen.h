@@ -85,6 +85,8 @@ typedef struct CpuTarget {
     bool native;       /* this machine */
     int vbits;         /* the widest float vector: 128, 256 or 512 bits */
     int nvregs;        /* vector registers: 16, or 32 with AVX-512 */
+    int prefer_bits;   /* the width the loop vectoriser is told to prefer;
+                        * 0: LLVM's tuning for the CPU (cpu.c, prefer_width) */
     char isa[16];      /* "avx512f", "avx2", "avx" or "sse2", for messages */
 } CpuTarget;
 

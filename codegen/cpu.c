@@ -32,11 +32,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Fills the vector shape from vbits. */
+/* The vector width the loop vectoriser should prefer for CPU name. LLVM
+ * tunes every Intel CPU with AVX-512 to prefer 256-bit vectors (a guard
+ * against the frequency drop that 512-bit arithmetic caused on Skylake's
+ * server cores), so the loop kernels ran 8 floats a vector where 16 fit.
+ * On later cores the drop is small, and the kernels that do arithmetic
+ * enough to notice (a QDQ model's quantize-dequantize chains, swish,
+ * hard-swish) ran 15-40% faster at 512 bits (bench/NOTES.md); memory-bound
+ * ones the same. So 512 bits except on the Skylake server family and the
+ * generic x86-64-v4, which may be one; 0 there (LLVM's choice). */
+static int prefer_width(const char *name, int vbits)
+{
+    static const char *const skylake_family[] = {"skylake-avx512", "skx", "cascadelake", "cooperlake",
+                                                 "x86-64-v4"};
+    if (vbits < 512)
+        return 0;
+    for (size_t i = 0; i < sizeof skylake_family / sizeof *skylake_family; i++)
+        if (!strcmp(name, skylake_family[i]))
+            return 0;
+    return 512;
+}
+
+/* Fills the vector shape from vbits (t->name set). */
 static void set_shape(CpuTarget *t, int vbits, bool avx512)
 {
     t->vbits = vbits;
     t->nvregs = avx512 ? 32 : 16;
+    t->prefer_bits = prefer_width(t->name, vbits);
     snprintf(t->isa, sizeof t->isa, "%s", avx512 ? "avx512f" : vbits == 256 ? "avx2" : "sse2");
 }
 
