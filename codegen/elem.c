@@ -332,6 +332,24 @@ LLVMValueRef kern_unary(Kern *k, OpKind op, DType dt, LLVMValueRef x)
     return u == UN_COUNT ? NULL : unary(k, u, dt, x);
 }
 
+/* Whether v is a floating-point constant (a scalar, or a vector of them)
+ * none of whose lanes is a NaN. */
+static bool const_not_nan(LLVMValueRef v)
+{
+    LLVMBool loses;
+    if (LLVMIsAConstantFP(v))
+        return !isnan(LLVMConstRealGetDouble(v, &loses));
+    if (!LLVMIsAConstantDataVector(v))
+        return false;
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(v));
+    for (unsigned i = 0; i < n; i++) {
+        LLVMValueRef e = LLVMGetElementAsConstant(v, i);
+        if (!e || !LLVMIsAConstantFP(e) || isnan(LLVMConstRealGetDouble(e, &loses)))
+            return false;
+    }
+    return n > 0;
+}
+
 /* Integer division that never traps: a zero divisor divides by 1, and
  * MIN / -1 wraps. */
 static LLVMValueRef int_div(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValueRef b)
@@ -391,6 +409,18 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
     }
     case BIN_MAX:
     case BIN_MIN:
+        if (f && (const_not_nan(a) || const_not_nan(b))) {
+            /* against a constant that is not a NaN (a clamp's bound, a
+             * relu's 0), the general form below in one compare and select,
+             * which x86 makes one maxps or minps (the general form took
+             * three or four instructions; a QDQ model clamps twice per
+             * activation): with a constant, "a > b" picks b when b is a
+             * NaN; with b constant, "a > b, or unordered" picks a when a
+             * is. Ties pick b either way, as below. */
+            bool ca = const_not_nan(a);
+            LLVMRealPredicate p = op == OP_MAX ? (ca ? LLVMRealOGT : LLVMRealUGT) : (ca ? LLVMRealOLT : LLVMRealULT);
+            return LLVMBuildSelect(B, LLVMBuildFCmp(B, p, a, b, ""), a, b, "");
+        }
         if (f) {
             LLVMValueRef pick = LLVMBuildFCmp(B, op == OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b, "");
             LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
