@@ -1102,6 +1102,31 @@ static bool quant_clamped(const Value *m, double qlo, double qhi)
     return r && r->kind == OP_ROUND;
 }
 
+/* m = quant_clamped with a lower bound of +0 (a u8 without a narrower
+ * clamp): the same clamp with its max as select(x > 0, x, 0), which
+ * makes a NaN x 0 (as the convert to u8 does) and a -0.0 x +0, so that
+ * dequant_quant needs no NaN test after it; one maxps on x86, where the
+ * max and the test took five instructions. The ops made go into made;
+ * NULL where the bound is not +0. */
+static Value *clamp_nan_to_zero(Graph *g, Value *m, Op **made, int *nmade)
+{
+    Op *o = m->def, *in = o->in[0]->def;
+    Op *mx = o->kind == OP_MAX ? o : in;
+    double lo;
+    if (!scalar_const(mx->in[1], &lo) || lo != 0 || signbit(lo))
+        return NULL;
+    Value *x = mx->in[0];
+    Value *gt = build_cmp(g, "gt", x, mx->in[1]);
+    Value *r = gt ? build_select(g, gt, x, mx->in[1]) : NULL;
+    if (gt)
+        made[(*nmade)++] = gt->def;
+    if (r && o->kind == OP_MIN) { /* min(max(x, 0), hi): the min over the new max */
+        made[(*nmade)++] = r->def;
+        r = build_binary(g, OP_MIN, r, o->in[1]);
+    }
+    return r && type_eq(&r->type, &m->type) ? r : NULL;
+}
+
 /* DequantizeLinear right after QuantizeLinear (a QDQ model's fake
  * quantization, at every activation): convert(sub(convert(convert(m, q8),
  * iN), z), F), or without the sub where there is no zero point, with m
@@ -1136,7 +1161,24 @@ static Value *dequant_quant(Canon *c, Op *op)
     double zd = 0;
     Op *made[8];
     int nmade = 0;
-    Value *r = build_cmp(g, "ne", m, m), *z0 = NULL;
+    Value *r = clamp_nan_to_zero(g, m, made, &nmade);
+    if (r) { /* a NaN m is 0 already, and so is a -0.0 */
+        if (sub) {
+            Value *zf = build_convert(g, sub->in[1], t->dtype);
+            if (zf)
+                made[nmade++] = zf->def;
+            made[nmade++] = r->def;
+            r = zf ? build_binary(g, OP_SUB, r, zf) : NULL;
+        }
+        if (!r || !type_eq(&r->type, t))
+            return NULL;
+        made[nmade++] = r->def;
+        place_before(g, made, nmade, op);
+        return r;
+    }
+    nmade = 0;
+    Value *z0 = NULL;
+    r = build_cmp(g, "ne", m, m);
     if (r) {
         made[nmade++] = r->def;
         z0 = build_const(g, (Type){.dtype = DT_F64, .rank = 0}, &zd, sizeof zd, true);
