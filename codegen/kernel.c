@@ -1348,11 +1348,12 @@ static LLVMBasicBlockRef kern_open(Cg *cg, const Group *grp, Kern *k, KernelInfo
     cg->nkernels++;
     LLVMValueRef fn = LLVMAddFunction(cg->mod, ki->name, cg->t_kernel);
     ki->fn = fn;
-    /* a loop kernel's vectors as wide as the CPU's where it is worth it
-     * (cpu.c, prefer_width); not a stitch kernel's rows, which are often
-     * short (attention's softmax over 33 keys ran 47% slower at 16 lanes:
-     * its vector body, 16 lanes times the interleaving, longer than the row) */
-    if (grp->kind == FUSE_LOOP && cg->cpu && cg->cpu->prefer_bits) {
+    /* a loop or input kernel's vectors as wide as the CPU's where it is
+     * worth it (cpu.c, prefer_width); not a stitch kernel's rows, which are
+     * often short (attention's softmax over 33 keys ran 47% slower at 16
+     * lanes: its vector body, 16 lanes times the interleaving, longer than
+     * the row) */
+    if ((grp->kind == FUSE_LOOP || grp->kind == FUSE_INPUT) && cg->cpu && cg->cpu->prefer_bits) {
         char w[8];
         snprintf(w, sizeof w, "%d", cg->cpu->prefer_bits);
         LLVMAddTargetDependentFunctionAttr(fn, "prefer-vector-width", w);
