@@ -408,8 +408,9 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
         return cg_call_intrinsic(k->cg, "pow", cg_compute_type(k->cg, dt), args, 2);
     }
     case BIN_MAX:
-    case BIN_MIN:
-        if (f && (const_not_nan(a) || const_not_nan(b))) {
+    case BIN_MIN: {
+        bool ca = f && const_not_nan(a), cb = f && !ca && const_not_nan(b);
+        if (ca || cb) {
             /* against a constant that is not a NaN (a clamp's bound, a
              * relu's 0), the general form below in one compare and select,
              * which x86 makes one maxps or minps (the general form took
@@ -417,7 +418,6 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
              * activation): with a constant, "a > b" picks b when b is a
              * NaN; with b constant, "a > b, or unordered" picks a when a
              * is. Ties pick b either way, as below. */
-            bool ca = const_not_nan(a);
             LLVMRealPredicate p = op == OP_MAX ? (ca ? LLVMRealOGT : LLVMRealUGT) : (ca ? LLVMRealOLT : LLVMRealULT);
             return LLVMBuildSelect(B, LLVMBuildFCmp(B, p, a, b, ""), a, b, "");
         }
@@ -426,10 +426,10 @@ LLVMValueRef kern_binary(Kern *k, OpKind op, DType dt, LLVMValueRef a, LLVMValue
             LLVMValueRef r = LLVMBuildSelect(B, pick, a, b, "");
             LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, a, b, "");
             return LLVMBuildSelect(B, nan, fconst(k, dt, NAN), r, "");
-        } else {
-            LLVMIntPredicate p = op == OP_MAX ? (is_u(dt) ? LLVMIntUGT : LLVMIntSGT) : (is_u(dt) ? LLVMIntULT : LLVMIntSLT);
-            return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
         }
+        LLVMIntPredicate p = op == OP_MAX ? (is_u(dt) ? LLVMIntUGT : LLVMIntSGT) : (is_u(dt) ? LLVMIntULT : LLVMIntSLT);
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
+    }
     case BIN_AND: return LLVMBuildAnd(B, a, b, "");
     case BIN_OR: return LLVMBuildOr(B, a, b, "");
     case BIN_XOR: return LLVMBuildXor(B, a, b, "");

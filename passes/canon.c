@@ -1127,6 +1127,39 @@ static Value *clamp_nan_to_zero(Graph *g, Value *m, Op **made, int *nmade)
     return r && type_eq(&r->type, &m->type) ? r : NULL;
 }
 
+/* The quantized value m (quant_clamped) with a NaN made 0, as the convert
+ * to the integer type makes it, and where zero, a -0.0 made +0.0 (the
+ * integers have no -0): through the clamp itself where its bound is +0,
+ * else select(m != m, 0, m) (+ 0.0). The ops made go into made, but the
+ * last, the result's. */
+static Value *quant_nan_zero(Graph *g, Value *m, bool zero, Op **made, int *nmade)
+{
+    Value *r = clamp_nan_to_zero(g, m, made, nmade);
+    if (r)
+        return r;
+    *nmade = 0;
+    double zd = 0;
+    Value *z0 = NULL;
+    r = build_cmp(g, "ne", m, m);
+    if (r) {
+        made[(*nmade)++] = r->def;
+        z0 = build_const(g, (Type){.dtype = DT_F64, .rank = 0}, &zd, sizeof zd, true);
+    }
+    if (z0) {
+        made[(*nmade)++] = z0->def;
+        z0 = build_convert(g, z0, m->type.dtype);
+    }
+    if (z0) {
+        made[(*nmade)++] = z0->def;
+        r = build_select(g, r, z0, m);
+    }
+    if (r && z0 && zero) { /* -0.0 + 0.0 = +0.0 */
+        made[(*nmade)++] = r->def;
+        r = build_binary(g, OP_ADD, r, z0);
+    }
+    return z0 ? r : NULL;
+}
+
 /* DequantizeLinear right after QuantizeLinear (a QDQ model's fake
  * quantization, at every activation): convert(sub(convert(convert(m, q8),
  * iN), z), F), or without the sub where there is no zero point, with m
@@ -1158,51 +1191,17 @@ static Value *dequant_quant(Canon *c, Op *op)
     if ((q != DT_U8 && q != DT_I8) || int_bits(ti, &sg) < 16 || !sg || m->type.dtype != t->dtype ||
         !quant_clamped(m, q == DT_U8 ? 0 : -128, q == DT_U8 ? 255 : 127))
         return NULL;
-    double zd = 0;
     Op *made[8];
     int nmade = 0;
-    Value *r = clamp_nan_to_zero(g, m, made, &nmade);
-    if (r) { /* a NaN m is 0 already, and so is a -0.0 */
-        if (sub) {
-            Value *zf = build_convert(g, sub->in[1], t->dtype);
-            if (zf)
-                made[nmade++] = zf->def;
-            made[nmade++] = r->def;
-            r = zf ? build_binary(g, OP_SUB, r, zf) : NULL;
-        }
-        if (!r || !type_eq(&r->type, t))
-            return NULL;
-        made[nmade++] = r->def;
-        place_before(g, made, nmade, op);
-        return r;
-    }
-    nmade = 0;
-    Value *z0 = NULL;
-    r = build_cmp(g, "ne", m, m);
-    if (r) {
-        made[nmade++] = r->def;
-        z0 = build_const(g, (Type){.dtype = DT_F64, .rank = 0}, &zd, sizeof zd, true);
-    }
-    if (z0) {
-        made[nmade++] = z0->def;
-        z0 = build_convert(g, z0, t->dtype);
-    }
-    if (z0) {
-        made[nmade++] = z0->def;
-        r = build_select(g, r, z0, m);
-    }
-    if (r && z0 && zero) { /* -0.0 + 0.0 = +0.0 */
-        made[nmade++] = r->def;
-        r = build_binary(g, OP_ADD, r, z0);
-    }
-    if (r && z0 && sub) {
+    Value *r = quant_nan_zero(g, m, zero, made, &nmade);
+    if (r && sub) {
         made[nmade++] = r->def;
         Value *zf = build_convert(g, sub->in[1], t->dtype);
         if (zf)
             made[nmade++] = zf->def;
         r = zf ? build_binary(g, OP_SUB, r, zf) : NULL;
     }
-    if (!r || !z0 || !type_eq(&r->type, t))
+    if (!r || !type_eq(&r->type, t))
         return NULL; /* (the unused ops go with DCE) */
     made[nmade++] = r->def;
     place_before(g, made, nmade, op);

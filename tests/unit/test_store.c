@@ -263,6 +263,17 @@ static long probe_kib(bool reread)
 
 enum { HUGE_KIB = 8 << 10 }; /* of the 12 MiB: the whole 2 MiB pages at least */
 
+/* kib of an entry mapped huge, against the probe made (and with reread,
+ * read back) the same way now: checked where the probe was. */
+static void check_huge(long kib, bool reread)
+{
+    if (probe_kib(reread) < HUGE_KIB)
+        printf("SKIP (part): this kernel did not map a file %s in %s by huge pages; not checked\n",
+               reread ? "read back" : "made", dir);
+    else
+        CHECK(kib >= HUGE_KIB);
+}
+
 /* A large entry is mapped by 2 MiB pages, when made and when mapped again
  * after the page cache let it go (a matmul over packed weights read through
  * 4 KiB pages runs 5-10% slower: bench/NOTES.md), wherever a probe file
@@ -274,10 +285,7 @@ static void test_huge(void)
     const void *p = store_derived(dir, key, BIG, fill_big, NULL, &hash, &keep);
     long made = p ? pmd_kib(p) : -1;
     store_release(keep);
-    if (probe_kib(false) < HUGE_KIB)
-        printf("SKIP (part): this kernel did not map a file made in %s by huge pages; not checked\n", dir);
-    else
-        CHECK(made >= HUGE_KIB);
+    check_huge(made, false);
     /* out of the page cache (written back first: dirty pages stay), then
      * mapped by the load */
     char wts[400];
@@ -293,10 +301,7 @@ static void test_huge(void)
     CHECK(p && sum == 0x3cu * (BIG / 4096));
     long reread = p ? pmd_kib(p) : -1;
     store_release(keep);
-    if (probe_kib(true) < HUGE_KIB)
-        printf("SKIP (part): this kernel did not map a file read back in %s by huge pages; not checked\n", dir);
-    else
-        CHECK(reread >= HUGE_KIB);
+    check_huge(reread, true);
 }
 
 int main(void)
