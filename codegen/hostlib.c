@@ -30,7 +30,7 @@ typedef struct LibCall {
     int nfields;
     Dim *f[DISC_CV_NFIELDS]; /* the fields as dims (constants included) */
     int nguards;             /* pads that must be >= 0 when the flow runs */
-    Dim *guard[6];
+    Dim *guard[12];
 } LibCall;
 
 static Dim *product(DimCtx *cx, const Type *t, const int64_t *axes, int n)
@@ -159,6 +159,36 @@ static bool window(DimCtx *cx, const Op *op, const Type *xt, int nsp, LibCall *c
     return true;
 }
 
+/* A ceil-mode pool's end pads as the library takes them: the library
+ * counts floor((in + lo + hi - extent) / stride) + 1 windows, so hi
+ * becomes what puts the last of the `out` windows (PyTorch's rule, which
+ * shape inference applied) at its place: (out - 1) stride + extent - in
+ * - lo, where the last window hangs past the end pad. Padding never wins
+ * a max and an average without count_pad counts the taps on the input
+ * only, as ONNX does; an average with count_pad divides by the whole
+ * window, which is ONNX's divisor only where no window hangs past the
+ * explicit end pad. Guarded: the host op runs where the new pad is
+ * negative or, with count_pad, beyond the explicit one. */
+static bool ceil_pads(DimCtx *cx, LibCall *c)
+{
+    Dim **f = c->f;
+    bool count_pad = dim_is(f[DISC_PL_COUNT_PAD], 1);
+    for (int i = 0; i < f[DISC_PL_NSP]->c; i++) {
+        int64_t ext = (f[DISC_PL_WINDOW + i]->c - 1) * f[DISC_PL_DILATION + i]->c + 1;
+        Dim *last = dim_mul(cx, dim_addc(cx, f[DISC_PL_OUT + i], -1), f[DISC_PL_STRIDE + i]);
+        Dim *hi = dim_sub(cx, dim_addc(cx, last, ext), dim_add(cx, f[DISC_PL_IN + i], f[DISC_PL_PAD_LO + i]));
+        Dim *checks[2] = {hi, count_pad ? dim_sub(cx, f[DISC_PL_PAD_HI + i], hi) : NULL};
+        for (int k = 0; k < 2 && checks[k]; k++) {
+            if (dim_is_const(checks[k]) && checks[k]->c < 0)
+                return false;
+            if (!dim_is_const(checks[k]))
+                c->guard[c->nguards++] = checks[k];
+        }
+        f[DISC_PL_PAD_HI + i] = hi;
+    }
+    return true;
+}
+
 /* (dev: the device's library, which takes f16 too) */
 static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
@@ -193,7 +223,7 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     const Type *xt = &op->in[0]->type, *yt = &op->out[0]->type;
     int nsp = xt->rank - 2;
     Chan ch = chan(op, xt->rank);
-    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || op_attr_int(op, "ceil", 0))
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3)
         return false;
     c->fn = "disc_rt_call_pool";
     c->nfields = DISC_PL_NFIELDS;
@@ -210,7 +240,9 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
         f[DISC_PL_WINDOW + i] = dim_const(cx, i < nsp ? win->ints[i] : 1);
         f[DISC_PL_OUT + i] = i < nsp ? yt->dims[ch.ys + i] : dim_const(cx, 1);
     }
-    return window(cx, op, xt, nsp, c, DISC_PL_IN, DISC_PL_STRIDE, DISC_PL_DILATION, DISC_PL_PAD_LO, DISC_PL_PAD_HI);
+    if (!window(cx, op, xt, nsp, c, DISC_PL_IN, DISC_PL_STRIDE, DISC_PL_DILATION, DISC_PL_PAD_LO, DISC_PL_PAD_HI))
+        return false;
+    return !op_attr_int(op, "ceil", 0) || ceil_pads(cx, c);
 }
 
 /* The start of a library group's epilogue that the library applies as it

@@ -101,10 +101,8 @@ static Value *rebuild(Graph *g, Op *op, Value **in, const Attr *attrs, int n)
 
 static bool wants_last(const Op *op)
 {
-    if ((op->kind != OP_CONV && op->kind != OP_POOL) || op->in[0]->type.rank != 4 ||
-        op->in[0]->type.dtype != DT_F32 || op_attr_int(op, "channels_last", 0))
-        return false;
-    return op->kind == OP_CONV || !op_attr_int(op, "ceil", 0); /* the library's pools */
+    return (op->kind == OP_CONV || op->kind == OP_POOL) && op->in[0]->type.rank == 4 &&
+           op->in[0]->type.dtype == DT_F32 && !op_attr_int(op, "channels_last", 0);
 }
 
 /* A conv whose operand is not the NCHW view of a channels-last value
