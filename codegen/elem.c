@@ -894,7 +894,11 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         if (op == k->piece_op && idx[axis] == k->piece_var) { /* one operand's piece of the inner loop */
             memcpy(xi, idx, (size_t)rt->rank * sizeof *xi);
             xi[axis] = LLVMBuildSub(B, idx[axis], k->piece_start, "");
-            return elem(k, op->in[k->piece], xi);
+            if (!k->piece_base)
+                return elem(k, op->in[k->piece], xi);
+            const Type *xt = &op->in[k->piece]->type;
+            LLVMValueRef off = kern_offset(k, xt, xi);
+            return cg_load(cg, xt->dtype, LLVMBuildGEP2(B, cg_storage_type(cg, xt->dtype), k->piece_base, &off, 1, ""));
         }
         LLVMValueRef r = NULL, start = cg_i64(cg, 0);
         for (int i = 0; i < op->nin; i++) {

@@ -39,10 +39,11 @@ typedef struct Kern {
     /* a loop kernel's inner loop in pieces, one per operand of a concat
      * along it (kernel.c, emit_loop_body): where piece_op is read at the
      * inner loop's index piece_var, its operand `piece` alone, at that
-     * index less piece_start (no select, no clamp: vector code) */
+     * index less piece_start (no select, no clamp: vector code); in a run
+     * of operands of one type, the one at piece_base, of `piece`'s type */
     const Op *piece_op;
     int piece;
-    LLVMValueRef piece_var, piece_start;
+    LLVMValueRef piece_var, piece_start, piece_base;
     /* a loop kernel's inner loop: a load whose index is the same for every
      * element of the row (defined in the blocks of inv: the function's
      * entry, the row loop's head and body) is emitted before the inner

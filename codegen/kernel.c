@@ -196,24 +196,61 @@ static bool loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMV
 }
 
 /* A concat of the group along the last axis of the loop's index space
- * (its result of the root's rank, that axis the root's last dim), of a
- * few operands: the inner loop then runs in one piece per operand, where
- * the concat is that operand at an affine index (elem.c), so the piece
- * vectorises; a rotary embedding's rotate_half (concat(-x2, x1)) ran as
- * scalar code with a select and clamped indices per element. Where the
- * concat is read at another index (through a transpose or a slice of the
- * last axis), elem takes the general path. */
+ * (its result of the root's rank, that axis the root's last dim): the
+ * inner loop then runs in pieces, where the concat is one operand at an
+ * affine index (elem.c), so each piece vectorises; a rotary embedding's
+ * rotate_half (concat(-x2, x1)) ran as scalar code with a select and
+ * clamped indices per element. Where the concat is read at another index
+ * (through a transpose or a slice of the last axis), elem takes the
+ * general path. */
 static const Op *inner_concat(const Group *grp, const Type *rt)
 {
     int r = rt->rank;
     for (int i = 0; i < grp->nops; i++) {
         const Op *op = grp->ops[i];
         const Type *t = &op->out[0]->type;
-        if (op->kind == OP_CONCAT && op->nin <= 8 && t->rank == r && op_attr_int(op, "axis", 0) == r - 1 &&
+        if (op->kind == OP_CONCAT && t->rank == r && op_attr_int(op, "axis", 0) == r - 1 &&
             t->dims[r - 1] == rt->dims[r - 1])
             return op;
     }
     return NULL;
+}
+
+/* The concat's pieces: a run of operands that are buffers of the kernel
+ * with the same type (DenseNet's concats of up to 32 layers' outputs, 32
+ * channels each) becomes one loop over a table of their base pointers
+ * around the inner loop, which has the same length for all of them (a
+ * constant: LLVM makes it whole vectors); any other operand is a piece of
+ * its own. A concat that would take more than MAX_PIECES loops takes
+ * elem's general path instead (code size). */
+enum { MAX_PIECES = 8, RUN_MIN = 3 };
+
+typedef struct Piece {
+    int first, n; /* operands [first, first + n); n > 1: a run */
+} Piece;
+
+static bool runs_with(Kern *k, const Op *cat, int a, int b)
+{
+    const Value *x = cat->in[a], *y = cat->in[b];
+    return !kern_in_group(k, x) && !kern_in_group(k, y) && kern_buf(k, x) && kern_buf(k, y) &&
+           x->type.dtype == y->type.dtype && type_same_dims(&x->type, &y->type);
+}
+
+static int concat_pieces(Kern *k, const Op *cat, Piece *pc)
+{
+    int n = 0;
+    for (int i = 0; i < cat->nin;) {
+        int e = i + 1;
+        while (e < cat->nin && runs_with(k, cat, i, e))
+            e++;
+        if (e - i < RUN_MIN)
+            e = i + 1;
+        if (n == MAX_PIECES)
+            return 0;
+        pc[n++] = (Piece){i, e - i};
+        i = e;
+    }
+    return n;
 }
 
 static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
@@ -249,34 +286,64 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     ki->range = prod(cg, rt, outer, r - 1);
     Dim *inner = rt->dims[r - 1];
     ki->grain = dim_is_const(inner) && inner->c > 0 ? (inner->c >= 16384 ? 1 : 16384 / inner->c) : 16;
-    CgLoop rows, cols;
+    const Op *cat = inner_concat(grp, rt);
+    Piece pc[MAX_PIECES] = {{0, 1}};
+    int npc = cat ? concat_pieces(k, cat, pc) : 0;
+    if (!npc)
+        cat = NULL;
+    LLVMValueRef table[MAX_PIECES] = {0}; /* a run's base pointers */
+    for (int p = 0; p < npc; p++) {
+        if (pc[p].n == 1)
+            continue;
+        table[p] = LLVMBuildAlloca(cg->eb, LLVMArrayType(cg->t_p8, (unsigned)pc[p].n), "bases");
+        for (int i = 0; i < pc[p].n; i++) {
+            LLVMValueRef at[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+            LLVMValueRef slot = LLVMBuildGEP2(B, LLVMArrayType(cg->t_p8, (unsigned)pc[p].n), table[p], at, 2, "");
+            LLVMBuildStore(B, LLVMBuildBitCast(B, kern_buf(k, cat->in[pc[p].first + i]), cg->t_p8, ""), slot);
+        }
+    }
+    CgLoop rows, cols, run;
     LLVMValueRef q = cg_loop_begin(cg, &rows, begin, end, "row");
     split(cg, rt, outer, r - 1, q, idx);
     LLVMValueRef n = cg_dim(cg, inner);
     LLVMValueRef base = LLVMBuildMul(B, q, n, "");
-    const Op *cat = inner_concat(grp, rt);
     LLVMValueRef lo = cg_i64(cg, 0);
-    for (int p = 0; p < (cat ? cat->nin : 1); p++) { /* the inner loop, or its pieces */
-        LLVMValueRef hi = cat ? LLVMBuildAdd(B, lo, cg_dim(cg, cat->in[p]->type.dims[r - 1]), "") : n;
+    for (int p = 0; p < (cat ? npc : 1); p++) { /* the inner loop, or its pieces */
+        Value *x = cat ? cat->in[pc[p].first] : NULL;
+        LLVMValueRef w = cat ? cg_dim(cg, x->type.dims[r - 1]) : NULL, start = lo, ptr = NULL;
+        if (cat && pc[p].n > 1) { /* a run: its operands' base pointers in turn */
+            LLVMValueRef i = cg_loop_begin(cg, &run, cg_i64(cg, 0), cg_i64(cg, pc[p].n), "run");
+            run.hints = CG_NO_UNROLL | CG_NO_VECTORIZE;
+            LLVMValueRef at[2] = {cg_i64(cg, 0), i};
+            LLVMValueRef slot = LLVMBuildGEP2(B, LLVMArrayType(cg->t_p8, (unsigned)pc[p].n), table[p], at, 2, "");
+            ptr = LLVMBuildBitCast(B, LLVMBuildLoad2(B, cg->t_p8, slot, ""),
+                                   LLVMPointerType(cg_storage_type(cg, x->type.dtype), 0), "");
+            start = LLVMBuildAdd(B, lo, LLVMBuildMul(B, i, w, ""), "");
+        }
+        LLVMValueRef hi = cat ? LLVMBuildAdd(B, start, w, "") : n;
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-        LLVMValueRef j = cg_loop_begin(cg, &cols, lo, hi, "col");
+        LLVMValueRef j = cg_loop_begin(cg, &cols, start, hi, "col");
         k->hoist = pre;
         k->inv[0] = LLVMGetEntryBasicBlock(cg->fn);
         k->inv[1] = rows.head;
         k->inv[2] = rows.body;
         k->piece_op = cat;
-        k->piece = p;
+        k->piece = cat ? pc[p].first : 0;
         k->piece_var = j;
-        k->piece_start = lo;
+        k->piece_start = start;
+        k->piece_base = ptr;
         idx[r - 1] = j;
         LLVMValueRef flat = LLVMBuildAdd(B, base, j, "");
         for (int o = 0; o < grp->nouts; o++)
             store_at(cg, k, grp->outs[o], rt, idx, flat);
         cg_loop_end(cg, &cols);
         k->hoist = NULL;
-        lo = hi;
+        if (ptr)
+            cg_loop_end(cg, &run);
+        lo = cat ? LLVMBuildAdd(B, lo, ptr ? LLVMBuildMul(B, w, cg_i64(cg, pc[p].n), "") : w, "") : lo;
     }
     k->piece_op = NULL;
+    k->piece_base = NULL;
     cg_loop_end(cg, &rows);
 }
 
