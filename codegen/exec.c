@@ -833,7 +833,7 @@ bool exec_run_io(Exec *e, const Tensor *inputs, int ninputs, Tensor *outputs, in
     }
     bool ok = rc == 0;
     if (rc > 0) {
-        if (shape_check_inputs(e->si, inputs, ninputs, d))
+        if (shape_check_inputs(e->si, inputs, ninputs, d) && hostprog_explain(g, &e->si->prog, rc - 1, syms, d))
             diag_setk(d, DIAG_SHAPE, "error: the input shapes violate step %d of the host shape program", rc - 1);
     } else if (rc < 0) {
         const char *msg = disc_rt_error(rt);

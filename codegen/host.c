@@ -53,13 +53,69 @@ void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code)
     LLVMPositionBuilderAtEnd(B, ok);
 }
 
-static bool mentions_data(const Graph *g, const HostProg *p, const Dim *d)
+static bool mentions_data(const HostProg *p, const Dim *d)
 {
     for (int i = 0; i < p->n; i++)
         if (p->steps[i].kind == HS_DATA && dim_mentions(d, p->steps[i].sym))
             return true;
-    (void)g;
     return false;
+}
+
+/* Step i, a REQUIRE or BCAST: the flow returns i + 1 where it fails. */
+static void emit_check(Host *h, int i)
+{
+    Cg *cg = h->cg;
+    const HostStep *s = &cg->si->prog.steps[i];
+    LLVMValueRef a = cg_dim(cg, s->lhs), b = cg_dim(cg, s->rhs), c;
+    if (s->kind == HS_BCAST) {
+        LLVMValueRef one = cg_i64(cg, 1);
+        c = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, b, ""),
+                        LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, one, ""), LLVMBuildICmp(B, LLVMIntEQ, b, one, ""),
+                                    ""),
+                        "");
+    } else {
+        LLVMIntPredicate pr[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLE, LLVMIntSLT, LLVMIntSGE, LLVMIntSGT};
+        c = LLVMBuildICmp(B, pr[s->rel], a, b, "");
+    }
+    host_check_or_return(h, c, i + 1);
+}
+
+/* Whether every DATA symbol d mentions is bound (by a host op emitted
+ * before this point), and one of them by op. */
+static bool ready_after(const Host *h, const Op *op, const Dim *d, bool *mine)
+{
+    const HostProg *p = &h->cg->si->prog;
+    for (int i = 0; i < p->n; i++) {
+        const HostStep *s = &p->steps[i];
+        if (s->kind != HS_DATA || !dim_mentions(d, s->sym))
+            continue;
+        if (!h->bound[s->sym->id])
+            return false;
+        *mine |= s->value->def == op;
+    }
+    return true;
+}
+
+/* After a host op that binds DATA symbols: the REQUIRE and BCAST steps
+ * that waited for them (emit_steps leaves out those that mention one),
+ * each once all of its symbols are bound. A broadcast of a dim that only
+ * a NonZero's count gives, say, is checked before a kernel reads it. */
+static void emit_checks_after(Host *h, const Op *op)
+{
+    const HostProg *p = &h->cg->si->prog;
+    bool any = false;
+    for (int i = 0; i < p->n; i++)
+        if (p->steps[i].kind == HS_DATA && p->steps[i].value->def == op) {
+            h->bound[p->steps[i].sym->id] = true;
+            any = true;
+        }
+    for (int i = 0; any && i < p->n; i++) {
+        const HostStep *s = &p->steps[i];
+        bool mine = false;
+        if ((s->kind == HS_REQUIRE || s->kind == HS_BCAST) && ready_after(h, op, s->lhs, &mine) &&
+            ready_after(h, op, s->rhs, &mine) && mine)
+            emit_check(h, i);
+    }
 }
 
 static void emit_steps(Host *h)
@@ -92,22 +148,10 @@ static void emit_steps(Host *h)
             break;
         }
         case HS_REQUIRE:
-        case HS_BCAST: {
-            if (mentions_data(g, p, s->lhs) || mentions_data(g, p, s->rhs))
-                break; /* checked by the host ops that bind them */
-            LLVMValueRef a = cg_dim(cg, s->lhs), b = cg_dim(cg, s->rhs), c;
-            if (s->kind == HS_BCAST) {
-                LLVMValueRef one = cg_i64(cg, 1);
-                c = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, b, ""),
-                                LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, a, one, ""),
-                                            LLVMBuildICmp(B, LLVMIntEQ, b, one, ""), ""), "");
-            } else {
-                LLVMIntPredicate pr[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLE, LLVMIntSLT, LLVMIntSGE, LLVMIntSGT};
-                c = LLVMBuildICmp(B, pr[s->rel], a, b, "");
-            }
-            host_check_or_return(h, c, i + 1);
+        case HS_BCAST:
+            if (!mentions_data(p, s->lhs) && !mentions_data(p, s->rhs))
+                emit_check(h, i); /* else after the host op that binds it */
             break;
-        }
         default:
             break;
         }
@@ -503,6 +547,7 @@ bool host_emit_host_op(Host *h, Op *op)
     LLVMValueRef rc = cg->target->host_op(h, op, arr);
     cg_dim_forget(cg); /* it may bind symbols */
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
+    emit_checks_after(h, op);
     for (int i = 0; i < op->nout; i++)
         h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
     return true;
@@ -556,7 +601,8 @@ bool cg_host(Cg *cg)
     h.vbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.vbuf);
     h.dbuf = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.dbuf);
     h.raw = arena_array(&g->arena, (size_t)g->nvalues + 1, sizeof *h.raw);
-    if (!h.vbuf || !h.dbuf || !h.raw)
+    h.bound = arena_array(&g->arena, (size_t)g->dims.nsyms + 1, sizeof *h.bound);
+    if (!h.vbuf || !h.dbuf || !h.raw || !h.bound)
         return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
     cg_begin_function(cg, fn, h.syms);
     cg->no_hoist = true;

@@ -22,6 +22,7 @@ typedef struct Host {
                            the device (disc_rt_dev_io) */
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
     LLVMValueRef dev_rc; /* the last disc_rt_dev_matmul's status (hostlib.c) */
+    bool *bound;        /* by symbol id: a DATA symbol a host op emitted so far binds */
 } Host;
 
 LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,

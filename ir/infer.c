@@ -86,7 +86,11 @@ static Dim *bcast_dim(Graph *g, Dim *a, Dim *b, Diag *d, bool *ok)
     dim_bounds(b, &blo, &bhi);
     if (alo >= 1 && blo >= 1)
         return dim_max(dcx(g), a, b);
-    return NULL;
+    /* either may be 0: the larger where both are at least 1, else 0 (the
+     * other is 0 or 1), so the flow computes the dim before the op runs
+     * (an elementwise kernel binds no symbol) */
+    Dim *one = dim_const(dcx(g), 1);
+    return dim_mul(dcx(g), dim_max(dcx(g), a, b), dim_min(dcx(g), dim_min(dcx(g), a, b), one));
 }
 
 /* Numpy broadcasting of n types into out (dtype from the first). */

@@ -72,6 +72,7 @@ typedef struct PGroup {
 
 typedef struct Planner {
     Graph *g;
+    const ShapeInfo *si;
     Op **ops;           /* program order */
     int nops;
     int *grp;           /* op index -> group */
@@ -367,6 +368,8 @@ static void place(Planner *p, int op)
 {
     Op *o = p->ops[op];
     Class c = class_of(o);
+    if (c != C_SHAPE && hostprog_binds(&p->si->prog, o))
+        c = C_OPAQUE; /* its result's size is known once it has run */
     int gid = o->nout == 1 ? users_group(p, op) : -1;
     if (gid >= 0 && depth_in(p, op, gid) > FUSE_MAX_DEPTH)
         gid = -1;
@@ -791,7 +794,7 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d)
 {
     Graph *g = si->g;
     graph_renumber(g);
-    Planner p = {.g = g, .nops = g->nops, .d = d};
+    Planner p = {.g = g, .si = si, .nops = g->nops, .d = d};
     p.ops = calloc((size_t)g->nops + 1, sizeof *p.ops);
     p.grp = calloc((size_t)g->nops + 1, sizeof *p.grp);
     p.groups = calloc((size_t)g->nops + 1, sizeof *p.groups);

@@ -293,6 +293,32 @@ bool hostprog_run(const Graph *g, const HostProg *p, const int64_t *const *shape
     return true;
 }
 
+bool hostprog_explain(const Graph *g, const HostProg *p, int step, const int64_t *syms, Diag *d)
+{
+    HostEnv e;
+    bool ok = hostenv_init(&e, g, p->n);
+    if (!ok) {
+        hostenv_free(&e);
+        return diag_oom(d);
+    }
+    for (int i = 0; i < e.nsyms; i++) {
+        e.val[i] = syms[i];
+        e.bound[i] = true;
+    }
+    const HostStep *s = step >= 0 && step < p->n ? &p->steps[step] : NULL;
+    ok = !s || (s->kind != HS_REQUIRE && s->kind != HS_BCAST) || run_step(g, p, step, NULL, &e, d);
+    hostenv_free(&e);
+    return ok;
+}
+
+bool hostprog_binds(const HostProg *p, const Op *op)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->steps[i].kind == HS_DATA && p->steps[i].value->def == op)
+            return true;
+    return false;
+}
+
 bool hostprog_after_op(const Graph *g, const HostProg *p, const Op *op, const int64_t *const *shapes,
                        HostEnv *e, Diag *d)
 {

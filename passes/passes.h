@@ -176,6 +176,14 @@ void hostenv_free(HostEnv *e);
  * input i) and runs the checks; on a violation returns false with a message
  * naming the input, the dim, the expected relation and the actual values. */
 bool hostprog_run(const Graph *g, const HostProg *p, const int64_t *const *shapes, HostEnv *e, Diag *d);
+/* The message of REQUIRE or BCAST step `step` where the flow of a
+ * compiled backend failed it, from the symbols' values there (syms, by
+ * id: the DATA ones a host op bound): false with the message, true if the
+ * step holds at those values or is of another kind. */
+bool hostprog_explain(const Graph *g, const HostProg *p, int step, const int64_t *syms, Diag *d);
+/* Whether op binds a DATA symbol as it runs (a result dim first seen
+ * there): only a host op can, so fusion keeps such an op on the host. */
+bool hostprog_binds(const HostProg *p, const Op *op);
 /* Binds the DATA symbols of `op`'s results from their concrete shapes and
  * runs the checks that were waiting for them. */
 bool hostprog_after_op(const Graph *g, const HostProg *p, const Op *op, const int64_t *const *shapes,

@@ -16,6 +16,11 @@
  *                                           kernels do not trap (an integer
  *                                           division by zero divides by 1, a
  *                                           gather index out of range is clamped)
+ *   # compiled-error text                   with error or interp-error: the
+ *                                           compiled backend fails with these
+ *                                           words instead (its host flow's
+ *                                           check where the interpreter's op
+ *                                           refuses)
  *   # tol    1e-6                           compare floats with this relative
  *                                           tolerance (default: exactly)
  *   # case                                  starts another case
@@ -182,6 +187,7 @@ typedef struct Case {
     int nin, nexpect;
     const char *error; /* expected message fragment */
     bool interp_only;  /* # interp-error: the cpu backend does not check it */
+    const char *compiled_error; /* # compiled-error: the compiled backend's words, where they differ */
     double tol;
     int line;
 } Case;
@@ -243,17 +249,18 @@ static bool run_case(const char *path, Graph *g, Exec *e, Case *c)
             fprintf(stderr, "%s: expected error \"%s\", got \"%s\"\n", where, c->error, d.msg);
             return false;
         }
-        if (e && !c->interp_only) { /* the compiled code refuses it too, with the same words */
+        if (e && (!c->interp_only || c->compiled_error)) { /* the compiled code refuses it too */
+            const char *want = c->compiled_error ? c->compiled_error : c->error;
             Diag dc = {0};
             Tensor oc[MAX_IO] = {0};
             if (exec_run(e, c->in, c->nin, oc, g->noutputs, &dc)) {
-                fprintf(stderr, "%s: %s: expected error \"%s\", but the run succeeded\n", where, backend, c->error);
+                fprintf(stderr, "%s: %s: expected error \"%s\", but the run succeeded\n", where, backend, want);
                 for (int i = 0; i < g->noutputs; i++)
                     tensor_free(&oc[i]);
                 return false;
             }
-            if (!strstr(dc.msg, c->error)) {
-                fprintf(stderr, "%s: %s: expected error \"%s\", got \"%s\"\n", where, backend, c->error, dc.msg);
+            if (!strstr(dc.msg, want)) {
+                fprintf(stderr, "%s: %s: expected error \"%s\", got \"%s\"\n", where, backend, want, dc.msg);
                 return false;
             }
         }
@@ -390,6 +397,8 @@ static int run_file(const char *path, bool cpu)
             } else if (!strncmp(s, "interp-error ", 13)) {
                 c.error = s + 13;
                 c.interp_only = true;
+            } else if (!strncmp(s, "compiled-error ", 15)) {
+                c.compiled_error = s + 15;
             } else if (!strncmp(s, "tol ", 4)) {
                 c.tol = atof(s + 4);
             } else if (!strncmp(s, "case", 4)) {
