@@ -26,6 +26,16 @@ disc for.
   vit_b_16      torchvision's, 224 x 224 (its position embeddings fix the
                 image size), batch dynamic
 
+EXTRA lists a second set of torchvision models (`run_bench.py --extra`),
+each a family the broad bench lacks, found by trying models disc had not
+seen: densenet121 (concatenations of every earlier layer), googlenet and
+squeezenet1_1 (inception and fire modules, ceil-mode pools),
+shufflenet_v2_x1_0 (channel shuffles), resnext50_32x4d (grouped
+convolutions), regnet_y_400mf, mnasnet1_0, efficientnet_v2_s,
+convnext_tiny (7 x 7 depthwise convolutions, LayerNorm over channels) and
+swin_t (shifted windows: rolls, padding to the window, masks); batch,
+height and width dynamic.
+
 RNN lists the recurrent models `make bench` runs beside BERT-base and
 GPT-2 (the LSTM of issue 14, which ONNX exports as its LSTM op):
 
@@ -234,6 +244,8 @@ def generate(name):
 
 BROAD = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "bert_small",
          "bert_base", "gpt_small", "gpt2", "llama_block", "encdec", "recommender"]
+EXTRA = ["densenet121", "googlenet", "squeezenet1_1", "shufflenet_v2_x1_0", "resnext50_32x4d", "regnet_y_400mf",
+         "mnasnet1_0", "efficientnet_v2_s", "convnext_tiny", "swin_t"]
 RNN = ["lstm_small", "lstm_bidir"]
 
 
@@ -241,8 +253,8 @@ def main():
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)  # the fused attention op has no ONNX export
     for name in sys.argv[1:] or ["bert_base", "gpt2"]:
-        if name not in BROAD + RNN:
-            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD + RNN)})")
+        if name not in BROAD + EXTRA + RNN:
+            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD + EXTRA + RNN)})")
         generate(name)
 
 

@@ -2,7 +2,7 @@
 """run_bench.py — disc (cpu backend) against ONNX Runtime, in the same run.
 
     python3 bench/run_bench.py [--dcc build/dcc] [--runs N] [--rounds R] [--models NAME,...] [--quick]
-                               [--threads N] [--cpu-time] [--broad] [--inproc]
+                               [--threads N] [--cpu-time] [--broad | --extra | --trained] [--inproc]
 
 --broad runs the broad bench of issue 18 instead: the twelve models of
 bench/gen_bench.py's BROAD list (CNNs, a ViT, transformer encoders and
@@ -21,6 +21,11 @@ compile time and its kernel count against the model's op count. Each
 model is measured in R rounds (default 3) that alternate which runtime
 goes first; the table has the medians across rounds, and the spread of the
 per-round ratios.
+
+--extra runs bench/gen_bench.py's EXTRA list the same way: ten more
+torchvision models, each a family the broad bench lacks (DenseNet,
+GoogLeNet, SqueezeNet, ShuffleNet, ResNeXt, RegNet, MnasNet,
+EfficientNetV2, ConvNeXt, Swin), at the CNN shapes.
 
 --inproc times disc in this process instead of through `dcc bench`
 (build/public/libdisc.so through bench/discpy.py), the two runtimes taking
@@ -58,6 +63,9 @@ IMG_SPREAD = [(1, 32, 32), (2, 17, 29), (1, 64, 197), (4, 64, 64)]
 # the broad bench: per model, the input shapes (dims the model leaves
 # dynamic, in order; fixed dims are skipped over by position)
 CNN_SHAPES = [(1, 3, 224, 224), (2, 3, 160, 200), (1, 3, 197, 231), (4, 3, 224, 224)]
+# the extra set (gen_bench.py's EXTRA), at CNN_SHAPES
+EXTRA = ["densenet121", "googlenet", "squeezenet1_1", "shufflenet_v2_x1_0", "resnext50_32x4d", "regnet_y_400mf",
+         "mnasnet1_0", "efficientnet_v2_s", "convnext_tiny", "swin_t"]
 ENC_SHAPES = [(1, 8), (1, 13), (4, 64), (8, 33)]
 # the recurrent models make bench runs beside BERT-base and GPT-2 (gen_bench.py's RNN)
 RNN_SHAPES = {"lstm_small": [(1, 13), (4, 64), (8, 33), (1, 197)],
@@ -380,6 +388,8 @@ def main():
                     help="rounds of both runtimes, alternating which goes first; medians across rounds")
     ap.add_argument("--threads", type=int, default=THREADS, help="threads of each runtime (default: every core)")
     ap.add_argument("--broad", action="store_true", help="the broad bench: twelve models of several families")
+    ap.add_argument("--extra", action="store_true",
+                    help="ten more torchvision models, each a family the broad bench lacks (gen_bench.py's EXTRA)")
     ap.add_argument("--trained", action="store_true",
                     help="the trained collection (make trained) at its data sets' inputs, instead of the bench's "
                          "generated models")
@@ -397,16 +407,17 @@ def main():
     seq = SEQ_QUICK if args.quick else SEQ_SPREAD
     models = []
     big = os.path.join(HERE, "models")
-    if args.broad and args.trained:
-        ap.error("--broad and --trained are two different benches: take one")
+    if args.broad + args.trained + args.extra > 1:
+        ap.error("--broad, --extra and --trained are different benches: take one")
     if args.trained:
         models += trained_models(want)
         if not models:
             ap.error("no trained models: run make trained first (tests/trained/collect.py)")
-    elif args.broad:
-        names = [n for n in BROAD_SHAPES if not want or n in want]
+    elif args.broad or args.extra:
+        table = BROAD_SHAPES if args.broad else {n: CNN_SHAPES for n in EXTRA}
+        names = [n for n in table if not want or n in want]
         subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + names, check=True)
-        models += [(n, os.path.join(big, n, "model.onnx"), BROAD_SHAPES[n]) for n in names]
+        models += [(n, os.path.join(big, n, "model.onnx"), table[n]) for n in names]
     else:
         if not want or want & {"bert_base", "gpt2"}:
             subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")], check=True)
@@ -416,7 +427,7 @@ def main():
         if rnn:
             subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py")] + rnn, check=True)
             models += [(n, os.path.join(big, n, "model.onnx"), RNN_SHAPES[n]) for n in rnn]
-    for name in [] if args.broad or args.trained else ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
+    for name in [] if args.broad or args.trained or args.extra else ["bert_encoder", "gpt_decoder", "resnet_cnn", "mobilenet_cnn", "recommender"]:
         path = os.path.join(ROOT, "tests", "models", name, "model.onnx")
         if os.path.exists(path):
             # the small test transformers have 256 positions

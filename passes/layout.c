@@ -19,6 +19,8 @@
  *                       gate, a scalar)
  *     reduce            reduce(T(x), axes) = T(reduce(x, T's axes))
  *     concat, slice     the axis, the per-axis attributes permuted
+ *     channel shuffle   reshape-transpose-reshape within the channels
+ *                       (ShuffleNet), the same within the last axis
  *
  * Where it meets the next convolution's transpose in, canon cancels the
  * pair: the data stays channels-last from conv to conv, through the
@@ -259,6 +261,60 @@ static Value *sink(Graph *g, Op *op)
     }
 }
 
+/* ---- channel shuffles ------------------------------------------------- */
+
+static bool same_dim(const Dim *a, const Dim *b)
+{
+    return a == b || (dim_is_const(a) && dim_is_const(b) && a->c == b->c);
+}
+
+/* ShuffleNet's channel shuffle of an NCHW view v = to_first(x):
+ *
+ *     reshape(transpose(reshape(v, [N, G, C/G, H, W]), 0 2 1 3 4), [N, C, H, W])
+ *
+ * moves channels within the channel axis alone, so in NHWC it is the
+ * same on the last axis of x:
+ *
+ *     to_first(reshape(transpose(reshape(x, [N, H, W, G, C/G]), 0 1 2 4 3), [N, H, W, C]))
+ *
+ * and the slices and convolutions after it stay channels-last (they read
+ * a plain NCHW copy, and oneDNN reordered it again, in every block). op
+ * is the first reshape; each shuffle through it is rewritten. */
+static bool shuffle(Graph *g, Op *op)
+{
+    static const int64_t SWAP5[5] = {0, 2, 1, 3, 4}, SWAP_LAST[5] = {0, 1, 2, 4, 3};
+    Value *x = op->kind == OP_RESHAPE ? from_last(op->in[0]) : NULL;
+    if (!x)
+        return true;
+    const Type *v = &op->in[0]->type, *s = &op->out[0]->type;
+    if (s->rank != 5 || !same_dim(s->dims[0], v->dims[0]) || !same_dim(s->dims[3], v->dims[2]) ||
+        !same_dim(s->dims[4], v->dims[3]))
+        return true;
+    for (Op *tr = op->next; tr; tr = tr->next) {
+        if (tr->kind != OP_TRANSPOSE || tr->in[0] != op->out[0] ||
+            memcmp(op_attr(tr, "perm")->ints, SWAP5, sizeof SWAP5))
+            continue;
+        for (Op *back = tr->next, *next; back; back = next) {
+            next = back->next;
+            const Type *b = &back->out[0]->type;
+            if (back->kind != OP_RESHAPE || back->in[0] != tr->out[0] || b->rank != 4)
+                continue;
+            bool same = true;
+            for (int i = 0; i < 4; i++)
+                same &= same_dim(b->dims[i], v->dims[i]);
+            if (!same)
+                continue;
+            Dim *split[5] = {s->dims[0], s->dims[3], s->dims[4], s->dims[1], s->dims[2]};
+            Value *r1 = place(g, build_reshape(g, x, split, 5), back);
+            Value *t = r1 ? transpose_at(g, r1, SWAP_LAST, back) : NULL;
+            Value *r2 = t ? place(g, build_reshape(g, t, x->type.dims, 4), back) : NULL;
+            if (!r2 || !replace_by(g, back, r2))
+                return false;
+        }
+    }
+    return true;
+}
+
 int layout_run(Graph *g)
 {
     int n = 0;
@@ -270,6 +326,8 @@ int layout_run(Graph *g)
             n++;
             continue;
         }
+        if (!shuffle(g, op))
+            return -1;
         Value *y = sink(g, op);
         if (y && !replace_by(g, op, y))
             return -1;
