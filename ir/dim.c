@@ -829,13 +829,60 @@ static bool nonzero(const Dim *d)
 
 /* Bounds of a - b, after like terms cancel: tighter than subtracting the
  * bounds of a and b when they share terms. */
+/* c where u - v is the constant c, else false. */
+static bool const_diff(DimCtx *cx, const Dim *u, const Dim *v, int64_t *c)
+{
+    Poly p = {0};
+    poly_from(cx, &p, u, 1);
+    poly_from(cx, &p, v, -1);
+    poly_normalize(&p);
+    bool ok = !p.bad && p.n == 0;
+    *c = p.c;
+    poly_free(&p);
+    return ok;
+}
+
+/* Takes out of p each pair of terms k div(u, m) - k div(v, m), the same
+ * division by the same constant m > 0 of numerators a constant c apart,
+ * and returns the bounds of what they add: div(u, m) - div(v, m) lies in
+ * [floor(c / m), ceil(c / m)] (so min(ceildiv(H, 2), ceildiv(H + 1, 2) - 1),
+ * a ceil-mode pool's size, is the second). */
+static Iv div_pairs(DimCtx *cx, Poly *p)
+{
+    Iv r = {0, 0};
+    for (int i = 0; i < p->n; i++) {
+        const Dim *x = p->t[i].m;
+        if ((x->kind != DIM_FLOORDIV && x->kind != DIM_CEILDIV) || !dim_is_const(x->args[1]) || x->args[1]->c <= 0)
+            continue;
+        for (int j = i + 1; j < p->n && p->t[i].k; j++) {
+            const Dim *y = p->t[j].m;
+            int64_t c, m = x->args[1]->c;
+            if (y->kind != x->kind || !dim_is(y->args[1], m) || p->t[j].k != -p->t[i].k || p->t[i].k == INT64_MIN ||
+                !const_diff(cx, x->args[0], y->args[0], &c))
+                continue;
+            r = iv_add(r, iv_mul((Iv){p->t[i].k, p->t[i].k}, (Iv){floordiv64(c, m), ceildiv64(c, m)}));
+            p->t[i].k = p->t[j].k = 0;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->t[i].k)
+            p->t[n++] = p->t[i];
+    p->n = n;
+    return r;
+}
+
 static Iv diff_bounds(DimCtx *cx, const Dim *a, const Dim *b)
 {
     Poly p = {0};
     poly_from(cx, &p, a, 1);
     poly_from(cx, &p, b, -1);
     poly_normalize(&p);
-    Iv r = p.bad ? IV_ALL : poly_bounds(&p);
+    Iv r = IV_ALL;
+    if (!p.bad) {
+        Iv pairs = div_pairs(cx, &p);
+        r = iv_add(poly_bounds(&p), pairs);
+    }
     poly_free(&p);
     return r;
 }

@@ -292,6 +292,13 @@ static void test_minmax(void)
     CHECK(dmin(N, C(9)) == N && dmax(N, C(-8)) == N && dmin(N, C(7))->kind == DIM_MIN);
     CHECK(dmin(mul(S, T), C(0)) == C(0) && dmax(mul(S, T), C(1)) == mul(S, T));
     CHECK(dmin(C(3), C(-2)) == C(-2) && dmax(C(3), C(-2)) == C(3));
+    /* divisions by one constant of numerators a constant apart: a
+     * ceil-mode pool's min(ceildiv(S, 2), ceildiv(S + 1, 2) - 1) */
+    Dim *pool = addc(cdiv(addc(S, 1), C(2)), -1);
+    CHECK(dmin(cdiv(S, C(2)), pool) == pool && dmax(cdiv(S, C(2)), pool) == cdiv(S, C(2)));
+    CHECK(dmax(fdiv(S, C(3)), fdiv(addc(S, 5), C(3))) == fdiv(addc(S, 5), C(3)));
+    CHECK(dmin(fdiv(S, C(3)), fdiv(addc(S, 2), C(3))) == fdiv(S, C(3))); /* 0 or 1 apart */
+    CHECK(dmin(fdiv(S, C(4)), fdiv(T, C(4)))->kind == DIM_MIN);            /* no constant apart */
 }
 
 static void test_folding(void)
