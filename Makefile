@@ -85,6 +85,7 @@ bench: build trained
 	$(BENCH) --models bert_base,gpt2 --rounds 3 --inproc
 	$(BENCH) --broad --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
 	$(BENCH) --trained --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
+	$(BENCH) --extra --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
 
 # tests/mutate.py: each planted bug (an off-by-one, a dropped check, ...)
 # rebuilt in build-mutate and run against the fast test labels; prints the
