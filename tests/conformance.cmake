@@ -20,7 +20,13 @@ foreach(dir ${DISC_MODEL_DIRS})
   file(GLOB sets LIST_DIRECTORIES true ${dir}/test_data_set_*)
   if(IS_DIRECTORY ${dir} AND EXISTS ${dir}/model.onnx AND sets)
     get_filename_component(name ${dir} NAME)
-    add_test(NAME model/${name} COMMAND dcc check ${dir} --backend interp)
+    # swin_stage's residual sums cancel to about 1e-4 here and there, where
+    # ONNX Runtime's float32 and the interpreter's double differ by 2e-7
+    set(iopts "")
+    if(name STREQUAL "swin_stage")
+      set(iopts --atol 1e-6)
+    endif()
+    add_test(NAME model/${name} COMMAND dcc check ${dir} --backend interp ${iopts})
     set_tests_properties(model/${name} PROPERTIES LABELS "onnx;model")
     # float32 kernels against ONNX Runtime's float32: a looser absolute tolerance
     disc_test_isa(model/${name}/cpu LABELS onnx model cpu COMMAND dcc check ${dir} --backend cpu --atol 1e-5)

@@ -299,8 +299,30 @@ def recommender(rng):
                 data=sets)
 
 
+# ---------------------------------------------------------------- swin_stage
+def swin_stage(rng):
+    """torchvision's Swin: patch embedding, then a block and a shifted-window
+    block (padding to the window from the run-time size, a roll, the
+    attention mask from slices of the padded image, the windows reversed and
+    cropped back). The residual add after the shifted block broadcast a
+    dim that may be 0 against a data-dependent one: the cpu backend left it
+    0 and every result empty (73ca96f)."""
+    from torchvision.models.swin_transformer import SwinTransformerBlock
+    from torchvision.ops.misc import Permute
+    model = nn.Sequential(nn.Conv2d(3, 16, 4, 4), Permute([0, 2, 3, 1]), nn.LayerNorm(16),
+                          SwinTransformerBlock(dim=16, num_heads=2, window_size=[7, 7], shift_size=[0, 0]),
+                          SwinTransformerBlock(dim=16, num_heads=2, window_size=[7, 7], shift_size=[3, 3]))
+    # the block leaves out the shift where the padded grid is one window
+    # (Python control flow: traced once), so every size has more than 7
+    # patches a side; the last is the export's example
+    shapes = [(2, 3, 56, 56), (1, 3, 33, 61), (1, 3, 64, 37), (1, 3, 40, 48)]
+    return dict(model=model, inputs=["x"], outputs=["y"],
+                dynamic={"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch", 1: "h4", 2: "w4"}},
+                data=[[rng.standard_normal(s).astype(np.float32)] for s in shapes])
+
+
 # ------------------------------------------------------------------- writing
-MODELS = [bert_encoder, gpt_decoder, resnet_cnn, mobilenet_cnn, recommender]
+MODELS = [bert_encoder, gpt_decoder, resnet_cnn, mobilenet_cnn, recommender, swin_stage]
 
 
 def export(spec):
