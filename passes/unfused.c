@@ -122,7 +122,8 @@ FusionPlan *fuse_plan_unfused(ShapeInfo *si, Diag *d)
     graph_for_each_op(g, op) {
         Group *grp = &p->groups[p->n];
         grp->id = p->n++;
-        grp->kind = fuse_kind_of(op) == FUSE_SHAPE || !hostprog_binds(&si->prog, op) ? fuse_kind_of(op) : FUSE_OPAQUE;
+        FuseKind k = fuse_kind_of(op);
+        grp->kind = k != FUSE_SHAPE && hostprog_binds(&si->prog, op) ? FUSE_OPAQUE : k; /* as fuse.c's place */
         grp->ops = arena_array(&p->arena, 1, sizeof(Op *));
         grp->ops[0] = op;
         grp->nops = 1;
