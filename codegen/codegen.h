@@ -27,9 +27,13 @@
  *
  * run by disc_rt_parallel_for over [0, range): args is an array of
  * pointers: the buffers of the group's inputs (Group.ins order), then of
- * its outputs (Group.outs order), then a pointer to the int64 values of
- * every symbol (by symbol id). Kernels compute every dim they need from
- * the symbols, so one kernel serves every shape.
+ * its outputs (Group.outs order), then a pointer to int64 symbol values:
+ * on the CPU targets those the kernel reads, by slot (the order the
+ * group's signature names them, ksig.c), which the launch copies from the
+ * host flow's symbols, so groups equal up to their symbols' names share a
+ * kernel; on targets without CgTarget.kernel_slots every symbol, by symbol
+ * id. Kernels compute every dim they need from the symbols, so one kernel
+ * serves every shape.
  */
 #ifndef DISC_CODEGEN_H
 #define DISC_CODEGEN_H
@@ -99,6 +103,17 @@ bool cpu_target_runs_here(const CpuTarget *t, Diag *d);
 
 /* ---- the LLVM side of one compile (llvm.c) ---------------------------- */
 
+/* The symbols a kernel reads, by slot (ksig.c): a kernel emitted with
+ * Cg.kslot set reads symbol s from slot cg_ksym_slot(ks, s) of the array
+ * its launch passes, not from the host's array by symbol id. */
+typedef struct KSyms {
+    int *slot;       /* by symbol id: 1 + its slot, 0 if it has none */
+    int nslot;
+    Dim **sym;       /* by slot */
+    int n, cap;
+    bool oom;
+} KSyms;
+
 typedef struct KernelInfo {
     LLVMValueRef fn;
     char name[32];
@@ -125,6 +140,14 @@ typedef struct Cg {
                                   "k4 input columns: reduce" */
     char **ksig;               /* per kernel: its signature (ksig.c) */
     struct KernelInfo *kinfo;         /* per kernel */
+    struct KShare *kshare;     /* per kernel: what sharing it under renaming needs (host.c) */
+    KSyms ks;                  /* the symbols of the group whose kernel is being
+                                  found or emitted, by slot (host.c) */
+    KSyms *kslot;              /* while a kernel is emitted with slots: its
+                                  symbols, read from the launch's array by
+                                  slot (dim_rec); NULL: the host's array by id */
+    struct KShare *kfacts;     /* while a kernel is emitted with slots: where
+                                  kern_maybe_one notes its answers */
     int nreused;               /* groups that reused an earlier kernel */
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
@@ -240,9 +263,34 @@ bool cg_kernel(Cg *cg, const Group *grp, KernelInfo *ki);
 enum { DISC_SPLIT_PARTS = 16, DISC_SPLIT_MIN = 1 << 15 };
 bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *cx);
 bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
+/* s's slot, given the next one if it has none (-1 and ks->oom if out of memory). */
+int cg_ksym_slot(KSyms *ks, Dim *s);
+void cg_ksyms_clear(KSyms *ks); /* no symbol has a slot (memory kept) */
+void cg_ksyms_free(KSyms *ks);
 /* What a group's kernel code depends on, as text (ksig.c): groups with
- * equal signatures share one kernel. malloc'd; NULL if out of memory. */
-char *cg_kernel_signature(const Group *grp);
+ * equal signatures share one kernel. With ks (cleared), the symbols are
+ * named by slot, given in the order they appear, and the text holds their
+ * bounds: groups equal up to their symbols' names match. malloc'd; NULL
+ * if out of memory. */
+char *cg_kernel_signature(const Group *grp, KSyms *ks);
+/* What sharing kernel k under renaming needs (host.c): the symbols its
+ * code reads, by slot, and the facts its emission took about its dims. */
+typedef struct KShare {
+    Dim **sym;         /* by slot */
+    int nsym;          /* slots its code reads */
+    int nsig;          /* of them, named by its signature */
+    Dim **fact;        /* dims kern_maybe_one answered for, in its symbols */
+    bool *maybe1;      /* the answers */
+    int nfact, capfact;
+    bool alone;        /* its code read a symbol its signature does not
+                          name, or a fact could not be noted: shared only
+                          by groups with its very symbols */
+} KShare;
+/* A fact kernel code took about dim d (kern_maybe_one's answer r), noted
+ * in Cg.kfacts while a kernel is emitted with slots; and every kernel's
+ * KShare, freed (ksig.c). */
+void cg_kshare_note(Cg *cg, Dim *d, bool r);
+void cg_kshare_free(Cg *cg);
 /* The skinny matmul kernel (skinny.c) for one epilogue: a DiscKernelFn
  * over the weights' 64-column panels for disc_rt_call_skinny (rt.h);
  * made once per module and epilogue. post is a DiscPost. */
@@ -286,6 +334,11 @@ typedef struct CgTarget {
      * its panel width), for the flow to leave it out where m is proved
      * larger. */
     int64_t (*skinny_rows)(const Cg *cg);
+    /* Kernels read the symbols from an array of the group's own, by slot
+     * (Cg.kslot), so groups equal up to their symbols' names share one
+     * (ksig.c); false: from the host's array by symbol id (the GPU
+     * targets, whose kernels take the symbols they read as arguments). */
+    bool kernel_slots;
     /* Emits the run of kernel fn over [0, range) in chunks of at least
      * grain, with args (i8*: the buffers and symbols, codegen.h's ABI). */
     void (*launch)(struct Host *h, LLVMValueRef fn, LLVMValueRef args, LLVMValueRef range, LLVMValueRef grain);

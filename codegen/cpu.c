@@ -278,6 +278,7 @@ void cpu_target_hooks(CgTarget *t, const char *name)
         .name = name,
         .kernel = cg_kernel,
         .kernel_split = cg_kernel_split,
+        .kernel_slots = true,
         .skinny = cpu_skinny,
         .skinny_rows = cpu_skinny_rows,
         .launch = cpu_launch,

@@ -2864,7 +2864,7 @@ static bool module_group(ModSrc *ms, const Group *grp)
 {
     Diag e = {0};
     ms->cg.d = &e;
-    char *sig = cg_kernel_signature(grp);
+    char *sig = cg_kernel_signature(grp, NULL);
     if (!sig)
         return diag_oom(ms->d);
     for (int j = 0; j < ms->nsig; j++)

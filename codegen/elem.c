@@ -548,7 +548,10 @@ bool kern_maybe_one(Cg *cg, Dim *d)
     if (dim_is_const(d))
         return false;
     Constraints *cons = cg->si ? cg->si->cons : NULL;
-    return !cons || !cons_prove(cons, d, REL_NE, dim_const(&cg->g->dims, 1));
+    bool r = !cons || !cons_prove(cons, d, REL_NE, dim_const(&cg->g->dims, 1));
+    if (cg->kfacts)
+        cg_kshare_note(cg, d, r);
+    return r;
 }
 
 /* How an operand's dim xd is read where the result's is rd: BC_PASS the

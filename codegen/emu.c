@@ -110,6 +110,7 @@ GpuEmu *gpu_emu_new(CgTarget *t, const char *name, Diag *d)
     e->warp = warp;
     t->name = name;
     t->kernel = emu_kernel;
+    t->kernel_slots = false;
     t->kernel_split = NULL; /* no split variant: one grid per group */
     t->skinny = NULL;
     t->library = host_emit_kernel_group; /* a matmul is a kernel, conv and pool refused */

@@ -272,6 +272,7 @@ GpuRun *gpu_run_new(CgTarget *t, const CgOpts *o, bool open, Diag *d)
     r->hdr = r->src.n;
     t->name = "cuda";
     t->kernel = run_kernel;
+    t->kernel_slots = false;
     t->kernel_split = NULL; /* one grid per group */
     t->skinny = NULL;
     /* matmuls through cuBLASLt where it loads (DISC_CUBLASLT=0: never),

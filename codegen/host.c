@@ -21,6 +21,7 @@
  * A runtime failure returns -1 with the message in the DiscRt.
  */
 #include "codegen/host.h"
+#include "codegen/kern.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -344,7 +345,7 @@ LLVMValueRef host_ptr_array(Host *h, LLVMValueRef *v, int n)
     return arr;
 }
 
-/* Room for n kernels in the kernel tables (signatures, infos and
+/* Room for n kernels in the kernel tables (signatures, infos, sharing and
  * descriptions), made before a kernel is emitted: the tables always have
  * an entry for each of the cg->nkernels kernels. */
 static bool kernel_room(Cg *cg, int n)
@@ -358,23 +359,82 @@ static bool kernel_room(Cg *cg, int n)
     KernelInfo *kv = dv ? realloc(cg->kinfo, (size_t)n * sizeof *kv) : NULL;
     if (kv)
         cg->kinfo = kv;
-    if (!kv)
+    KShare *hv = kv ? realloc(cg->kshare, (size_t)n * sizeof *hv) : NULL;
+    if (hv)
+        cg->kshare = hv;
+    if (!hv)
         return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
-    for (int i = cg->nkernels; i < n; i++)
+    for (int i = cg->nkernels; i < n; i++) {
         cg->ksig[i] = cg->kdesc[i] = NULL;
+        cg->kshare[i] = (KShare){0};
+    }
     return true;
 }
 
+/* Whether the group whose symbols are cg->ks (by slot, its signature
+ * equal to kernel k's up to their names) runs kernel k: the facts k's
+ * code took hold of its dims too. ki gets k's info with the group's dims. */
+static bool shares(Cg *cg, int k, KernelInfo *ki)
+{
+    const KShare *sh = &cg->kshare[k];
+    KSyms *ks = &cg->ks;
+    *ki = cg->kinfo[k];
+    if (ks->n != sh->nsig)
+        return false;
+    bool same = true;
+    for (int i = 0; i < ks->n; i++)
+        same &= ks->sym[i] == sh->sym[i];
+    if (same) { /* its own symbols: the slots its code reads beyond them too */
+        for (int i = sh->nsig; i < sh->nsym; i++)
+            if (cg_ksym_slot(ks, sh->sym[i]) < 0)
+                return false;
+        return true;
+    }
+    if (sh->alone)
+        return false;
+    DimCtx *cx = &cg->g->dims;
+    DimMap m;
+    dimmap_init(&m);
+    for (int i = 0; i < ks->n; i++)
+        dimmap_put(&m, sh->sym[i], ks->sym[i]);
+    bool ok = !m.failed;
+    for (int i = 0; ok && i < sh->nfact; i++) {
+        Dim *d = dim_subst(cx, sh->fact[i], &m);
+        ok = d && kern_maybe_one(cg, d) == sh->maybe1[i];
+    }
+    if (ok) {
+        ki->range = dim_subst(cx, ki->range, &m);
+        if (ki->grain_dim)
+            ki->grain_dim = dim_subst(cx, ki->grain_dim, &m);
+        ok = ki->range && (!cg->kinfo[k].grain_dim || ki->grain_dim);
+    }
+    dimmap_free(&m);
+    return ok;
+}
+
 /* The kernel of a group: an earlier one with the same signature, or a new
- * one. */
+ * one. Where the target's kernels read symbols by slot, the signature is
+ * the renamed one and cg->ks the group's symbols for the launch. */
 static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
 {
-    char *sig = cg_kernel_signature(grp);
+    bool slots = cg->target->kernel_slots;
+    KSyms *ks = slots ? &cg->ks : NULL;
+    if (ks)
+        cg_ksyms_clear(ks);
+    char *sig = cg_kernel_signature(grp, ks);
     if (!sig)
         return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
-    for (int i = 0; sig && i < cg->nkernels; i++)
+    for (int i = 0; i < cg->nkernels; i++)
         if (cg->ksig[i] && !strcmp(cg->ksig[i], sig)) {
-            *ki = cg->kinfo[i];
+            if (slots && !shares(cg, i, ki)) {
+                if (ks->oom) {
+                    free(sig);
+                    return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+                }
+                continue;
+            }
+            if (!slots)
+                *ki = cg->kinfo[i];
             cg->nreused++;
             free(sig);
             return true;
@@ -384,16 +444,33 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
         free(sig);
         return false;
     }
+    KShare *sh = &cg->kshare[k];
+    int nsig = ks ? ks->n : 0;
     CgFnState st;
     cg_fn_save(cg, &st);
+    cg->kslot = ks;
+    cg->kfacts = ks ? sh : NULL;
     bool ok = cg->target->kernel(cg, grp, ki);
+    cg->kslot = NULL;
+    cg->kfacts = NULL;
     cg_fn_restore(cg, &st);
     if (!ok && cg->nkernels <= k) { /* the target took no kernel slot */
+        free(sh->fact);
+        free(sh->maybe1);
+        *sh = (KShare){0};
         free(sig);
         return false;
     }
     cg->ksig[k] = sig;
     cg->kinfo[k] = *ki;
+    if (ks) {
+        if (ks->oom || !(sh->sym = malloc(((size_t)ks->n + 1) * sizeof *sh->sym)))
+            return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+        memcpy(sh->sym, ks->sym, (size_t)ks->n * sizeof *sh->sym);
+        sh->nsym = ks->n;
+        sh->nsig = nsig;
+        sh->alone |= ks->n > nsig;
+    }
     return ok;
 }
 
@@ -435,10 +512,29 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
     int k = cg->nkernels;
     if (!kernel_room(cg, k + 2))
         return false;
+    /* with slots, read as the row kernel's: their facts noted with its
+     * own when they are its group's symbols, else it is shared no more */
+    KShare *row = NULL;
+    for (int i = 0; i < k && cg->target->kernel_slots; i++)
+        if (cg->kinfo[i].fn == fn)
+            row = &cg->kshare[i];
+    KSyms *ks = cg->target->kernel_slots ? &cg->ks : NULL;
+    int nsym = ks ? ks->n : 0;
+    bool own = row && row->nsym == nsym;
+    for (int i = 0; own && i < nsym; i++)
+        own = row->sym[i] == ks->sym[i];
+    if (row && !own)
+        row->alone = true;
     CgFnState st;
     cg_fn_save(cg, &st);
+    cg->kslot = ks;
+    cg->kfacts = own ? row : NULL;
     bool ok = cg->target->kernel_split(cg, grp, part, fin);
+    cg->kslot = NULL;
+    cg->kfacts = NULL;
     cg_fn_restore(cg, &st);
+    if (row && ks->n > nsym) /* read a symbol the row kernel does not */
+        row->alone = true;
     if (!ok)
         return false;
     for (int i = k; i < cg->nkernels; i++) {
@@ -451,6 +547,16 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
         cg->split[cg->nsplit++][2] = fin->fn;
     }
     return true;
+}
+
+/* The symbols a kernel reads by slot (ks), as an array for its launch. */
+static LLVMValueRef sym_array(Host *h, const KSyms *ks)
+{
+    Cg *cg = h->cg;
+    LLVMValueRef arr = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, ks->n > 0 ? ks->n : 1), "ksyms");
+    for (int i = 0; i < ks->n; i++)
+        LLVMBuildStore(B, cg_dim(cg, ks->sym[i]), host_gep(cg, cg->t_i64, arr, i));
+    return LLVMBuildBitCast(B, arr, cg->t_p8, "");
 }
 
 bool host_emit_kernel_group(Host *h, const Group *grp)
@@ -491,7 +597,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     for (int i = 0; i < nb; i++)
         if (!(ptrs[i] = host_kbuf(h, i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins])))
             return false;
-    ptrs[nb] = LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
+    ptrs[nb] = cg->target->kernel_slots ? sym_array(h, &cg->ks) : LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMBasicBlockRef join = NULL;
     if (split) { /* few long rows on a run of several threads: the split variant */

@@ -10,18 +10,103 @@
  * operand comes from (a group input by position, or an earlier op's result),
  * the types of the inputs and outputs, and the bytes of constants folded
  * into the code. Two groups with one signature get one kernel.
+ *
+ * Sharing under renaming. A model whose blocks bind their own symbols
+ * (Swin's windows pad each block's map by a dim computed from data, so
+ * every block has fresh symbols that only its host ops bind) gives equal
+ * layers different dims, and the exact signature above one kernel per
+ * block. With a KSyms, the signature names the group's symbols by the
+ * order they first appear in it ($0, $1, ...), with their bounds (dim
+ * arithmetic simplifies by them); the kernel then reads symbol $k from
+ * slot k of an array the launch fills from the group's own symbols
+ * (Cg.kslot), so two groups whose signatures match up to the names of
+ * their symbols run one kernel. What else a kernel's code may depend on,
+ * a fact proved about a dim (kern_maybe_one), host.c checks for the
+ * renamed dims before it shares.
  */
 #include "codegen/codegen.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void put_type(FILE *f, const Type *t)
+int cg_ksym_slot(KSyms *ks, Dim *sym)
 {
-    type_print(f, t);
+    if (sym->id >= ks->nslot) {
+        int n = sym->id + 64;
+        int *v = realloc(ks->slot, (size_t)n * sizeof *v);
+        if (!v)
+            return ks->oom = true, -1;
+        memset(v + ks->nslot, 0, (size_t)(n - ks->nslot) * sizeof *v);
+        ks->slot = v;
+        ks->nslot = n;
+    }
+    if (ks->slot[sym->id])
+        return ks->slot[sym->id] - 1;
+    if (ks->n == ks->cap) {
+        int n = ks->cap ? 2 * ks->cap : 8;
+        Dim **v = realloc(ks->sym, (size_t)n * sizeof *v);
+        if (!v)
+            return ks->oom = true, -1;
+        ks->sym = v;
+        ks->cap = n;
+    }
+    ks->sym[ks->n] = sym;
+    ks->slot[sym->id] = ++ks->n;
+    return ks->n - 1;
 }
 
-static void put_attr(FILE *f, const Attr *a)
+void cg_ksyms_clear(KSyms *ks)
+{
+    for (int i = 0; i < ks->n; i++)
+        ks->slot[ks->sym[i]->id] = 0;
+    ks->n = 0;
+}
+
+void cg_ksyms_free(KSyms *ks)
+{
+    free(ks->slot);
+    free(ks->sym);
+    *ks = (KSyms){0};
+}
+
+/* A dim by name, or with its symbols renamed by ks (structure and
+ * constants only: the canonical text of another group's dim may order its
+ * terms otherwise, which only loses a share). */
+static void put_dim(FILE *f, Dim *d, KSyms *ks)
+{
+    if (!ks) {
+        dim_print(f, d);
+        return;
+    }
+    switch (d->kind) {
+    case DIM_CONST: fprintf(f, "%lld", (long long)d->c); return;
+    case DIM_SYM: fprintf(f, "$%d", cg_ksym_slot(ks, d)); return;
+    default:
+        fprintf(f, "(%d %lld", (int)d->kind, (long long)d->c);
+        for (int i = 0; i < d->n; i++) {
+            fputc(' ', f);
+            put_dim(f, d->args[i], ks);
+        }
+        fputc(')', f);
+        return;
+    }
+}
+
+static void put_type(FILE *f, const Type *t, KSyms *ks)
+{
+    if (!ks) {
+        type_print(f, t);
+        return;
+    }
+    fprintf(f, "%s[", dtype_name(t->dtype));
+    for (int i = 0; i < t->rank; i++) {
+        put_dim(f, t->dims[i], ks);
+        fputc(',', f);
+    }
+    fputc(']', f);
+}
+
+static void put_attr(FILE *f, const Attr *a, KSyms *ks)
 {
     fprintf(f, "%s=", a->name);
     switch (a->kind) {
@@ -39,7 +124,7 @@ static void put_attr(FILE *f, const Attr *a)
         break;
     case ATTR_DIMS:
         for (int i = 0; i < a->n; i++) {
-            dim_print(f, a->dims[i]);
+            put_dim(f, a->dims[i], ks);
             fputc(',', f);
         }
         break;
@@ -63,7 +148,7 @@ static void put_source(FILE *f, const Group *grp, const Value *v)
     fputs("?", f);
 }
 
-char *cg_kernel_signature(const Group *grp)
+char *cg_kernel_signature(const Group *grp, KSyms *ks)
 {
     char *text = NULL;
     size_t len = 0;
@@ -76,7 +161,7 @@ char *cg_kernel_signature(const Group *grp)
             fprintf(f, "%d", i);
     fputs("\nins:", f);
     for (int i = 0; i < grp->nins; i++) {
-        put_type(f, &grp->ins[i]->type);
+        put_type(f, &grp->ins[i]->type, ks);
         /* scalar constants are folded into the code */
         const Op *d = grp->ins[i]->def;
         if (d && d->kind == OP_CONST && d->cst && d->cst->data && d->cst->nbytes <= 8)
@@ -88,7 +173,7 @@ char *cg_kernel_signature(const Group *grp)
     for (int i = 0; i < grp->nouts; i++) {
         put_source(f, grp, grp->outs[i]);
         fputc(':', f);
-        put_type(f, &grp->outs[i]->type);
+        put_type(f, &grp->outs[i]->type, ks);
         if (grp->over && grp->over[i] >= 0) /* written over that input */
             fprintf(f, "@%d", grp->over[i]);
         fputc(' ', f);
@@ -102,13 +187,60 @@ char *cg_kernel_signature(const Group *grp)
         }
         fputs(")", f);
         for (int j = 0; j < op->nattrs; j++)
-            put_attr(f, &op->attrs[j]);
+            put_attr(f, &op->attrs[j], ks);
         if (op->kind == OP_CONST && op->cst && op->cst->data)
             for (size_t b = 0; b < op->cst->nbytes && b < 64; b++)
                 fprintf(f, "%02x", ((const unsigned char *)op->cst->data)[b]);
         for (int r = 0; r < op->nout; r++)
-            put_type(f, &op->out[r]->type);
+            put_type(f, &op->out[r]->type, ks);
     }
-    fclose(f);
+    if (ks) {
+        fputs("\nsyms:", f);
+        for (int i = 0; i < ks->n; i++) {
+            fprintf(f, " [%lld,", (long long)ks->sym[i]->lo);
+            if (ks->sym[i]->hi == DIM_INF)
+                fputs("inf]", f);
+            else
+                fprintf(f, "%lld]", (long long)ks->sym[i]->hi);
+        }
+    }
+    if (fclose(f) || (ks && ks->oom)) {
+        free(text);
+        return NULL;
+    }
     return text;
+}
+
+void cg_kshare_note(Cg *cg, Dim *d, bool r)
+{
+    KShare *sh = cg->kfacts;
+    for (int i = 0; i < sh->nfact; i++)
+        if (sh->fact[i] == d)
+            return;
+    if (sh->nfact == sh->capfact) {
+        int n = sh->capfact ? 2 * sh->capfact : 8;
+        Dim **f = realloc(sh->fact, (size_t)n * sizeof *f);
+        if (f)
+            sh->fact = f;
+        bool *m = f ? realloc(sh->maybe1, (size_t)n * sizeof *m) : NULL;
+        if (!m) {
+            sh->alone = true;
+            return;
+        }
+        sh->maybe1 = m;
+        sh->capfact = n;
+    }
+    sh->fact[sh->nfact] = d;
+    sh->maybe1[sh->nfact++] = r;
+}
+
+void cg_kshare_free(Cg *cg)
+{
+    for (int i = 0; cg->kshare && i < cg->nkernels; i++) {
+        free(cg->kshare[i].sym);
+        free(cg->kshare[i].fact);
+        free(cg->kshare[i].maybe1);
+    }
+    free(cg->kshare);
+    cg->kshare = NULL;
 }

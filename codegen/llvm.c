@@ -127,6 +127,8 @@ void cg_free(Cg *cg)
         free(cg->ksig[i]);
     free(cg->ksig);
     free(cg->kinfo);
+    cg_kshare_free(cg);
+    cg_ksyms_free(&cg->ks);
     cg->ksig = NULL;
     cg->kinfo = NULL;
     /* the module and context are handed to the JIT, or disposed there */
@@ -228,7 +230,12 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
     case DIM_CONST:
         return cg_i64(cg, d->c);
     case DIM_SYM: {
-        LLVMValueRef idx = cg_i64(cg, d->id);
+        int at = cg->kslot ? cg_ksym_slot(cg->kslot, d) : d->id;
+        if (at < 0) {
+            graph_oom(cg->g);
+            at = 0;
+        }
+        LLVMValueRef idx = cg_i64(cg, at);
         LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i64, cg->syms, &idx, 1, "");
         return LLVMBuildLoad2(b, cg->t_i64, p, d->name);
     }
