@@ -1505,12 +1505,67 @@ bool imp_sub_begin(Imp *im, Imp *sub, const char *name)
     return true;
 }
 
+/* Whether every symbol d uses is the whole dim of an input of region g. */
+static bool region_binds(const Graph *g, const Dim *d)
+{
+    if (d->kind != DIM_SYM) {
+        for (int i = 0; i < d->n; i++)
+            if (!region_binds(g, d->args[i]))
+                return false;
+        return true;
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < g->inputs[i]->type.rank; k++)
+            if (g->inputs[i]->type.dims[k] == d)
+                return true;
+    return false;
+}
+
+/* The region's dim for an input dim d of the parent. A dim the parent
+ * computes from its symbols (max(A + B, C): the sum of an If branch's
+ * per-class counts) means the same expression in the region only where
+ * the region can bind those symbols: from inputs that have them as dims
+ * of their own. Otherwise it is a symbol of the region, one per distinct
+ * dim of the parent, which the input binds: the region knows less of it,
+ * and its host flow can compute everything that depends on it. */
+static Dim *region_dim(Imp *sub, Dim *d)
+{
+    DimCtx *cx = &sub->g->dims;
+    Dim *r = dim_translate(cx, d, sym_in_region, sub);
+    if (!r || r->kind == DIM_CONST || r->kind == DIM_SYM || region_binds(sub->g, r))
+        return r;
+    for (int i = 0; i < sub->ncomp; i++)
+        if (sub->cfrom[i] == d)
+            return sub->cto[i];
+    if (sub->ncomp == sub->capcomp) {
+        int cap = sub->capcomp ? 2 * sub->capcomp : 8;
+        Dim **f = arena_array(&sub->g->arena, (size_t)cap, sizeof *f), **t = arena_array(&sub->g->arena, (size_t)cap, sizeof *t);
+        if (!f || !t)
+            return NULL;
+        for (int i = 0; i < sub->ncomp; i++) {
+            f[i] = sub->cfrom[i];
+            t[i] = sub->cto[i];
+        }
+        sub->cfrom = f;
+        sub->cto = t;
+        sub->capcomp = cap;
+    }
+    int64_t lo, hi;
+    dim_bounds(r, &lo, &hi);
+    Dim *s = dim_sym_fresh(cx, SYM_INPUT);
+    if (!s)
+        return NULL;
+    dim_sym_set(s, lo > 0 ? lo : 0, hi, SYM_INPUT);
+    sub->cfrom[sub->ncomp] = d;
+    sub->cto[sub->ncomp++] = s;
+    return s;
+}
+
 Value *imp_sub_input(Imp *sub, const Type *t, const bool *fresh, const char *name)
 {
     Dim *dims[MAX_RANK];
     for (int i = 0; i < t->rank; i++) {
-        dims[i] = fresh && fresh[i] ? dim_sym_fresh(&sub->g->dims, SYM_INPUT)
-                                    : dim_translate(&sub->g->dims, t->dims[i], sym_in_region, sub);
+        dims[i] = fresh && fresh[i] ? dim_sym_fresh(&sub->g->dims, SYM_INPUT) : region_dim(sub, t->dims[i]);
         if (!dims[i]) {
             imp_oom(sub);
             return NULL;

@@ -64,6 +64,11 @@ typedef struct Imp {
     Value **caps;       /* values of the parent captured, one region input each */
     Value **capin;      /* the region input of each */
     int ncaps, capcaps;
+    Dim **cfrom, **cto; /* a region's input dims that the parent computes from
+                           symbols no input of the region has as a dim of its
+                           own, and the region's symbol for each (imp_sub_input;
+                           the region graph's arena) */
+    int ncomp, capcomp;
     bool inlined;       /* a subgraph lowered into the parent's graph itself
                            (an If on a constant): names of the parent are
                            used as they are, not captured */

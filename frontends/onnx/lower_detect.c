@@ -173,8 +173,20 @@ bool onnx_lower_nms(Imp *im)
     int64_t center;
     if (!boxes || !scores || !attr_int(im, "center_point_box", 0, &center))
         return false;
-    if (vrank(boxes) != 3 || !dim_is(vdims(boxes)[2], 4) || vrank(scores) != 3)
-        return imp_err(im, "needs boxes [B, S, 4] and scores [B, C, S]");
+    /* Dims the import could not resolve (a reshape to a computed shape,
+     * an If branch's view of the graph outside it) are taken as the op
+     * requires them: boxes [B, S, 4], scores [B, C, S], checked when the
+     * model runs (the reshapes' element counts); a rank or a constant that
+     * is wrong is an error here. */
+    if (vrank(boxes) != 3 || vrank(scores) != 3)
+        return imp_err(im, "needs boxes [B, S, 4] and scores [B, C, S], got boxes of rank %d and scores of rank %d",
+                       vrank(boxes), vrank(scores));
+    if (dim_is_const(vdims(boxes)[2]) && !dim_is(vdims(boxes)[2], 4))
+        return imp_err(im, "needs boxes [B, S, 4], got a last dim of %lld", (long long)vdims(boxes)[2]->c);
+    boxes = imp_reshape(im, boxes, (Dim *[]){vdims(boxes)[0], vdims(boxes)[1], dc(im, 4)}, 3);
+    scores = boxes ? imp_reshape(im, scores, (Dim *[]){vdims(boxes)[0], vdims(scores)[1], vdims(boxes)[1]}, 3) : NULL;
+    if (!boxes || !scores)
+        return imp_fail(im);
     if (!dtype_is_float(vdt(boxes)) || !dtype_is_float(vdt(scores)))
         return imp_err(im, "boxes and scores must be floating point");
     if (center != 0 && center != 1)

@@ -937,6 +937,33 @@ class ArangeCount(nn.Module):
         return torch.arange(n).float() * 0.5 + x.mean()
 
 
+@case("batched_nms", F32("S", 6))
+class BatchedNms(nn.Module):
+    """A detector's post-processing (torchvision's SSD): per class the boxes
+    whose score passes a threshold, concatenated (a length that is a sum of
+    data-dependent counts), then torchvision's batched_nms, which the
+    exporter writes as an If on the count around a NonMaxSuppression."""
+    def forward(self, x):
+        import torchvision
+        # the boxes as torchvision's box coder decodes them and clips them to
+        # the image: stacked, flattened and reshaped to their own shape
+        ctr, size = x[:, None, :2] * 4.0, x[:, None, 2:4].abs() + 1.0
+        lo, hi = ctr - 0.5 * size, ctr + 0.5 * size
+        boxes = torch.stack((lo[..., 0], lo[..., 1], hi[..., 0], hi[..., 1]), dim=2).flatten(1)
+        bx, by = boxes[..., 0::2].clamp(min=-2.0, max=6.0), boxes[..., 1::2].clamp(min=-2.0, max=6.0)
+        boxes = torch.stack((bx, by), dim=boxes.dim()).reshape(boxes.shape)
+        bs, ss, ls = [], [], []
+        for c in range(2):
+            s = torch.sigmoid(x[:, 4 + c])
+            keep = s > 0.4
+            bs.append(boxes[keep])
+            ss.append(s[keep])
+            ls.append(torch.full_like(s[keep], c, dtype=torch.int64))
+        b, s, lab = torch.cat(bs), torch.cat(ss), torch.cat(ls)
+        k = torchvision.ops.batched_nms(b, s, lab, 0.5)
+        return b[k], s[k]
+
+
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
     arrays = []
