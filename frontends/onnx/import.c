@@ -1471,13 +1471,15 @@ Value *imp_slice1(Imp *im, Value *x, int axis, Dim *start, Dim *limit, int64_t s
 
 /* A symbol of the parent in the region: the region's symbol of the same
  * name (region symbols made fresh never clash: their counter starts past
- * the parent's, see imp_sub_begin). */
+ * the parent's, see imp_sub_begin), with its bounds, except the lower
+ * bound of 1 a builder's placeholder has until the parent's shape analysis
+ * resolves it (a top-k's k over a selection that may be empty). */
 static Dim *sym_in_region(void *ctx, const Dim *s)
 {
     Imp *sub = ctx;
     Dim *d = dim_sym_find(&sub->g->dims, s->name);
     if (!d && (d = dim_sym(&sub->g->dims, s->name)))
-        dim_sym_set(d, s->lo, s->hi, SYM_INPUT);
+        dim_sym_set(d, s->origin == SYM_DERIVED ? 0 : s->lo, s->hi, SYM_INPUT);
     return d;
 }
 
@@ -1550,12 +1552,12 @@ static Dim *region_dim(Imp *sub, Dim *d)
         sub->cto = t;
         sub->capcomp = cap;
     }
-    int64_t lo, hi;
-    dim_bounds(r, &lo, &hi);
+    /* any size: the parent's bounds at import may be those of symbols its
+     * shape analysis has yet to resolve (a count that may be 0 taken as >= 1) */
     Dim *s = dim_sym_fresh(cx, SYM_INPUT);
     if (!s)
         return NULL;
-    dim_sym_set(s, lo > 0 ? lo : 0, hi, SYM_INPUT);
+    dim_sym_set(s, 0, DIM_INF, SYM_INPUT);
     sub->cfrom[sub->ncomp] = d;
     sub->cto[sub->ncomp++] = s;
     return s;

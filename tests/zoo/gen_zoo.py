@@ -964,6 +964,25 @@ class BatchedNms(nn.Module):
         return b[k], s[k]
 
 
+@case("batched_nms_empty", F32("S", 6))
+class BatchedNmsEmpty(nn.Module):
+    """RetinaNet's post-processing of one level: the scores over a threshold
+    that no input here passes, their top k (torchvision's _topk_min: k =
+    min(5, count)), then batched_nms: every result is empty, and the If's
+    branch takes inputs whose length the exporter's TopK left unknown."""
+    def forward(self, x):
+        import torchvision
+        from torchvision.models.detection._utils import _topk_min
+        boxes = torch.cat([x[:, :2], x[:, :2] + x[:, 2:4].abs() + 1.0], 1)
+        s = torch.sigmoid(x[:, 4]) * 0.5
+        keep = s > 0.6
+        s, b = s[keep], boxes[keep]
+        s, idx = s.topk(_topk_min(s, 5, 0))
+        b = b[idx]
+        k = torchvision.ops.batched_nms(b, s, torch.zeros_like(idx), 0.5)
+        return b[k], s[k]
+
+
 # ------------------------------------------------------------------ writing
 def make_inputs(spec, sizes, rng):
     arrays = []
