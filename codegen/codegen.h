@@ -273,6 +273,12 @@ void cg_ksyms_free(KSyms *ks);
  * bounds: groups equal up to their symbols' names match. malloc'd; NULL
  * if out of memory. */
 char *cg_kernel_signature(const Group *grp, KSyms *ks);
+/* Whether v is a constant integer of one element that grp reads only as a
+ * gather's indices: the CPU's kernel loads it from its buffer instead of
+ * folding it into the code, and the renamed signature leaves its value out, so
+ * the kernels that read one column each of a detector's class scores
+ * (scores[:, c] for c = 1..90) are one. */
+bool cg_index_const(const Group *grp, const Value *v);
 /* What sharing kernel k under renaming needs (host.c): the symbols its
  * code reads, by slot, and the facts its emission took about its dims. */
 typedef struct KShare {

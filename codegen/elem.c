@@ -651,6 +651,10 @@ static LLVMValueRef const_elem(Kern *k, const Op *op, LLVMValueRef *idx)
     Cg *cg = k->cg;
     const Type *t = &op->out[0]->type;
     size_t n;
+    if (cg_index_const(k->grp, op->out[0])) { /* from its buffer (ksig.c) */
+        LLVMValueRef base = kern_buf(k, op->out[0]);
+        return base ? cg_load(cg, t->dtype, base) : NULL;
+    }
     if (op->cst && op->cst->data && type_static_numel(t, &n) && n == 1) {
         const void *p = op->cst->data;
         switch (t->dtype) {

@@ -148,6 +148,27 @@ static void put_source(FILE *f, const Group *grp, const Value *v)
     fputs("?", f);
 }
 
+bool cg_index_const(const Group *grp, const Value *v)
+{
+    size_t n;
+    const Op *d = v->def;
+    if (!d || d->kind != OP_CONST || !d->cst || !d->cst->data || !type_static_numel(&v->type, &n) || n != 1 ||
+        (v->type.dtype != DT_I64 && v->type.dtype != DT_I32))
+        return false;
+    bool in = false; /* an operand of the group (a buffer of the kernel) */
+    for (int i = 0; i < grp->nins; i++)
+        in |= grp->ins[i] == v;
+    int uses = 0;
+    for (int i = 0; in && i < grp->nops; i++)
+        for (int j = 0; j < grp->ops[i]->nin; j++)
+            if (grp->ops[i]->in[j] == v) {
+                if (grp->ops[i]->kind != OP_GATHER || j != 1)
+                    return false;
+                uses++;
+            }
+    return uses > 0;
+}
+
 char *cg_kernel_signature(const Group *grp, KSyms *ks)
 {
     char *text = NULL;
@@ -162,9 +183,11 @@ char *cg_kernel_signature(const Group *grp, KSyms *ks)
     fputs("\nins:", f);
     for (int i = 0; i < grp->nins; i++) {
         put_type(f, &grp->ins[i]->type, ks);
-        /* scalar constants are folded into the code */
+        /* scalar constants are folded into the code, but for the CPU's
+         * kernels (with ks) gather indices (cg_index_const) */
         const Op *d = grp->ins[i]->def;
-        if (d && d->kind == OP_CONST && d->cst && d->cst->data && d->cst->nbytes <= 8)
+        if (d && d->kind == OP_CONST && d->cst && d->cst->data && d->cst->nbytes <= 8 &&
+            !(ks && cg_index_const(grp, grp->ins[i])))
             for (size_t b = 0; b < d->cst->nbytes; b++)
                 fprintf(f, "%02x", ((const unsigned char *)d->cst->data)[b]);
         fputc(' ', f);
