@@ -10,14 +10,15 @@
  *
  *   outside the loop  the ranks (topk over the scores, [B, C, S] box
  *                     indices), whether the candidate of each rank passes
- *                     the score threshold, and the suppression matrix
- *                     sup[b, i, j] = IoU(box i, box j) > threshold over
- *                     the boxes of each batch entry ([B, S, S], shared by
- *                     every class);
+ *                     the score threshold, and each box's corners and
+ *                     area;
  *   the loop          over the ranks r (S iterations at most, ending when
  *                     no class can take another box): the candidate of
  *                     rank r of every (b, c) is kept where it is valid,
- *                     its row of sup meets no kept box, and fewer than the
+ *                     no kept box overlaps it (its IoU with every box,
+ *                     [B, C, S], computed there: a suppression matrix
+ *                     [B, S, S] made before the loop took SSDlite's 27,000
+ *                     boxes 5 s a run and 3 GB), and fewer than the
  *                     maximum are kept; carried: keep [B, C, S] over box
  *                     indices and the counts [B, C];
  *   after it          keep in rank order, whose nonzero coordinates (b,
@@ -71,38 +72,47 @@ static Value *coord(Imp *im, Value *boxes, int k)
     return imp_slice1(im, boxes, 2, dc(im, k), dc(im, k + 1), 1);
 }
 
-/* sup [B, S, S]: box i suppresses box j. */
-static Value *suppression(Imp *im, Value *boxes, bool center, Value *thr)
+/* Each box's corners along x and y and its area, [B, S, 1]. */
+typedef struct Geom {
+    Value *lo[2], *hi[2], *area;
+} Geom;
+
+static void box_geom(Imp *im, Value *boxes, bool center, Geom *g)
 {
-    Value *lo[2], *hi[2]; /* per axis (x, y): [B, S, 1] */
+    g->area = NULL;
     for (int a = 0; a < 2; a++) {
         if (center) { /* [xc, yc, w, h] */
             Value *c = coord(im, boxes, a), *half = imp_binc(im, OP_MUL, coord(im, boxes, 2 + a), 0.5);
-            lo[a] = imp_bin(im, OP_SUB, c, half);
-            hi[a] = imp_bin(im, OP_ADD, c, half);
+            g->lo[a] = imp_bin(im, OP_SUB, c, half);
+            g->hi[a] = imp_bin(im, OP_ADD, c, half);
         } else { /* [y1, x1, y2, x2] */
             Value *p = coord(im, boxes, 1 - a), *q = coord(im, boxes, 3 - a);
-            lo[a] = imp_bin(im, OP_MIN, p, q);
-            hi[a] = imp_bin(im, OP_MAX, p, q);
+            g->lo[a] = imp_bin(im, OP_MIN, p, q);
+            g->hi[a] = imp_bin(im, OP_MAX, p, q);
         }
+        Value *side = imp_bin(im, OP_SUB, g->hi[a], g->lo[a]);
+        g->area = g->area ? imp_bin(im, OP_MUL, g->area, side) : side;
     }
-    int64_t perm[3] = {0, 2, 1};
-    Value *zero = imp_scalar(im, vdt(boxes), 0), *ok = NULL, *inter = NULL, *area = NULL;
-    for (int a = 0; a < 2; a++) { /* [B, S, 1] against [B, 1, S] */
-        Value *l = imp_bin(im, OP_MAX, lo[a], imp_transpose(im, lo[a], perm));
-        Value *h = imp_bin(im, OP_MIN, hi[a], imp_transpose(im, hi[a], perm));
+}
+
+/* Whether box i suppresses box j, for i and j of shapes that broadcast:
+ * IoU(i, j) > thr, with the intersection, both areas and the union
+ * positive. */
+static Value *suppresses(Imp *im, const Geom *i, const Geom *j, Value *thr)
+{
+    Value *zero = imp_scalar(im, vdt(i->area), 0), *ok = NULL, *inter = NULL;
+    for (int a = 0; a < 2; a++) {
+        Value *l = imp_bin(im, OP_MAX, i->lo[a], j->lo[a]), *h = imp_bin(im, OP_MIN, i->hi[a], j->hi[a]);
         Value *gt = imp_cmp(im, "gt", h, l), *len = imp_bin(im, OP_SUB, h, l);
-        Value *side = imp_bin(im, OP_SUB, hi[a], lo[a]);
         ok = ok ? imp_bin(im, OP_AND, ok, gt) : gt;
         inter = inter ? imp_bin(im, OP_MUL, inter, len) : len;
-        area = area ? imp_bin(im, OP_MUL, area, side) : side;
     }
-    Value *area_t = imp_transpose(im, area, perm);
-    Value *uni = imp_bin(im, OP_SUB, imp_bin(im, OP_ADD, area, area_t), inter);
+    Value *uni = imp_bin(im, OP_SUB, imp_bin(im, OP_ADD, i->area, j->area), inter);
     ok = imp_bin(im, OP_AND, ok, imp_cmp(im, "gt", inter, zero));
-    ok = imp_bin(im, OP_AND, ok, imp_bin(im, OP_AND, imp_cmp(im, "gt", area, zero), imp_cmp(im, "gt", area_t, zero)));
+    ok = imp_bin(im, OP_AND, ok,
+                 imp_bin(im, OP_AND, imp_cmp(im, "gt", i->area, zero), imp_cmp(im, "gt", j->area, zero)));
     ok = imp_bin(im, OP_AND, ok, imp_cmp(im, "gt", uni, zero));
-    return imp_bin(im, OP_AND, ok, imp_cmp(im, "gt", imp_bin(im, OP_DIV, inter, uni), imp_cvt(im, thr, vdt(boxes))));
+    return imp_bin(im, OP_AND, ok, imp_cmp(im, "gt", imp_bin(im, OP_DIV, inter, uni), imp_cvt(im, thr, vdt(i->area))));
 }
 
 /* any(x) along axis of a bool tensor */
@@ -123,7 +133,8 @@ static Value *any_all(Imp *im, Value *x)
 typedef struct Nms {
     Value *order;   /* [B, C, S] i64: box index of each rank */
     Value *valid;   /* [B, C, S] bool: rank passes the score threshold */
-    Value *sup;     /* [B, S, S] bool */
+    Geom box;       /* [B, S, 1] each */
+    Value *iou;     /* f64[] */
     Value *maxout;  /* i64[] */
     Value *keep0;   /* [B, C, S] bool, false */
     Value *count0;  /* [B, C] i64, 0 */
@@ -140,15 +151,29 @@ static bool nms_body(Imp *im, Imp *s, const Nms *n)
     if (!r || !cond || !keep || !count)
         return false;
     Value *order = imp_sub_capture(s, n->order), *valid = imp_sub_capture(s, n->valid);
-    Value *sup = imp_sub_capture(s, n->sup), *maxout = imp_sub_capture(s, n->maxout);
-    Value *slen = imp_sub_capture(s, n->slen);
-    if (!order || !valid || !sup || !maxout || !slen)
+    Value *maxout = imp_sub_capture(s, n->maxout), *slen = imp_sub_capture(s, n->slen);
+    Value *iou = imp_sub_capture(s, n->iou);
+    Geom all, one; /* every box, [B, 1, S]; the candidate of each (b, c), [B, C, 1] */
+    Value *geom[5] = {n->box.lo[0], n->box.lo[1], n->box.hi[0], n->box.hi[1], n->box.area};
+    for (int i = 0; i < 5; i++)
+        if (!(geom[i] = imp_sub_capture(s, geom[i])))
+            return false;
+    if (!order || !valid || !maxout || !slen || !iou)
         return false;
     Dim **kd = vdims(keep); /* B, C, S */
     Dim *c1[3] = {kd[0], kd[1], dim_const(&s->g->dims, 1)};
     Value *cand = imp_reshape(s, gather_ax(s, OP_GATHER, order, r, 2), c1, 3);
-    /* the candidate's row of sup, [B, C, S]: sup[b, cand[b, c], j] */
-    Value *row = gather_ax(s, OP_GATHER_ELEMENTS, sup, imp_broadcast_to(s, cand, kd, 3), 1);
+    Value *cand2 = imp_reshape(s, cand, kd, 2);
+    Value **ga[5] = {&all.lo[0], &all.lo[1], &all.hi[0], &all.hi[1], &all.area};
+    Value **go[5] = {&one.lo[0], &one.lo[1], &one.hi[0], &one.hi[1], &one.area};
+    for (int i = 0; i < 5; i++) { /* [B, S, 1] as [B, 1, S] and at the candidates */
+        Dim **gd = vdims(geom[i]), *bs[2] = {gd[0], gd[1]}, *b1s[3] = {gd[0], gd[2], gd[1]};
+        Value *flat = imp_reshape(s, geom[i], bs, 2);
+        *ga[i] = imp_reshape(s, geom[i], b1s, 3);
+        *go[i] = imp_reshape(s, gather_ax(s, OP_GATHER_ELEMENTS, flat, cand2, 1), c1, 3);
+    }
+    /* the candidate's row, [B, C, S]: whether it suppresses box j */
+    Value *row = suppresses(s, &one, &all, iou);
     Value *hit = any_last(s, imp_bin(s, OP_AND, row, keep), 2);
     Value *left = imp_cmp(s, "lt", count, maxout);
     Value *take = imp_bin(s, OP_AND, imp_bin(s, OP_AND, gather_ax(s, OP_GATHER, valid, r, 2), imp_un(s, OP_NOT, hit)),
@@ -213,12 +238,14 @@ bool onnx_lower_nms(Imp *im)
     Value *sorted = imp_reshape(im, tk->out[0], bcs, 3);
     n.valid = sthr ? imp_cmp(im, "gt", sorted, sthr)
                    : imp_broadcast_to(im, imp_scalar(im, DT_BOOL, 1), bcs, 3);
-    n.sup = suppression(im, boxes, center != 0, iou);
+    box_geom(im, boxes, center != 0, &n.box);
+    n.iou = iou;
     n.maxout = maxout;
     n.keep0 = imp_broadcast_to(im, imp_scalar(im, DT_BOOL, 0), bcs, 3);
     n.count0 = imp_broadcast_to(im, imp_scalar(im, DT_I64, 0), bcs, 2);
     n.slen = slen;
-    if (!n.order || !n.valid || !n.sup || !n.keep0 || !n.count0)
+    if (!n.order || !n.valid || !n.box.lo[0] || !n.box.lo[1] || !n.box.hi[0] || !n.box.hi[1] || !n.box.area ||
+        !n.keep0 || !n.count0)
         return imp_fail(im);
     Imp sub;
     if (!imp_sub_begin(im, &sub, "nms"))
