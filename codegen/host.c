@@ -466,7 +466,8 @@ static bool kernel_for(Cg *cg, const Group *grp, KernelInfo *ki)
     if (ks) {
         if (ks->oom || !(sh->sym = malloc(((size_t)ks->n + 1) * sizeof *sh->sym)))
             return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
-        memcpy(sh->sym, ks->sym, (size_t)ks->n * sizeof *sh->sym);
+        if (ks->n)
+            memcpy(sh->sym, ks->sym, (size_t)ks->n * sizeof *sh->sym);
         sh->nsym = ks->n;
         sh->nsig = nsig;
         sh->alone |= ks->n > nsig;
