@@ -36,6 +36,12 @@ convnext_tiny (7 x 7 depthwise convolutions, LayerNorm over channels) and
 swin_t (shifted windows: rolls, padding to the window, masks); batch,
 height and width dynamic.
 
+DETECT lists torchvision's detectors (`run_bench.py --detect`): SSDlite
+with MobileNetV3, Faster R-CNN with MobileNetV3-320-FPN (boxes kept over a
+score of 0.005), RetinaNet and FCOS with ResNet-50-FPN; one 3 x H x W
+image, H and W dynamic; per-class selections, top-k, batched_nms (an If
+around NonMaxSuppression), RoiAlign.
+
 RNN lists the recurrent models `make bench` runs beside BERT-base and
 GPT-2 (the LSTM of issue 14, which ONNX exports as its LSTM op):
 
@@ -235,6 +241,23 @@ def generate(name):
     elif name == "vit_b_16":
         import torchvision
         export(name, torchvision.models.vit_b_16(), ["x"], {"x": {0: "batch"}, "out": {0: "batch"}}, (img,))
+    elif name in DETECT:
+        import torchvision
+        # random weights; a 3 x H x W image, H and W dynamic. Faster R-CNN
+        # keeps boxes over 0.005 (at random weights none passes its 0.05)
+        kw = {"box_score_thresh": 0.005} if name.startswith("fasterrcnn") else {}
+        m = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None, **kw)
+        gen_torch.randomize_bn(m)
+        m.eval()
+        out = os.path.join(HERE, "models", name, "model.onnx")
+        if os.path.exists(out):
+            return
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with torch.no_grad():
+            # the outputs (boxes, scores and labels, in each model's order) keep the exporter's names
+            torch.onnx.export(m, ([torch.rand(3, 320, 320)],), out, input_names=["image"],
+                              dynamic_axes={"image": {1: "height", 2: "width"}}, opset_version=17, dynamo=False)
+        print(f"gen_bench: wrote {out} ({os.path.getsize(out) >> 20} MB)")
     else:
         import torchvision
         m = getattr(torchvision.models, name)()
@@ -247,14 +270,16 @@ BROAD = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "v
 EXTRA = ["densenet121", "googlenet", "squeezenet1_1", "shufflenet_v2_x1_0", "resnext50_32x4d", "regnet_y_400mf",
          "mnasnet1_0", "efficientnet_v2_s", "convnext_tiny", "swin_t"]
 RNN = ["lstm_small", "lstm_bidir"]
+DETECT = ["ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn", "retinanet_resnet50_fpn",
+          "fcos_resnet50_fpn"]
 
 
 def main():
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)  # the fused attention op has no ONNX export
     for name in sys.argv[1:] or ["bert_base", "gpt2"]:
-        if name not in BROAD + EXTRA + RNN:
-            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD + EXTRA + RNN)})")
+        if name not in BROAD + EXTRA + RNN + DETECT:
+            sys.exit(f"gen_bench: unknown model {name} (models: {', '.join(BROAD + EXTRA + RNN + DETECT)})")
         generate(name)
 
 

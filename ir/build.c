@@ -169,7 +169,7 @@ static Op *build(Graph *g, OpKind k, Value *const *in, int nin, const Attr *attr
     if (!info->infer(g, &tmp, out, &e))
         return fail(g, k, &e);
 
-    SymOrigin origin = k == OP_NONZERO || k == OP_LOOP || k == OP_IF ? SYM_DATA : SYM_DERIVED;
+    SymOrigin origin = k == OP_NONZERO || k == OP_NMS || k == OP_LOOP || k == OP_IF ? SYM_DATA : SYM_DERIVED;
     Dim *trips = NULL; /* a loop's stacked results share their unknown count */
     for (int i = 0; i < tmp.nout; i++) {
         Dim *dims[MAX_RANK];

@@ -510,6 +510,33 @@ bool infer_nonzero(Graph *g, const Op *op, Type *out, Diag *d)
     return true;
 }
 
+/* nms(boxes f32[B, S, 4], scores f32[B, C, S], max_out i64[], iou f32[],
+ * score_threshold f32[]?) : i64[N, 3], N data-dependent */
+bool infer_nms(Graph *g, const Op *op, Type *out, Diag *d)
+{
+    if (op->nin != 4 && op->nin != 5)
+        return diag_set(d, "takes boxes, scores, max_out, iou and an optional score threshold, got %d operands",
+                        op->nin);
+    const Type *b = IN(0), *s = IN(1);
+    if (b->dtype != DT_F32 || b->rank != 3 || !dim_is(b->dims[2], 4))
+        return diag_set(d, "boxes must be f32[B, S, 4]");
+    if (s->dtype != DT_F32 || s->rank != 3)
+        return diag_set(d, "scores must be f32[B, C, S]");
+    if (dims_conflict(b->dims[0], s->dims[0]))
+        return fail_dims(d, "boxes [B, S, 4] and scores [B, C, S] differ in B", b->dims[0], s->dims[0]);
+    if (dims_conflict(b->dims[1], s->dims[2]))
+        return fail_dims(d, "boxes [B, S, 4] and scores [B, C, S] differ in S", b->dims[1], s->dims[2]);
+    for (int i = 2; i < op->nin; i++) {
+        const Type *t = IN(i);
+        if (t->rank != 0 || t->dtype != (i == 2 ? DT_I64 : DT_F32))
+            return diag_set(d, "%s must be %s[]", i == 2 ? "max_out" : i == 3 ? "iou" : "score_threshold",
+                            i == 2 ? "i64" : "f32");
+    }
+    Dim *dims[2] = {NULL, dim_const(dcx(g), 3)};
+    *out = type_make(&g->arena, DT_I64, 2, dims);
+    return true;
+}
+
 bool infer_reduce(Graph *g, const Op *op, Type *out, Diag *d)
 {
     const Type *x = IN(0);

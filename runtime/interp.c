@@ -68,6 +68,7 @@ static InterpFn *interp_kernel(OpKind k)
     case OP_CUMSUM: return interp_cumsum;
     case OP_TOPK: return interp_topk;
     case OP_DYN_REDUCE: return interp_dyn_reduce;
+    case OP_NMS: return interp_nms;
     case OP_DOT: return interp_dot;
     case OP_CONV: return interp_conv;
     case OP_CONV_TRANSPOSE: return interp_conv_transpose;

@@ -13,6 +13,7 @@
  *   interp_reduce.c  reduce, argmax/argmin, cumsum, topk
  *   interp_lib.c     dot, conv, conv_transpose, pool
  *   interp_region.c  loop, if (each region runs through interp_run)
+ *   interp_detect.c  nms
  *
  * A kernel reads its operands, computes the result shapes, allocates the
  * results (interp_alloc) and fills them. It reports errors through
@@ -102,6 +103,7 @@ InterpFn interp_resize, interp_dyn_resize, interp_dyn_resize_scales;
 InterpFn interp_reduce, interp_dyn_reduce, interp_arg, interp_cumsum, interp_topk;
 InterpFn interp_dot, interp_conv, interp_conv_transpose, interp_pool;
 InterpFn interp_dim, interp_shape_of, interp_shape_const, interp_const;
+InterpFn interp_nms;
 InterpFn interp_loop, interp_if;
 
 

@@ -1,0 +1,191 @@
+/*
+ * interp_detect.c — nms: greedy non-maximum suppression, ONNX
+ * NonMaxSuppression.
+ *
+ * Per batch entry b and class c, the boxes whose score passes the
+ * threshold are taken in decreasing score (ties: the lower index first;
+ * NaN above every number, as topk), and each is kept unless a box kept
+ * before it overlaps it by IoU > iou, until max_out are kept. The result
+ * lists (b, c, box) in that order: by batch, class, then the order kept.
+ *
+ * The IoU is ONNX Runtime's: corners normalised with min and max
+ * (center 0: [y1, x1, y2, x2]; center 1: [x_center, y_center, width,
+ * height], corners at the center -/+ half the side), and no suppression
+ * unless the intersection, both areas and the union are positive, in f32
+ * in the same order of operations.
+ *
+ * A candidate is compared with the kept boxes only, as ONNX Runtime does
+ * (O(S x kept) a class, not O(S^2)): the kept boxes' corners and areas
+ * sit in arrays, taken sixteen at a time without a branch (a loop the
+ * compiler vectorises), stopping at the first block that suppresses.
+ * torchvision's batched_nms offsets each class's boxes so that no two
+ * classes overlap and runs one class of every box (SSDlite: 27,000), so
+ * most candidates are compared with every kept box.
+ */
+#include "runtime/interp_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BLOCK = 16 };
+
+typedef struct Cand {
+    float score;
+    int64_t box;
+} Cand;
+
+/* decreasing score, NaN first, ties by the lower index */
+static int by_score(const void *pa, const void *pb)
+{
+    const Cand *a = pa, *b = pb;
+    bool na = isnan(a->score), nb = isnan(b->score);
+    if (na != nb)
+        return na ? -1 : 1;
+    if (!na && a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return (a->box > b->box) - (a->box < b->box);
+}
+
+/* Corners and areas of boxes, one array each. */
+typedef struct Geom {
+    float *x0, *x1, *y0, *y1, *area;
+} Geom;
+
+static float lo(float a, float b) { return b < a ? b : a; }
+static float hi(float a, float b) { return a < b ? b : a; }
+
+static void geom_set(Geom *g, int64_t i, const float *box, bool center)
+{
+    float x0, x1, y0, y1;
+    if (center) {
+        float hw = box[2] / 2, hh = box[3] / 2;
+        x0 = box[0] - hw, x1 = box[0] + hw;
+        y0 = box[1] - hh, y1 = box[1] + hh;
+    } else {
+        x0 = lo(box[1], box[3]), x1 = hi(box[1], box[3]);
+        y0 = lo(box[0], box[2]), y1 = hi(box[0], box[2]);
+    }
+    g->x0[i] = x0, g->x1[i] = x1, g->y0[i] = y0, g->y1[i] = y1;
+    g->area[i] = (x1 - x0) * (y1 - y0);
+}
+
+/* Whether kept box j suppresses the candidate (corners x0..y1, area a). */
+static inline int suppressed(const Geom *k, int64_t j, float x0, float x1, float y0, float y1, float a, float iou)
+{
+    float ix0 = hi(x0, k->x0[j]), ix1 = lo(x1, k->x1[j]);
+    float iy0 = hi(y0, k->y0[j]), iy1 = lo(y1, k->y1[j]);
+    float inter = (ix1 - ix0) * (iy1 - iy0), uni = a + k->area[j] - inter;
+    return (ix1 > ix0) & (iy1 > iy0) & (inter > 0) & (a > 0) & (k->area[j] > 0) & (uni > 0) &
+           (inter / uni > iou);
+}
+
+/* Whether a kept box (of n) suppresses candidate i: blocks of BLOCK
+ * without a branch, a loop the compiler vectorises; built for AVX-512, AVX2
+ * and the baseline, the one this CPU runs chosen at each call (as
+ * runtime/dnnl.c's Winograd rows; not target_clones, whose resolver runs
+ * before ThreadSanitizer's runtime is up). */
+#define ANY_SUPPRESSES(name)                                                                          \
+    static bool name(const Geom *k, int64_t n, const Geom *g, int64_t i, float iou)                  \
+    {                                                                                                 \
+        float x0 = g->x0[i], x1 = g->x1[i], y0 = g->y0[i], y1 = g->y1[i], a = g->area[i];             \
+        int64_t j = 0;                                                                                \
+        for (; j + BLOCK <= n; j += BLOCK) {                                                          \
+            int hit = 0;                                                                              \
+            for (int t = 0; t < BLOCK; t++)                                                           \
+                hit |= suppressed(k, j + t, x0, x1, y0, y1, a, iou);                                  \
+            if (hit)                                                                                  \
+                return true;                                                                          \
+        }                                                                                             \
+        for (; j < n; j++)                                                                            \
+            if (suppressed(k, j, x0, x1, y0, y1, a, iou))                                             \
+                return true;                                                                          \
+        return false;                                                                                 \
+    }
+__attribute__((target("avx512f"))) ANY_SUPPRESSES(any_avx512)
+__attribute__((target("avx2"))) ANY_SUPPRESSES(any_avx2)
+ANY_SUPPRESSES(any_base)
+
+typedef bool AnyFn(const Geom *k, int64_t n, const Geom *g, int64_t i, float iou);
+
+static bool geom_alloc(Geom *g, int64_t n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * 5 * sizeof *p);
+    *g = (Geom){p, p + n, p + 2 * n, p + 3 * n, p + 4 * n};
+    return p != NULL;
+}
+
+bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
+{
+    const Tensor *boxes = in[0], *scores = in[1];
+    int64_t center;
+    if (!interp_attr_int(ip, "center", &center))
+        return false;
+    int64_t B = boxes->shape[0], S = boxes->shape[1], C = scores->shape[1];
+    if (boxes->shape[2] != 4 || scores->shape[0] != B || scores->shape[2] != S)
+        return interp_failk(ip, DIAG_SHAPE,
+                            "boxes [B, S, 4] and scores [B, C, S] disagree: boxes [%lld, %lld, %lld], scores "
+                            "[%lld, %lld, %lld]",
+                            (long long)B, (long long)S, (long long)boxes->shape[2], (long long)scores->shape[0],
+                            (long long)C, (long long)scores->shape[2]);
+    int64_t maxout = *(const int64_t *)in[2]->data;
+    float iou = *(const float *)in[3]->data;
+    bool thresholded = op->nin > 4;
+    float thr = thresholded ? *(const float *)in[4]->data : 0;
+    if (maxout > S)
+        maxout = S;
+    const float *bx = boxes->data, *sc = scores->data;
+
+    Geom all = {0}, kept = {0};
+    AnyFn *any_suppresses = __builtin_cpu_supports("avx512f") ? any_avx512
+                            : __builtin_cpu_supports("avx2")  ? any_avx2
+                                                              : any_base;
+    Cand *cand = malloc((size_t)(S > 0 ? S : 1) * sizeof *cand);
+    int64_t *sel = NULL, nsel = 0, cap = 0;
+    bool ok = cand && geom_alloc(&all, S) && geom_alloc(&kept, maxout > 0 ? maxout : 0);
+    for (int64_t b = 0; ok && b < B && maxout > 0; b++) {
+        for (int64_t i = 0; i < S; i++)
+            geom_set(&all, i, bx + (b * S + i) * 4, center != 0);
+        for (int64_t c = 0; ok && c < C; c++) {
+            const float *s = sc + (b * C + c) * S;
+            int64_t n = 0, nk = 0;
+            for (int64_t i = 0; i < S; i++)
+                if (!thresholded || s[i] > thr)
+                    cand[n++] = (Cand){s[i], i};
+            qsort(cand, (size_t)n, sizeof *cand, by_score);
+            for (int64_t r = 0; r < n && nk < maxout; r++) {
+                int64_t i = cand[r].box;
+                if (any_suppresses(&kept, nk, &all, i, iou))
+                    continue;
+                kept.x0[nk] = all.x0[i], kept.x1[nk] = all.x1[i];
+                kept.y0[nk] = all.y0[i], kept.y1[nk] = all.y1[i];
+                kept.area[nk] = all.area[i];
+                nk++;
+                if (nsel == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    int64_t *v = realloc(sel, (size_t)cap * 3 * sizeof *v);
+                    if (!v) {
+                        ok = false;
+                        break;
+                    }
+                    sel = v;
+                }
+                sel[nsel * 3] = b, sel[nsel * 3 + 1] = c, sel[nsel * 3 + 2] = i;
+                nsel++;
+            }
+        }
+    }
+    free(all.x0);
+    free(kept.x0);
+    free(cand);
+    if (!ok) {
+        free(sel);
+        return interp_oom(ip);
+    }
+    int64_t shape[2] = {nsel, 3};
+    bool done = interp_alloc(ip, out, DT_I64, 2, shape);
+    if (done && nsel)
+        memcpy(out->data, sel, (size_t)nsel * 3 * sizeof *sel);
+    free(sel);
+    return done;
+}
