@@ -132,6 +132,8 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     float iou = *(const float *)in[3]->data;
     bool thresholded = op->nin > 4;
     float thr = thresholded ? *(const float *)in[4]->data : 0;
+    if (!(iou >= 0 && iou <= 1))
+        return interp_fail(ip, "iou_threshold must be in [0, 1], got %g", (double)iou);
     if (maxout > S)
         maxout = S;
     const float *bx = boxes->data, *sc = scores->data;
