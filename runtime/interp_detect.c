@@ -15,12 +15,14 @@
  * in the same order of operations.
  *
  * A candidate is compared with the kept boxes only, as ONNX Runtime does
- * (O(S x kept) a class, not O(S^2)): the kept boxes' corners and areas
- * sit in arrays, taken sixteen at a time without a branch (a loop the
- * compiler vectorises), stopping at the first block that suppresses.
+ * (O(S x kept) a class at most, not O(S^2)): the kept boxes' corners and
+ * areas sit in arrays, taken sixteen at a time without a branch (a loop
+ * the compiler vectorises), stopping at the first block that suppresses.
  * torchvision's batched_nms offsets each class's boxes so that no two
- * classes overlap and runs one class of every box (SSDlite: 27,000), so
- * most candidates are compared with every kept box.
+ * classes overlap and runs one class of every box (SSDlite: 27,000), where
+ * most candidates are kept and ONNX Runtime compares each with every kept
+ * box; here the kept boxes sit in buckets along x (Grid), and a candidate
+ * reads the buckets that may hold a box overlapping it.
  */
 #include "runtime/interp_impl.h"
 
@@ -51,6 +53,8 @@ static int by_score(const void *pa, const void *pb)
 typedef struct Geom {
     float *x0, *x1, *y0, *y1, *area;
 } Geom;
+
+typedef bool AnyFn(const Geom *k, int64_t n, const Geom *g, int64_t i, float iou);
 
 static float lo(float a, float b) { return b < a ? b : a; }
 static float hi(float a, float b) { return a < b ? b : a; }
@@ -106,13 +110,103 @@ __attribute__((target("avx512f"))) ANY_SUPPRESSES(any_avx512)
 __attribute__((target("avx2"))) ANY_SUPPRESSES(any_avx2)
 ANY_SUPPRESSES(any_base)
 
-typedef bool AnyFn(const Geom *k, int64_t n, const Geom *g, int64_t i, float iou);
-
 static bool geom_alloc(Geom *g, int64_t n)
 {
     float *p = malloc((size_t)(n > 0 ? n : 1) * 5 * sizeof *p);
     *g = (Geom){p, p + n, p + 2 * n, p + 3 * n, p + 4 * n};
     return p != NULL;
+}
+
+/* The kept boxes of a class in buckets along x by their left edge x0,
+ * buckets of equal width over the candidates' extent. A kept box overlaps
+ * a candidate [x0, x1] along x only if its own x0 lies in (x0 - w, x1), w
+ * the widest kept box, so a candidate scans those buckets only (one more
+ * below, for rounding): with torchvision's batched_nms each class's boxes
+ * sit apart from the others', and a candidate meets the kept boxes of its
+ * own class and few more. Without finite coordinates: one bucket. */
+typedef struct Bucket {
+    Geom g;
+    int64_t n, cap;
+} Bucket;
+
+typedef struct Grid {
+    Bucket *b;
+    int nb;
+    float lo, step, wide; /* extent's start, bucket width, widest kept box */
+} Grid;
+
+static int bucket_of(const Grid *gr, float x)
+{
+    if (gr->nb == 1)
+        return 0;
+    float f = (x - gr->lo) / gr->step;
+    return f < 0 ? 0 : f >= (float)(gr->nb - 1) ? gr->nb - 1 : (int)f;
+}
+
+static bool grid_init(Grid *gr, const Geom *all, const Cand *cand, int64_t n)
+{
+    float lo = INFINITY, hi = -INFINITY;
+    bool finite = true;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t i = cand[r].box;
+        finite &= isfinite(all->x0[i]) && isfinite(all->x1[i]);
+        lo = all->x0[i] < lo ? all->x0[i] : lo;
+        hi = all->x1[i] > hi ? all->x1[i] : hi;
+    }
+    int64_t nb = n / 32 < 1 ? 1 : n / 32 > 4096 ? 4096 : n / 32;
+    /* a bucket many times wider than the rounding of a coordinate, so
+     * that one bucket of margin covers it */
+    float mag = fabsf(lo) > fabsf(hi) ? fabsf(lo) : fabsf(hi);
+    if (!finite || !(hi > lo) || !isfinite(hi - lo) || (hi - lo) / (float)nb < mag * 0x1p-16f)
+        nb = 1;
+    gr->nb = (int)nb;
+    gr->lo = lo;
+    gr->step = nb > 1 ? (hi - lo) / (float)nb : 1;
+    gr->wide = 0;
+    gr->b = calloc((size_t)nb, sizeof *gr->b);
+    return gr->b != NULL;
+}
+
+static void grid_free(Grid *gr)
+{
+    for (int k = 0; gr->b && k < gr->nb; k++) {
+        Geom *g = &gr->b[k].g;
+        free(g->x0), free(g->x1), free(g->y0), free(g->y1), free(g->area);
+    }
+    free(gr->b);
+    gr->b = NULL;
+}
+
+static bool grid_add(Grid *gr, const Geom *all, int64_t i)
+{
+    Bucket *b = &gr->b[bucket_of(gr, all->x0[i])];
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? 2 * b->cap : 16;
+        float **f[5] = {&b->g.x0, &b->g.x1, &b->g.y0, &b->g.y1, &b->g.area};
+        for (int k = 0; k < 5; k++) {
+            float *v = realloc(*f[k], (size_t)cap * sizeof *v);
+            if (!v)
+                return false;
+            *f[k] = v;
+        }
+        b->cap = cap;
+    }
+    int64_t j = b->n++;
+    b->g.x0[j] = all->x0[i], b->g.x1[j] = all->x1[i];
+    b->g.y0[j] = all->y0[i], b->g.y1[j] = all->y1[i];
+    b->g.area[j] = all->area[i];
+    float w = all->x1[i] - all->x0[i];
+    gr->wide = w > gr->wide ? w : gr->wide;
+    return true;
+}
+
+static bool grid_suppresses(const Grid *gr, AnyFn *any, const Geom *all, int64_t i, float iou)
+{
+    int lo = bucket_of(gr, all->x0[i] - gr->wide) - 1, hi = bucket_of(gr, all->x1[i]);
+    for (int k = lo < 0 ? 0 : lo; k <= hi; k++)
+        if (gr->b[k].n && any(&gr->b[k].g, gr->b[k].n, all, i, iou))
+            return true;
+    return false;
 }
 
 bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
@@ -138,13 +232,13 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
         maxout = S;
     const float *bx = boxes->data, *sc = scores->data;
 
-    Geom all = {0}, kept = {0};
+    Geom all = {0};
     AnyFn *any_suppresses = __builtin_cpu_supports("avx512f") ? any_avx512
                             : __builtin_cpu_supports("avx2")  ? any_avx2
                                                               : any_base;
     Cand *cand = malloc((size_t)(S > 0 ? S : 1) * sizeof *cand);
     int64_t *sel = NULL, nsel = 0, cap = 0;
-    bool ok = cand && geom_alloc(&all, S) && geom_alloc(&kept, maxout > 0 ? maxout : 0);
+    bool ok = cand && geom_alloc(&all, S);
     for (int64_t b = 0; ok && b < B && maxout > 0; b++) {
         for (int64_t i = 0; i < S; i++)
             geom_set(&all, i, bx + (b * S + i) * 4, center != 0);
@@ -155,13 +249,14 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
                 if (!thresholded || s[i] > thr)
                     cand[n++] = (Cand){s[i], i};
             qsort(cand, (size_t)n, sizeof *cand, by_score);
-            for (int64_t r = 0; r < n && nk < maxout; r++) {
+            Grid grid;
+            ok = grid_init(&grid, &all, cand, n);
+            for (int64_t r = 0; ok && r < n && nk < maxout; r++) {
                 int64_t i = cand[r].box;
-                if (any_suppresses(&kept, nk, &all, i, iou))
+                if (grid_suppresses(&grid, any_suppresses, &all, i, iou))
                     continue;
-                kept.x0[nk] = all.x0[i], kept.x1[nk] = all.x1[i];
-                kept.y0[nk] = all.y0[i], kept.y1[nk] = all.y1[i];
-                kept.area[nk] = all.area[i];
+                if (!(ok = grid_add(&grid, &all, i)))
+                    break;
                 nk++;
                 if (nsel == cap) {
                     cap = cap ? 2 * cap : 64;
@@ -175,10 +270,10 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
                 sel[nsel * 3] = b, sel[nsel * 3 + 1] = c, sel[nsel * 3 + 2] = i;
                 nsel++;
             }
+            grid_free(&grid);
         }
     }
     free(all.x0);
-    free(kept.x0);
     free(cand);
     if (!ok) {
         free(sel);
