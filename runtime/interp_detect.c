@@ -32,23 +32,6 @@
 
 enum { BLOCK = 16 };
 
-typedef struct Cand {
-    float score;
-    int64_t box;
-} Cand;
-
-/* decreasing score, NaN first, ties by the lower index */
-static int by_score(const void *pa, const void *pb)
-{
-    const Cand *a = pa, *b = pb;
-    bool na = isnan(a->score), nb = isnan(b->score);
-    if (na != nb)
-        return na ? -1 : 1;
-    if (!na && a->score != b->score)
-        return a->score > b->score ? -1 : 1;
-    return (a->box > b->box) - (a->box < b->box);
-}
-
 /* Corners and areas of boxes, one array each. */
 typedef struct Geom {
     float *x0, *x1, *y0, *y1, *area;
@@ -143,12 +126,12 @@ static int bucket_of(const Grid *gr, float x)
     return f < 0 ? 0 : f >= (float)(gr->nb - 1) ? gr->nb - 1 : (int)f;
 }
 
-static bool grid_init(Grid *gr, const Geom *all, const Cand *cand, int64_t n)
+static bool grid_init(Grid *gr, const Geom *all, const InterpKey *cand, int64_t n)
 {
     float lo = INFINITY, hi = -INFINITY;
     bool finite = true;
     for (int64_t r = 0; r < n; r++) {
-        int64_t i = cand[r].box;
+        int64_t i = cand[r].idx;
         finite &= isfinite(all->x0[i]) && isfinite(all->x1[i]);
         lo = all->x0[i] < lo ? all->x0[i] : lo;
         hi = all->x1[i] > hi ? all->x1[i] : hi;
@@ -236,7 +219,7 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     AnyFn *any_suppresses = __builtin_cpu_supports("avx512f") ? any_avx512
                             : __builtin_cpu_supports("avx2")  ? any_avx2
                                                               : any_base;
-    Cand *cand = malloc((size_t)(S > 0 ? S : 1) * sizeof *cand);
+    InterpKey *cand = malloc((size_t)(S > 0 ? S : 1) * sizeof *cand);
     int64_t *sel = NULL, nsel = 0, cap = 0;
     bool ok = cand && geom_alloc(&all, S);
     for (int64_t b = 0; ok && b < B && maxout > 0; b++) {
@@ -247,12 +230,12 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
             int64_t n = 0, nk = 0;
             for (int64_t i = 0; i < S; i++)
                 if (!thresholded || s[i] > thr)
-                    cand[n++] = (Cand){s[i], i};
-            qsort(cand, (size_t)n, sizeof *cand, by_score);
+                    cand[n++] = (InterpKey){.f = s[i], .idx = i};
+            qsort(cand, (size_t)n, sizeof *cand, interp_key_f_desc);
             Grid grid;
             ok = grid_init(&grid, &all, cand, n);
             for (int64_t r = 0; ok && r < n && nk < maxout; r++) {
-                int64_t i = cand[r].box;
+                int64_t i = cand[r].idx;
                 if (grid_suppresses(&grid, any_suppresses, &all, i, iou))
                     continue;
                 if (!(ok = grid_add(&grid, &all, i)))

@@ -91,6 +91,18 @@ void nditer_init(NdIter *it, int rank, const int64_t *shape);
 void nditer_add(NdIter *it, const int64_t *strides);
 void nditer_next(NdIter *it);
 
+/* ---- sorting (interp_reduce.c) ---------------------------------------- */
+
+/* A value and its position: f for floats, i for integers, idx the index. */
+typedef struct InterpKey {
+    double f;
+    int64_t i;
+    int64_t idx;
+} InterpKey;
+/* qsort order of topk's largest first: by f descending, NaN above every
+ * number, ties by the lower idx (nms takes its candidates so). */
+int interp_key_f_desc(const void *pa, const void *pb);
+
 /* ---- kernels ----------------------------------------------------------- */
 
 InterpFn interp_unary, interp_binary, interp_cmp, interp_select, interp_convert;

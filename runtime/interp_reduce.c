@@ -268,11 +268,7 @@ bool interp_cumsum(Interp *ip, const Op *op, const Tensor *const *in, Tensor *ou
 
 /* ---- topk ------------------------------------------------------------------ */
 
-typedef struct Key {
-    double f;
-    int64_t i;
-    int64_t idx;
-} Key;
+typedef InterpKey Key;
 
 static int by_idx(const Key *a, const Key *b) { return (a->idx > b->idx) - (a->idx < b->idx); }
 
@@ -288,7 +284,7 @@ static int cmp_f_asc(const void *pa, const void *pb)
     return by_idx(a, b);
 }
 
-static int cmp_f_desc(const void *pa, const void *pb)
+int interp_key_f_desc(const void *pa, const void *pb)
 {
     const Key *a = pa, *b = pb;
     bool na = isnan(a->f), nb = isnan(b->f);
@@ -348,7 +344,7 @@ bool interp_topk(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     }
     bool fl = dtype_is_float(x->dtype);
     int (*cmp)(const void *, const void *) =
-        fl ? (largest ? cmp_f_desc : cmp_f_asc) : (largest ? cmp_i_desc : cmp_i_asc);
+        fl ? (largest ? interp_key_f_desc : cmp_f_asc) : (largest ? cmp_i_desc : cmp_i_asc);
     int64_t *oi = out[1].data;
     for (size_t a = 0; a < outer; a++) {
         for (size_t b = 0; b < inner; b++) {
