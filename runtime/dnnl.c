@@ -262,6 +262,17 @@ static const char *intern(const char *s)
     return r;
 }
 
+int disc_rt_vector_bits(void)
+{
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return 128;
+    case dnnl_cpu_isa_avx:
+    case dnnl_cpu_isa_avx2:
+    case dnnl_cpu_isa_avx2_vnni: return __builtin_cpu_supports("avx2") ? 256 : 128;
+    default: return __builtin_cpu_supports("avx512f") ? 512 : __builtin_cpu_supports("avx2") ? 256 : 128;
+    }
+}
+
 static const char *isa_name(void)
 {
     switch (dnnl_get_effective_cpu_isa()) {
@@ -2117,7 +2128,7 @@ typedef float V8 __attribute__((vector_size(32)));
 
 /* A transform's rows: STEP over n channels, eight at a time, then one at
  * a time; built for AVX2 and for the baseline, the one this CPU runs
- * chosen at each call (not target_clones: its ifunc resolver runs before
+ * chosen at each call by disc_rt_vector_bits (not target_clones: its ifunc resolver runs before
  * ThreadSanitizer's runtime is up and crashed `make tsan`). */
 #define WINO_ROWS_BODY(STEP)                                                                               \
     {                                                                                                      \
@@ -2133,7 +2144,7 @@ typedef float V8 __attribute__((vector_size(32)));
     static void name##_base(const float *const *src, float *const *dst, int64_t n) WINO_ROWS_BODY(STEP)    \
     static void name(const float *const *src, float *const *dst, int64_t n)                                \
     {                                                                                                      \
-        if (__builtin_cpu_supports("avx2"))                                                                \
+        if (disc_rt_vector_bits() >= 256)                                                                  \
             name##_avx2(src, dst, n);                                                                      \
         else                                                                                               \
             name##_base(src, dst, n);                                                                      \

@@ -25,6 +25,7 @@
  * reads the buckets that may hold a box overlapping it.
  */
 #include "runtime/interp_impl.h"
+#include "runtime/rt.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static inline int suppressed(const Geom *k, int64_t j, float x0, float x1, float
 
 /* Whether a kept box (of n) suppresses candidate i: blocks of BLOCK
  * without a branch, a loop the compiler vectorises; built for AVX-512, AVX2
- * and the baseline, the one this CPU runs chosen at each call (as
+ * and the baseline, chosen at each call by disc_rt_vector_bits (as
  * runtime/dnnl.c's Winograd rows; not target_clones, whose resolver runs
  * before ThreadSanitizer's runtime is up). */
 #define ANY_SUPPRESSES(name)                                                                          \
@@ -216,9 +217,8 @@ bool interp_nms(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
     const float *bx = boxes->data, *sc = scores->data;
 
     Geom all = {0};
-    AnyFn *any_suppresses = __builtin_cpu_supports("avx512f") ? any_avx512
-                            : __builtin_cpu_supports("avx2")  ? any_avx2
-                                                              : any_base;
+    int bits = disc_rt_vector_bits();
+    AnyFn *any_suppresses = bits >= 512 ? any_avx512 : bits >= 256 ? any_avx2 : any_base;
     InterpKey *cand = malloc((size_t)(S > 0 ? S : 1) * sizeof *cand);
     int64_t *sel = NULL, nsel = 0, cap = 0;
     bool ok = cand && geom_alloc(&all, S);

@@ -148,6 +148,11 @@ const DiscEnv *disc_env(void);
  * (read once); kernel launches and library calls made by a host flow
  * then time themselves into a process-wide table printed at exit. */
 int disc_rt_profiling(void);
+/* The widest vectors, in bits (512, 256 or 128), that disc's own
+ * hand-written vector code may use: this CPU's, within oneDNN's ISA cap
+ * (ONEDNN_MAX_CPU_ISA, which the test runs capped to AVX2 or SSE set), so
+ * that those runs take the narrower code (runtime/dnnl.c). */
+int disc_rt_vector_bits(void);
 double disc_rt_now(void); /* seconds, monotonic */
 void disc_rt_prof_add(const void *key, const char *what, double seconds);
 /* The same, with the call's floating-point operations (its entry then
