@@ -275,6 +275,8 @@ static Dim *intern(DimCtx *cx, DimKind k, int64_t c, Dim *const *args, int n)
         if (!d->args)
             return NULL;
         memcpy(d->args, args, (size_t)n * sizeof *args);
+        for (int i = 0; i < n; i++)
+            d->symbits |= args[i]->symbits;
     }
     d->kind = k;
     d->c = c;
@@ -332,6 +334,7 @@ static Dim *sym_new(DimCtx *cx, const char *name, SymOrigin origin)
     d->kind = DIM_SYM;
     d->hash = hash_name(name);
     d->id = cx->nsyms;
+    d->symbits = (uint64_t)1 << (d->id & 63);
     d->lo = origin == SYM_DATA ? 0 : 1;
     d->hi = DIM_INF;
     d->origin = origin;

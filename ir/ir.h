@@ -154,6 +154,7 @@ struct Dim {
     Dim **args;       /* see DimKind */
     uint32_t hash;
     int id;           /* creation order within the context; SYM: symbol index */
+    uint64_t symbits; /* bit id % 64 of every symbol the dim mentions */
     /* symbols only */
     const char *name;
     int64_t lo, hi;   /* known bounds, inclusive; hi == DIM_INF if unknown */

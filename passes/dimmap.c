@@ -82,14 +82,35 @@ Dim *dimmap_get(const DimMap *m, const Dim *k)
     return NULL;
 }
 
+/* seen: the nodes walked (none of them mentions sym); a full map only
+ * walks them again */
+static bool mentions(const Dim *d, const Dim *sym, DimMap *seen)
+{
+    if (d == sym)
+        return true;
+    if (!d->n || !(d->symbits & sym->symbits) || dimmap_get(seen, d))
+        return false;
+    for (int i = 0; i < d->n; i++)
+        if (mentions(d->args[i], sym, seen))
+            return true;
+    dimmap_put(seen, (Dim *)d, (Dim *)d);
+    return false;
+}
+
+/* A walk of d's nodes, each once: dims share their subexpressions, and a
+ * chain of them read as a tree is exponential (SSDlite's host flow spent
+ * a quarter of a second here). */
 bool dim_mentions(const Dim *d, const Dim *sym)
 {
     if (d == sym)
         return true;
-    for (int i = 0; i < d->n; i++)
-        if (dim_mentions(d->args[i], sym))
-            return true;
-    return false;
+    if (!(d->symbits & sym->symbits))
+        return false;
+    DimMap seen;
+    dimmap_init(&seen);
+    bool r = mentions(d, sym, &seen);
+    dimmap_free(&seen);
+    return r;
 }
 
 Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
