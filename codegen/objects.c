@@ -12,9 +12,11 @@
  * back from bitcode in which every function of another part is only
  * declared; every defined function is made external so the parts link
  * (nothing calls a kernel but through its address, so no inlining is
- * lost). Each function gets the same optimisation and code generation it
- * gets in one module, so the code does not depend on how many parts there
- * are.
+ * lost). Each kernel gets the same optimisation and code generation it
+ * gets in one module, so its code does not depend on how many parts there
+ * are. The cheap function (the host flow: no optimiser) has a part of its
+ * own whenever the module is cut, compiled at code generation level none:
+ * the default level's greedy register allocator took most of its time.
  *
  * An object is compiled the way LLJIT compiles a module: a target machine
  * for this machine's CPU and features at the default code generation
@@ -40,13 +42,11 @@
  * more than a second thread saves. */
 enum { SPLIT_MIN = 4000 };
 
-/* An instruction of the cheap function as a share of a kernel's, in the
- * parts' balance */
-enum { CHEAP_SHARE = 8 };
 
-static bool emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out, char *msg, size_t size)
+static bool emit_object(LLVMModuleRef mod, LLVMCodeGenOptLevel level, LLVMMemoryBufferRef *out, char *msg,
+                        size_t size)
 {
-    return cg_emit_object(mod, NULL, LLVMCodeGenLevelDefault, NULL, out, msg, size);
+    return cg_emit_object(mod, NULL, level, NULL, out, msg, size);
 }
 
 static int64_t fn_size(LLVMValueRef f)
@@ -74,6 +74,7 @@ typedef struct Part {
     const int *part_of;      /* per function of the module, in order: its part (-1: a declaration) */
     int nfn;
     int index;
+    LLVMCodeGenOptLevel level; /* the code generator's */
     LLVMMemoryBufferRef obj; /* out */
     double t_opt;            /* out: seconds in the optimiser */
     char msg[512];           /* out: why it failed */
@@ -111,7 +112,7 @@ static void *run_part(void *arg)
         double t0 = disc_rt_now();
         cg_optimise(mod, p->o->level, p->o->cpu);
         p->t_opt = disc_rt_now() - t0;
-        emit_object(mod, &p->obj, p->msg, sizeof p->msg);
+        emit_object(mod, p->level, &p->obj, p->msg, sizeof p->msg);
         LLVMDisposeModule(mod);
     }
     if (mb)
@@ -134,7 +135,9 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
 {
     memset(out, 0, sizeof *out);
     LLVMValueRef cheap = o->cheap ? LLVMGetNamedFunction(mod, o->cheap) : NULL;
-    if (cheap && LLVMCountBasicBlocks(cheap))
+    if (cheap && !LLVMCountBasicBlocks(cheap))
+        cheap = NULL;
+    if (cheap)
         cg_no_opt(cheap);
     int nfn = 0, ndef = 0;
     int64_t total = 0;
@@ -147,30 +150,34 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
             total += fn_size(f);
             ndef++;
         }
+    /* n parts for the kernels, and the cheap function in one more of its
+     * own when the module is cut */
     int n = o->parts > 0 ? o->parts : cg_cpus();
-    if (n > CG_MAX_OBJECTS)
-        n = CG_MAX_OBJECTS;
-    if (n > ndef)
-        n = ndef;
-    if ((o->parts <= 0 && total < SPLIT_MIN) || o->text)
-        n = 1;
-    if (n <= 1 || !named) { /* the module as it is, on this thread */
+    bool alone = cheap && ndef > 1;
+    if (n > CG_MAX_OBJECTS - alone)
+        n = CG_MAX_OBJECTS - alone;
+    if (n > ndef - alone)
+        n = ndef - alone;
+    if ((o->parts <= 0 && total < SPLIT_MIN) || o->text || !named)
+        n = 1, alone = false;
+    if (n <= 1 && !alone) { /* the module as it is, on this thread */
         double t0 = disc_rt_now();
         cg_optimise(mod, o->level, o->cpu);
         out->t_opt = disc_rt_now() - t0;
         if (o->text)
             *o->text = LLVMPrintModuleToString(mod);
         char msg[512];
-        if (!emit_object(mod, &out->obj[0], msg, sizeof msg))
+        if (!emit_object(mod, LLVMCodeGenLevelDefault, &out->obj[0], msg, sizeof msg))
             return diag_setk(d, DIAG_INTERNAL, "%s", msg);
         out->n = 1;
         return true;
     }
+    int np = n + alone; /* the cheap function's part is the last */
     /* the parts: largest function first into the lightest part */
     int *part_of = calloc((size_t)nfn + 1, sizeof *part_of);
     int *order = calloc((size_t)nfn + 1, sizeof *order);
     int64_t *size = calloc((size_t)nfn + 1, sizeof *size);
-    Part *parts = calloc((size_t)n, sizeof *parts);
+    Part *parts = calloc((size_t)np, sizeof *parts);
     char *bc = NULL;
     size_t bclen = 0;
     LLVMMemoryBufferRef bcbuf = NULL;
@@ -179,12 +186,10 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); ok && f; f = LLVMGetNextFunction(f), k++) {
         part_of[k] = -1;
         if (LLVMCountBasicBlocks(f)) {
-            /* the cheap function (optnone: no optimiser, fast instruction
-             * selection) costs about a tenth of a kernel's time an
-             * instruction: EfficientNet-B0's host flow, 8,674 of the
-             * module's 16,000, took 0.2 s of the 1.2 s, and a part of its
-             * own by count left the other part every kernel */
-            size[k] = f == cheap ? (fn_size(f) + CHEAP_SHARE - 1) / CHEAP_SHARE : fn_size(f);
+            if (f == cheap)
+                part_of[k] = n;
+            else
+                size[k] = fn_size(f);
             LLVMSetLinkage(f, LLVMExternalLinkage); /* the other parts link to it */
             LLVMSetVisibility(f, LLVMDefaultVisibility);
         }
@@ -218,21 +223,27 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
     }
     pthread_t tid[CG_MAX_OBJECTS];
     bool started[CG_MAX_OBJECTS] = {false};
-    for (int p = 0; ok && p < n; p++) {
-        parts[p] = (Part){.o = o, .bc = bc, .bclen = bclen, .part_of = part_of, .nfn = nfn, .index = p};
+    for (int p = 0; ok && p < np; p++) {
+        /* the cheap function without the greedy register allocator: its
+         * share of the code generator's time was three quarters (the
+         * host flow of SSDlite, 68,000 lines: 1.2 s at the default
+         * level, 0.3 s at none) */
+        LLVMCodeGenOptLevel level = p == n ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
+        parts[p] = (Part){.o = o, .bc = bc, .bclen = bclen, .part_of = part_of, .nfn = nfn, .index = p,
+                          .level = level};
         if (p > 0)
             started[p] = pthread_create(&tid[p], NULL, run_part, &parts[p]) == 0;
     }
     if (ok) {
         run_part(&parts[0]);
-        for (int p = 1; p < n; p++)
+        for (int p = 1; p < np; p++)
             if (!started[p]) /* no thread: here */
                 run_part(&parts[p]);
     }
-    for (int p = 1; p < n; p++)
+    for (int p = 1; p < np; p++)
         if (started[p])
             pthread_join(tid[p], NULL);
-    for (int p = 0; ok && p < n; p++) {
+    for (int p = 0; ok && p < np; p++) {
         if (!parts[p].obj) {
             ok = diag_setk(d, DIAG_INTERNAL, "%s", parts[p].msg);
             break;
@@ -242,13 +253,13 @@ bool cg_objects(LLVMModuleRef mod, const CgObjOpts *o, CgObjects *out, Diag *d)
     }
     if (!ok && !d->set)
         diag_oom(d);
-    for (int p = 0; parts && p < n; p++) {
+    for (int p = 0; parts && p < np; p++) {
         if (ok)
             out->obj[p] = parts[p].obj;
         else if (parts[p].obj)
             LLVMDisposeMemoryBuffer(parts[p].obj);
     }
-    out->n = ok ? n : 0;
+    out->n = ok ? np : 0;
     if (bcbuf)
         LLVMDisposeMemoryBuffer(bcbuf);
     free(part_of);
