@@ -253,11 +253,96 @@ static int concat_pieces(Kern *k, const Op *cat, Piece *pc)
     return n;
 }
 
+/* A group that is one concat of the kernel's buffers, where the inner
+ * loop cannot run in pieces (another axis than the last, or more than
+ * MAX_PIECES pieces): the operands' blocks copied in turn, from tables of
+ * their base pointers, lengths and offsets, in code whose size does not
+ * grow with their number. elem's general path selects among every
+ * operand at each element: SSDlite's concatenations of 90 per-class
+ * selections (each of its own data-dependent length) were a third of its
+ * kernels' compile time, and a decoder's cache concatenated along the
+ * sequence took a select per element. */
+static const Op *copy_concat(Kern *k, const Type *rt)
+{
+    const Group *grp = k->grp;
+    if (grp->nops != 1 || grp->nouts != 1)
+        return NULL;
+    const Op *cat = grp->ops[0];
+    if (cat->kind != OP_CONCAT || grp->outs[0] != cat->out[0] || !kern_buf(k, cat->out[0]))
+        return NULL;
+    for (int i = 0; i < cat->nin; i++)
+        if (!kern_buf(k, cat->in[i]) || cat->in[i]->type.dtype != rt->dtype)
+            return NULL;
+    if (inner_concat(grp, rt)) {
+        Piece pc[MAX_PIECES];
+        if (concat_pieces(k, cat, pc))
+            return NULL; /* pieces of the inner loop: vector code */
+    }
+    return cat;
+}
+
+/* The work items are (row, operand) for the rows of the axes before the
+ * concat's: item t copies operand t % n's row t / n, lens[i] elements,
+ * to the result's row at offs[i]. */
+static void emit_copy_concat(Cg *cg, Kern *k, KernelInfo *ki, const Op *cat, LLVMValueRef begin, LLVMValueRef end)
+{
+    DimCtx *dc = &cg->g->dims;
+    const Type *rt = &cat->out[0]->type;
+    int axis = (int)op_attr_int(cat, "axis", 0), n = cat->nin;
+    int before[MAX_RANK], after[MAX_RANK];
+    for (int i = 0; i < rt->rank; i++) {
+        before[i] = i;
+        after[i] = i;
+    }
+    Dim *rows = prod(cg, rt, before, axis), *inner = prod(cg, rt, after + axis + 1, rt->rank - axis - 1);
+    Dim *items = dim_mul(dc, rows, dim_const(dc, n));
+    ki->range = items;
+    ki->grain = 1;
+    /* about 16K elements a task on average */
+    ki->grain_dim = dim_ceildiv(dc, dim_mul(dc, dim_const(dc, 1 << 14), items),
+                                dim_max(dc, type_numel(dc, rt), dim_const(dc, 1)));
+    LLVMTypeRef pt = LLVMArrayType(cg->t_p8, (unsigned)n), it = LLVMArrayType(cg->t_i64, (unsigned)n);
+    LLVMValueRef ptrs = LLVMBuildAlloca(cg->eb, pt, "ptrs"), lens = LLVMBuildAlloca(cg->eb, it, "lens");
+    LLVMValueRef offs = LLVMBuildAlloca(cg->eb, it, "offs");
+    int64_t esize = (int64_t)dtype_size(rt->dtype);
+    LLVMValueRef in = cg_dim(cg, inner), off = cg_i64(cg, 0);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef at[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+        LLVMValueRef len = LLVMBuildMul(B, cg_dim(cg, cat->in[i]->type.dims[axis]), in, "");
+        LLVMBuildStore(B, LLVMBuildBitCast(B, kern_buf(k, cat->in[i]), cg->t_p8, ""),
+                       LLVMBuildGEP2(B, pt, ptrs, at, 2, ""));
+        LLVMBuildStore(B, len, LLVMBuildGEP2(B, it, lens, at, 2, ""));
+        LLVMBuildStore(B, off, LLVMBuildGEP2(B, it, offs, at, 2, ""));
+        off = LLVMBuildAdd(B, off, len, "");
+    }
+    LLVMValueRef width = off; /* a result row's elements */
+    LLVMValueRef out = LLVMBuildBitCast(B, kern_buf(k, cat->out[0]), cg->t_p8, "");
+    CgLoop l;
+    LLVMValueRef t = cg_loop_begin(cg, &l, begin, end, "item");
+    l.hints = CG_NO_UNROLL | CG_NO_VECTORIZE;
+    LLVMValueRef row = LLVMBuildUDiv(B, t, cg_i64(cg, n), ""), i = LLVMBuildURem(B, t, cg_i64(cg, n), "");
+    LLVMValueRef at[2] = {cg_i64(cg, 0), i};
+    LLVMValueRef src = LLVMBuildLoad2(B, cg->t_p8, LLVMBuildGEP2(B, pt, ptrs, at, 2, ""), "");
+    LLVMValueRef len = LLVMBuildLoad2(B, cg->t_i64, LLVMBuildGEP2(B, it, lens, at, 2, ""), "");
+    LLVMValueRef o = LLVMBuildLoad2(B, cg->t_i64, LLVMBuildGEP2(B, it, offs, at, 2, ""), "");
+    LLVMValueRef es = cg_i64(cg, esize);
+    LLVMValueRef from = LLVMBuildMul(B, LLVMBuildMul(B, row, len, ""), es, "");
+    LLVMValueRef to = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, row, width, ""), o, ""), es, "");
+    LLVMBuildMemCpy(B, LLVMBuildGEP2(B, cg->t_i8, out, &to, 1, ""), (unsigned)esize,
+                    LLVMBuildGEP2(B, cg->t_i8, src, &from, 1, ""), (unsigned)esize, LLVMBuildMul(B, len, es, ""));
+    cg_loop_end(cg, &l);
+}
+
 static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LLVMValueRef end)
 {
     const Group *grp = k->grp;
     Value *root = grp->root ? grp->root->out[0] : grp->outs[0];
     const Type *rt = &root->type;
+    const Op *copy = copy_concat(k, rt);
+    if (copy) {
+        emit_copy_concat(cg, k, ki, copy, begin, end);
+        return;
+    }
     Dim *numel = type_numel(&cg->g->dims, rt);
     if (cg_loop_flat(cg, grp, numel)) {
         ki->range = numel;

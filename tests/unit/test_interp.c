@@ -180,7 +180,7 @@ static bool tensor_close(const Tensor *a, const Tensor *b, double tol)
 
 /* ---- test files ----------------------------------------------------------- */
 
-enum { MAX_IO = 16 };
+enum { MAX_IO = 32 };
 
 typedef struct Case {
     Tensor in[MAX_IO], expect[MAX_IO];
