@@ -214,6 +214,14 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d);
 /* Drops the memoised dims: where the builder moves to a block that the
  * blocks they were computed in may not dominate, or a symbol changes. */
 void cg_dim_forget(Cg *cg);
+/* The memoised dims at a fork of control flow (mark: a copy the caller
+ * frees with dimmap_free), and back to them where a branch starts or the
+ * branches join: what was computed before the fork dominates both. */
+void cg_dim_mark(Cg *cg, DimMap *mark);
+void cg_dim_back(Cg *cg, const DimMap *mark);
+/* Drops the memoised dims that mention one of syms (a host op bound
+ * them); the rest stay, computed where they still dominate. */
+void cg_dim_forget_syms(Cg *cg, Dim *const *syms, int n);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMValueRef cg_i32(Cg *cg, int32_t v);
 /* floor division and floored mod of i64 values (b > 0 not required). */

@@ -46,11 +46,20 @@ LLVMValueRef host_gep(Cg *cg, LLVMTypeRef t, LLVMValueRef base, int64_t i)
 void host_check_or_return(Host *h, LLVMValueRef cond, int32_t code)
 {
     Cg *cg = h->cg;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ok");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "bad");
+    LLVMBasicBlockRef bad = code == -1 && h->fail_fn == cg->fn ? h->fail : NULL; /* -1: one block */
+    if (!bad) {
+        bad = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "bad");
+        LLVMPositionBuilderAtEnd(B, bad);
+        LLVMBuildRet(B, cg_i32(cg, code));
+        if (code == -1) {
+            h->fail = bad;
+            h->fail_fn = cg->fn;
+        }
+    }
+    LLVMPositionBuilderAtEnd(B, here);
     LLVMBuildCondBr(B, cond, ok, bad);
-    LLVMPositionBuilderAtEnd(B, bad);
-    LLVMBuildRet(B, cg_i32(cg, code));
     LLVMPositionBuilderAtEnd(B, ok);
 }
 
@@ -601,6 +610,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     ptrs[nb] = cg->target->kernel_slots ? sym_array(h, &cg->ks) : LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMBasicBlockRef join = NULL;
+    DimMap mark = {0}; /* the dims memoised before the variants fork */
     if (split) { /* few long rows on a run of several threads: the split variant */
         cg->nsplitgroups++;
         LLVMTypeRef tty, tparam = cg->t_p8;
@@ -615,7 +625,7 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "launched");
         LLVMBuildCondBr(B, go, yes, no);
         LLVMPositionBuilderAtEnd(B, yes);
-        cg_dim_forget(cg);
+        cg_dim_mark(cg, &mark);
         LLVMTypeRef aty, aparams[2] = {cg->t_p8, cg->t_i64};
         LLVMValueRef af = host_fn_decl(cg, "disc_rt_alloc", cg->t_p8, aparams, 2, &aty);
         LLVMValueRef parts = LLVMBuildMul(B, p, cg_i64(cg, DISC_SPLIT_PARTS), "");
@@ -627,16 +637,35 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         cg->target->launch(h, fin.fn, sargs, p, cg_i64(cg, 1));
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, no);
-        cg_dim_forget(cg);
+        cg_dim_back(cg, &mark);
     }
     cg->target->launch(h, ki.fn, LLVMBuildBitCast(B, args, cg->t_p8, ""), cg_dim(cg, ki.range),
                        ki.grain_dim ? cg_dim(cg, ki.grain_dim) : cg_i64(cg, ki.grain));
     if (join) {
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, join);
-        cg_dim_forget(cg);
+        cg_dim_back(cg, &mark);
+        dimmap_free(&mark);
     }
     return true;
+}
+
+/* The memoised dims that mention a symbol op binds are forgotten: the
+ * rest hold (SSDlite's 465 host ops each forgot every dim, and its flow
+ * recomputed the sizes of its feature maps, a chain of ceiling divisions,
+ * at each of them: 68,000 lines of IR). */
+static void forget_bound(Host *h, const Op *op)
+{
+    const HostProg *p = &h->cg->si->prog;
+    int n = 0;
+    for (int i = 0; i < p->n; i++)
+        n += p->steps[i].kind == HS_DATA && p->steps[i].value->def == op;
+    Dim *syms[n + 1];
+    n = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->steps[i].kind == HS_DATA && p->steps[i].value->def == op)
+            syms[n++] = p->steps[i].sym;
+    cg_dim_forget_syms(h->cg, syms, n);
 }
 
 /* The target's host-op call: bufs = operands, then room for the results. */
@@ -652,7 +681,7 @@ bool host_emit_host_op(Host *h, Op *op)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
     LLVMValueRef arr = host_ptr_array(h, ptrs, n);
     LLVMValueRef rc = cg->target->host_op(h, op, arr);
-    cg_dim_forget(cg); /* it may bind symbols */
+    forget_bound(h, op); /* it may bind symbols */
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
     emit_checks_after(h, op);
     for (int i = 0; i < op->nout; i++)

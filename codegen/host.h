@@ -23,6 +23,8 @@ typedef struct Host {
     int *nuse;          /* by value id: uses by ops and graph outputs (hostlib.c) */
     LLVMValueRef dev_rc; /* the last disc_rt_dev_matmul's status (hostlib.c) */
     bool *bound;        /* by symbol id: a DATA symbol a host op emitted so far binds */
+    LLVMBasicBlockRef fail; /* a block that returns -1 from fail_fn, once made */
+    LLVMValueRef fail_fn;
 } Host;
 
 LLVMValueRef host_fn_decl(Cg *cg, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,

@@ -483,20 +483,26 @@ static bool emit_library(Host *h, Op *op, const LibCall *c, const Fused *fz, boo
     LLVMBuildCondBr(B, ok, lib, host);
     Value *y = op->out[0];
     LLVMPositionBuilderAtEnd(B, lib);
-    cg_dim_forget(cg);
-    if (!emit_call(h, op, c, NULL, false))
+    DimMap mark;
+    cg_dim_mark(cg, &mark);
+    bool done = emit_call(h, op, c, NULL, false);
+    if (done) {
+        LLVMBuildStore(B, h->vbuf[y->id], res);
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, host);
+        cg_dim_back(cg, &mark);
+        h->vbuf[y->id] = NULL;
+        done = host_emit_host_op(h, op);
+    }
+    if (done) {
+        LLVMBuildStore(B, h->vbuf[y->id], res);
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, join);
+        cg_dim_back(cg, &mark);
+    }
+    dimmap_free(&mark);
+    if (!done)
         return false;
-    LLVMBuildStore(B, h->vbuf[y->id], res);
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, host);
-    cg_dim_forget(cg);
-    h->vbuf[y->id] = NULL;
-    if (!host_emit_host_op(h, op))
-        return false;
-    LLVMBuildStore(B, h->vbuf[y->id], res);
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, join);
-    cg_dim_forget(cg);
     h->vbuf[y->id] = LLVMBuildLoad2(B, cg->t_p8, res, "");
     return true;
 }
@@ -841,7 +847,8 @@ static bool emit_unfused(Host *h, const Group *grp, Op *root, const Fused *fz)
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, h->dev_rc, cg_i32(cg, 1), ""), run, join);
     h->dev_rc = NULL;
     LLVMPositionBuilderAtEnd(B, run);
-    cg_dim_forget(cg);
+    DimMap mark;
+    cg_dim_mark(cg, &mark);
     h->dbuf[out->id] = buf;
     LLVMValueRef before[ni]; /* what the branch uploads is not there after it */
     for (int i = 0; i < ni; i++)
@@ -854,7 +861,8 @@ static bool emit_unfused(Host *h, const Group *grp, Op *root, const Fused *fz)
     h->dbuf[out->id] = keep;
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, join);
-    cg_dim_forget(cg);
+    cg_dim_back(cg, &mark);
+    dimmap_free(&mark);
     return ok;
 }
 

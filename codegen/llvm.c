@@ -205,6 +205,8 @@ LLVMValueRef cg_floordiv(Cg *cg, LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef 
 
 LLVMValueRef cg_checked(Cg *cg, LLVMBuilderRef b, bool mul, LLVMValueRef x, LLVMValueRef y)
 {
+    if (LLVMIsAConstantInt(y) && LLVMConstIntGetSExtValue(y) == (mul ? 1 : 0))
+        return x; /* a byte count of 1-byte elements, say */
     if (!cg->ovf || b != cg->b || (LLVMIsConstant(x) && LLVMIsConstant(y)))
         return mul ? LLVMBuildMul(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
     const char *name = mul ? "llvm.smul.with.overflow.i64" : "llvm.sadd.with.overflow.i64";
@@ -277,6 +279,32 @@ void cg_dim_forget(Cg *cg)
 {
     dimmap_free(&cg->dimcache);
     dimmap_init(&cg->dimcache);
+}
+
+void cg_dim_mark(Cg *cg, DimMap *mark) { dimmap_copy(mark, &cg->dimcache); /* empty if out of memory */ }
+
+void cg_dim_back(Cg *cg, const DimMap *mark)
+{
+    dimmap_free(&cg->dimcache);
+    dimmap_copy(&cg->dimcache, mark);
+}
+
+void cg_dim_forget_syms(Cg *cg, Dim *const *syms, int n)
+{
+    if (!n)
+        return;
+    DimMap keep;
+    dimmap_init(&keep);
+    const DimMap *m = &cg->dimcache;
+    for (int i = 0; i < m->cap; i++) {
+        bool stale = false;
+        for (int j = 0; m->key[i] && j < n && !stale; j++)
+            stale = dim_mentions(m->key[i], syms[j]);
+        if (m->key[i] && !stale)
+            dimmap_put(&keep, m->key[i], m->val[i]);
+    }
+    dimmap_free(&cg->dimcache);
+    cg->dimcache = keep;
 }
 
 LLVMValueRef cg_dim(Cg *cg, Dim *d)

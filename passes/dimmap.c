@@ -69,6 +69,25 @@ bool dimmap_put(DimMap *m, Dim *k, Dim *v)
     return true;
 }
 
+bool dimmap_copy(DimMap *dst, const DimMap *src)
+{
+    dimmap_init(dst);
+    if (!src->cap)
+        return true;
+    dst->key = malloc((size_t)src->cap * sizeof *dst->key);
+    dst->val = malloc((size_t)src->cap * sizeof *dst->val);
+    if (!dst->key || !dst->val) {
+        dimmap_free(dst);
+        dst->failed = true;
+        return false;
+    }
+    memcpy(dst->key, src->key, (size_t)src->cap * sizeof *dst->key);
+    memcpy(dst->val, src->val, (size_t)src->cap * sizeof *dst->val);
+    dst->cap = src->cap;
+    dst->count = src->count;
+    return true;
+}
+
 Dim *dimmap_get(const DimMap *m, const Dim *k)
 {
     if (!m->cap || !k)

@@ -34,6 +34,9 @@ void dimmap_free(DimMap *m);
 /* false (and m->failed) if out of memory: the entry is not added */
 bool dimmap_put(DimMap *m, Dim *k, Dim *v);
 Dim *dimmap_get(const DimMap *m, const Dim *k); /* NULL if absent */
+/* dst (initialised or freed) := a copy of src; false if out of memory
+ * (dst then empty and failed) */
+bool dimmap_copy(DimMap *dst, const DimMap *src);
 /* Rebuilds d with every mapped sub-expression replaced, canonically.
  * NULL only if constant folding overflows. */
 Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m);
