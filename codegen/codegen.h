@@ -109,7 +109,9 @@ bool cpu_target_runs_here(const CpuTarget *t, Diag *d);
 typedef struct KSyms {
     int *slot;       /* by symbol id: 1 + its slot, 0 if it has none */
     int nslot;
-    Dim **sym;       /* by slot */
+    DimMap comp;     /* a dim that is not a symbol (ksig.c, "dims as
+                        slots") -> 1 + its slot, as a pointer */
+    Dim **sym;       /* by slot: a symbol, or a dim the kernel reads whole */
     int n, cap;
     bool oom;
 } KSyms;
@@ -273,6 +275,8 @@ bool cg_split_fits(const Group *grp, Dim **rows, Dim **len, int *nred, DimCtx *c
 bool cg_kernel_split(Cg *cg, const Group *grp, KernelInfo *part, KernelInfo *fin);
 /* s's slot, given the next one if it has none (-1 and ks->oom if out of memory). */
 int cg_ksym_slot(KSyms *ks, Dim *s);
+/* s's slot, or -1 where it has none */
+int cg_ksym_find(const KSyms *ks, const Dim *s);
 void cg_ksyms_clear(KSyms *ks); /* no symbol has a slot (memory kept) */
 void cg_ksyms_free(KSyms *ks);
 /* What a group's kernel code depends on, as text (ksig.c): groups with

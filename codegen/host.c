@@ -380,6 +380,21 @@ static bool kernel_room(Cg *cg, int n)
     return true;
 }
 
+/* Whether d is built from constants and the keys of m alone (seen: the
+ * nodes found so, each walked once). */
+static bool covered(Dim *d, const DimMap *m, DimMap *seen)
+{
+    if (d->kind == DIM_CONST || dimmap_get(m, d) || dimmap_get(seen, d))
+        return true;
+    if (d->kind == DIM_SYM)
+        return false;
+    for (int i = 0; i < d->n; i++)
+        if (!covered(d->args[i], m, seen))
+            return false;
+    dimmap_put(seen, d, d);
+    return true;
+}
+
 /* Whether the group whose symbols are cg->ks (by slot, its signature
  * equal to kernel k's up to their names) runs kernel k: the facts k's
  * code took hold of its dims too. ki gets k's info with the group's dims. */
@@ -402,15 +417,22 @@ static bool shares(Cg *cg, int k, KernelInfo *ki)
     if (sh->alone)
         return false;
     DimCtx *cx = &cg->g->dims;
-    DimMap m;
+    DimMap m, seen;
     dimmap_init(&m);
+    dimmap_init(&seen);
     for (int i = 0; i < ks->n; i++)
         dimmap_put(&m, sh->sym[i], ks->sym[i]);
     bool ok = !m.failed;
+    /* what is carried over from k's group (its facts, range and grain)
+     * must be built from the dims its signature names alone: a dim read
+     * whole by slot may hide a symbol that another part of k's group
+     * mentions directly */
     for (int i = 0; ok && i < sh->nfact; i++) {
-        Dim *d = dim_subst(cx, sh->fact[i], &m);
+        ok = covered(sh->fact[i], &m, &seen);
+        Dim *d = ok ? dim_subst(cx, sh->fact[i], &m) : NULL;
         ok = d && kern_maybe_one(cg, d) == sh->maybe1[i];
     }
+    ok = ok && covered(ki->range, &m, &seen) && (!ki->grain_dim || covered(ki->grain_dim, &m, &seen));
     if (ok) {
         ki->range = dim_subst(cx, ki->range, &m);
         if (ki->grain_dim)
@@ -418,6 +440,7 @@ static bool shares(Cg *cg, int k, KernelInfo *ki)
         ok = ki->range && (!cg->kinfo[k].grain_dim || ki->grain_dim);
     }
     dimmap_free(&m);
+    dimmap_free(&seen);
     return ok;
 }
 

@@ -225,6 +225,16 @@ LLVMValueRef cg_checked(Cg *cg, LLVMBuilderRef b, bool mul, LLVMValueRef x, LLVM
     return LLVMBuildExtractValue(b, r, 0, "");
 }
 
+/* Element at of the function's symbol array (a kernel's slots, or the
+ * host's symbols by id). */
+static LLVMValueRef slot_load(Cg *cg, int at, const char *name)
+{
+    LLVMBuilderRef b = cg->no_hoist ? cg->b : cg->eb;
+    LLVMValueRef idx = cg_i64(cg, at);
+    LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i64, cg->syms, &idx, 1, "");
+    return LLVMBuildLoad2(b, cg->t_i64, p, name);
+}
+
 static LLVMValueRef dim_rec(Cg *cg, Dim *d)
 {
     LLVMBuilderRef b = cg->no_hoist ? cg->b : cg->eb;
@@ -237,9 +247,7 @@ static LLVMValueRef dim_rec(Cg *cg, Dim *d)
             graph_oom(cg->g);
             at = 0;
         }
-        LLVMValueRef idx = cg_i64(cg, at);
-        LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i64, cg->syms, &idx, 1, "");
-        return LLVMBuildLoad2(b, cg->t_i64, p, d->name);
+        return slot_load(cg, at, d->name);
     }
     case DIM_ADD:
     case DIM_MUL: {
@@ -321,7 +329,8 @@ LLVMValueRef cg_dim(Cg *cg, Dim *d)
     Dim *hit = dimmap_get(&cg->dimcache, d);
     if (hit)
         return (LLVMValueRef)hit;
-    LLVMValueRef v = dim_rec(cg, d);
+    int at = cg->kslot && d->kind != DIM_SYM ? cg_ksym_find(cg->kslot, d) : -1;
+    LLVMValueRef v = at >= 0 ? slot_load(cg, at, "") : dim_rec(cg, d);
     dimmap_put(&cg->dimcache, d, (Dim *)v); /* a cache: out of memory costs a recomputation */
     return v;
 }
