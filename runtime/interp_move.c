@@ -342,6 +342,55 @@ static int64_t pad_src(int mode, int64_t s, int64_t n)
     return s < n ? s : p - s;
 }
 
+/* n copies of the es-byte value v at dst */
+static void fill_value(char *dst, const void *v, size_t es, int64_t n)
+{
+    bool zero = true;
+    for (size_t b = 0; b < es; b++)
+        zero &= ((const unsigned char *)v)[b] == 0;
+    if (zero) {
+        memset(dst, 0, (size_t)n * es);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * es, v, es);
+}
+
+/* Constant mode by rows of the last axis: the part of a row that lies in x
+ * is one copy, the rest the value. Element by element, Swin-T's dyn_pad of
+ * its 56 x 56 x 96 maps took 2.7 ms a call, 6% of its run. */
+static void pad_rows(const Tensor *x, const void *val, const int64_t *low, const int64_t *shape, size_t es,
+                     Tensor *out)
+{
+    int r = x->rank;
+    int64_t ow = shape[r - 1], xw = x->shape[r - 1], lo = low[r - 1];
+    int64_t rows = ow ? (int64_t)(tensor_numel(out) / (size_t)ow) : 0;
+    int64_t j0 = lo > 0 ? lo : 0, j1 = lo + xw < ow ? lo + xw : ow;
+    if (j0 > ow)
+        j0 = ow;
+    if (j1 < j0)
+        j1 = j0;
+    int64_t xst[MAX_RANK];
+    interp_strides(r, x->shape, xst);
+    NdIter it;
+    nditer_init(&it, r - 1, shape);
+    for (int64_t q = 0; q < rows; q++, nditer_next(&it)) {
+        char *dst = (char *)out->data + (size_t)(q * ow) * es;
+        int64_t off = 0;
+        for (int a = 0; a < r - 1 && off >= 0; a++) {
+            int64_t s = it.idx[a] - low[a];
+            off = s < 0 || s >= x->shape[a] ? -1 : off + s * xst[a];
+        }
+        if (off < 0 || j1 == j0) {
+            fill_value(dst, val, es, ow);
+            continue;
+        }
+        fill_value(dst, val, es, j0);
+        memcpy(dst + (size_t)j0 * es, (const char *)x->data + (size_t)(off + j0 - lo) * es, (size_t)(j1 - j0) * es);
+        fill_value(dst + (size_t)j1 * es, val, es, ow - j1);
+    }
+}
+
 static bool do_pad(Interp *ip, const Op *op, const Tensor *x, const Tensor *val, const int64_t *low,
                    const int64_t *high, Tensor *out)
 {
@@ -368,9 +417,13 @@ static bool do_pad(Interp *ip, const Op *op, const Tensor *x, const Tensor *val,
     }
     if (!interp_alloc(ip, out, x->dtype, x->rank, shape))
         return false;
+    size_t es = dtype_size(x->dtype), n = tensor_numel(out);
+    if (mode == PAD_CONSTANT && x->rank > 0) {
+        pad_rows(x, val->data, low, shape, es, out);
+        return true;
+    }
     int64_t xst[MAX_RANK];
     interp_strides(x->rank, x->shape, xst);
-    size_t es = dtype_size(x->dtype), n = tensor_numel(out);
     NdIter it;
     nditer_init(&it, x->rank, shape);
     for (size_t i = 0; i < n; i++, nditer_next(&it)) {
