@@ -180,7 +180,10 @@ void graph_move_op(Graph *g, Op *op, Op *before)
 
 void graph_replace_uses(Graph *g, Value *from, Value *to)
 {
-    graph_for_each_op(g, op)
+    /* the ops are in order: uses come after the def (a graph input's
+     * from the first op); from's def, if any, is an op of g */
+    Op *op = from->def ? from->def->next : g->first;
+    for (; op; op = op->next)
         for (int i = 0; i < op->nin; i++)
             if (op->in[i] == from)
                 op->in[i] = to;

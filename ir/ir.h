@@ -508,7 +508,9 @@ Op *graph_append_op(Graph *g, OpKind k, Value *const *in, int nin,
 void graph_remove_op(Graph *g, Op *op);
 /* Moves op to just before `before` (NULL: to the end). */
 void graph_move_op(Graph *g, Op *op, Op *before);
-/* Replaces every use of `from` by `to` (operands and outputs). */
+/* Replaces every use of `from` by `to` (operands and outputs). The ops are
+ * in program order: uses are sought after from's def, an op of g (or from
+ * the first op, for a graph input). */
 void graph_replace_uses(Graph *g, Value *from, Value *to);
 /* Number of operands (and graph outputs) that use v. */
 int graph_count_uses(const Graph *g, const Value *v);
