@@ -110,10 +110,10 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     fprintf(f, "host %s features %s\n", hcpu ? hcpu : "", hfeat ? hfeat : "");
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
-    fprintf(f, "opt %d unfused %d layout %d skinny %lld %lld libmvec %d slp %d rowvec %d foldbn %d\n", o->opt_level,
-            o->unfused, cg_channels_last(o),
+    fprintf(f, "opt %d unfused %d layout %d skinny %lld %lld libmvec %d slp %d rowvec %d foldbn %d shareconsts %d\n",
+            o->opt_level, o->unfused, cg_channels_last(o),
             (long long)disc_rt_skinny_max_m(DISC_PANEL), (long long)disc_rt_skinny_max_m(DISC_PANEL_NARROW),
-            cg_llvm_libmvec(), cg_slp(), cg_rowvec(), canon_folds_bn());
+            cg_llvm_libmvec(), cg_slp(), cg_rowvec(), canon_folds_bn(), cg_share_consts());
     for (int i = 0; so && i < so->nassume; i++)
         fprintf(f, "assume %s\n", so->assume[i]);
     fprintf(f, "graph %016llx consts %d %016llx\n", (unsigned long long)hg, nconst, (unsigned long long)hc);

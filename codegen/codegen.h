@@ -80,6 +80,10 @@ bool cg_slp(void);
  * elem_vec takes them (kernel.c; defined in llvm.c): yes unless DISC_ROWVEC=0, which keeps
  * them lane by lane for the SLP vectoriser, for comparisons. */
 bool cg_rowvec(void);
+/* Whether groups that differ only in constants share one kernel that
+ * reads them by slot (ksig.c, "constants as slots"): yes unless
+ * DISC_SHARE_CONSTS=0, for comparisons. */
+bool cg_share_consts(void);
 
 /* ---- the target CPU (cpu.c) ------------------------------------------- */
 
@@ -114,7 +118,17 @@ typedef struct KSyms {
     Dim **sym;       /* by slot: a symbol, or a dim the kernel reads whole */
     int n, cap;
     bool oom;
+    bool open;       /* constants of 2 and more named by slots too (ksig.c,
+                        "constants as slots": the classes cg_open_consts finds) */
 } KSyms;
+
+/* A plan group's constants that its kernel reads by slot (ksig.c,
+ * "constants as slots"): from[i] is written to[i], a symbol of its own,
+ * while the kernel is found or emitted. */
+typedef struct OpenConsts {
+    Dim **from, **to;
+    int n;
+} OpenConsts;
 
 typedef struct KernelInfo {
     LLVMValueRef fn;
@@ -150,7 +164,10 @@ typedef struct Cg {
                                   slot (dim_rec); NULL: the host's array by id */
     struct KShare *kfacts;     /* while a kernel is emitted with slots: where
                                   kern_maybe_one notes its answers */
+    OpenConsts *open;          /* per plan group: the constants its kernel reads
+                                  by slot (cg_open_consts); NULL: none */
     int nreused;               /* groups that reused an earlier kernel */
+    int nopened;               /* kernels made with constants read by slot (cg_open_consts) */
     int nlaunch;               /* kernel launches in the host flow */
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
@@ -285,6 +302,11 @@ void cg_ksyms_free(KSyms *ks);
  * bounds: groups equal up to their symbols' names match. malloc'd; NULL
  * if out of memory. */
 char *cg_kernel_signature(const Group *grp, KSyms *ks);
+/* Finds the plan's groups that differ only in constants (their
+ * signatures with constants as slots equal) and gives each of the
+ * differing constants a symbol (Cg.open). */
+bool cg_open_consts(Cg *cg);
+void cg_open_consts_free(Cg *cg);
 /* Whether v is a constant integer of one element that grp reads only as a
  * gather's indices: the CPU's kernel loads it from its buffer instead of
  * folding it into the code, and the renamed signature leaves its value out, so
@@ -431,6 +453,7 @@ struct CgModule {
     LLVMModuleRef mod;
     char **kdesc;      /* per kernel */
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit, nnhwc;
+    int nopened; /* of the kernels, those reading constants by slot (Cg.nopened) */
     int nlast;         /* convolutions and pools the layout pass made channels-last */
     double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */

@@ -234,6 +234,7 @@ bool cg_build_module(Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     m->nepilogue = cg.nepilogue;
     m->nskinny = cg.nskinny;
     m->nnhwc = cg.nnhwc;
+    m->nopened = cg.nopened;
     m->nsplit = cg.nsplitgroups;
     m->kdesc = cg.kdesc;
     m->mod = cg.mod;

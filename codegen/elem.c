@@ -614,6 +614,10 @@ static LLVMValueRef resize_source(Kern *k, const Op *op, int a, LLVMValueRef o)
     int64_t s = resize_scale(op, a);
     if (s == 1)
         return o;
+    if (s < 1) { /* the dims no longer show the scale (host.c, open_types): not a map here */
+        diag_set(cg->d, "codegen: resize: no integer scale along axis %d", a);
+        return o;
+    }
     const char *co = op_attr_str(op, "coord", ""), *nr = op_attr_str(op, "nearest", "");
     bool asym = !strcmp(co, "asymmetric");
     LLVMValueRef num = asym ? o : LLVMBuildAdd(B, LLVMBuildMul(B, o, cg_i64(cg, 2), ""), cg_i64(cg, 1 - s), "");

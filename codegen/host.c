@@ -582,32 +582,199 @@ static bool split_for(Cg *cg, const Group *grp, LLVMValueRef fn, KernelInfo *par
     return true;
 }
 
-/* The symbols a kernel reads by slot (ks), as an array for its launch. */
-static LLVMValueRef sym_array(Host *h, const KSyms *ks)
+/* The symbols a kernel reads by slot (ks), as an array for its launch
+ * (back: a group's own constants for the symbols its kernel read them as). */
+static LLVMValueRef sym_array(Host *h, const KSyms *ks, const DimMap *back)
 {
     Cg *cg = h->cg;
     LLVMValueRef arr = LLVMBuildArrayAlloca(cg->eb, cg->t_i64, cg_i64(cg, ks->n > 0 ? ks->n : 1), "ksyms");
-    for (int i = 0; i < ks->n; i++)
-        LLVMBuildStore(B, cg_dim(cg, ks->sym[i]), host_gep(cg, cg->t_i64, arr, i));
+    for (int i = 0; i < ks->n; i++) {
+        Dim *d = back ? dim_subst(&cg->g->dims, ks->sym[i], back) : ks->sym[i];
+        LLVMBuildStore(B, cg_dim(cg, d), host_gep(cg, cg->t_i64, arr, i)); /* cg_dim(NULL): out of memory */
+    }
     return LLVMBuildBitCast(B, arr, cg->t_p8, "");
+}
+
+/* ---- constants as slots (ksig.c) ---------------------------------------------- */
+
+/* A group's types and dim attributes while its kernel is found or made
+ * with its differing constants as symbols (Cg.open), to be put back. */
+typedef struct OpenSave {
+    Type *type;     /* by value: the group's inputs, then its ops' results */
+    Dim ***attr;    /* by ATTR_DIMS attribute of its ops */
+    int ntype, nattr;
+} OpenSave;
+
+static Value *open_value(const Group *grp, int i)
+{
+    if (i < grp->nins)
+        return grp->ins[i];
+    i -= grp->nins;
+    for (int j = 0; j < grp->nops; i -= grp->ops[j++]->nout)
+        if (i < grp->ops[j]->nout)
+            return grp->ops[j]->out[i];
+    return NULL;
+}
+
+static Attr *open_attr(const Group *grp, int i)
+{
+    for (int j = 0; j < grp->nops; j++)
+        for (int a = 0; a < grp->ops[j]->nattrs; a++)
+            if (grp->ops[j]->attrs[a].kind == ATTR_DIMS && i-- == 0)
+                return &grp->ops[j]->attrs[a];
+    return NULL;
+}
+
+/* dims with those that are keys of m replaced: whole dims only, as the
+ * signature names them (a constant inside a floor division stays). */
+static Dim **subst_dims(Cg *cg, Dim **dims, int n, const DimMap *m)
+{
+    Dim **v = arena_array(&cg->g->arena, (size_t)n + 1, sizeof *v);
+    for (int i = 0; v && i < n; i++) {
+        Dim *x = dimmap_get(m, dims[i]);
+        v[i] = x ? x : dims[i];
+    }
+    return v;
+}
+
+/* Puts the group's types and attributes back, the last saved first (a
+ * value may come twice: the first save has its own type). */
+static void open_restore(const Group *grp, OpenSave *sv)
+{
+    for (int i = sv->ntype - 1; i >= 0; i--)
+        open_value(grp, i)->type = sv->type[i];
+    for (int i = sv->nattr - 1; i >= 0; i--)
+        open_attr(grp, i)->dims = sv->attr[i];
+    free(sv->type);
+    free(sv->attr);
+    *sv = (OpenSave){0};
+}
+
+/* Writes the group's constants oc->from as the symbols oc->to in its
+ * types and dim attributes (sv: what to put back); back gets the way
+ * back, for the launch. */
+static bool open_types(Cg *cg, const Group *grp, const OpenConsts *oc, OpenSave *sv, DimMap *back)
+{
+    DimMap m;
+    dimmap_init(&m);
+    for (int i = 0; i < oc->n; i++) {
+        dimmap_put(&m, oc->from[i], oc->to[i]);
+        dimmap_put(back, oc->to[i], oc->from[i]);
+    }
+    int nv = grp->nins, na = 0;
+    for (int j = 0; j < grp->nops; j++) {
+        nv += grp->ops[j]->nout;
+        for (int a = 0; a < grp->ops[j]->nattrs; a++)
+            na += grp->ops[j]->attrs[a].kind == ATTR_DIMS;
+    }
+    *sv = (OpenSave){0};
+    sv->type = malloc(((size_t)nv + 1) * sizeof *sv->type);
+    sv->attr = malloc(((size_t)na + 1) * sizeof *sv->attr);
+    bool ok = sv->type && sv->attr && !m.failed && !back->failed;
+    for (int i = 0; ok && i < nv; i++) {
+        Value *v = open_value(grp, i);
+        Dim **dims = subst_dims(cg, v->type.dims, v->type.rank, &m);
+        if (!(ok = dims != NULL))
+            break;
+        sv->type[sv->ntype++] = v->type;
+        v->type.dims = dims;
+    }
+    for (int i = 0; ok && i < na; i++) {
+        Attr *a = open_attr(grp, i);
+        Dim **dims = subst_dims(cg, a->dims, a->n, &m);
+        if (!(ok = dims != NULL))
+            break;
+        sv->attr[sv->nattr++] = a->dims;
+        a->dims = dims;
+    }
+    dimmap_free(&m);
+    if (!ok) {
+        open_restore(grp, sv);
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+    }
+    return true;
+}
+
+/* The constants a plan group's kernel reads by slot, or NULL. */
+static const OpenConsts *group_open(const Cg *cg, const Group *grp)
+{
+    if (!cg->open || grp->id < 0 || grp->id >= cg->plan->n || grp != &cg->plan->groups[grp->id])
+        return NULL;
+    const OpenConsts *oc = &cg->open[grp->id];
+    return oc->n ? oc : NULL;
+}
+
+/* Drops the kernel kernel_for failed to make (ki.fn: what it left). */
+static void drop_failed(Cg *cg, const KernelInfo *ki)
+{
+    if (ki->fn)
+        LLVMDeleteFunction(ki->fn);
+    if (cg->nkernels > 0 && cg->kinfo && cg->kinfo[cg->nkernels - 1].fn == ki->fn) {
+        free(cg->ksig[cg->nkernels - 1]);
+        cg->ksig[cg->nkernels - 1] = NULL; /* never matched again */
+    }
+    cg->d->set = false;
+}
+
+/* kernel_for and, with split, split_for: with the group's differing
+ * constants as symbols where it has some (ki's range and grain then in
+ * the group's own dims again, back the symbols' constants for the
+ * launch's slots), else, or where no template takes it so, as it is.
+ * 1: the kernel made or found; 0: no template takes the group (cg->d
+ * says why); -1: an error. */
+static int kernel_open(Cg *cg, const Group *grp, KernelInfo *ki, bool split, KernelInfo *part, KernelInfo *fin,
+                       DimMap *back)
+{
+    const OpenConsts *oc = group_open(cg, grp);
+    if (oc) {
+        OpenSave sv;
+        if (!open_types(cg, grp, oc, &sv, back))
+            return -1;
+        int before = cg->nkernels;
+        bool found = kernel_for(cg, grp, ki);
+        cg->nopened += found && cg->nkernels > before;
+        bool ok = found && (!split || split_for(cg, grp, ki->fn, part, fin));
+        open_restore(grp, &sv);
+        if (ok) {
+            DimCtx *cx = &cg->g->dims;
+            Dim *grain = ki->grain_dim;
+            ki->range = dim_subst(cx, ki->range, back);
+            ki->grain_dim = dim_subst(cx, grain, back);
+            if (!ki->range || (grain && !ki->grain_dim)) {
+                diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+                return -1;
+            }
+            return 1;
+        }
+        if (found || !cg->d->set || cg->d->kind == DIAG_RESOURCE)
+            return -1;
+        drop_failed(cg, ki); /* a template that takes the constants only: as it is */
+        *ki = (KernelInfo){0};
+        dimmap_free(back);
+        dimmap_init(back);
+    }
+    if (!kernel_for(cg, grp, ki))
+        return cg->d->set && cg->d->kind != DIAG_RESOURCE ? 0 : -1;
+    return !split || split_for(cg, grp, ki->fn, part, fin) ? 1 : -1;
 }
 
 bool host_emit_kernel_group(Host *h, const Group *grp)
 {
     Cg *cg = h->cg;
-    KernelInfo ki = {0};
-    if (!kernel_for(cg, grp, &ki)) {
-        if (!cg->d->set || cg->d->kind == DIAG_RESOURCE)
+    KernelInfo ki = {0}, part = {0}, fin = {0};
+    Dim *rows = NULL, *len = NULL;
+    int nred = 0;
+    bool split = cg->target->kernel_split && cg_split_fits(grp, &rows, &len, &nred, &cg->g->dims);
+    DimMap back; /* the symbols the kernel reads the group's constants as -> them */
+    dimmap_init(&back);
+    int found = kernel_open(cg, grp, &ki, split, &part, &fin, &back);
+    if (found <= 0) {
+        dimmap_free(&back);
+        if (found < 0)
             return false;
         /* no template takes this group: drop its kernel, split it up; a
          * single op no template takes runs on the host */
-        if (ki.fn)
-            LLVMDeleteFunction(ki.fn);
-        if (cg->nkernels > 0 && cg->kinfo && cg->kinfo[cg->nkernels - 1].fn == ki.fn) {
-            free(cg->ksig[cg->nkernels - 1]);
-            cg->ksig[cg->nkernels - 1] = NULL; /* never matched again */
-        }
-        cg->d->set = false;
+        drop_failed(cg, &ki);
         cg->nfallback++;
         if (grp->nops == 1)
             return host_emit_host_op(h, grp->ops[0]);
@@ -617,20 +784,18 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
         return true;
     }
     cg->nlaunch++;
-    KernelInfo part = {0}, fin = {0};
-    Dim *rows = NULL, *len = NULL;
-    int nred = 0;
-    bool split = cg->target->kernel_split && cg_split_fits(grp, &rows, &len, &nred, &cg->g->dims);
-    if (split && !split_for(cg, grp, ki.fn, &part, &fin))
-        return false;
     int nb = grp->nins + grp->nouts;
     LLVMValueRef ptrs[nb + 2];
     for (int i = 0; i < grp->nouts && !grp->placed; i++)
         host_alloc_k(h, grp->outs[i]);
     for (int i = 0; i < nb; i++)
-        if (!(ptrs[i] = host_kbuf(h, i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins])))
+        if (!(ptrs[i] = host_kbuf(h, i < grp->nins ? grp->ins[i] : grp->outs[i - grp->nins]))) {
+            dimmap_free(&back);
             return false;
-    ptrs[nb] = cg->target->kernel_slots ? sym_array(h, &cg->ks) : LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
+        }
+    ptrs[nb] = cg->target->kernel_slots ? sym_array(h, &cg->ks, back.count ? &back : NULL)
+                                        : LLVMBuildBitCast(B, h->syms, cg->t_p8, "");
+    dimmap_free(&back);
     LLVMValueRef args = host_ptr_array(h, ptrs, nb + 1);
     LLVMBasicBlockRef join = NULL;
     DimMap mark = {0}; /* the dims memoised before the variants fork */
@@ -753,6 +918,9 @@ bool cg_host(Cg *cg)
     LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, params, 4, false);
     LLVMValueRef fn = LLVMAddFunction(cg->mod, "disc_main", fty);
     Host h = {.cg = cg};
+    /* first: the symbols it makes are to be counted below (h.bound) */
+    if (!cg_open_consts(cg))
+        return false;
     h.rt = LLVMGetParam(fn, 0);
     h.io = LLVMGetParam(fn, 1);
     h.shapes = LLVMGetParam(fn, 2);

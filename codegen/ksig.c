@@ -37,6 +37,29 @@
  * symbol by a slot of its own and is shared no more; host.c shares only
  * where the range, grain and facts carried over are built from named
  * dims alone.
+ *
+ * Constants as slots. A DenseNet's layers read concatenations of 64,
+ * 96, 128, ... channels, a Swin's stages 96, 192, 384 and 768: groups
+ * alike but for some constants, one kernel each, each 15-30 ms of LLVM.
+ * Before the host flow is made, cg_open_consts takes every kernel
+ * group's signature with its constants of 2 and more named by slots
+ * too; groups whose such signatures are equal form a class, and a
+ * constant that differs across a class (a slot whose values are not all
+ * the same constant) gets a symbol of its own, bounded by the smallest
+ * and the largest of its values. While a group of the class is found or
+ * emitted its types and dim attributes have those constants replaced by
+ * the symbols (host.c, open_types), so the kernel is made once, with
+ * them unknown, and reads them by slot; the launch fills each slot with
+ * the group's own constant. A constant the members agree on stays in
+ * the code; 1 (a broadcast) and 0 are never opened. Where one slot's
+ * constants are a multiple of another's in every member (a nearest
+ * resize's 2 H against H) or the product of two (a reshape's merged
+ * axes), it is written as that multiple or product of their symbols, so
+ * the code sees what it saw in the constants. A template that needs more
+ * of the constants than that fails (elem.c's resize without an integer
+ * scale between its dims) rather than guess, and the group is then made
+ * with its constants in the code (host.c, kernel_open). Whole dims only
+ * are opened: a constant inside a floor division stays.
  */
 #include "codegen/codegen.h"
 
@@ -122,7 +145,7 @@ static void put_dim(FILE *f, Dim *d, KSyms *ks)
         dim_print(f, d);
         return;
     }
-    if (d->kind == DIM_CONST) {
+    if (d->kind == DIM_CONST && !(ks->open && d->c >= 2)) {
         fprintf(f, "%lld", (long long)d->c);
     } else if (d->kind == DIM_ADD || d->kind == DIM_MUL) {
         fprintf(f, "(%d %lld", (int)d->kind, (long long)d->c);
@@ -264,6 +287,10 @@ char *cg_kernel_signature(const Group *grp, KSyms *ks)
     if (ks) {
         fputs("\nsyms:", f);
         for (int i = 0; i < ks->n; i++) {
+            if (ks->sym[i]->kind == DIM_CONST) { /* ks->open: its value is what differs */
+                fputs(" c", f);
+                continue;
+            }
             int64_t lo = ks->sym[i]->lo, hi = ks->sym[i]->hi;
             if (ks->sym[i]->kind != DIM_SYM)
                 dim_bounds(ks->sym[i], &lo, &hi);
@@ -279,6 +306,162 @@ char *cg_kernel_signature(const Group *grp, KSyms *ks)
         return NULL;
     }
     return text;
+}
+
+/* ---- constants as slots -------------------------------------------------- */
+
+bool cg_share_consts(void)
+{
+    const char *e = getenv("DISC_SHARE_CONSTS");
+    return !(e && !strcmp(e, "0"));
+}
+
+typedef struct OpenSig {
+    char *sig;  /* the signature with constants as slots */
+    int group;  /* in the plan */
+    Dim **slot; /* by slot: what the group's dim there is */
+    int n;
+} OpenSig;
+
+static int cmp_open(const void *a, const void *b)
+{
+    const OpenSig *x = a, *y = b;
+    int c = strcmp(x->sig, y->sig);
+    return c ? c : x->group - y->group;
+}
+
+/* Whether slot k holds c times slot j's constant in every member of m
+ * (c at least 2), or (j2 >= 0) the product of slots j's and j2's. */
+static bool related(const OpenSig *m, int n, int k, int j, int j2, int64_t *c)
+{
+    int64_t a = m[0].slot[j]->c, b = m[0].slot[k]->c;
+    if (j2 < 0 && (a <= 0 || b % a || b / a < 2))
+        return false;
+    *c = j2 < 0 ? b / a : 1;
+    for (int i = 0; i < n; i++) {
+        int64_t x = m[i].slot[j]->c, want;
+        if (__builtin_mul_overflow(x, j2 < 0 ? *c : m[i].slot[j2]->c, &want) || m[i].slot[k]->c != want)
+            return false;
+    }
+    return true;
+}
+
+/* The class m[0..n) (one signature): for each slot whose values are
+ * constants not all equal, a symbol of its own bounded by them, or, where
+ * every member's constant there is a multiple of another such slot's (a
+ * resize's result dim, twice its operand's) or the product of two (a
+ * reshape's merged axes), that multiple or product of their symbols: the
+ * kernel's code then sees the relation, as it did the constants. Slots
+ * are taken smallest first (by the first member's constants). */
+static bool open_class(Cg *cg, const OpenSig *m, int n)
+{
+    DimCtx *cx = &cg->g->dims;
+    int ns = m[0].n, nopen = 0, nv = 0;
+    Dim *sym[ns + 1];
+    int order[ns + 1];
+    bool own[ns + 1]; /* sym[j] a symbol of its own (not a multiple or product) */
+    for (int j = 0; j < ns; j++) {
+        sym[j] = NULL;
+        own[j] = false;
+        bool consts = true, differ = false;
+        for (int i = 0; i < n && consts; i++) {
+            consts = m[i].slot[j]->kind == DIM_CONST;
+            differ |= m[i].slot[j] != m[0].slot[j];
+        }
+        if (!consts || !differ)
+            continue;
+        int at = nv++; /* by insertion, smallest first */
+        while (at > 0 && m[0].slot[order[at - 1]]->c > m[0].slot[j]->c) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = j;
+    }
+    for (int q = 0; q < nv; q++) {
+        int k = order[q];
+        int64_t c;
+        for (int p = 0; p < q && !sym[k]; p++) {
+            int j = order[p];
+            if (!own[j])
+                continue;
+            if (related(m, n, k, j, -1, &c))
+                sym[k] = dim_mulc(cx, sym[j], c);
+            for (int p2 = p; p2 < q && !sym[k]; p2++)
+                if (own[order[p2]] && related(m, n, k, j, order[p2], &c))
+                    sym[k] = dim_mul(cx, sym[j], sym[order[p2]]);
+        }
+        if (!sym[k]) {
+            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            for (int i = 0; i < n; i++) {
+                lo = m[i].slot[k]->c < lo ? m[i].slot[k]->c : lo;
+                hi = m[i].slot[k]->c > hi ? m[i].slot[k]->c : hi;
+            }
+            if (!(sym[k] = dim_sym_fresh(cx, SYM_INPUT)))
+                return false;
+            dim_sym_set(sym[k], lo, hi, SYM_INPUT);
+            own[k] = true;
+        }
+        nopen++;
+    }
+    for (int i = 0; nopen && i < n; i++) {
+        OpenConsts *oc = &cg->open[m[i].group];
+        oc->from = arena_array(&cg->g->arena, (size_t)nopen, sizeof *oc->from);
+        oc->to = arena_array(&cg->g->arena, (size_t)nopen, sizeof *oc->to);
+        if (!oc->from || !oc->to)
+            return false;
+        for (int j = 0; j < ns; j++)
+            if (sym[j]) {
+                oc->from[oc->n] = m[i].slot[j];
+                oc->to[oc->n++] = sym[j];
+            }
+    }
+    return true;
+}
+
+bool cg_open_consts(Cg *cg)
+{
+    const FusionPlan *p = cg->plan;
+    if (!cg->target->kernel_slots || !cg_share_consts() || p->n < 2)
+        return true;
+    cg->open = calloc((size_t)p->n, sizeof *cg->open);
+    OpenSig *v = calloc((size_t)p->n, sizeof *v);
+    KSyms ks = {.open = true};
+    bool ok = cg->open && v;
+    int n = 0;
+    for (int i = 0; ok && i < p->n; i++) {
+        const Group *grp = &p->groups[i];
+        if (grp->kind != FUSE_LOOP && grp->kind != FUSE_INPUT && grp->kind != FUSE_STITCH)
+            continue;
+        cg_ksyms_clear(&ks);
+        v[n] = (OpenSig){.sig = cg_kernel_signature(grp, &ks), .group = i, .n = ks.n};
+        ok = v[n].sig && (v[n].slot = malloc(((size_t)ks.n + 1) * sizeof *v[n].slot));
+        if (ok)
+            memcpy(v[n].slot, ks.sym, (size_t)ks.n * sizeof *ks.sym);
+        n += v[n].sig != NULL;
+    }
+    if (ok)
+        qsort(v, (size_t)n, sizeof *v, cmp_open);
+    for (int a = 0, b; ok && a < n; a = b) {
+        for (b = a + 1; b < n && !strcmp(v[a].sig, v[b].sig);)
+            b++;
+        if (b - a >= 2)
+            ok = open_class(cg, v + a, b - a);
+    }
+    for (int i = 0; i < n; i++) {
+        free(v[i].sig);
+        free(v[i].slot);
+    }
+    free(v);
+    cg_ksyms_free(&ks);
+    if (!ok)
+        return diag_setk(cg->d, DIAG_RESOURCE, "codegen: out of memory");
+    return true;
+}
+
+void cg_open_consts_free(Cg *cg)
+{
+    free(cg->open);
+    cg->open = NULL;
 }
 
 void cg_kshare_note(Cg *cg, Dim *d, bool r)

@@ -129,6 +129,7 @@ void cg_free(Cg *cg)
     free(cg->kinfo);
     cg_kshare_free(cg);
     cg_ksyms_free(&cg->ks);
+    cg_open_consts_free(cg);
     cg->ksig = NULL;
     cg->kinfo = NULL;
     /* the module and context are handed to the JIT, or disposed there */
