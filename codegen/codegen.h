@@ -123,11 +123,14 @@ typedef struct KSyms {
 } KSyms;
 
 /* A plan group's constants that its kernel reads by slot (ksig.c,
- * "constants as slots"): from[i] is written to[i], a symbol of its own,
- * while the kernel is found or emitted. */
+ * "constants as slots"): from[i] is written to[i] (a symbol of the
+ * class, a multiple of one, or a product of two) while the kernel is
+ * found or emitted; the launch gives symbol sym[j] the constant val[j]. */
 typedef struct OpenConsts {
     Dim **from, **to;
     int n;
+    Dim **sym, **val;
+    int nsym;
 } OpenConsts;
 
 typedef struct KernelInfo {

@@ -657,10 +657,10 @@ static bool open_types(Cg *cg, const Group *grp, const OpenConsts *oc, OpenSave 
 {
     DimMap m;
     dimmap_init(&m);
-    for (int i = 0; i < oc->n; i++) {
+    for (int i = 0; i < oc->n; i++)
         dimmap_put(&m, oc->from[i], oc->to[i]);
-        dimmap_put(back, oc->to[i], oc->from[i]);
-    }
+    for (int i = 0; i < oc->nsym; i++)
+        dimmap_put(back, oc->sym[i], oc->val[i]);
     int nv = grp->nins, na = 0;
     for (int j = 0; j < grp->nops; j++) {
         nv += grp->ops[j]->nout;

@@ -346,23 +346,35 @@ static bool related(const OpenSig *m, int n, int k, int j, int j2, int64_t *c)
     return true;
 }
 
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* The class m[0..n) (one signature): for each slot whose values are
- * constants not all equal, a symbol of its own bounded by them, or, where
- * every member's constant there is a multiple of another such slot's (a
- * resize's result dim, twice its operand's) or the product of two (a
- * reshape's merged axes), that multiple or product of their symbols: the
- * kernel's code then sees the relation, as it did the constants. Slots
- * are taken smallest first (by the first member's constants). */
+ * constants not all equal, a symbol of its own times their greatest
+ * common divisor (the symbol bounded by the quotients: 64, 128, 256
+ * channels as 64 s, s in [1, 4], so the code still knows its loops run
+ * in whole vectors), or, where every member's constant there is a
+ * multiple of another such slot's (a resize's result dim, twice its
+ * operand's) or the product of two (a reshape's merged axes), that
+ * multiple or product: the kernel's code then sees the relation, as it
+ * did the constants. Slots are taken smallest first (by the first
+ * member's constants). */
 static bool open_class(Cg *cg, const OpenSig *m, int n)
 {
     DimCtx *cx = &cg->g->dims;
-    int ns = m[0].n, nopen = 0, nv = 0;
-    Dim *sym[ns + 1];
+    int ns = m[0].n, nopen = 0, nv = 0, nown = 0;
+    Dim *sym[ns + 1], *base[ns + 1]; /* base: the symbol of an own slot */
+    int64_t div[ns + 1];             /* an own slot's common divisor */
     int order[ns + 1];
-    bool own[ns + 1]; /* sym[j] a symbol of its own (not a multiple or product) */
     for (int j = 0; j < ns; j++) {
-        sym[j] = NULL;
-        own[j] = false;
+        sym[j] = base[j] = NULL;
         bool consts = true, differ = false;
         for (int i = 0; i < n && consts; i++) {
             consts = m[i].slot[j]->kind == DIM_CONST;
@@ -382,38 +394,52 @@ static bool open_class(Cg *cg, const OpenSig *m, int n)
         int64_t c;
         for (int p = 0; p < q && !sym[k]; p++) {
             int j = order[p];
-            if (!own[j])
+            if (!base[j])
                 continue;
             if (related(m, n, k, j, -1, &c))
                 sym[k] = dim_mulc(cx, sym[j], c);
             for (int p2 = p; p2 < q && !sym[k]; p2++)
-                if (own[order[p2]] && related(m, n, k, j, order[p2], &c))
+                if (base[order[p2]] && related(m, n, k, j, order[p2], &c))
                     sym[k] = dim_mul(cx, sym[j], sym[order[p2]]);
         }
         if (!sym[k]) {
-            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            int64_t g = 0, lo = INT64_MAX, hi = INT64_MIN;
             for (int i = 0; i < n; i++) {
-                lo = m[i].slot[k]->c < lo ? m[i].slot[k]->c : lo;
-                hi = m[i].slot[k]->c > hi ? m[i].slot[k]->c : hi;
+                int64_t v = m[i].slot[k]->c;
+                g = gcd(v, g);
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
             }
-            if (!(sym[k] = dim_sym_fresh(cx, SYM_INPUT)))
+            if (!(base[k] = dim_sym_fresh(cx, SYM_INPUT)))
                 return false;
-            dim_sym_set(sym[k], lo, hi, SYM_INPUT);
-            own[k] = true;
+            dim_sym_set(base[k], lo / g, hi / g, SYM_INPUT);
+            div[k] = g;
+            if (!(sym[k] = g > 1 ? dim_mulc(cx, base[k], g) : base[k]))
+                return false;
+            nown++;
         }
         nopen++;
     }
     for (int i = 0; nopen && i < n; i++) {
         OpenConsts *oc = &cg->open[m[i].group];
-        oc->from = arena_array(&cg->g->arena, (size_t)nopen, sizeof *oc->from);
-        oc->to = arena_array(&cg->g->arena, (size_t)nopen, sizeof *oc->to);
-        if (!oc->from || !oc->to)
+        Arena *a = &cg->g->arena;
+        oc->from = arena_array(a, (size_t)nopen, sizeof *oc->from);
+        oc->to = arena_array(a, (size_t)nopen, sizeof *oc->to);
+        oc->sym = arena_array(a, (size_t)nown + 1, sizeof *oc->sym);
+        oc->val = arena_array(a, (size_t)nown + 1, sizeof *oc->val);
+        if (!oc->from || !oc->to || !oc->sym || !oc->val)
             return false;
-        for (int j = 0; j < ns; j++)
-            if (sym[j]) {
-                oc->from[oc->n] = m[i].slot[j];
-                oc->to[oc->n++] = sym[j];
+        for (int j = 0; j < ns; j++) {
+            if (!sym[j])
+                continue;
+            oc->from[oc->n] = m[i].slot[j];
+            oc->to[oc->n++] = sym[j];
+            if (base[j]) {
+                oc->sym[oc->nsym] = base[j];
+                if (!(oc->val[oc->nsym++] = dim_const(cx, m[i].slot[j]->c / div[j])))
+                    return false;
             }
+        }
     }
     return true;
 }
