@@ -106,20 +106,30 @@ static bool ready_after(const Host *h, const Op *op, const Dim *d, bool *mine)
     return true;
 }
 
-/* After a host op that binds DATA symbols: the REQUIRE and BCAST steps
+/* After a host op that binds DATA symbols (syms): the REQUIRE and BCAST steps
  * that waited for them (emit_steps leaves out those that mention one),
  * each once all of its symbols are bound. A broadcast of a dim that only
  * a NonZero's count gives, say, is checked before a kernel reads it. */
-static void emit_checks_after(Host *h, const Op *op)
+/* The DATA symbols host op binds (the host program's HS_DATA steps of
+ * its results), into syms (NULL: counted only). */
+static int data_syms(const HostProg *p, const Op *op, Dim **syms)
 {
-    const HostProg *p = &h->cg->si->prog;
-    bool any = false;
+    int n = 0;
     for (int i = 0; i < p->n; i++)
         if (p->steps[i].kind == HS_DATA && p->steps[i].value->def == op) {
-            h->bound[p->steps[i].sym->id] = true;
-            any = true;
+            if (syms)
+                syms[n] = p->steps[i].sym;
+            n++;
         }
-    for (int i = 0; any && i < p->n; i++) {
+    return n;
+}
+
+static void emit_checks_after(Host *h, const Op *op, Dim *const *syms, int n)
+{
+    const HostProg *p = &h->cg->si->prog;
+    for (int i = 0; i < n; i++)
+        h->bound[syms[i]->id] = true;
+    for (int i = 0; n && i < p->n; i++) {
         const HostStep *s = &p->steps[i];
         bool mine = false;
         if ((s->kind == HS_REQUIRE || s->kind == HS_BCAST) && ready_after(h, op, s->lhs, &mine) &&
@@ -838,24 +848,6 @@ bool host_emit_kernel_group(Host *h, const Group *grp)
     return true;
 }
 
-/* The memoised dims that mention a symbol op binds are forgotten: the
- * rest hold (SSDlite's 465 host ops each forgot every dim, and its flow
- * recomputed the sizes of its feature maps, a chain of ceiling divisions,
- * at each of them: 68,000 lines of IR). */
-static void forget_bound(Host *h, const Op *op)
-{
-    const HostProg *p = &h->cg->si->prog;
-    int n = 0;
-    for (int i = 0; i < p->n; i++)
-        n += p->steps[i].kind == HS_DATA && p->steps[i].value->def == op;
-    Dim *syms[n + 1];
-    n = 0;
-    for (int i = 0; i < p->n; i++)
-        if (p->steps[i].kind == HS_DATA && p->steps[i].value->def == op)
-            syms[n++] = p->steps[i].sym;
-    cg_dim_forget_syms(h->cg, syms, n);
-}
-
 /* The target's host-op call: bufs = operands, then room for the results. */
 bool host_emit_host_op(Host *h, Op *op)
 {
@@ -869,9 +861,17 @@ bool host_emit_host_op(Host *h, Op *op)
         ptrs[op->nin + i] = LLVMConstPointerNull(cg->t_p8);
     LLVMValueRef arr = host_ptr_array(h, ptrs, n);
     LLVMValueRef rc = cg->target->host_op(h, op, arr);
-    forget_bound(h, op); /* it may bind symbols */
+    /* the symbols it binds: the memoised dims that mention one are
+     * forgotten, the rest hold (SSDlite's 465 host ops each forgot every
+     * dim, and its flow recomputed the sizes of its feature maps, a chain
+     * of ceiling divisions, at each of them: 68,000 lines of IR) */
+    const HostProg *p = &cg->si->prog;
+    int nb = data_syms(p, op, NULL);
+    Dim *bound[nb + 1];
+    data_syms(p, op, bound);
+    cg_dim_forget_syms(cg, bound, nb);
     host_check_or_return(h, LLVMBuildICmp(B, LLVMIntEQ, rc, cg_i32(cg, 0), ""), -1);
-    emit_checks_after(h, op);
+    emit_checks_after(h, op, bound, nb);
     for (int i = 0; i < op->nout; i++)
         h->vbuf[op->out[i]->id] = LLVMBuildLoad2(B, cg->t_p8, host_gep(cg, cg->t_p8, arr, op->nin + i), "");
     return true;

@@ -346,16 +346,6 @@ static bool related(const OpenSig *m, int n, int k, int j, int j2, int64_t *c)
     return true;
 }
 
-static int64_t gcd(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The class m[0..n) (one signature): for each slot whose values are
  * constants not all equal, a symbol of its own times their greatest
  * common divisor (the symbol bounded by the quotients: 64, 128, 256
@@ -406,7 +396,7 @@ static bool open_class(Cg *cg, const OpenSig *m, int n)
             int64_t g = 0, lo = INT64_MAX, hi = INT64_MIN;
             for (int i = 0; i < n; i++) {
                 int64_t v = m[i].slot[k]->c;
-                g = gcd(v, g);
+                g = (int64_t)dim_gcd((uint64_t)v, (uint64_t)g);
                 lo = v < lo ? v : lo;
                 hi = v > hi ? v : hi;
             }

@@ -164,7 +164,7 @@ static DimEvalStatus apply(DimKind k, int64_t a, int64_t b, int64_t *out)
 
 static uint64_t uabs64(int64_t v) { return v < 0 ? -(uint64_t)v : (uint64_t)v; }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
+uint64_t dim_gcd(uint64_t a, uint64_t b)
 {
     while (b) {
         uint64_t t = a % b;
@@ -660,9 +660,9 @@ static void poly_mul(DimCtx *cx, Poly *out, const Poly *a, const Poly *b)
 /* gcd of g, the constant and every coefficient. */
 static uint64_t poly_gcd(const Poly *p, uint64_t g)
 {
-    g = gcd64(g, uabs64(p->c));
+    g = dim_gcd(g, uabs64(p->c));
     for (int i = 0; i < p->n; i++)
-        g = gcd64(g, uabs64(p->t[i].k));
+        g = dim_gcd(g, uabs64(p->t[i].k));
     return g;
 }
 

@@ -207,6 +207,8 @@ Dim *dim_min(DimCtx *cx, Dim *a, Dim *b);
 Dim *dim_max(DimCtx *cx, Dim *a, Dim *b);
 Dim *dim_addc(DimCtx *cx, Dim *a, int64_t c);
 Dim *dim_mulc(DimCtx *cx, Dim *a, int64_t c);
+/* The greatest common divisor of a and b (gcd(a, 0) = a). */
+uint64_t dim_gcd(uint64_t a, uint64_t b);
 
 /* false for NULL (a dim op that failed), as dim_* take NULL operands */
 static inline bool dim_is_const(const Dim *d) { return d && d->kind == DIM_CONST; }
