@@ -106,10 +106,6 @@ static bool ready_after(const Host *h, const Op *op, const Dim *d, bool *mine)
     return true;
 }
 
-/* After a host op that binds DATA symbols (syms): the REQUIRE and BCAST steps
- * that waited for them (emit_steps leaves out those that mention one),
- * each once all of its symbols are bound. A broadcast of a dim that only
- * a NonZero's count gives, say, is checked before a kernel reads it. */
 /* The DATA symbols host op binds (the host program's HS_DATA steps of
  * its results), into syms (NULL: counted only). */
 static int data_syms(const HostProg *p, const Op *op, Dim **syms)
@@ -124,6 +120,10 @@ static int data_syms(const HostProg *p, const Op *op, Dim **syms)
     return n;
 }
 
+/* After a host op that binds DATA symbols (syms): the REQUIRE and BCAST
+ * steps that waited for them (emit_steps leaves out those that mention
+ * one), each once all of its symbols are bound. A broadcast of a dim that
+ * only a NonZero's count gives, say, is checked before a kernel reads it. */
 static void emit_checks_after(Host *h, const Op *op, Dim *const *syms, int n)
 {
     const HostProg *p = &h->cg->si->prog;
