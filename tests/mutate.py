@@ -81,6 +81,14 @@ MUTANTS = [
      "v = LLVMBuildSelect(B, s->first, zero, LLVMBuildCall2(B, lty, s->mload, args, 4, \"\"), \"\");",
      "v = LLVMBuildSelect(B, LLVMConstInt(cg->t_i1, 1, 0), zero, LLVMBuildCall2(B, lty, s->mload, args, 4, \"\"), \"\");",
      "the AVX2 skinny kernel starts every block of k from zero instead of from C (the kernel of AVX2 and SSE2: on an AVX-512 machine only the ISA copies, which --exclude leaves out by default, run it)"),
+    ("codegen/host.c",
+     "Dim *d = back ? dim_subst(&cg->g->dims, ks->sym[i], back) : ks->sym[i];",
+     "Dim *d = ks->sym[i];",
+     "a kernel shared up to constants gets the class's symbols in its slots, not the group's constants"),
+    ("codegen/ksig.c",
+     "sym[k] = dim_mulc(cx, sym[j], c);",
+     "(void)c;",
+     "constants shared by slot lose their multiples (a resize's 2 H becomes a symbol of its own)"),
 ]
 
 FAST_LABELS = "unit|golden|cpu|model|aot|interp|onnx"
