@@ -45,8 +45,11 @@
  * group's signature with its constants of 2 and more named by slots
  * too; groups whose such signatures are equal form a class, and a
  * constant that differs across a class (a slot whose values are not all
- * the same constant) gets a symbol of its own, bounded by the smallest
- * and the largest of its values. While a group of the class is found or
+ * the same constant) becomes a symbol of its own times the values'
+ * greatest common divisor, the symbol bounded by the quotients (64, 128
+ * and 256 channels as 64 s, s in [1, 4]: the kernel's loops still run in
+ * whole vectors, where unknown counts had LLVM add a vectorised and a
+ * scalar remainder to each). While a group of the class is found or
  * emitted its types and dim attributes have those constants replaced by
  * the symbols (host.c, open_types), so the kernel is made once, with
  * them unknown, and reads them by slot; the launch fills each slot with
