@@ -454,7 +454,7 @@ bool cg_open_consts(Cg *cg)
         cg_ksyms_clear(&ks);
         v[n] = (OpenSig){.sig = cg_kernel_signature(grp, &ks), .group = i, .n = ks.n};
         ok = v[n].sig && (v[n].slot = malloc(((size_t)ks.n + 1) * sizeof *v[n].slot));
-        if (ok)
+        if (ok && ks.n)
             memcpy(v[n].slot, ks.sym, (size_t)ks.n * sizeof *ks.sym);
         n += v[n].sig != NULL;
     }
