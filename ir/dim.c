@@ -92,6 +92,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +279,10 @@ static Dim *intern(DimCtx *cx, DimKind k, int64_t c, Dim *const *args, int n)
         for (int i = 0; i < n; i++)
             d->symbits |= args[i]->symbits;
     }
+    uint64_t size = 1;
+    for (int i = 0; i < n; i++)
+        size += args[i]->tsize;
+    d->tsize = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     d->kind = k;
     d->c = c;
     d->n = n;
@@ -332,6 +337,7 @@ static Dim *sym_new(DimCtx *cx, const char *name, SymOrigin origin)
     if (!d || !(d->name = arena_strdup(cx->arena, name)))
         return NULL;
     d->kind = DIM_SYM;
+    d->tsize = 1;
     d->hash = hash_name(name);
     d->id = cx->nsyms;
     d->symbits = (uint64_t)1 << (d->id & 63);
@@ -360,9 +366,17 @@ Dim *dim_sym_fresh(DimCtx *cx, SymOrigin origin)
     return sym_new(cx, name, origin);
 }
 
+/* Bounds of expressions are kept in their nodes (an expression shared n
+ * levels deep, min(A, max(0, A - 7)) nested, is otherwise walked 2^n
+ * times); changing a symbol's bounds starts a new epoch, so that no kept
+ * bound outlives the facts it came from. One counter for every context:
+ * dim_sym_set is rare (import, the parser, tests). */
+static _Atomic uint32_t bounds_epoch = 1;
+
 void dim_sym_set(Dim *sym, int64_t lo, int64_t hi, SymOrigin origin)
 {
     assert(sym && sym->kind == DIM_SYM);
+    atomic_fetch_add_explicit(&bounds_epoch, 1, memory_order_relaxed);
     sym->lo = lo;
     sym->hi = hi;
     sym->origin = origin;
@@ -791,22 +805,31 @@ static Iv bounds_fn(const Dim *d)
 static Iv bounds(const Dim *d)
 {
     Iv r = {d->c, d->c};
-    switch (d->kind) {
-    case DIM_CONST:
+    if (d->kind == DIM_CONST)
         return r;
-    case DIM_SYM:
+    if (d->kind == DIM_SYM)
         return (Iv){d->lo, d->hi};
+    uint32_t epoch = atomic_load_explicit(&bounds_epoch, memory_order_relaxed);
+    if (d->bepoch == epoch)
+        return (Iv){d->lo, d->hi};
+    switch (d->kind) {
     case DIM_ADD:
         for (int i = 0; i < d->n; i++)
             r = iv_add(r, bounds(d->args[i]));
-        return r;
+        break;
     case DIM_MUL:
         for (int i = 0; i < d->n; i++)
             r = iv_mul(r, bounds(d->args[i]));
-        return r;
+        break;
     default:
-        return bounds_fn(d);
+        r = bounds_fn(d);
+        break;
     }
+    Dim *m = (Dim *)d; /* the node's own cache */
+    m->lo = r.lo;
+    m->hi = r.hi;
+    m->bepoch = epoch;
+    return r;
 }
 
 void dim_bounds(const Dim *d, int64_t *lo, int64_t *hi)
@@ -899,6 +922,40 @@ static Dim *fold(DimCtx *cx, DimKind k, int64_t a, int64_t b)
     return apply(k, a, b, &r) == DIM_OK ? dim_const(cx, r) : NULL;
 }
 
+static Dim *divmod(DimCtx *cx, DimKind op, Dim *a, Dim *b);
+static Dim *lincomb(DimCtx *cx, Dim *a, int64_t scale_a, Dim *b, int64_t scale_b);
+
+/* A sum R + mod(P, k) with P = -R (mod k) is R rounded up to a multiple of
+ * k, k * ceildiv(R, k); R - mod(P, k) with P = R (mod k) is R rounded
+ * down, k * floordiv(R, k). Padding to a multiple is written so (PyTorch's
+ * Swin: pad = (7 - W % 7) % 7, then W + pad), and only the rounded form
+ * says that the result divided by k is whole and at least R / k. */
+static Dim *round_sum(DimCtx *cx, Dim *r)
+{
+    if (!r || r->kind != DIM_ADD || cx->rounding)
+        return r;
+    for (int i = 0; i < r->n; i++) {
+        Dim *t = r->args[i], *m = t;
+        int64_t sign = 1;
+        if (t->kind == DIM_MUL && t->n == 1 && (t->c == 1 || t->c == -1)) {
+            m = t->args[0];
+            sign = t->c;
+        }
+        if (m->kind != DIM_MOD || m->args[1]->kind != DIM_CONST || m->args[1]->c < 2)
+            continue;
+        Dim *k = m->args[1];
+        cx->rounding = true;
+        Dim *rest = lincomb(cx, r, 1, t, -1);
+        Dim *whole = rest ? lincomb(cx, rest, 1, m->args[0], sign) : NULL;
+        Dim *zero = whole ? divmod(cx, DIM_MOD, whole, k) : NULL;
+        Dim *q = dim_is(zero, 0) ? divmod(cx, sign > 0 ? DIM_CEILDIV : DIM_FLOORDIV, rest, k) : NULL;
+        cx->rounding = false;
+        if (q)
+            return dim_mulc(cx, q, k->c);
+    }
+    return r;
+}
+
 /* scale_a*a + scale_b*b. */
 static Dim *lincomb(DimCtx *cx, Dim *a, int64_t scale_a, Dim *b, int64_t scale_b)
 {
@@ -909,7 +966,7 @@ static Dim *lincomb(DimCtx *cx, Dim *a, int64_t scale_a, Dim *b, int64_t scale_b
     poly_from(cx, &p, b, scale_b);
     Dim *r = poly_to_dim(cx, &p);
     poly_free(&p);
-    return r;
+    return round_sum(cx, r);
 }
 
 Dim *dim_add(DimCtx *cx, Dim *a, Dim *b)
@@ -965,8 +1022,6 @@ Dim *dim_mul(DimCtx *cx, Dim *a, Dim *b)
 
 /* ------------------------------------------------------------------ */
 /* Division and mod by a constant k >= 2                                */
-
-static Dim *divmod(DimCtx *cx, DimKind op, Dim *a, Dim *b);
 
 /* floordiv or ceildiv of n, whose gcd with k is 1 and whose constant is
  * in [0, k), by k: the atom, unless bounds or nesting decide. */
@@ -1044,6 +1099,35 @@ static Dim *mod_poly(DimCtx *cx, Poly *p, int64_t k)
     return dim_mulc(cx, mod_rest(cx, poly_to_dim(cx, p), k), (int64_t)g);
 }
 
+/* a with every mod(x, c) in its sums and products whose c is a multiple
+ * of k replaced by x: the same value mod k (mod(7 - mod(W, 7), 7) is
+ * mod(-W, 7)). */
+static Dim *strip_mod(DimCtx *cx, Dim *a, int64_t k)
+{
+    if (!a)
+        return NULL;
+    switch (a->kind) {
+    case DIM_MOD:
+        if (a->args[1]->kind == DIM_CONST && a->args[1]->c != 0 && a->args[1]->c % k == 0)
+            return strip_mod(cx, a->args[0], k);
+        return a;
+    case DIM_ADD: {
+        Dim *r = dim_const(cx, a->c);
+        for (int i = 0; i < a->n; i++)
+            r = dim_add(cx, r, strip_mod(cx, a->args[i], k));
+        return r;
+    }
+    case DIM_MUL: {
+        Dim *r = dim_const(cx, a->c);
+        for (int i = 0; i < a->n; i++)
+            r = dim_mul(cx, r, strip_mod(cx, a->args[i], k));
+        return r;
+    }
+    default:
+        return a;
+    }
+}
+
 static Dim *div_const(DimCtx *cx, DimKind op, Dim *a, int64_t k)
 {
     if (k == 0)
@@ -1054,6 +1138,13 @@ static Dim *div_const(DimCtx *cx, DimKind op, Dim *a, int64_t k)
         return op == DIM_MOD ? dim_const(cx, 0) : dim_mulc(cx, a, k);
     if (k < 0)
         return node2(cx, op, a, dim_const(cx, k));
+    if (op == DIM_MOD) {
+        a = strip_mod(cx, a, k);
+        if (!a)
+            return NULL;
+        if (a->kind == DIM_CONST)
+            return fold(cx, op, a->c, k);
+    }
     Poly p = {0};
     poly_from(cx, &p, a, 1);
     poly_normalize(&p);
@@ -1215,8 +1306,22 @@ Dim *dim_mod(DimCtx *cx, Dim *a, Dim *b) { return divmod(cx, DIM_MOD, a, b); }
 /* min and max                                                          */
 
 /* -1 if a <= b for every value of the symbols, 1 if a >= b, else 0. */
+/* d is k * op(x, k) for a constant k >= 1 (op floordiv or ceildiv). */
+static bool is_round(const Dim *d, DimKind op, const Dim *x)
+{
+    return d->kind == DIM_MUL && d->n == 1 && d->c >= 1 && d->args[0]->kind == op && d->args[0]->args[0] == x &&
+           dim_is(d->args[0]->args[1], d->c);
+}
+
 static int dim_order(DimCtx *cx, Dim *a, Dim *b)
 {
+    /* x rounded up to a multiple is at least x, rounded down at most x:
+     * min(W, 7 * ceildiv(W, 7)) is W (a padded dim sliced back), which
+     * interval arithmetic on the difference cannot see */
+    if (is_round(b, DIM_CEILDIV, a) || is_round(a, DIM_FLOORDIV, b))
+        return -1;
+    if (is_round(a, DIM_CEILDIV, b) || is_round(b, DIM_FLOORDIV, a))
+        return 1;
     Iv x = bounds(a), y = bounds(b), d = diff_bounds(cx, a, b);
     if (x.hi <= y.lo || d.hi <= 0)
         return -1;

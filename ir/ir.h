@@ -155,10 +155,15 @@ struct Dim {
     uint32_t hash;
     int id;           /* creation order within the context; SYM: symbol index */
     uint64_t symbits; /* bit id % 64 of every symbol the dim mentions */
+    uint32_t tsize;   /* nodes of the dim read as a tree (saturating): what
+                         printing or evaluating it walks */
     /* symbols only */
     const char *name;
-    int64_t lo, hi;   /* known bounds, inclusive; hi == DIM_INF if unknown */
+    int64_t lo, hi;   /* known bounds, inclusive; hi == DIM_INF if unknown;
+                         other nodes: their bounds as last computed */
     SymOrigin origin;
+    uint32_t bepoch;  /* not a symbol: lo and hi hold for this epoch of
+                         dim_sym_set calls (0: never computed) */
     Dim *next;        /* hash chain */
 };
 
@@ -172,6 +177,7 @@ typedef struct DimCtx {
     Dim **syms;       /* every symbol, in creation order */
     int nsyms, capsyms;
     int fresh;        /* counter for fresh symbol names */
+    bool rounding;    /* inside lincomb's rounding rule (no nesting) */
 } DimCtx;
 
 void dim_ctx_init(DimCtx *cx, Arena *a);

@@ -64,6 +64,7 @@ bool dimmap_put(DimMap *m, Dim *k, Dim *v)
         s = (s + 1) & (unsigned)(m->cap - 1);
     if (!m->key[s])
         m->count++;
+    m->keybits |= k->symbits ? k->symbits : ~(uint64_t)0;
     m->key[s] = k;
     m->val[s] = v;
     return true;
@@ -85,6 +86,7 @@ bool dimmap_copy(DimMap *dst, const DimMap *src)
     memcpy(dst->val, src->val, (size_t)src->cap * sizeof *dst->val);
     dst->cap = src->cap;
     dst->count = src->count;
+    dst->keybits = src->keybits;
     return true;
 }
 
@@ -132,16 +134,31 @@ bool dim_mentions(const Dim *d, const Dim *sym)
     return r;
 }
 
-Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
+static Dim *subst_node(DimCtx *cx, Dim *d, const DimMap *m, DimMap *memo);
+
+/* memo: what the nodes walked so far became. A dim is a DAG (the slices
+ * of a padded mask nest min(A, max(0, A - 7)) many levels deep): read as
+ * a tree it is exponential, so every node is rebuilt once. */
+static Dim *subst(DimCtx *cx, Dim *d, const DimMap *m, DimMap *memo)
 {
     if (!d)
         return NULL;
     Dim *v = dimmap_get(m, d);
     if (v)
         return v;
-    if (d->kind == DIM_CONST || d->kind == DIM_SYM || m->count == 0)
+    if (d->kind == DIM_CONST || d->kind == DIM_SYM || m->count == 0 || !(d->symbits & m->keybits))
         return d;
-    Dim *a = dim_subst(cx, d->args[0], m);
+    if ((v = dimmap_get(memo, d)))
+        return v;
+    v = subst_node(cx, d, m, memo);
+    if (v)
+        dimmap_put(memo, d, v); /* out of memory: only slower */
+    return v;
+}
+
+static Dim *subst_node(DimCtx *cx, Dim *d, const DimMap *m, DimMap *memo)
+{
+    Dim *a = subst(cx, d->args[0], m, memo);
     if (!a)
         return NULL;
     switch (d->kind) {
@@ -149,7 +166,7 @@ Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
     case DIM_MUL: {
         Dim *r = a;
         for (int i = 1; i < d->n && r; i++) {
-            Dim *x = dim_subst(cx, d->args[i], m);
+            Dim *x = subst(cx, d->args[i], m, memo);
             if (!x)
                 return NULL;
             r = d->kind == DIM_ADD ? dim_add(cx, r, x) : dim_mul(cx, r, x);
@@ -161,7 +178,7 @@ Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
     default:
         break;
     }
-    Dim *b = dim_subst(cx, d->args[1], m);
+    Dim *b = subst(cx, d->args[1], m, memo);
     if (!b)
         return NULL;
     switch (d->kind) {
@@ -174,10 +191,19 @@ Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
     }
 }
 
-static bool subst_list(DimCtx *cx, Dim **v, int n, const DimMap *m)
+Dim *dim_subst(DimCtx *cx, Dim *d, const DimMap *m)
+{
+    DimMap memo;
+    dimmap_init(&memo);
+    Dim *r = subst(cx, d, m, &memo);
+    dimmap_free(&memo);
+    return r;
+}
+
+static bool subst_list(DimCtx *cx, Dim **v, int n, const DimMap *m, DimMap *memo)
 {
     for (int i = 0; i < n; i++) {
-        Dim *x = dim_subst(cx, v[i], m);
+        Dim *x = subst(cx, v[i], m, memo);
         if (!x)
             return false;
         v[i] = x;
@@ -188,15 +214,18 @@ static bool subst_list(DimCtx *cx, Dim **v, int n, const DimMap *m)
 bool graph_subst_dims(Graph *g, const DimMap *m)
 {
     DimCtx *cx = &g->dims;
+    DimMap memo; /* one for the whole graph: m does not change */
+    dimmap_init(&memo);
     bool ok = true;
     for (int i = 0; i < g->ninputs; i++)
-        ok &= subst_list(cx, g->inputs[i]->type.dims, g->inputs[i]->type.rank, m);
+        ok &= subst_list(cx, g->inputs[i]->type.dims, g->inputs[i]->type.rank, m, &memo);
     graph_for_each_op(g, op) {
         for (int i = 0; i < op->nout; i++)
-            ok &= subst_list(cx, op->out[i]->type.dims, op->out[i]->type.rank, m);
+            ok &= subst_list(cx, op->out[i]->type.dims, op->out[i]->type.rank, m, &memo);
         for (int i = 0; i < op->nattrs; i++)
             if (op->attrs[i].kind == ATTR_DIMS)
-                ok &= subst_list(cx, op->attrs[i].dims, op->attrs[i].n, m);
+                ok &= subst_list(cx, op->attrs[i].dims, op->attrs[i].n, m, &memo);
     }
+    dimmap_free(&memo);
     return ok;
 }

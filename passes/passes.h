@@ -27,6 +27,8 @@ typedef struct DimMap {
     Dim **key, **val; /* open addressing by pointer */
     int cap, count;
     bool failed;      /* a put ran out of memory: entries are missing */
+    uint64_t keybits; /* Dim.symbits of every key (all ones for a constant
+                         key): a dim sharing none mentions no key */
 } DimMap;
 
 void dimmap_init(DimMap *m);
@@ -161,8 +163,10 @@ void shape_info_free(ShapeInfo *si);
 /* The graph followed by the analysis as comments (dcc emit --stage shape). */
 void shape_print(FILE *f, const ShapeInfo *si);
 
-/* Shape-value propagation (shapeval.c): returns false on an invalid op. */
-bool shape_propagate(Graph *g, Diag *d);
+/* Shape-value propagation (shapeval.c): returns false on an invalid op.
+ * The requirements it speculates (a reshape's shape element taken as
+ * written) go to si's host program. */
+bool shape_propagate(Graph *g, ShapeInfo *si, Diag *d);
 
 /* Equality analysis (equal.c): fills classes and host-program facts. */
 bool shape_equalities(ShapeInfo *si, Diag *d);

@@ -95,7 +95,7 @@ ShapeInfo *shape_analyze(Graph *g, const ShapeOpts *o, Diag *d)
         ok = shape_parse_assume(si, o->assume[i], d);
     if (ok && !cons_consistent(si->cons))
         ok = diag_set(d, "error: the assumptions contradict each other or the symbol bounds");
-    ok = ok && shape_propagate(g, d) && shape_equalities(si, d) && hostprog_build(si, d);
+    ok = ok && shape_propagate(g, si, d) && shape_equalities(si, d) && hostprog_build(si, d);
     if (ok)
         ok = graph_verify(g, d);
     /* a failed allocation may have left a NULL that read as "unknown" */

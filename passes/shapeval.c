@@ -4,7 +4,11 @@
  * Requires: a verified graph. Leaves: a verified graph in which
  *   - every small int64/int32/bool tensor whose elements are computable from
  *     dims (shape_of, dim, constants, and arithmetic, gather, concat, slice,
- *     compare and select over them) is known element by element as Dims;
+ *     compare and select over them) is known element by element as Dims,
+ *     in row-major order; tensors of rank 2 and more too, through reshape,
+ *     transpose, reverse and concat (how an exporter turns F.pad's
+ *     [left, right, top, bottom] into ONNX's pads: reshape to [-1, 2],
+ *     reverse the rows, transpose, flatten);
  *   - dyn_reshape, dyn_broadcast, dyn_slice, dyn_pad, dyn_iota and
  *     dyn_resize whose shape operands are known are replaced by their static
  *     forms (reshape {shape = [B*S, 12, 64]}, ...);
@@ -30,15 +34,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SV_MAX = 64 }; /* longest tensor tracked element by element */
+enum {
+    SV_MAX = 64,       /* longest tensor tracked element by element */
+    SV_DIM_MAX = 1 << 14, /* largest element, in nodes read as a tree */
+};
 
 typedef struct SV {
     int n;       /* element count; 0 with e == NULL: not tracked */
     Dim **e;     /* elements, NULL entries unknown */
 } SV;
 
+typedef struct Spec {
+    Dim *dim;        /* taken as written: must be >= 1 at run time */
+    const Op *op;    /* the reshape it feeds */
+} Spec;
+
 typedef struct Prop {
     Graph *g;
+    ShapeInfo *si;   /* where the requirements of speculation go */
+    const Op **zero_rule; /* by op id: the reshape a 0-rule select feeds */
+    int nzero;
+    Spec *spec;
+    int nspec, capspec;
     DimCtx *cx;
     SV **sv;     /* by value id; each SV stays put while the table grows */
     int cap;
@@ -76,8 +93,22 @@ oom:
 static bool trackable(const Type *t)
 {
     size_t n;
-    return (t->dtype == DT_I64 || t->dtype == DT_I32 || t->dtype == DT_BOOL) && t->rank <= 1 &&
-           type_static_numel(t, &n) && n <= SV_MAX;
+    return (t->dtype == DT_I64 || t->dtype == DT_I32 || t->dtype == DT_BOOL) && type_static_numel(t, &n) &&
+           n <= SV_MAX;
+}
+
+/* t's dims as numbers and its row-major strides; false if one is symbolic. */
+static bool const_dims(const Type *t, int64_t *dims, int64_t *strides)
+{
+    int64_t st = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (!dim_is_const(t->dims[i]))
+            return false;
+        dims[i] = t->dims[i]->c;
+        strides[i] = st;
+        st *= dims[i];
+    }
+    return true;
 }
 
 static Dim **sv_new(Prop *p, const Value *v, int n)
@@ -196,6 +227,110 @@ static Dim *binop(Prop *p, OpKind k, Dim *a, Dim *b)
 /* Element i of a broadcast operand of length n (1 or the full length). */
 static Dim *bc(const SV *s, int i) { return s->n == 1 ? s->e[0] : s->e[i]; }
 
+/* s walks in step with an elementwise result of n elements: it is one
+ * element, or as many as the result (then no axis of it was broadcast, so
+ * its row-major order is the result's). [2, 1] against [1, 2] is neither. */
+static bool in_step(const SV *s, int n) { return s && (s->n == 1 || s->n == n); }
+
+/* x is 0 wherever s is: s itself, a product with s as a factor, or a sum
+ * (no constant) of such. */
+static bool vanishes_with(const Dim *x, const Dim *s)
+{
+    if (x == s)
+        return true;
+    if (x->kind == DIM_MUL) {
+        for (int i = 0; i < x->n; i++)
+            if (x->args[i] == s)
+                return true;
+        return false;
+    }
+    if (x->kind != DIM_ADD || x->c != 0)
+        return false;
+    for (int i = 0; i < x->n; i++)
+        if (!vanishes_with(x->args[i], s))
+            return false;
+    return true;
+}
+
+/* A select(s == 0, x, s): ONNX Reshape's rule that a 0 in the shape
+ * copies the input's dim x. */
+static bool is_zero_rule(const Op *sel)
+{
+    const Op *cmp = sel->in[0]->def;
+    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
+        return false;
+    return (cmp->in[0] == sel->in[2] && cmp->in[1]->def && cmp->in[1]->def->kind == OP_CONST) ||
+           (cmp->in[1] == sel->in[2] && cmp->in[0]->def && cmp->in[0]->def->kind == OP_CONST);
+}
+
+/* Marks the 0-rule selects on the way to each dyn_reshape's shape (the
+ * frontend's chain: the -1 rule's select over the 0 rule's). */
+static void mark_zero_rules(Prop *p)
+{
+    int maxid = 0;
+    graph_for_each_op(p->g, op)
+        maxid = op->id > maxid ? op->id : maxid;
+    if (!(p->zero_rule = calloc((size_t)maxid + 1, sizeof *p->zero_rule))) {
+        p->oom = true;
+        return;
+    }
+    p->nzero = maxid + 1;
+    graph_for_each_op(p->g, op) {
+        if (op->kind != OP_DYN_RESHAPE)
+            continue;
+        const Value *v = op->in[1];
+        for (int k = 0; k < 4 && v->def && v->def->kind == OP_SELECT; k++, v = v->def->in[2])
+            if (is_zero_rule(v->def))
+                p->zero_rule[v->def->id] = op;
+    }
+}
+
+static void speculate(Prop *p, Dim *d, const Op *reshape)
+{
+    for (int i = 0; i < p->nspec; i++)
+        if (p->spec[i].dim == d && p->spec[i].op == reshape)
+            return;
+    if (p->nspec == p->capspec) {
+        int cap = p->capspec ? 2 * p->capspec : 8;
+        Spec *n = realloc(p->spec, (size_t)cap * sizeof *n);
+        if (!n) {
+            p->oom = true;
+            return;
+        }
+        p->spec = n;
+        p->capspec = cap;
+    }
+    p->spec[p->nspec++] = (Spec){d, reshape};
+}
+
+/* select(s == 0, x, s) at element i, the condition undecided: Reshape's
+ * 0, "the input's dim". Where x is 0 whenever s is (a padded dim 7 * c
+ * against the shape's c), both arms give s. Otherwise, in a reshape's
+ * shape, s is taken as written, as the exporter's source meant it
+ * (PyTorch's view(B, W / 7, ...) has no copy rule), and the host program
+ * requires s >= 1: a run where it is 0 stops with an error naming the
+ * reshape instead of giving another shape than ONNX's. */
+static bool either_arm(Prop *p, const Op *sel, int i, Dim *x, Dim *s)
+{
+    const Op *cmp = sel->in[0]->def;
+    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
+        return false;
+    SV *c = known(p, cmp->out[0]), *l = known(p, cmp->in[0]), *r = known(p, cmp->in[1]);
+    if (!c || !in_step(l, c->n) || !in_step(r, c->n) || (i >= c->n && c->n != 1))
+        return false;
+    int ci = c->n == 1 ? 0 : i;
+    Dim *a = bc(l, ci), *b = bc(r, ci);
+    if (!a || !b || (!(dim_is(a, 0) && b == s) && !(dim_is(b, 0) && a == s)))
+        return false;
+    if (vanishes_with(x, s))
+        return true;
+    const Op *reshape = sel->id < p->nzero ? p->zero_rule[sel->id] : NULL;
+    if (!reshape || !nonneg(s) || !p->si)
+        return false;
+    speculate(p, s, reshape);
+    return true;
+}
+
 /* ---- computing the shape value of an op's result -------------------- */
 
 static void eval_const(Prop *p, const Op *op)
@@ -279,15 +414,61 @@ static void eval_op(Prop *p, const Op *op)
         return;
     }
     case OP_CONCAT: {
+        /* outer blocks of the axes before the concat axis; each operand
+         * gives its m / outer elements to every block in turn */
+        int64_t dims[MAX_RANK], st[MAX_RANK];
+        int ax = (int)op_attr_int(op, "axis", 0);
+        if (!n) {
+            sv_new(p, v, 0);
+            return;
+        }
+        if (!const_dims(&v->type, dims, st) || ax < 0 || ax >= v->type.rank)
+            return;
+        int64_t outer = n / (dims[ax] * st[ax]);
         Dim **e = sv_new(p, v, n);
-        int k = 0;
-        for (int j = 0; j < op->nin; j++) {
-            SV *s = known(p, op->in[j]);
-            size_t m;
-            if (!type_static_numel(&op->in[j]->type, &m))
+        for (int64_t o = 0, k = 0; o < outer; o++)
+            for (int j = 0; j < op->nin; j++) {
+                SV *s = known(p, op->in[j]);
+                size_t m;
+                if (!type_static_numel(&op->in[j]->type, &m))
+                    return;
+                int64_t blk = (int64_t)m / outer;
+                for (int64_t i = 0; i < blk && k < n; i++, k++)
+                    e[k] = s && s->n == (int)m ? s->e[o * blk + i] : NULL;
+            }
+        return;
+    }
+    case OP_TRANSPOSE:
+    case OP_REVERSE: {
+        /* result element i's multi-index, mapped back to the operand's */
+        int64_t dims[MAX_RANK], st[MAX_RANK];
+        const Type *t = &op->in[0]->type;
+        const Attr *at = op_attr(op, op->kind == OP_TRANSPOSE ? "perm" : "axes");
+        if (!a || a->n != n || !at || !const_dims(t, dims, st))
+            return;
+        int from[MAX_RANK];
+        bool rev[MAX_RANK] = {0};
+        for (int k = 0; k < t->rank; k++)
+            from[k] = k;
+        for (int k = 0; k < at->n; k++) {
+            int64_t x = at->ints[k] < 0 ? at->ints[k] + t->rank : at->ints[k];
+            if (x < 0 || x >= t->rank || (op->kind == OP_TRANSPOSE && at->n != t->rank))
                 return;
-            for (size_t i = 0; i < m && k < n; i++, k++)
-                e[k] = s ? s->e[i] : NULL;
+            if (op->kind == OP_TRANSPOSE)
+                from[k] = (int)x;
+            else
+                rev[x] = true;
+        }
+        Dim **e = sv_new(p, v, n);
+        for (int i = 0; i < n; i++) {
+            int64_t rem = i, j = 0;
+            for (int k = t->rank - 1; k >= 0; k--) {
+                int ax = from[k];
+                int64_t x = rem % dims[ax];
+                rem /= dims[ax];
+                j += (rev[ax] ? dims[ax] - 1 - x : x) * st[ax];
+            }
+            e[i] = a->e[j];
         }
         return;
     }
@@ -338,7 +519,7 @@ static void eval_op(Prop *p, const Op *op)
     case OP_NEG:
     case OP_ABS:
     case OP_NOT: {
-        if (!a)
+        if (!in_step(a, n))
             return;
         Dim **e = sv_new(p, v, n);
         for (int i = 0; i < n && i < a->n; i++) {
@@ -354,7 +535,7 @@ static void eval_op(Prop *p, const Op *op)
         return;
     }
     case OP_CMP: {
-        if (!a || !b)
+        if (!in_step(a, n) || !in_step(b, n))
             return;
         const char *dir = op_attr_str(op, "dir", "eq");
         Dim **e = sv_new(p, v, n);
@@ -366,8 +547,12 @@ static void eval_op(Prop *p, const Op *op)
     }
     case OP_SELECT: {
         SV *c = a, *x = b, *y = known(p, op->in[2]);
-        if (!c)
+        if (!in_step(c, n))
             return;
+        if (!in_step(x, n))
+            x = NULL;
+        if (!in_step(y, n))
+            y = NULL;
         Dim **e = sv_new(p, v, n);
         for (int i = 0; i < n; i++) {
             Dim *ci = bc(c, i);
@@ -375,6 +560,8 @@ static void eval_op(Prop *p, const Op *op)
                 e[i] = ci->c ? (x ? bc(x, i) : NULL) : (y ? bc(y, i) : NULL);
             else if (x && y && bc(x, i) == bc(y, i)) /* either way: Reshape's 0 over a dim that may be 0 */
                 e[i] = bc(x, i);
+            else if (x && y && bc(x, i) && bc(y, i) && either_arm(p, op, i, bc(x, i), bc(y, i)))
+                e[i] = bc(y, i);
         }
         return;
     }
@@ -398,7 +585,7 @@ static void eval_op(Prop *p, const Op *op)
     default:
         break;
     }
-    if (op_info(op->kind)->cat == CAT_BINARY && a && b) {
+    if (op_info(op->kind)->cat == CAT_BINARY && in_step(a, n) && in_step(b, n)) {
         Dim **e = sv_new(p, v, n);
         for (int i = 0; i < n; i++) {
             Dim *x = bc(a, i), *y = bc(b, i);
@@ -632,6 +819,8 @@ static void materialise(Prop *p)
         bool allc = true;
         for (int i = 0; i < s->n; i++)
             allc &= dim_is_const(s->e[i]);
+        if (!allc && v->type.rank > 1)
+            continue; /* shape_const is a list: a matrix of dims stays computed */
         Value *nv;
         if (allc) {
             size_t es = dtype_size(v->type.dtype);
@@ -684,12 +873,49 @@ static void materialise(Prop *p)
     free(repl);
 }
 
-bool shape_propagate(Graph *g, Diag *d)
+/* An element that has grown past SV_DIM_MAX nodes as a tree becomes
+ * unknown, so the op it feeds stays dynamic and binds a symbol at run
+ * time. Index arithmetic over shapes can nest a dim in itself level after
+ * level (Swin's shifted-window mask did, min(A, max(0, A - 7)) over a
+ * padded A, until min(W, 7 * ceildiv(W, 7)) simplified to W): every dim
+ * built from such elements doubles per level, and whatever walks a dim
+ * as a tree (printing, signatures, the host flow's code) would take
+ * minutes. The detectors' largest elements are about 8,000 nodes. */
+static void forget_large(Prop *p, const Op *op)
 {
-    Prop p = {.g = g, .cx = &g->dims, .d = d};
+    if (op->nout != 1 || !trackable(&op->out[0]->type))
+        return;
+    SV *s = known(p, op->out[0]);
+    for (int i = 0; s && i < s->n; i++) {
+        if (s->e[i] && s->e[i]->tsize > SV_DIM_MAX)
+            s->e[i] = NULL;
+    }
+}
+
+/* The speculated dims' requirements, in the graph's final dims. */
+static void require_spec(Prop *p)
+{
+    for (int i = 0; i < p->nspec; i++) {
+        const Op *op = p->spec[i].op;
+        Dim *d = dim_subst(p->cx, p->spec[i].dim, &p->map);
+        const char *name = op->out[0]->name ? op->out[0]->name : op->src;
+        const char *what = name ? arena_printf(&p->si->arena, "reshape \"%s\" (a 0 in its shape, which ONNX would "
+                                                              "read as the input's dim, is not supported)", name)
+                                : "a reshape (a 0 in its shape, which ONNX would read as the input's dim, is "
+                                  "not supported)";
+        if (d && !hostprog_push(p->si, (HostStep){.kind = HS_REQUIRE, .lhs = d, .rel = REL_GE,
+                                                  .rhs = dim_const(p->cx, 1), .what = what}))
+            p->oom = true;
+    }
+}
+
+bool shape_propagate(Graph *g, ShapeInfo *si, Diag *d)
+{
+    Prop p = {.g = g, .si = si, .cx = &g->dims, .d = d};
     arena_init(&p.scratch);
     dimmap_init(&p.map);
-    bool ok = true;
+    mark_zero_rules(&p);
+    bool ok = !p.oom;
     for (Op *op = g->first, *next; op && ok; op = next) {
         next = op->next;
         subst_op(&p, op);
@@ -700,9 +926,11 @@ bool shape_propagate(Graph *g, Diag *d)
         if (ok)
             refine_partial(&p, op);
         eval_op(&p, op);
+        forget_large(&p, op);
     }
     if (ok && !p.oom && !p.map.failed) {
         graph_subst_dims(g, &p.map);
+        require_spec(&p);
         materialise(&p);
         canon_dce(g);
     }
@@ -711,5 +939,7 @@ bool shape_propagate(Graph *g, Diag *d)
     dimmap_free(&p.map);
     arena_free(&p.scratch);
     free(p.sv);
+    free(p.zero_rule);
+    free(p.spec);
     return ok;
 }

@@ -278,6 +278,19 @@ static void test_division(void)
     CHECK(fdiv(small, C(4)) == C(0) && mod(small, C(4)) == small);
     CHECK(mod(addc(small, 4), C(4)) == small && fdiv(addc(small, 4), C(4)) == C(1));
     CHECK(cdiv(small, C(4)) == C(1));
+    /* a mod inside a mod by a divisor of its own drops out: PyTorch's
+     * pad = (7 - W % 7) % 7 is mod(-W, 7) */
+    CHECK(mod(sub(C(7), mod(S, C(7))), C(7)) == mod(mulc(S, 6), C(7)));
+    CHECK(mod(mul(mod(S, C(8)), T), C(4)) == mod(mul(S, T), C(4)));
+    CHECK(mod(mod(S, C(6)), C(4))->kind == DIM_MOD && mod(mod(S, C(6)), C(4))->args[0]->kind == DIM_MOD);
+    /* rounding up and down to a multiple: W + pad is 7 * ceildiv(W, 7) */
+    Dim *pad = mod(sub(C(7), mod(S, C(7))), C(7));
+    CHECK(add(S, pad) == mulc(cdiv(S, C(7)), 7));
+    CHECK(sub(S, mod(S, C(4))) == mulc(fdiv(S, C(4)), 4));
+    CHECK(add(addc(T, 3), mod(mulc(addc(T, 3), -1), C(8))) == mulc(cdiv(addc(T, 3), C(8)), 8));
+    CHECK(add(S, mod(S, C(7)))->kind == DIM_ADD);      /* not a rounding */
+    CHECK(add(T, mod(mulc(S, 6), C(7)))->kind == DIM_ADD); /* another dim's pad */
+    CHECK(fdiv(add(S, pad), C(7)) == cdiv(S, C(7)));
 }
 
 static void test_minmax(void)
@@ -298,6 +311,11 @@ static void test_minmax(void)
     CHECK(dmin(cdiv(S, C(2)), pool) == pool && dmax(cdiv(S, C(2)), pool) == cdiv(S, C(2)));
     CHECK(dmax(fdiv(S, C(3)), fdiv(addc(S, 5), C(3))) == fdiv(addc(S, 5), C(3)));
     CHECK(dmin(fdiv(S, C(3)), fdiv(addc(S, 2), C(3))) == fdiv(S, C(3))); /* 0 or 1 apart */
+    /* a dim against itself rounded to a multiple (a padded dim sliced back) */
+    Dim *up = mulc(cdiv(S, C(7)), 7), *down = mulc(fdiv(T, C(4)), 4);
+    CHECK(dmin(S, up) == S && dmax(up, S) == up);
+    CHECK(dmin(T, down) == down && dmax(down, T) == T);
+    CHECK(dmin(T, up)->kind == DIM_MIN);
     CHECK(dmin(fdiv(S, C(4)), fdiv(T, C(4)))->kind == DIM_MIN);            /* no constant apart */
 }
 
@@ -414,6 +432,18 @@ static void test_bounds(void)
     dim_sym_set(huge, INT64_MIN, INT64_MAX, SYM_USER);
     CHECK(has_bounds(dim_neg(cx, huge), INT64_MIN, DIM_INF));
     CHECK(has_bounds(fdiv(huge, C(-3)), INT64_MIN, DIM_INF));
+    /* bounds are kept in the nodes; a symbol's new bounds reach them */
+    Dim *v = dim_sym(cx, "v"), *e = addc(fdiv(mulc(v, 3), C(2)), 1);
+    dim_sym_set(v, 2, 10, SYM_USER);
+    CHECK(has_bounds(e, 4, 16));
+    dim_sym_set(v, 4, 6, SYM_USER);
+    CHECK(has_bounds(e, 7, 10));
+    /* a DAG nested 60 deep (2^60 nodes as a tree) is bounded at once */
+    Dim *w = dim_sym(cx, "w"), *x = w;
+    for (int i = 0; i < 60; i++)
+        x = dmin(mulc(x, 2), dmax(C(0), addc(x, -7)));
+    CHECK(x->kind == DIM_MIN && x->tsize == UINT32_MAX && has_bounds(x, 0, DIM_INF));
+    CHECK(w->tsize == 1 && addc(w, 1)->tsize == 2 && dmin(v, w)->tsize == 3);
 }
 
 /* ------------------------------------------------------------------ */
@@ -447,6 +477,19 @@ static Rec *gen(int depth)
     int leaf = depth == 0 || rnd() % 4 == 0;
     r->op = leaf ? (rnd() % 3 ? R_SYM : R_CONST) : (int)rnd_in(R_ADD, R_COUNT - 1);
     r->c = r->op == R_SYM ? rnd_in(0, 2) : rnd_in(-4, 6);
+    if (!leaf && (r->op == R_ADD || r->op == R_SUB) && rnd() % 4 == 0) {
+        /* a + mod(-a, k), a - mod(a, k): rounding to a multiple of k */
+        r->a = gen(depth - 1);
+        Rec *m = &pool[npool++], *k = &pool[npool++];
+        *k = (Rec){.op = R_CONST, .c = rnd_in(2, 6)};
+        *m = (Rec){.op = R_MOD, .a = r->a, .b = k};
+        if (r->op == R_ADD) {
+            m->a = &pool[npool++];
+            *m->a = (Rec){.op = R_NEG, .a = r->a};
+        }
+        r->b = m;
+        return r;
+    }
     if (!leaf) {
         r->a = gen(depth - 1);
         bool cdivisor = r->op >= R_FDIV && r->op <= R_MOD && rnd() % 3;
