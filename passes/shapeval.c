@@ -45,8 +45,10 @@ typedef struct SV {
 } SV;
 
 typedef struct Spec {
-    Dim *dim;        /* taken as written: must be >= 1 at run time */
-    const Op *op;    /* the reshape it feeds */
+    Dim *dim;         /* taken as written: must be >= 1 at run time */
+    const Op *op;     /* the dyn_reshape it feeds (removed once static) */
+    const char *name; /* its name, for the requirement's message */
+    bool made;        /* the dyn_reshape became a reshape */
 } Spec;
 
 typedef struct Prop {
@@ -300,7 +302,7 @@ static void speculate(Prop *p, Dim *d, const Op *reshape)
         p->spec = n;
         p->capspec = cap;
     }
-    p->spec[p->nspec++] = (Spec){d, reshape};
+    p->spec[p->nspec++] = (Spec){d, reshape, reshape->out[0]->name ? reshape->out[0]->name : reshape->src, false};
 }
 
 /* select(s == 0, x, s) at element i, the condition undecided: Reshape's
@@ -892,13 +894,16 @@ static void forget_large(Prop *p, const Op *op)
     }
 }
 
-/* The speculated dims' requirements, in the graph's final dims. */
+/* The speculated dims' requirements, in the graph's final dims, for the
+ * reshapes that became static (one left dynamic keeps ONNX's rule at run
+ * time). */
 static void require_spec(Prop *p)
 {
     for (int i = 0; i < p->nspec; i++) {
-        const Op *op = p->spec[i].op;
+        if (!p->spec[i].made)
+            continue;
         Dim *d = dim_subst(p->cx, p->spec[i].dim, &p->map);
-        const char *name = op->out[0]->name ? op->out[0]->name : op->src;
+        const char *name = p->spec[i].name;
         const char *what = name ? arena_printf(&p->si->arena, "reshape \"%s\" (a 0 in its shape, which ONNX would "
                                                               "read as the input's dim, is not supported)", name)
                                 : "a reshape (a 0 in its shape, which ONNX would read as the input's dim, is "
@@ -920,6 +925,8 @@ bool shape_propagate(Graph *g, ShapeInfo *si, Diag *d)
         next = op->next;
         subst_op(&p, op);
         Op *nw = rewrite_dyn(&p, op);
+        for (int i = 0; nw && i < p.nspec; i++)
+            p.spec[i].made |= p.spec[i].op == op;
         if (nw)
             op = nw;
         ok = refine(&p, op);
