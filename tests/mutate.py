@@ -89,6 +89,14 @@ MUTANTS = [
      "sym[k] = dim_mulc(cx, sym[j], c);",
      "(void)c;",
      "constants shared by slot lose their multiples (a resize's 2 H becomes a symbol of its own)"),
+    ("passes/shapeval.c",
+     "if (vanishes_with(x, s))",
+     "if (false && vanishes_with(x, s))",
+     "Reshape's 0 rule is speculated (with a run-time requirement) where the input's dim decides it exactly"),
+    ("ir/dim.c",
+     "divmod(cx, sign > 0 ? DIM_CEILDIV : DIM_FLOORDIV, rest, k)",
+     "divmod(cx, DIM_CEILDIV, rest, k)",
+     "W - mod(W, k) is rounded up to k * ceildiv(W, k), not down"),
 ]
 
 FAST_LABELS = "unit|golden|cpu|model|aot|interp|onnx"
