@@ -111,7 +111,7 @@ bool cache_key(const Graph *g, const ShapeOpts *so, const CgOpts *o, const CpuTa
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
     fprintf(f, "opt %d unfused %d layout %d skinny %lld %lld libmvec %d slp %d rowvec %d foldbn %d shareconsts %d\n",
-            o->opt_level, o->unfused, cg_channels_last(o),
+            o->opt_level, o->unfused, cg_channels_last(o) ? 1 + cg_layout_block(o) : 0,
             (long long)disc_rt_skinny_max_m(DISC_PANEL), (long long)disc_rt_skinny_max_m(DISC_PANEL_NARROW),
             cg_llvm_libmvec(), cg_slp(), cg_rowvec(), canon_folds_bn(), cg_share_consts());
     for (int i = 0; so && i < so->nassume; i++)

@@ -73,6 +73,8 @@ typedef struct CgOpts {
 /* Whether the layout pass runs for o: CPU targets, unless plain_layout or
  * DISC_LAYOUT=plain says otherwise. */
 bool cg_channels_last(const CgOpts *o);
+/* Its block of channels (driver.c): 16, 8, or 0 for channels-last. */
+int cg_layout_block(const CgOpts *o);
 /* Whether the optimiser runs LLVM's SLP vectoriser (driver.c): yes unless
  * DISC_NOSLP is set (to anything but 0), for comparisons. */
 bool cg_slp(void);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 bool cg_slp(void)
@@ -94,9 +95,32 @@ bool cg_channels_last(const CgOpts *o)
     return !o->gpu && !o->plain_layout && !(e && !strcmp(e, "plain"));
 }
 
+/* The layout pass's block (passes/layout.c, "blocked layouts"): the
+ * floats of the target's vectors, 16 with AVX-512, 8 with AVX2 (and where
+ * ONEDNN_MAX_CPU_ISA caps oneDNN below AVX-512, whose kernels for 16 it
+ * then lacks); 0 (channels-last) for SSE targets, DISC_LAYOUT=nhwc, or
+ * where the layout pass does not run. */
+int cg_layout_block(const CgOpts *o)
+{
+    const char *e = getenv("DISC_LAYOUT");
+    if (!cg_channels_last(o) || (e && !strcmp(e, "nhwc")))
+        return 0;
+    CpuTarget t;
+    Diag d = {0};
+    if (!cpu_target_init(&t, o->cpu, &d))
+        return 0; /* the compile reports the name */
+    int b = t.vbits >= 512 ? 16 : t.vbits >= 256 ? 8 : 0;
+    cpu_target_free(&t);
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (b == 16 && cap && *cap && strncasecmp(cap, "avx512", 6) && strcasecmp(cap, "all") &&
+        strcasecmp(cap, "default"))
+        b = 8;
+    return b;
+}
+
 static bool run_layout(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
-    if (cg_channels_last(o) && (m->nlast = layout_run(m->g)) < 0)
+    if (cg_channels_last(o) && (m->nlast = layout_run(m->g, cg_layout_block(o))) < 0)
         return diag_oom(d);
     return true;
 }

@@ -844,6 +844,9 @@ static void map_index(Kern *k, const Op *op, const Type *rt, LLVMValueRef *idx, 
     }
 }
 
+static bool in_buffer(Kern *k, const Value *v);
+static LLVMValueRef load_as(Kern *k, Value *v, const Type *t, LLVMValueRef *idx);
+
 static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
 {
     Cg *cg = k->cg;
@@ -882,6 +885,8 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         const Type *xt = &op->in[0]->type;
         if (k->flat)
             return elem(k, op->in[0], idx);
+        if (in_buffer(k, op->in[0])) /* row-major either way: the same offset */
+            return load_as(k, op->in[0], rt, idx);
         reshape_index(k, xt, rt, idx, xi);
         return elem(k, op->in[0], xi);
     }
@@ -1028,10 +1033,49 @@ static bool row_invariant(Kern *k, LLVMValueRef *idx, int rank)
         if (!LLVMIsAInstruction(idx[i]))
             return false;
         LLVMBasicBlockRef bb = LLVMGetInstructionParent(idx[i]);
-        if (bb != k->inv[0] && bb != k->inv[1] && bb != k->inv[2])
+        if (bb != k->inv[0] && bb != k->inv[1] && bb != k->inv[2] && bb != k->inv[3] && bb != k->inv[4])
             return false;
     }
     return true;
+}
+
+/* The load of v at a row-invariant idx, emitted before the inner loop
+ * (idx an index of t, v's type or one of its reshapes). */
+static LLVMValueRef hoisted_load_as(Kern *k, Value *v, const Type *t, LLVMValueRef base, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
+    LLVMPositionBuilderBefore(B, LLVMGetBasicBlockTerminator(k->hoist));
+    LLVMValueRef off = kern_offset(k, t, idx);
+    LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
+    LLVMValueRef r = cg_load(cg, v->type.dtype, p);
+    LLVMPositionBuilderAtEnd(B, here);
+    return r;
+}
+
+/* Whether v is read from a buffer of the kernel, as stored: not computed
+ * in the group, not a constant's literal, not a bound reduction. */
+static bool in_buffer(Kern *k, const Value *v)
+{
+    for (int i = 0; i < k->nr; i++)
+        if (k->rv[i] == v)
+            return false;
+    if (v == k->subst || kern_in_group(k, v) || (v->def && v->def->kind == OP_CONST) || !kern_buf(k, (Value *)v))
+        return false;
+    size_t n;
+    return !(type_static_numel(&v->type, &n) && n == 1);
+}
+
+/* v's element at idx, an index of t, a reshape of v: the same offset in
+ * row-major order, with no index of v's own to split out. */
+static LLVMValueRef load_as(Kern *k, Value *v, const Type *t, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    LLVMValueRef base = kern_buf(k, v);
+    if (row_invariant(k, idx, t->rank))
+        return hoisted_load_as(k, v, t, base, idx);
+    LLVMValueRef off = kern_offset(k, t, idx);
+    return cg_load(cg, v->type.dtype, LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, ""));
 }
 
 /* The load of v at a row-invariant idx, emitted before the inner loop. */

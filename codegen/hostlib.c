@@ -120,18 +120,30 @@ static bool dot_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 
 /* Where a conv's or pool's channels are (the layout pass, passes/layout.c:
  * channels_last 1 reads and writes [N, spatial..., C], 2 writes so from
- * [N, C, spatial...]): the channel axis and first spatial axis of its
- * operand (xc, xs) and of its result (yc, ys), and the call's DISC_NHWC_*. */
+ * [N, C, spatial...]; with block b they are [N, ceildiv(C, b),
+ * spatial..., b] instead): the channel axis and first spatial axis of its
+ * operand (xc, xs) and of its result (yc, ys), the call's DISC_NHWC_*
+ * bits with the block, and the block. */
 typedef struct Chan {
-    int xc, xs, yc, ys, bits;
+    int xc, xs, yc, ys, bits, block;
 } Chan;
 
 static Chan chan(const Op *op, int rank)
 {
-    int64_t m = op_attr_int(op, "channels_last", 0);
+    int64_t m = op_attr_int(op, "channels_last", 0), b = m ? op_attr_int(op, "block", 0) : 0;
     bool xl = m == 1, yl = m != 0;
-    return (Chan){xl ? rank - 1 : 1, xl ? 1 : 2, yl ? rank - 1 : 1, yl ? 1 : 2,
-                  (xl ? DISC_NHWC_SRC : 0) | (yl ? DISC_NHWC_DST : 0)};
+    int bits = (xl ? DISC_NHWC_SRC : 0) | (yl ? DISC_NHWC_DST : 0) | (int)(b << DISC_BLOCK_SHIFT);
+    if (b) /* rank is the operand's: blocked by 1 when xl */
+        return (Chan){1, 2, 1, 2, bits, (int)b};
+    return (Chan){xl ? rank - 1 : 1, xl ? 1 : 2, yl ? rank - 1 : 1, yl ? 1 : 2, bits, 0};
+}
+
+/* The spatial dims of conv or pool op. */
+static int spatial_dims(const Op *op)
+{
+    const Type *x = &op->in[0]->type;
+    Chan ch = chan(op, x->rank);
+    return x->rank - 2 - (ch.block && (ch.bits & DISC_NHWC_SRC));
 }
 
 /* Spatial sizes, strides, dilations and pads of a convolution or pooling
@@ -193,9 +205,9 @@ static bool ceil_pads(DimCtx *cx, LibCall *c)
 static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *yt = &op->out[0]->type;
-    int nsp = xt->rank - 2;
+    int nsp = spatial_dims(op);
     Chan ch = chan(op, xt->rank);
-    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3)
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || (ch.block && dev))
         return false;
     c->fn = "disc_rt_call_conv";
     c->nfields = DISC_CV_NFIELDS;
@@ -203,8 +215,8 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     f[DISC_CV_DTYPE] = dim_const(cx, xt->dtype);
     f[DISC_CV_NSP] = dim_const(cx, nsp);
     f[DISC_CV_N] = xt->dims[0];
-    f[DISC_CV_C] = xt->dims[ch.xc];
-    f[DISC_CV_O] = yt->dims[ch.yc];
+    f[DISC_CV_C] = ch.block ? dim_mulc(cx, wt->dims[1], op_attr_int(op, "groups", 1)) : xt->dims[ch.xc];
+    f[DISC_CV_O] = ch.block ? wt->dims[0] : yt->dims[ch.yc];
     f[DISC_CV_GROUPS] = dim_const(cx, op_attr_int(op, "groups", 1));
     f[DISC_CV_TRANSPOSE] = dim_const(cx, op->kind == OP_CONV_TRANSPOSE);
     f[DISC_CV_POST] = dim_const(cx, DISC_POST_NONE);
@@ -221,9 +233,9 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
 {
     const Type *xt = &op->in[0]->type, *yt = &op->out[0]->type;
-    int nsp = xt->rank - 2;
+    int nsp = spatial_dims(op);
     Chan ch = chan(op, xt->rank);
-    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3)
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || (ch.block && dev))
         return false;
     c->fn = "disc_rt_call_pool";
     c->nfields = DISC_PL_NFIELDS;
@@ -233,7 +245,7 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     f[DISC_PL_NSP] = dim_const(cx, nsp);
     f[DISC_PL_MAX] = dim_const(cx, !strcmp(op_attr_str(op, "kind", "max"), "max"));
     f[DISC_PL_N] = xt->dims[0];
-    f[DISC_PL_C] = xt->dims[ch.xc];
+    f[DISC_PL_C] = ch.block ? dim_mul(cx, xt->dims[1], xt->dims[xt->rank - 1]) : xt->dims[ch.xc]; /* every lane */
     f[DISC_PL_COUNT_PAD] = dim_const(cx, op_attr_int(op, "count_pad", 0));
     f[DISC_PL_LAYOUT] = dim_const(cx, ch.bits);
     for (int i = 0; i < 3; i++) {
@@ -598,6 +610,27 @@ static bool bias_fits(const Type *y, const Value *b, int axis)
     return axis >= off;
 }
 
+/* A blocked convolution's bias: a constant [1.., Cb, 1.., b] shaped like
+ * y = [N, Cb, spatial..., b] on the channel blocks and lanes, its lanes
+ * past the channels zero (passes/layout.c); the library reads the first
+ * o, channel c at c. */
+static bool blocked_bias_fits(const Type *y, const Value *b)
+{
+    const Type *t = &b->type;
+    if (!b->def || b->def->kind != OP_CONST || t->dtype != y->dtype || t->rank > y->rank || t->rank < 2)
+        return false;
+    int off = y->rank - t->rank;
+    for (int i = 0; i < t->rank; i++) {
+        int a = off + i;
+        bool want = a == 1 || a == y->rank - 1;
+        if (want ? !(t->dims[i] == y->dims[a] || (dim_is_const(t->dims[i]) && dim_is_const(y->dims[a]) &&
+                                                  t->dims[i]->c == y->dims[a]->c))
+                 : !(dim_is_const(t->dims[i]) && t->dims[i]->c == 1))
+            return false;
+    }
+    return off <= 1;
+}
+
 /* ---- activations, recognised by their values ---------------------------------
  *
  * An activation is a chain of elementwise ops from x (every other operand a
@@ -755,7 +788,8 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     DType dt = x->type.dtype;
     if (!nuse || op->kind == OP_POOL || c->nguards || !(dt == DT_F32 || (h->cg->target->dev_memory && dt == op->in[0]->type.dtype)))
         return;
-    int axis = op->kind == OP_DOT ? x->type.rank - 1 : chan(op, x->type.rank).yc;
+    Chan ch = op->kind == OP_DOT ? (Chan){0} : chan(op, op->in[0]->type.rank);
+    int axis = op->kind == OP_DOT ? x->type.rank - 1 : ch.yc;
     if (op->kind == OP_DOT && c->f[DISC_MM_N] != x->type.dims[axis])
         return; /* the columns span several axes */
     Op *s = sole(grp, first, nuse, x, OP_ADD);
@@ -765,8 +799,9 @@ static void match_chain(Host *h, const Group *grp, int first, Op *op, const LibC
     Op *via = b && b->def && b->def->kind == OP_RESHAPE && nuse[b->id] == 1 && in_epilogue(grp, first, b) ? b->def
                                                                                                           : NULL;
     Value *bb = via ? via->in[0] : b;
-    if (b && b != x && bias_fits(&x->type, b, axis) && !in_epilogue(grp, first, bb) &&
-        type_numel(&h->cg->g->dims, &bb->type) == x->type.dims[axis]) {
+    if (b && b != x && !in_epilogue(grp, first, bb) &&
+        (ch.block ? !via && blocked_bias_fits(&x->type, b)
+                  : bias_fits(&x->type, b, axis) && type_numel(&h->cg->g->dims, &bb->type) == x->type.dims[axis])) {
         fz->bias = bb;
         if (via)
             fz->ops[fz->nops++] = via;

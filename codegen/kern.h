@@ -46,11 +46,12 @@ typedef struct Kern {
     LLVMValueRef piece_var, piece_start, piece_base;
     /* a loop kernel's inner loop: a load whose index is the same for every
      * element of the row (defined in the blocks of inv: the function's
-     * entry, the row loop's head and body) is emitted before the inner
+     * entry, the row loop's head and body, the middle loop's where there
+     * is one) is emitted before the inner
      * loop, at the end of block hoist (elem.c). LLVM cannot move it there
      * itself, as the loop's stores might alias it; left in the loop, a
      * gather's index read kept the loop scalar */
-    LLVMBasicBlockRef hoist, inv[3];
+    LLVMBasicBlockRef hoist, inv[5];
     /* elem_vec's mode: the lanes of the vectors being emitted, 0 while
      * scalars are (elem.c's arithmetic takes both) */
     int vw;

@@ -368,14 +368,20 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     int outer[MAX_RANK];
     for (int i = 0; i < r - 1; i++)
         outer[i] = i;
-    ki->range = prod(cg, rt, outer, r - 1);
     Dim *inner = rt->dims[r - 1];
-    ki->grain = dim_is_const(inner) && inner->c > 0 ? (inner->c >= 16384 ? 1 : 16384 / inner->c) : 16;
     const Op *cat = inner_concat(grp, rt);
     Piece pc[MAX_PIECES] = {{0, 1}};
     int npc = cat ? concat_pieces(k, cat, pc) : 0;
     if (!npc)
         cat = NULL;
+    /* a row of at most 32 elements (a blocked layout's [N, C/16, H, W,
+     * 16]): the axis before it becomes a loop inside each task's row, so
+     * that a row costs an add, not the row loop's bookkeeping */
+    bool mid = !cat && r >= 3 && dim_is_const(inner) && inner->c <= 32 && !dim_is(rt->dims[r - 2], 1);
+    int no = mid ? r - 2 : r - 1; /* the axes of the task's rows */
+    ki->range = prod(cg, rt, outer, no);
+    Dim *row = mid ? dim_mul(&cg->g->dims, rt->dims[r - 2], inner) : inner;
+    ki->grain = dim_is_const(row) && row->c > 0 ? (row->c >= 16384 ? 1 : 16384 / row->c) : 16;
     LLVMValueRef table[MAX_PIECES] = {0}; /* a run's base pointers */
     for (int p = 0; p < npc; p++) {
         if (pc[p].n == 1)
@@ -387,11 +393,36 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
             LLVMBuildStore(B, LLVMBuildBitCast(B, kern_buf(k, cat->in[pc[p].first + i]), cg->t_p8, ""), slot);
         }
     }
-    CgLoop rows, cols, run;
+    CgLoop rows, mids, cols, run;
+    /* the outer index counted up from begin's as an odometer, not split
+     * from the row at each row: a blocked layout's rows are short, and the
+     * divisions cost more than the row */
+    bool odo = no >= 2 && !dim_is(prod(cg, rt, outer + 1, no - 1), 1);
+    LLVMValueRef at0[MAX_RANK], phi[MAX_RANK];
+    LLVMBasicBlockRef rpre = LLVMGetInsertBlock(B);
+    if (odo)
+        split(cg, rt, outer, no, begin, at0);
     LLVMValueRef q = cg_loop_begin(cg, &rows, begin, end, "row");
-    split(cg, rt, outer, r - 1, q, idx);
+    if (odo) {
+        LLVMPositionBuilderBefore(B, rows.iv);
+        for (int i = 0; i < no; i++) {
+            idx[i] = phi[i] = LLVMBuildPhi(B, cg->t_i64, "at");
+            LLVMAddIncoming(phi[i], &at0[i], &rpre, 1);
+        }
+        LLVMPositionBuilderAtEnd(B, rows.body);
+    } else {
+        split(cg, rt, outer, no, q, idx);
+    }
     LLVMValueRef n = cg_dim(cg, inner);
-    LLVMValueRef base = LLVMBuildMul(B, q, n, "");
+    LLVMValueRef base;
+    if (mid) {
+        LLVMValueRef nm = cg_dim(cg, rt->dims[r - 2]);
+        LLVMValueRef m = cg_loop_begin(cg, &mids, cg_i64(cg, 0), nm, "mid");
+        idx[r - 2] = m;
+        base = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, q, nm, ""), m, ""), n, "");
+    } else {
+        base = LLVMBuildMul(B, q, n, "");
+    }
     LLVMValueRef lo = cg_i64(cg, 0);
     for (int p = 0; p < (cat ? npc : 1); p++) { /* the inner loop, or its pieces */
         Value *x = cat ? cat->in[pc[p].first] : NULL;
@@ -412,6 +443,8 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
         k->inv[0] = LLVMGetEntryBasicBlock(cg->fn);
         k->inv[1] = rows.head;
         k->inv[2] = rows.body;
+        k->inv[3] = mid ? mids.head : rows.body;
+        k->inv[4] = mid ? mids.body : rows.body;
         k->piece_op = cat;
         k->piece = cat ? pc[p].first : 0;
         k->piece_var = j;
@@ -429,7 +462,28 @@ static void emit_loop_body(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, 
     }
     k->piece_op = NULL;
     k->piece_base = NULL;
+    if (mid)
+        cg_loop_end(cg, &mids);
+    LLVMValueRef next[MAX_RANK];
+    if (odo) { /* the next row's index: the last axis up by one, carried */
+        LLVMValueRef carry = LLVMConstInt(cg->t_i1, 1, false);
+        for (int i = no - 1; i >= 0; i--) {
+            LLVMValueRef up = LLVMBuildAdd(B, phi[i], LLVMBuildZExt(B, carry, cg->t_i64, ""), "");
+            if (i == 0) {
+                next[i] = up;
+                break;
+            }
+            LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, up, cg_dim(cg, rt->dims[i]), "");
+            next[i] = LLVMBuildSelect(B, wrap, cg_i64(cg, 0), up, "");
+            carry = wrap;
+        }
+    }
     cg_loop_end(cg, &rows);
+    if (odo) {
+        LLVMBasicBlockRef latch = LLVMGetInstructionParent(rows.latch);
+        for (int i = 0; i < no; i++)
+            LLVMAddIncoming(phi[i], &next[i], &latch, 1);
+    }
 }
 
 /* ---- reductions ---------------------------------------------------------- */
@@ -1393,6 +1447,9 @@ static bool emit_columns(Cg *cg, Kern *k, KernelInfo *ki, LLVMValueRef begin, LL
                            span, "");
     LLVMValueRef width = LLVMBuildMul(B, span, cg_i64(cg, COL_W), ""), rest = LLVMBuildSub(B, nc, x->c0, "");
     width = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rest, width, ""), rest, width, "");
+    if (dim_is_const(cols) && cols->c <= COL_W) /* one block an o, all its columns: a constant trip count
+                                                * (a blocked layout's 16 lanes, one vector) */
+        width = cg_i64(cg, cols->c);
     col_block(cg, k, x, width);
     LLVMValueRef next = LLVMBuildAdd(B, q, span, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);

@@ -708,17 +708,36 @@ static Dim *window_out(Graph *g, Dim *h, Dim *pb, Dim *pe, Dim *k, int64_t dil, 
 /* conv and pool with channels_last = 1 read [N, spatial..., C] and write
  * [N, spatial..., O]; a conv with 2 reads [N, C, spatial...] and writes
  * so. The rules below see the operand with its channels at axis 1 and
- * move the result's (doc/ops.md, "conv"). */
+ * move the result's (doc/ops.md, "conv"). With block = b > 0 the
+ * channels-last operands are blocked instead: [N, ceildiv(C, b),
+ * spatial..., b], channel c at block c / b, lane c % b (oneDNN's
+ * nChw16c); the rules see such an operand as [N, b * ceildiv(C, b),
+ * spatial...], every lane a channel. */
 static int64_t layout(const Op *op)
 {
     const Attr *cl = attr(op, "channels_last");
     return cl ? cl->i : 0;
 }
 
+static int64_t block_of(const Op *op)
+{
+    const Attr *b = attr(op, "block");
+    return b ? b->i : 0;
+}
+
 static Type channels_first(Graph *g, const Op *op, const Type *t)
 {
     if (layout(op) != 1 || t->rank < 3)
         return *t;
+    int64_t b = block_of(op);
+    if (b > 0) { /* [N, Cb, S..., b] as [N, Cb * b, S...] */
+        if (t->rank < 4)
+            return *t;
+        Dim *dims[MAX_RANK] = {t->dims[0], dim_mul(dcx(g), t->dims[1], t->dims[t->rank - 1])};
+        for (int i = 2; i < t->rank - 1; i++)
+            dims[i] = t->dims[i];
+        return type_make(&g->arena, t->dtype, t->rank - 1, dims);
+    }
     Dim *dims[MAX_RANK] = {t->dims[0], t->dims[t->rank - 1]};
     for (int i = 1; i < t->rank - 1; i++)
         dims[i + 1] = t->dims[i];
@@ -729,6 +748,17 @@ static Type channels_back(Graph *g, const Op *op, const Type *t)
 {
     if (layout(op) == 0 || t->rank < 3)
         return *t;
+    int64_t b = block_of(op);
+    if (b > 0) { /* [N, C, R...] as [N, ceildiv(C, b), R..., b] */
+        if (t->rank + 1 > MAX_RANK)
+            return *t;
+        DimCtx *cx = dcx(g);
+        Dim *dims[MAX_RANK] = {t->dims[0], dim_ceildiv(cx, t->dims[1], dim_const(cx, b))};
+        for (int i = 2; i < t->rank; i++)
+            dims[i] = t->dims[i];
+        dims[t->rank] = dim_const(cx, b);
+        return type_make(&g->arena, t->dtype, t->rank + 1, dims);
+    }
     Dim *dims[MAX_RANK] = {t->dims[0]};
     for (int i = 2; i < t->rank; i++)
         dims[i - 1] = t->dims[i];
@@ -736,21 +766,29 @@ static Type channels_back(Graph *g, const Op *op, const Type *t)
     return type_make(&g->arena, t->dtype, t->rank, dims);
 }
 
-static bool check_layout(const Op *op, Diag *d)
+/* The layout attributes; for a blocked operand, its last dim is b. */
+static bool check_layout(const Op *op, const Type *x, Diag *d)
 {
-    int64_t m = layout(op);
+    int64_t m = layout(op), b = block_of(op);
     if (m < 0 || m > (op->kind == OP_CONV ? 2 : 1))
         return diag_set(d, "channels_last must be 0 or 1%s", op->kind == OP_CONV ? " or 2" : "");
+    if (b < 0 || b == 1 || b > 64 || (b && !m))
+        return diag_set(d, "block must be 0, or 2..64 with channels_last");
+    if (b && m == 1 && (x->rank < 4 || !dim_is(x->dims[x->rank - 1], b)))
+        return diag_set(d, "block %lld needs data [N, C/%lld, spatial..., %lld]", (long long)b, (long long)b,
+                        (long long)b);
     return true;
 }
 
 bool infer_conv(Graph *g, const Op *op, Type *out, Diag *d)
 {
+    if (!check_layout(op, IN(0), d))
+        return false;
     Type xv = channels_first(g, op, IN(0));
     const Type *x = &xv, *w = IN(1);
     int nsp = x->rank - 2;
-    int64_t groups = attr(op, "groups")->i;
-    if (!check_layout(op, d) || !same_dtype(x, w, d) || !check_dtype(x, dtype_is_float(x->dtype), "conv", d))
+    int64_t groups = attr(op, "groups")->i, b = layout(op) == 1 ? block_of(op) : 0;
+    if (!same_dtype(x, w, d) || !check_dtype(x, dtype_is_float(x->dtype), "conv", d))
         return false;
     if (nsp < 1 || w->rank != x->rank)
         return diag_set(d, "conv needs data [N, C, spatial...] and weights of the same rank");
@@ -759,6 +797,10 @@ bool infer_conv(Graph *g, const Op *op, Type *out, Diag *d)
     if (groups < 1)
         return diag_set(d, "groups must be positive");
     Dim *cin = x->dims[1], *wc = dim_mulc(dcx(g), w->dims[1], groups);
+    if (b) { /* blocked: the blocks that hold the channels */
+        cin = IN(0)->dims[1];
+        wc = dim_ceildiv(dcx(g), wc, dim_const(dcx(g), b));
+    }
     if (dims_conflict(cin, wc))
         return fail_dims(d, "input channels do not match weights * groups", cin, wc);
     const Attr *pads = attr(op, "pads");
@@ -811,12 +853,14 @@ bool infer_conv_transpose(Graph *g, const Op *op, Type *out, Diag *d)
 
 bool infer_pool(Graph *g, const Op *op, Type *out, Diag *d)
 {
+    if (!check_layout(op, IN(0), d))
+        return false;
     Type xv = channels_first(g, op, IN(0));
     const Type *x = &xv;
     int nsp = x->rank - 2;
     if (nsp < 1)
         return diag_set(d, "pool needs data [N, C, spatial...]");
-    if (!check_layout(op, d) || !check_dtype(x, dtype_is_float(x->dtype) || !strcmp(attr(op, "kind")->s, "max"), "avg pool", d))
+    if (!check_dtype(x, dtype_is_float(x->dtype) || !strcmp(attr(op, "kind")->s, "max"), "avg pool", d))
         return false;
     if (!window_attrs(op, nsp, true, d))
         return false;

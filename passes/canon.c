@@ -197,6 +197,22 @@ static bool all_const(const Attr *a, int64_t v)
     return a != NULL;
 }
 
+/* True if transpose op keeps the order of its operand's axes other than
+ * the constant 1s (it moves only those). */
+static bool moves_units_only(const Op *op)
+{
+    const Attr *perm = op_attr(op, "perm");
+    Dim *const *d = op->in[0]->type.dims;
+    for (int i = 0, last = -1; i < perm->n; i++) {
+        if (dim_is(d[perm->ints[i]], 1))
+            continue;
+        if (perm->ints[i] < last)
+            return false;
+        last = (int)perm->ints[i];
+    }
+    return true;
+}
+
 /* True if op computes its first operand unchanged. */
 static bool is_identity(const Op *op)
 {
@@ -215,18 +231,8 @@ static bool is_identity(const Op *op)
     case OP_DYN_BROADCAST:
     case OP_CONVERT:
         return true;
-    case OP_TRANSPOSE: { /* the axes other than the constant 1s in their order */
-        const Attr *perm = op_attr(op, "perm");
-        Dim *const *d = op->in[0]->type.dims;
-        for (int i = 0, last = -1; i < perm->n; i++) {
-            if (dim_is(d[perm->ints[i]], 1))
-                continue;
-            if (perm->ints[i] < last)
-                return false;
-            last = (int)perm->ints[i];
-        }
-        return true;
-    }
+    case OP_TRANSPOSE: /* the axes other than the constant 1s in their order */
+        return moves_units_only(op);
     case OP_SLICE:
         return all_const(op_attr(op, "start"), 0) && all_const(op_attr(op, "stride"), 1);
     case OP_PAD:
@@ -876,6 +882,8 @@ static bool per_channel(const Op *conv, const Value *k)
 {
     const Type *t = &conv->out[0]->type, *kt = &k->type;
     int r = t->rank, ch = op_attr_int(conv, "channels_last", 0) ? r - 1 : 1;
+    if (op_attr_int(conv, "block", 0))
+        return false; /* its channels span two axes */
     if (!const_def(k) || kt->dtype != t->dtype || kt->rank > r)
         return false;
     for (int i = 0; i < kt->rank; i++) {
@@ -1243,6 +1251,8 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
         return flatten_reduce(c, op);
     }
     case OP_CONV: {
+        if (op_attr_int(op, "block", 0))
+            return NULL; /* blocked by the layout pass: the library's */
         Value *o = int_product_f32(c, op);
         return o ? o : conv_as_dot(c, op);
     }
@@ -1264,6 +1274,12 @@ static Value *simplify(Canon *c, Op *op, bool *changed)
             return in->in[0];
         return dequant_quant(c, op);
     case OP_TRANSPOSE: {
+        if (moves_units_only(op)) { /* the same memory: a reshape ([N, 1, 1, C] to [N, C, 1, 1]) */
+            Value *r = build_reshape(c->g, op->in[0], t->dims, t->rank);
+            if (r)
+                graph_move_op(c->g, r->def, op);
+            return r;
+        }
         if (!in || in->kind != OP_TRANSPOSE)
             return NULL;
         const Attr *p2 = op_attr(op, "perm"), *p1 = op_attr(in, "perm");
@@ -1299,6 +1315,8 @@ static bool fold_worth(const Op *op, size_t in, size_t out)
 {
     if (op->nin == 1 && (op->kind == OP_TRANSPOSE || op->kind == OP_CONVERT || op->kind == OP_RESHAPE))
         return true; /* a layout change of weights: saves a copy on every run */
+    if (op->kind == OP_PAD && op_attr_str(op, "mode", "constant")[0] == 'c' && out <= FOLD_MAX_ELEMS)
+        return true; /* as is a constant's padding (a blocked bias, passes/layout.c) */
     if (out > FOLD_MAX_ELEMS || out > (in > 0 ? in : 1))
         return false;
     size_t work = in + out;

@@ -161,10 +161,15 @@ static void facts(Eq *q, const Op *op)
                     require(q, op->in[0]->type.dims[k], REL_EQ, op->in[i]->type.dims[k], op, true);
         break;
     }
-    case OP_CONV:
-        require(q, op->in[0]->type.dims[op_attr_int(op, "channels_last", 0) == 1 ? op->in[0]->type.rank - 1 : 1], REL_EQ,
-                dim_mulc(cx, op->in[1]->type.dims[1], op_attr_int(op, "groups", 1)), op, true);
+    case OP_CONV: {
+        int64_t last = op_attr_int(op, "channels_last", 0) == 1, b = last ? op_attr_int(op, "block", 0) : 0;
+        Dim *c = dim_mulc(cx, op->in[1]->type.dims[1], op_attr_int(op, "groups", 1));
+        if (b) /* blocked: [N, ceildiv(C, b), spatial..., b] */
+            require(q, op->in[0]->type.dims[1], REL_EQ, dim_ceildiv(cx, c, dim_const(cx, b)), op, true);
+        else
+            require(q, op->in[0]->type.dims[last ? op->in[0]->type.rank - 1 : 1], REL_EQ, c, op, true);
         break;
+    }
     case OP_RESHAPE:
         require(q, type_numel(cx, &op->in[0]->type), REL_EQ, type_numel(cx, &op->out[0]->type), op, false);
         break;

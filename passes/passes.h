@@ -90,9 +90,12 @@ int canon_simplify(Graph *g);
 /* Channels-last convolutions and pools (layout.c): every 2-D f32 conv and
  * pool of g made channels_last between transposes, and the transposes
  * moved down past the ops they commute with (canon then cancels the pairs
- * that meet). After shape analysis, before canon. Returns the number of
- * ops made channels-last, or -1 when out of memory. */
-int layout_run(Graph *g);
+ * that meet). With block > 1, and where every convolution can be,
+ * blocked instead: [N, ceildiv(C, block), H, W, block] between the
+ * convolutions and pools (layout.c, "blocked layouts"). After shape
+ * analysis, before canon. Returns the number of ops made channels-last
+ * or blocked, or -1 when out of memory. */
+int layout_run(Graph *g, int block);
 
 /* ---- shape analysis -------------------------------------------------- */
 

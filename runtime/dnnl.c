@@ -816,6 +816,7 @@ typedef struct Build {
     double flop;               /* the work of the call, for call_threads */
     double wbytes;             /* the weights' size */
     const struct Whole *whole; /* the weights are columns of these, packed whole; or NULL */
+    int block;                 /* md_image: channels-last operands blocked by this many (rt.h) */
 } Build;
 
 /* Constant weights of a call that are columns [j0, j0 + n) of wider ones,
@@ -894,6 +895,21 @@ static int md_dense(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_dat
  * oneDNN's nwc / nhwc / ndhwc) when nhwc. */
 static int md_image(Build *b, int role, int nd, const dnnl_dims_t dims, dnnl_data_type_t dt, int nhwc)
 {
+    int blk = nhwc ? b->block : 0;
+    if (blk) { /* [n][c / blk][spatial...][blk], the channels padded (rt.h) */
+        static const dnnl_format_tag_t tags[2][3] = {{dnnl_nCw8c, dnnl_nChw8c, dnnl_nCdhw8c},
+                                                     {dnnl_nCw16c, dnnl_nChw16c, dnnl_nCdhw16c}};
+        if ((blk != 8 && blk != 16) || nd < 3 || nd > 5) {
+            disc_rt_fail(b->rt, "%s: no oneDNN layout for blocks of %d channels over %d spatial dims", b->what, blk,
+                         nd - 2);
+            return -1;
+        }
+        dnnl_status_t s = dnnl_memory_desc_init_by_tag(&b->e->md[role], nd, dims, dt, tags[blk == 16][nd - 3]);
+        if (s != dnnl_success)
+            return dnnl_failed(b->rt, b->what, "memory descriptor", s);
+        b->e->has[role] = 1;
+        return 0;
+    }
     dnnl_dims_t st;
     dense(nd, dims, st);
     if (nhwc) {
@@ -1809,7 +1825,10 @@ static int conv_build(Build *b, const Cv *cv, int keep_nhwc, dnnl_alg_kind_t alg
         return -1;
     if (!keep_nhwc)
         lay = 0;
-    if (b->any && ((lay & DISC_NHWC_SRC ? keep(b, MD_SRC, &b->e->src_plain) : md_any(b, MD_SRC, &b->e->src_plain)) ||
+    /* (kept blocked, the result's image is kept too: plain, for oneDNN's
+     * first-convolution kernels, not reordered into padded blocks) */
+    if (b->any && ((lay & DISC_NHWC_SRC || lay >> DISC_BLOCK_SHIFT ? keep(b, MD_SRC, &b->e->src_plain)
+                                                                   : md_any(b, MD_SRC, &b->e->src_plain)) ||
                    (lay & DISC_NHWC_DST ? keep(b, MD_DST, &b->e->dst_plain) : md_any(b, MD_DST, &b->e->dst_plain)) ||
                    (d->residual && (lay & DISC_NHWC_RES ? keep(b, MD_RES, &b->e->res_plain)
                                                          : md_any(b, MD_RES, &b->e->res_plain)))))
@@ -1901,7 +1920,10 @@ static int make_conv(Build *b, const void *ctx)
             return rc;
         entry_reset(b->e);
     }
-    if (!(lay & DISC_NHWC_SRC) || !(lay & DISC_NHWC_DST))
+    /* a blocked result keeps its layout also from a plain image (oneDNN's
+     * first-convolution kernels read nchw into blocks; in its layouts of
+     * choice the call reordered the whole result) */
+    if (!(lay & DISC_NHWC_DST) || (!(lay & DISC_NHWC_SRC) && !(lay >> DISC_BLOCK_SHIFT)))
         return conv_build(b, cv, 0, dnnl_convolution_direct);
     int rc = conv_build(b, cv, 1, dnnl_convolution_direct);
     if (rc != 0 || !strstr(b->e->how, " ref"))
@@ -1965,7 +1987,7 @@ static const DiscConv *conv_turned(const DiscConv *d, DiscConv *t)
 static int conv_subsampled(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y, int *rc)
 {
     bool strided = false;
-    if (d->transpose)
+    if (d->transpose || d->layout >> DISC_BLOCK_SHIFT) /* blocked: oneDNN's own 1 x 1 kernels take the stride */
         return 0;
     for (int i = 0; i < d->nsp; i++) {
         if (d->k[i] != 1 || d->pad_lo[i] || d->pad_hi[i])
@@ -2272,7 +2294,8 @@ static bool conv_rewritable(DiscRt *rt, const DiscConv *d)
 {
     enum { NHWC = DISC_NHWC_SRC | DISC_NHWC_DST };
     return wino_enabled() && !d->transpose && d->nsp == 2 && d->groups == 1 && d->dtype == DT_F32 &&
-           d->weights_const && (d->layout & NHWC) == NHWC && (!d->residual || (d->layout & DISC_NHWC_RES)) &&
+           d->weights_const && (d->layout & NHWC) == NHWC && !(d->layout >> DISC_BLOCK_SHIFT) &&
+           (!d->residual || (d->layout & DISC_NHWC_RES)) &&
            d->c >= 16 && d->o >= 16 && packing_on() && get_engine(rt);
 }
 
@@ -2497,6 +2520,7 @@ int disc_rt_conv(DiscRt *rt, const DiscConv *d0, const void *x, const void *w, v
         wnum *= (double)d->k[i];
     Build bl = {.rt = rt, .what = what, .post = d->post, .residual = d->residual != NULL, .post_res = d->post_res,
                 .any = 1, .wconst = d->weights_const != 0, .wbytes = wnum * (double)dtype_size((DType)d->dtype),
+                .block = d->layout >> DISC_BLOCK_SHIFT,
                 .flop = 2.0 * wnum * (double)d->n * (double)numel / (double)(d->n * d->o)};
     void *ptr[NMD] = {(void *)x, (void *)w, (void *)d->bias, y, (void *)d->residual, NULL};
     return run_cached(&bl, key, make_conv, &cv, ptr);
@@ -2588,7 +2612,8 @@ int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y)
         *k++ = d->pad_lo[i];
         *k++ = d->pad_hi[i];
     }
-    Build bl = {.rt = rt, .what = what, .flop = (double)numel * (double)numel_window(d)};
+    Build bl = {.rt = rt, .what = what, .flop = (double)numel * (double)numel_window(d),
+                .block = d->layout >> DISC_BLOCK_SHIFT};
     void *ptr[NMD] = {(void *)x, NULL, NULL, y, NULL, NULL};
     return run_cached(&bl, key, make_pool, d, ptr);
 }

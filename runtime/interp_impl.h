@@ -72,6 +72,7 @@ int64_t interp_wrap(DType to, int64_t v);
 void interp_strides(int rank, const int64_t *shape, int64_t *st);
 /* x [N, C, s...] as [N, s..., C] (to_last), or back. */
 bool interp_move_channels(Interp *ip, const Tensor *x, bool to_last, Tensor *out);
+bool interp_block_channels(Interp *ip, const Tensor *x, int64_t b, bool to_blocked, int64_t c, Tensor *out);
 size_t interp_numel(int rank, const int64_t *shape);
 /* numpy broadcasting of n tensors; false with a message if incompatible. */
 bool interp_bcast_shape(Interp *ip, const Tensor *const *ts, int n, int *rank, int64_t *shape);

@@ -227,16 +227,29 @@ static bool conv_common(Interp *ip, const Tensor *x, const Tensor *w, Window *wi
 
 /* conv and pool with channels_last: the op on the data moved to
  * [N, C, spatial...] (channels_last 1), its result moved to [N,
- * spatial..., C] (1 and 2; doc/ops.md). */
+ * spatial..., C] (1 and 2; doc/ops.md). With block = b the moves are to
+ * and from [N, ceildiv(C, b), spatial..., b]: a conv reads the first C =
+ * w.shape[1] * groups channels of its operand, a pool every lane, and
+ * the result's lanes past its channels are zero. */
 static bool on_channels_first(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out, InterpFn *fn)
 {
     Tensor x = {0}, y = {0};
     int64_t m = op_attr_int(op, "channels_last", 0); /* 2: the operand is [N, C, spatial...] already */
+    int64_t b = op_attr_int(op, "block", 0);
     const Tensor *args[2] = {m == 1 ? &x : in[0], op->nin > 1 ? in[1] : NULL};
-    if (in[0]->rank < 3)
+    if (in[0]->rank < (b && m == 1 ? 4 : 3))
         return interp_fail(ip, "channels_last needs data [N, spatial..., C], has rank %d", in[0]->rank);
-    bool ok = (m != 1 || interp_move_channels(ip, in[0], false, &x)) && fn(ip, op, args, &y) &&
-              interp_move_channels(ip, &y, true, out);
+    bool ok;
+    if (b) {
+        int64_t c = in[0]->shape[1] * b;
+        if (op->nin > 1 && in[1]->rank >= 2)
+            c = in[1]->shape[1] * op_attr_int(op, "groups", 1);
+        ok = (m != 1 || interp_block_channels(ip, in[0], b, false, c, &x)) && fn(ip, op, args, &y) &&
+             interp_block_channels(ip, &y, b, true, 0, out);
+    } else {
+        ok = (m != 1 || interp_move_channels(ip, in[0], false, &x)) && fn(ip, op, args, &y) &&
+             interp_move_channels(ip, &y, true, out);
+    }
     tensor_free(&x);
     tensor_free(&y);
     return ok;

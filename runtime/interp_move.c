@@ -161,6 +161,46 @@ bool interp_move_channels(Interp *ip, const Tensor *x, bool to_last, Tensor *out
     return true;
 }
 
+/* x [N, C, S...] blocked by b: [N, ceildiv(C, b), S..., b], channel ch
+ * at block ch / b, lane ch % b, the lanes past C zero (to_blocked); or
+ * back, from [N, Cb, S..., b] to the first c channels [N, c, S...]
+ * (c <= Cb * b). conv and pool with block are defined through it. */
+bool interp_block_channels(Interp *ip, const Tensor *x, int64_t b, bool to_blocked, int64_t c, Tensor *out)
+{
+    int r = x->rank;
+    int64_t shape[MAX_RANK], sp = 1;
+    if (b < 1 || (to_blocked ? r + 1 : r - 1) > MAX_RANK || r < (to_blocked ? 2 : 3))
+        return interp_fail(ip, "blocked layout: rank %d, block %lld", r, (long long)b);
+    int nsp = to_blocked ? r - 2 : r - 3;
+    for (int i = 0; i < nsp; i++)
+        sp *= x->shape[2 + i];
+    int64_t n = x->shape[0], cb = to_blocked ? (x->shape[1] + b - 1) / b : x->shape[1];
+    int64_t ch = to_blocked ? x->shape[1] : c;
+    if (!to_blocked && (x->shape[r - 1] != b || c > cb * b))
+        return interp_fail(ip, "blocked layout: %lld channels from %lld blocks of %lld", (long long)c,
+                           (long long)cb, (long long)x->shape[r - 1]);
+    shape[0] = n;
+    shape[1] = to_blocked ? cb : c;
+    memcpy(shape + 2, x->shape + 2, (size_t)nsp * sizeof *shape);
+    if (to_blocked)
+        shape[2 + nsp] = b;
+    if (!interp_alloc(ip, out, x->dtype, to_blocked ? r + 1 : r - 1, shape))
+        return false;
+    size_t es = dtype_size(x->dtype);
+    char *o = out->data;
+    const char *xd = x->data;
+    if (to_blocked)
+        memset(o, 0, out->nbytes);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < ch; k++)
+            for (int64_t s = 0; s < sp; s++) {
+                int64_t plain = (i * ch + k) * sp + s, blocked = ((i * cb + k / b) * sp + s) * b + k % b;
+                memcpy(o + (size_t)(to_blocked ? blocked : plain) * es,
+                       xd + (size_t)(to_blocked ? plain : blocked) * es, es);
+            }
+    return true;
+}
+
 bool interp_slice(Interp *ip, const Op *op, const Tensor *const *in, Tensor *out)
 {
     const Tensor *x = in[0];

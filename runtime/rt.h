@@ -281,6 +281,12 @@ int disc_rt_matmul_skinny(DiscRt *rt, const DiscMatmul *d, const void *a, const 
  * writer and readers (hostlib.c, "Channels last"), so that no reorder to
  * and from oneDNN's nhwc layouts runs between them. */
 enum { DISC_NHWC_SRC = 1, DISC_NHWC_DST = 2, DISC_NHWC_RES = 4 };
+/* Blocked channels (passes/layout.c, "blocked layouts"): where layout >>
+ * DISC_BLOCK_SHIFT is b > 0, the operands the DISC_NHWC_* bits name are
+ * blocked rather than channels-last, [n][ceildiv(c, b)][spatial...][b]
+ * (oneDNN's nChw16c for b = 16), the lanes past c padding (zero in a
+ * convolution's operand and result). */
+enum { DISC_BLOCK_SHIFT = 8 };
 
 /* Convolution (or transposed convolution) in dense layouts, NCHW unless
  * layout says otherwise:
@@ -301,7 +307,8 @@ typedef struct DiscConv {
     DiscPost post;
     const void *residual;           /* NULL or shaped like y, added after post */
     int weights_const;              /* 1: w is constant weights (see above), packed once */
-    int layout;                     /* DISC_NHWC_* bits: x, y, the residual channels-last */
+    int layout;                     /* DISC_NHWC_* bits: x, y, the residual channels-last;
+                                       and a block (DISC_BLOCK_SHIFT) */
     DiscPost post_res;              /* activation after the residual (ResNet's relu(conv + x)) */
 } DiscConv;
 int disc_rt_conv(DiscRt *rt, const DiscConv *d, const void *x, const void *w, void *y);
@@ -317,7 +324,8 @@ typedef struct DiscPool {
     int64_t stride[3], dilation[3]; /* >= 1 */
     int64_t pad_lo[3], pad_hi[3];   /* >= 0 */
     int count_pad;                  /* average: divide by the whole window (padding counts) */
-    int layout;                     /* DISC_NHWC_SRC, DISC_NHWC_DST: x, y channels-last */
+    int layout;                     /* DISC_NHWC_SRC, DISC_NHWC_DST: x, y channels-last;
+                                       and a block (DISC_BLOCK_SHIFT) */
 } DiscPool;
 int disc_rt_pool(DiscRt *rt, const DiscPool *d, const void *x, void *y);
 
