@@ -460,6 +460,7 @@ struct CgModule {
     int nkernels, nlaunch, nlibrary, nepilogue, nskinny, nsplit, nnhwc;
     int nopened; /* of the kernels, those reading constants by slot (Cg.nopened) */
     int nlast;         /* convolutions and pools the layout pass made channels-last */
+    int block;         /* or blocked, by this many channels (0: channels-last) */
     double t[5];       /* seconds: shape+canon, fusion+memplan, LLVM IR, finish (optimise and JIT or object) */
     CanonStats canon;  /* what canonicalisation did */
 };

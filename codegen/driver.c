@@ -120,7 +120,7 @@ int cg_layout_block(const CgOpts *o)
 
 static bool run_layout(CgModule *m, const ShapeOpts *so, const CgOpts *o, Diag *d)
 {
-    if (cg_channels_last(o) && (m->nlast = layout_run(m->g, cg_layout_block(o))) < 0)
+    if (cg_channels_last(o) && (m->nlast = layout_run(m->g, cg_layout_block(o), &m->block)) < 0)
         return diag_oom(d);
     return true;
 }
@@ -147,7 +147,10 @@ static void print_shape(FILE *f, const CgModule *m, const PrintOpts *po) { shape
 static void print_layout(FILE *f, const CgModule *m, const PrintOpts *po)
 {
     graph_print(f, m->g, po);
-    fprintf(f, "# layout: %d convolutions and pools channels-last\n", m->nlast);
+    if (m->block)
+        fprintf(f, "# layout: %d convolutions and pools blocked by %d channels\n", m->nlast, m->block);
+    else
+        fprintf(f, "# layout: %d convolutions and pools channels-last\n", m->nlast);
 }
 
 static void print_canon(FILE *f, const CgModule *m, const PrintOpts *po)

@@ -83,8 +83,10 @@ static const char usage_emit[] =
     "  --bind B=4,S=128  with --stage memplan: the slots laid out at these values\n"
     "  --assume HINT   a fact about the symbols, e.g. 'S %% 8 == 0', 'B <= 64',\n"
     "                  'S == T' (repeatable)\n"
-    "  --cpu CPU       with --stage llvm: the CPU the kernels are for (an LLVM\n"
-    "                  name such as x86-64-v3 or skylake-avx512; default: this one)\n"
+    "  --cpu CPU       the CPU the kernels are for (an LLVM name such as x86-64-v3\n"
+    "                  or skylake-avx512; default: this one): its vector width\n"
+    "                  sets the layout pass's blocks of channels (16 floats with\n"
+    "                  AVX-512, 8 with AVX2) and the code of --stage llvm\n"
     "  -o OUT          write to OUT instead of standard output\n"
     "  --elide         print large constants as 'elided' (default for ONNX input)\n"
     "  --no-elide      print large constants in full, as hex (default for IR text)\n"
@@ -256,7 +258,7 @@ static int emit_stage(FILE *f, Graph *g, const char *stage, const ShapeOpts *so,
         exec_free(e);
     } else {
         CgModule m;
-        CgOpts co = {.opt_level = 3};
+        CgOpts co = {.opt_level = 3, .cpu = cpu}; /* its vectors size the layout pass's blocks */
         if (cg_run_passes(g, so, &co, s, &m, &d)) {
             if (s == CG_FUSION && !strcmp(format, "dot"))
                 fuse_print_dot(f, m.plan);

@@ -794,11 +794,14 @@ static bool blocks_pay(Graph *g, int64_t blk)
     return pay;
 }
 
-int layout_run(Graph *g, int block)
+int layout_run(Graph *g, int block, int *blocked)
 {
     Lay st;
-    if (block > 1 && all_blockable(g) && blocks_pay(g, block))
+    *blocked = 0;
+    if (block > 1 && all_blockable(g) && blocks_pay(g, block)) {
+        *blocked = block;
         return layout_blocked(g, block, &st);
+    }
     int n = 0;
     for (Op *op = g->first, *next; op; op = next) {
         next = op->next;

@@ -94,8 +94,8 @@ int canon_simplify(Graph *g);
  * blocked instead: [N, ceildiv(C, block), H, W, block] between the
  * convolutions and pools (layout.c, "blocked layouts"). After shape
  * analysis, before canon. Returns the number of ops made channels-last
- * or blocked, or -1 when out of memory. */
-int layout_run(Graph *g, int block);
+ * or blocked (*blocked: the block, or 0), or -1 when out of memory. */
+int layout_run(Graph *g, int block, int *blocked);
 
 /* ---- shape analysis -------------------------------------------------- */
 
