@@ -2705,6 +2705,9 @@ bool gpu_kernel(Cg *cg, const Group *grp, const char *name, GpuLang lang, int gr
 {
     memset(gk, 0, sizeof *gk);
     snprintf(gk->name, sizeof gk->name, "%s", name);
+    for (int i = 0; i < grp->nops; i++) /* the CPU layout pass's blocks: oneDNN's layout, not the GPU's */
+        if ((grp->ops[i]->kind == OP_CONV || grp->ops[i]->kind == OP_POOL) && op_attr_int(grp->ops[i], "block", 0))
+            return unsupported(cg, grp->ops[i], "a conv or pool on blocked channels (block attribute)");
     bool reduce = grp->kind == FUSE_INPUT || grp->kind == FUSE_STITCH;
     if (!reduce && grp->kind != FUSE_LOOP && grp->kind != FUSE_LIBRARY) {
         char what[160];

@@ -207,8 +207,9 @@ static bool conv_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     const Type *xt = &op->in[0]->type, *wt = &op->in[1]->type, *yt = &op->out[0]->type;
     int nsp = spatial_dims(op);
     Chan ch = chan(op, xt->rank);
-    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || (ch.block && dev))
-        return false;
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 ||
+        (ch.block && (dev || (ch.block != 8 && ch.block != 16))))
+        return false; /* oneDNN's blocks are 8 and 16 (a host op runs others) */
     c->fn = "disc_rt_call_conv";
     c->nfields = DISC_CV_NFIELDS;
     Dim **f = c->f;
@@ -235,7 +236,8 @@ static bool pool_call(DimCtx *cx, const Op *op, LibCall *c, bool dev)
     const Type *xt = &op->in[0]->type, *yt = &op->out[0]->type;
     int nsp = spatial_dims(op);
     Chan ch = chan(op, xt->rank);
-    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 || (ch.block && dev))
+    if (!(xt->dtype == DT_F32 || (dev && xt->dtype == DT_F16)) || nsp < 1 || nsp > 3 ||
+        (ch.block && (dev || (ch.block != 8 && ch.block != 16))))
         return false;
     c->fn = "disc_rt_call_pool";
     c->nfields = DISC_PL_NFIELDS;

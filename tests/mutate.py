@@ -97,6 +97,18 @@ MUTANTS = [
      "divmod(cx, sign > 0 ? DIM_CEILDIV : DIM_FLOORDIV, rest, k)",
      "divmod(cx, DIM_CEILDIV, rest, k)",
      "W - mod(W, k) is rounded up to k * ceildiv(W, k), not down"),
+    ("passes/layout.c",
+     "L->rec[view->id] = (Blocked){b, known && isfinite(pad), known && isfinite(pad) ? pad : 0};",
+     "L->rec[view->id] = (Blocked){b, true, known && isfinite(pad) ? pad : 0};",
+     "the layout pass takes a blocked value's padding lanes as known where a division left them infinite"),
+    ("runtime/interp_move.c",
+     "blocked = ((i * cb + k / b) * sp + s) * b + k % b;",
+     "blocked = ((i * cb + k % b) * sp + s) * b + k / b;",
+     "the reference interpreter swaps a channel's block and lane in the blocked layout"),
+    ("runtime/dnnl.c",
+     "tags[blk == 16][nd - 3]",
+     "tags[blk != 16][nd - 3]",
+     "blocked operands are described to oneDNN with the other block size"),
 ]
 
 FAST_LABELS = "unit|golden|cpu|model|aot|interp|onnx"
