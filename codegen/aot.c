@@ -785,11 +785,12 @@ bool aot_compile(Graph *g, const ShapeOpts *so, const CgOpts *co, const AotOpts 
                 "dcc: shape analysis %.1f ms, fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, "
                 "object %.1f ms; %d kernel launches (%d distinct kernels, %d of them reading constants by slot) "
                 "and %d library calls (%d applying an epilogue) for %d ops; "
-                "%d matmuls with a skinny variant, %d reductions with a split variant, %d convolutions and pools channels-last; "
+                "%d matmuls with a skinny variant, %d reductions with a split variant, %d convolutions and pools %s%.0d%s; "
                 "%lld bytes of weights in %s; "
                 "kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
                 1e3 * m.t[0], 1e3 * m.t[1], 1e3 * m.t[2], 1e3 * a.t_opt, 1e3 * (m.t[3] - a.t_opt), m.nlaunch,
-                m.nkernels, m.nopened, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, m.nnhwc, (long long)a.woff,
+                m.nkernels, m.nopened, m.nlibrary, m.nepilogue, g->nops, m.nskinny, m.nsplit, m.nnhwc,
+                m.block ? "blocked by " : "channels-last", m.block, m.block ? " channels" : "", (long long)a.woff,
                 a.wf ? o->weights_path : "the object", cpu.name, cpu.isa, cpu.vbits, cpu.nvregs);
     if (ok && co->verbose && a.gpu)
         fprintf(stderr, "dcc: cuda: %d kernels in %d module image%s (%s) in %.1f ms\n", gpu_run_kernels(a.gpu, NULL, 0),

@@ -177,7 +177,7 @@ typedef struct Cg {
     int nlibrary;              /* library calls in the host flow */
     int nepilogue;             /* of them, applying the start of their epilogue */
     int nskinny;               /* of them, with a skinny-matmul variant (skinny.c) */
-    int nnhwc;                 /* library calls of convolutions and pools on channels-last data */
+    int nnhwc;                 /* library calls of convolutions and pools on channels-last (or blocked) data */
     int nfallback;             /* groups split up because no template took them */
     int nvariants;             /* kernels with a no-broadcast variant and a fallback */
     LLVMValueRef skinny[48];   /* skinny.c's kernels, by post * 4 + bias * 2 + residual */

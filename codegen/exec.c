@@ -568,11 +568,12 @@ static void print_stats(const Exec *e, const CgModule *m, const Graph *g)
             "fusion and memory plan %.1f ms, LLVM IR %.1f ms, optimise %.1f ms, JIT %.1f ms (%d part%s on "
             "threads); %d kernel launches (%d distinct kernels, %d of them reading constants by slot) and %d "
             "library calls (%d applying an epilogue) for %d ops; %d matmuls with a skinny variant, %d reductions with a split variant, "
-            "%d convolutions and pools channels-last; kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
+            "%d convolutions and pools %s%.0d%s; kernels for CPU %s (%s, %d-bit vectors, %d registers)\n",
             1e3 * m->t[0], m->canon.ops_before, m->canon.ops_after, m->canon.folded, m->canon.cse,
             m->canon.simplified, m->canon.hfused, 1e3 * m->t[1], 1e3 * m->t[2], 1e3 * e->t_opt,
             1e3 * (m->t[3] - e->t_opt), e->nparts, e->nparts == 1 ? "" : "s", e->nlaunch, e->nkernels,
-            m->nopened, m->nlibrary, m->nepilogue, g->nops, m->nskinny, m->nsplit, m->nnhwc, e->cpu.name, e->cpu.isa,
+            m->nopened, m->nlibrary, m->nepilogue, g->nops, m->nskinny, m->nsplit, m->nnhwc,
+            m->block ? "blocked by " : "channels-last", m->block, m->block ? " channels" : "", e->cpu.name, e->cpu.isa,
             e->cpu.vbits, e->cpu.nvregs);
 }
 

@@ -529,7 +529,7 @@ static bool conv_to_blocked(Lay *L, Op *op)
         in = x, last = 2;
     else if (!(in = block_copy(L, x, op)))
         return false;
-    else
+    else if (x->def) /* (a model's input is copied once at its edge, as channels-last transposes it) */
         L->copied++;
     Value *y = with_layout(L, op, in, last);
     return y && blocked_result(L, op, y, w->dims[0], true, 0);

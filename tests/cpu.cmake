@@ -14,11 +14,21 @@ foreach(f ${DISC_CPU_INTERP_TESTS})
   disc_test_isa(cpu/interp/${name} LABELS unit cpu COMMAND test_interp --cpu ${f})
 endforeach()
 # The layout pass (passes/layout.c): the five convolutions and pools of
-# conv_nhwc.disc run channels-last
+# conv_nhwc.disc run channels-last (DISC_LAYOUT=nhwc), or blocked by 16
+# channels for an AVX-512 target and by 8 for an AVX2 one
 add_test(NAME cpu/conv_nhwc/kept
          COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/cpu/conv_nhwc.disc -o ${CMAKE_BINARY_DIR}/conv_nhwc.o -v)
-set_tests_properties(cpu/conv_nhwc/kept PROPERTIES LABELS "unit;cpu"
+set_tests_properties(cpu/conv_nhwc/kept PROPERTIES LABELS "unit;cpu" ENVIRONMENT "DISC_LAYOUT=nhwc"
                      PASS_REGULAR_EXPRESSION "library calls \\(3 applying an epilogue\\).* 5 convolutions and pools channels-last")
+foreach(t x86-64-v4:16 x86-64-v3:8)
+  string(REPLACE ":" ";" tb ${t})
+  list(GET tb 0 cpu)
+  list(GET tb 1 blk)
+  add_test(NAME cpu/conv_nhwc/blocked/${cpu}
+           COMMAND dcc compile ${CMAKE_SOURCE_DIR}/tests/cpu/conv_nhwc.disc --cpu ${cpu} -o ${CMAKE_BINARY_DIR}/conv_nhwc_${cpu}.o -v)
+  set_tests_properties(cpu/conv_nhwc/blocked/${cpu} PROPERTIES LABELS "unit;cpu"
+                       PASS_REGULAR_EXPRESSION "library calls \\(3 applying an epilogue\\).* 5 convolutions and pools blocked by ${blk} channels")
+endforeach()
 # The strided 1x1 convolutions again on NCHW data (DISC_LAYOUT=plain: no
 # channels-last values), where the subsampling copies single floats
 add_test(NAME cpu/conv_strided_1x1/plain COMMAND test_interp --cpu ${CMAKE_SOURCE_DIR}/tests/cpu/conv_strided_1x1.disc)
