@@ -1081,14 +1081,7 @@ static LLVMValueRef load_as(Kern *k, Value *v, const Type *t, LLVMValueRef *idx)
 /* The load of v at a row-invariant idx, emitted before the inner loop. */
 static LLVMValueRef hoisted_load(Kern *k, Value *v, LLVMValueRef base, LLVMValueRef *idx)
 {
-    Cg *cg = k->cg;
-    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
-    LLVMPositionBuilderBefore(B, LLVMGetBasicBlockTerminator(k->hoist));
-    LLVMValueRef off = kern_offset(k, &v->type, idx);
-    LLVMValueRef p = LLVMBuildGEP2(B, cg_storage_type(cg, v->type.dtype), base, &off, 1, "");
-    LLVMValueRef r = cg_load(cg, v->type.dtype, p);
-    LLVMPositionBuilderAtEnd(B, here);
-    return r;
+    return hoisted_load_as(k, v, &v->type, base, idx);
 }
 
 LLVMValueRef elem(Kern *k, Value *v, LLVMValueRef *idx)

@@ -110,6 +110,20 @@ static bool wants_last(const Op *op)
            op->in[0]->type.dtype == DT_F32 && !op_attr_int(op, "channels_last", 0);
 }
 
+/* conv or pool op rebuilt on operand x with channels_last = last and,
+ * where block > 0, block = block (its weights, if any, as they are). */
+static Value *with_layout(Graph *g, Op *op, Value *x, int64_t last, int64_t block)
+{
+    Value *in[2] = {x, op->nin > 1 ? op->in[1] : NULL};
+    Attr attrs[16];
+    int n = op->nattrs < 14 ? op->nattrs : 14;
+    memcpy(attrs, op->attrs, (size_t)n * sizeof *attrs);
+    attrs[n++] = (Attr){.name = "channels_last", .kind = ATTR_INT, .i = last};
+    if (block)
+        attrs[n++] = (Attr){.name = "block", .kind = ATTR_INT, .i = block};
+    return x ? rebuild(g, op, in, attrs, n) : NULL;
+}
+
 /* A conv whose operand is not the NCHW view of a channels-last value
  * reads it as it is (channels_last 2: the library reorders it, or, for
  * the few channels of an image, reads it so) rather than after a
@@ -117,12 +131,7 @@ static bool wants_last(const Op *op)
 static bool to_last(Graph *g, Op *op)
 {
     bool plain_in = op->kind == OP_CONV && !from_last(op->in[0]);
-    Value *in[2] = {plain_in ? op->in[0] : transpose_at(g, op->in[0], TO_LAST, op), op->nin > 1 ? op->in[1] : NULL};
-    Attr attrs[16];
-    int n = op->nattrs < 15 ? op->nattrs : 15;
-    memcpy(attrs, op->attrs, (size_t)n * sizeof *attrs);
-    attrs[n++] = (Attr){.name = "channels_last", .kind = ATTR_INT, .i = plain_in ? 2 : 1};
-    Value *y = in[0] ? rebuild(g, op, in, attrs, n) : NULL;
+    Value *y = with_layout(g, op, plain_in ? op->in[0] : transpose_at(g, op->in[0], TO_LAST, op), plain_in ? 2 : 1, 0);
     return y && replace_by(g, op, y);
 }
 
@@ -404,9 +413,9 @@ static Value *unblock(Lay *L, Value *B, Dim *C, Op *at)
         perm[3 + i] = 2 + i;
         shape[2 + i] = B->type.dims[2 + i];
     }
-    Value *t = transpose_at(g, B, perm, at);
+    Value *t = shape[1] ? transpose_at(g, B, perm, at) : NULL;
     Value *v = t ? place(g, build_reshape(g, t, shape, r - 1), at) : NULL;
-    if (!v || !shape[1] || shape[1] == C || (dim_is_const(C) && dim_is_const(shape[1]) && C->c == shape[1]->c))
+    if (!v || shape[1] == C || (dim_is_const(C) && dim_is_const(shape[1]) && C->c == shape[1]->c))
         return v;
     Dim *start[MAX_RANK], *limit[MAX_RANK];
     int64_t stride[MAX_RANK];
@@ -503,17 +512,6 @@ static bool image_1x1(const Op *op)
     return true;
 }
 
-static Value *with_layout(Lay *L, Op *op, Value *x, int64_t last)
-{
-    Value *in[2] = {x, op->nin > 1 ? op->in[1] : NULL};
-    Attr attrs[16];
-    int n = op->nattrs < 14 ? op->nattrs : 14;
-    memcpy(attrs, op->attrs, (size_t)n * sizeof *attrs);
-    attrs[n++] = (Attr){.name = "channels_last", .kind = ATTR_INT, .i = last};
-    attrs[n++] = (Attr){.name = "block", .kind = ATTR_INT, .i = L->blk};
-    return rebuild(L->g, op, in, attrs, n);
-}
-
 static bool conv_to_blocked(Lay *L, Op *op)
 {
     Value *x = op->in[0];
@@ -531,13 +529,13 @@ static bool conv_to_blocked(Lay *L, Op *op)
         return false;
     else if (x->def) /* (a model's input is copied once at its edge, as channels-last transposes it) */
         L->copied++;
-    Value *y = with_layout(L, op, in, last);
+    Value *y = with_layout(L->g, op, in, last, L->blk);
     return y && blocked_result(L, op, y, w->dims[0], true, 0);
 }
 
 static bool pool_to_blocked(Lay *L, Op *op, const Blocked *r)
 {
-    Value *y = with_layout(L, op, r->b, 1);
+    Value *y = with_layout(L->g, op, r->b, 1, L->blk);
     bool max = !strcmp(op_attr_str(op, "kind", "max"), "max");
     bool known = r->known && (max || r->pad == 0 || !op_attr_int(op, "count_pad", 0));
     return y && blocked_result(L, op, y, op->in[0]->type.dims[1], known, r->pad);
