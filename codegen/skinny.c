@@ -83,6 +83,9 @@ enum { RMAX = 6, GMAX = 4, VMAX = DISC_PANEL / 4 };
  * panel, which stays in L1 for every block of rows), NB panels (128 KiB of
  * weights, which stay in L2 while every block of rows passes them) */
 enum { KC = 256, NB = 8, MC = 192 };
+/* Up to FEW_ROWS rows of A, blocks of one panel (see skinny_core); up to
+ * UNFETCHED_ROWS, no software prefetch (see panel_at) */
+enum { FEW_ROWS = 16, UNFETCHED_ROWS = 2 };
 /* The 64-column kernel's blocks of k: a 16 KiB strip of its panel, which
  * stays in L1 while every block of rows (m <= 16) passes it */
 enum { KC_WIDE = 64 };
@@ -362,6 +365,16 @@ static void panel_at(Sk *s, LLVMValueRef q)
         after = LLVMBuildSelect(B, more_k, first, gep(cg, cg->t_f32, after, back), "");
     }
     s->next = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, q1, s->pe, ""), next, after, "");
+    /* One or two rows do so few FMAs a weight that the loop runs ahead of
+     * memory on one linear stream, which the hardware prefetcher serves
+     * best: the software prefetches only took miss buffers from it
+     * (bench_skinny.py, 20 x (768 x 3072, 3072 x 768), one thread, Zen 4:
+     * at M = 1 and 2, 16.0 / 19.3 ms -> 14.2 / 14.7 with 64-column
+     * panels, 19.9 / 18.8 -> 12.8 / 13.8 with 16-column ones, ONNX
+     * Runtime 17-18; from 3 rows on, and wherever a strip is read by two
+     * blocks of rows, they gain). There the k steps prefetch the row they
+     * load, which costs no miss. */
+    s->next = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLE, s->m, cg_i64(cg, UNFETCHED_ROWS), ""), s->panel, s->next, "");
     s->c0 = LLVMBuildMul(B, q, cg_i64(cg, s->width), "");
     s->w = min64(cg, LLVMBuildSub(B, s->n, s->c0, ""), cg_i64(cg, s->width));
     s->cpanel = gep(cg, cg->t_f32, s->c, s->c0);
@@ -564,8 +577,16 @@ static LLVMValueRef skinny_core(Cg *cg)
      * blocks of rows of A against the block's panels */
     LLVMValueRef begin = LLVMGetParam(fn, 0);
     s.end = LLVMGetParam(fn, 1);
+    /* blocks of NB panels keep a block of rows of A in L1 across them;
+     * up to FEW_ROWS rows A is small anyway, and a block of one panel
+     * reads the weights in the order they lie, where NB panels' strips in
+     * turn are 8 streams 48 KiB apart (16-column kernel, bench_skinny.py
+     * at 1, 8, 13 and 16 rows: 17.0-21.8, 20.5-23.1, 29.3-29.8 and
+     * 30.0-34.3 ms -> 13.7-15.2, 16.8-19.0, 25.9-27.6, 30.2-32.0) */
     LLVMValueRef nb = cg_i64(cg, s.nb);
-    LLVMValueRef nblocks = LLVMBuildSDiv(B, LLVMBuildAdd(B, LLVMBuildSub(B, s.end, begin, ""), cg_i64(cg, s.nb - 1), ""), nb, "");
+    if (s.nb > 1)
+        nb = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLE, s.m, cg_i64(cg, FEW_ROWS), ""), cg_i64(cg, 1), nb, "");
+    LLVMValueRef nblocks = LLVMBuildSDiv(B, LLVMBuildSub(B, LLVMBuildAdd(B, LLVMBuildSub(B, s.end, begin, ""), nb, ""), cg_i64(cg, 1), ""), nb, "");
     CgLoop pl;
     LLVMValueRef blk = cg_loop_begin(cg, &pl, cg_i64(cg, 0), nblocks, "pblock");
     s.pb = LLVMBuildAdd(B, begin, LLVMBuildMul(B, blk, nb, ""), "");
