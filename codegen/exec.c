@@ -31,6 +31,7 @@
 #include "codegen/cache.h"
 #include "codegen/gpu.h"
 #include "codegen/host.h"
+#include "codegen/perfmap.h"
 #include "runtime/interp.h"
 #include "runtime/rt.h"
 
@@ -82,6 +83,7 @@ struct Exec {
     int nkernels;      /* compiled */
     int nlaunch;       /* launched per run */
     char **kdesc;      /* per kernel, for the profile */
+    PerfMap perf;      /* DISC_PERF_MAP: the objects' symbols (perfmap.c) */
     int threads;
     CpuTarget cpu;     /* what the kernels were compiled for */
     double t_opt;      /* seconds in the LLVM optimiser */
@@ -410,6 +412,8 @@ static bool jit_link(Exec *e, LLVMMemoryBufferRef *obj, int nobj, const CgModule
     if (ok && e->gpu)
         ok = define_gpu(e, d);
     for (int i = 0; i < nobj; i++) {
+        if (ok && disc_env()->perf_map)
+            perf_map_collect(&e->perf, obj[i]); /* a map without them, at worst */
         if (ok) {
             err = LLVMOrcLLJITAddObjectFile(e->jit, LLVMOrcLLJITGetMainJITDylib(e->jit), obj[i]);
             if (err)
@@ -707,6 +711,16 @@ Exec *exec_compile(Graph *g, const ShapeOpts *so, const CgOpts *o, Diag *d)
                 disc_rt_prof_name((const void *)(uintptr_t)ka, e->kdesc[i], target);
         }
     }
+    if (disc_env()->perf_map && e->jit) {
+        char path[64];
+        int n = perf_map_write(&e->perf, e->jit, (const char *const *)e->kdesc, e->nkernels,
+                               g->file ? g->file : g->name, path, sizeof path);
+        if (o->verbose && n < 0)
+            fprintf(stderr, "dcc: perf map: cannot write %s\n", path);
+        else if (o->verbose)
+            fprintf(stderr, "dcc: perf map: %d functions in %s\n", n, path);
+    }
+    perf_map_free(&e->perf);
     if (o->verbose && e->gpu) {
         GpuRunStats st;
         gpu_run_stats(e->gpu, &st);
@@ -738,6 +752,7 @@ void exec_free(Exec *e)
             graph_free(e->regions[i].g[r]);
         }
     free(e->regions);
+    perf_map_free(&e->perf);
     pthread_mutex_destroy(&e->lock);
     if (e->jit)
         LLVMOrcDisposeLLJIT(e->jit);

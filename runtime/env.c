@@ -31,6 +31,8 @@
  *                          two pinned buffers of the device's (8 MiB, or N
  *                          bytes: copies of at least that size); 0, the
  *                          default: the driver's own copies (cudrv.c)
+ *   DISC_PERF_MAP=1        the JIT's functions named for perf(1) in
+ *                          /tmp/perf-<pid>.map (codegen/perfmap.c)
  *   OMP_WAIT_POLICY, GOMP_SPINCOUNT  libgomp's, read to know whether
  *                          oneDNN's team sleeps between calls (dnnl.c)
  *
@@ -68,6 +70,7 @@ static void read_env(void)
         env.stage = 8 << 20;
     else if (env.stage > 1 && env.stage < 4096)
         env.stage = 4096;
+    env.perf_map = (e = getenv("DISC_PERF_MAP")) && *e && strcmp(e, "0") != 0;
     e = getenv("OMP_WAIT_POLICY");
     env.omp_passive = e && !strcasecmp(e, "passive") && !getenv("GOMP_SPINCOUNT");
 }

@@ -141,6 +141,7 @@ typedef struct DiscEnv {
     int cache_off;        /* DISC_CACHE=0 */
     const char *home;     /* HOME, for the cache's default directory */
     int64_t stage;        /* DISC_STAGE: the staged copies' chunk in bytes, 0: none (cudrv.c) */
+    int perf_map;         /* DISC_PERF_MAP=1: the JIT's code named in /tmp/perf-<pid>.map */
 } DiscEnv;
 const DiscEnv *disc_env(void);
 

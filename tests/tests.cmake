@@ -86,6 +86,9 @@ set_tests_properties(unit/gpu_bench PROPERTIES LABELS unit PASS_REGULAR_EXPRESSI
 # dcc cache: what the cache directory holds, --verify (damage found and removed), --clear
 add_test(NAME unit/dcc_cache COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_dcc_cache.py ${CMAKE_BINARY_DIR})
 set_tests_properties(unit/dcc_cache PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_dcc_cache: PASS")
+# DISC_PERF_MAP=1: the JIT's functions named for perf in /tmp/perf-<pid>.map
+add_test(NAME unit/perf_map COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_perf_map.py ${CMAKE_BINARY_DIR})
+set_tests_properties(unit/perf_map PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_perf_map: PASS")
 # libdisc.so through ctypes (bench/discpy.py, what run_bench.py --inproc runs)
 add_test(NAME unit/discpy COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/unit/test_discpy.py ${CMAKE_BINARY_DIR})
 set_tests_properties(unit/discpy PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "test_discpy: PASS")
