@@ -725,7 +725,7 @@ static bool sink_blocked_reduce(Lay *L, Op *op, const Blocked *r)
         y = red ? place(g, build_reshape(g, red, back, rank), op) : NULL;
     } else {
         Value *in[1] = {r->b};
-        Attr a[2];
+        Attr a[3];
         int na = 0;
         for (int i = 0; i < op->nattrs && na < 2; i++)
             if (strcmp(op->attrs[i].name, "keepdims"))
