@@ -725,12 +725,12 @@ static bool sink_blocked_reduce(Lay *L, Op *op, const Blocked *r)
         y = red ? place(g, build_reshape(g, red, back, rank), op) : NULL;
     } else {
         Value *in[1] = {r->b};
-        Attr a[3];
-        int na = 0;
-        for (int i = 0; i < op->nattrs && na < 2; i++)
-            if (strcmp(op->attrs[i].name, "keepdims"))
-                a[na++] = op->attrs[i];
-        a[na++] = (Attr){.name = "keepdims", .kind = ATTR_INT, .i = 1};
+        Attr a[8];
+        int na = op->nattrs < 8 ? op->nattrs : 8;
+        memcpy(a, op->attrs, (size_t)na * sizeof *a);
+        for (int i = 0; i < na; i++)
+            if (!strcmp(a[i].name, "keepdims"))
+                a[i].i = 1; /* kept: channels_of takes them out */
         y = rebuild(g, op, in, a, na);
     }
     if (!keep)
