@@ -377,11 +377,19 @@ static void call_run(void *arg)
     for (int32_t bt = 0; bt < dd->batch; bt++)
         for (uint64_t j = 0; j < n; j++)
             for (uint64_t i = 0; i < m; i++) {
+                /* A's element (i, p) and B's (p, j) at a0 + p * as, b0 + p * bs */
+                int64_t a0 = bt * a->stride + (int64_t)(d->ta == OP_N ? i : i * a->ld);
+                int64_t as = d->ta == OP_N ? (int64_t)a->ld : 1;
+                int64_t b0 = bt * b->stride + (int64_t)(d->tb == OP_N ? j * b->ld : j);
+                int64_t bs = d->tb == OP_N ? 1 : (int64_t)b->ld;
                 double acc = 0;
-                for (uint64_t p = 0; p < k; p++) {
-                    int64_t ia = d->ta == OP_N ? (int64_t)(i + p * a->ld) : (int64_t)(p + i * a->ld);
-                    int64_t ib = d->tb == OP_N ? (int64_t)(p + j * b->ld) : (int64_t)(j + p * b->ld);
-                    acc += load(pa, t, bt * a->stride + ia) * load(pb, t, bt * b->stride + ib);
+                if (t == R_32F) { /* float read directly: the same sum, faster */
+                    const float *fa = (const float *)pa + a0, *fb = (const float *)pb + b0;
+                    for (uint64_t p = 0; p < k; p++)
+                        acc += (double)fa[(int64_t)p * as] * (double)fb[(int64_t)p * bs];
+                } else {
+                    for (uint64_t p = 0; p < k; p++)
+                        acc += load(pa, t, a0 + (int64_t)p * as) * load(pb, t, b0 + (int64_t)p * bs);
                 }
                 double v = al * acc;
                 if (pc)

@@ -541,6 +541,49 @@ typedef struct Call {
     size_t ws;
 } Call;
 
+/* The filter taps r (along axis k of Geo) whose input index o * st - pad
+ * + r * dil lies inside the input's n: [*lo, *hi). */
+static void taps(int64_t o, int64_t st, int64_t pad, int64_t dil, int64_t n, int64_t nr, int64_t *lo, int64_t *hi)
+{
+    int64_t b = o * st - pad;
+    *lo = b >= 0 ? 0 : (-b + dil - 1) / dil;
+    *hi = n - 1 - b < 0 ? 0 : (n - 1 - b) / dil + 1;
+    if (*hi > nr)
+        *hi = nr;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+/* The sum over output o's window: channels c0 .. c0 + w's channels of x,
+ * taps in row-major order (the order a plain walk of the filter takes,
+ * so the sum is the same double to the last bit), those outside x left
+ * out; float data read directly, the rest through load(). */
+static double window(const Call *cl, const Geo *x, const Geo *w, const int64_t *o, int64_t c0, const int64_t *st,
+                     const int64_t *pad, const int64_t *dil, int flip)
+{
+    int64_t lo[5], hi[5];
+    for (int k = 2; k < 5; k++)
+        taps(o[k], st[k], pad[k], dil[k], x->d[k], w->d[k], &lo[k], &hi[k]);
+    int t = cl->x.type;
+    const float *xf = cl->px, *wf = cl->pw;
+    double acc = 0;
+    for (int64_t c = 0; c < w->d[1]; c++)
+        for (int64_t r2 = lo[2]; r2 < hi[2]; r2++)
+            for (int64_t r3 = lo[3]; r3 < hi[3]; r3++) {
+                int64_t f2 = flip ? w->d[2] - 1 - r2 : r2, f3 = flip ? w->d[3] - 1 - r3 : r3;
+                int64_t xi = o[0] * x->s[0] + (c0 + c) * x->s[1] + (o[2] * st[2] - pad[2] + r2 * dil[2]) * x->s[2] +
+                             (o[3] * st[3] - pad[3] + r3 * dil[3]) * x->s[3] + (o[4] * st[4] - pad[4]) * x->s[4];
+                int64_t wi = o[1] * w->s[0] + c * w->s[1] + f2 * w->s[2] + f3 * w->s[3];
+                int64_t xs = dil[4] * x->s[4], ws = flip ? -w->s[4] : w->s[4];
+                wi += (flip ? w->d[4] - 1 : 0) * w->s[4];
+                for (int64_t r4 = lo[4]; r4 < hi[4]; r4++) {
+                    int64_t a = xi + r4 * xs, b = wi + r4 * ws;
+                    acc += t == T_FLOAT ? (double)xf[a] * (double)wf[b] : load(cl->px, t, a) * load(cl->pw, t, b);
+                }
+            }
+    return acc;
+}
+
 static void conv_run(void *arg)
 {
     const Call *cl = arg;
@@ -561,19 +604,7 @@ static void conv_run(void *arg)
     int64_t kg = w.d[0] / c->groups, cg = w.d[1];
     int64_t o[5] = {0};
     do {
-        int64_t g = o[1] / kg, r[5] = {0};
-        double acc = 0;
-        do {
-            int64_t i[5] = {o[0], g * cg + r[1]}, f[5] = {o[1], r[1]};
-            int in = 1;
-            for (int k = 2; k < 5; k++) {
-                i[k] = o[k] * st[k] - pad[k] + r[k] * dil[k];
-                in &= i[k] >= 0 && i[k] < x.d[k];
-                f[k] = flip ? w.d[k] - 1 - r[k] : r[k];
-            }
-            if (in)
-                acc += load(cl->px, t, offset(&x, i)) * load(cl->pw, t, offset(&w, f));
-        } while (next(r, w.d, 1, 5));
+        double acc = window(cl, &x, &w, o, o[1] / kg * cg, st, pad, dil, flip);
         double v = cl->alpha * acc;
         int64_t iy = offset(&y, o);
         if (!cl->fused) {
