@@ -494,8 +494,9 @@ void cg_module_free(CgModule *m);
 /* The LLVM optimiser at `level` for the target CPU. */
 void cg_optimise(LLVMModuleRef mod, int level, const CpuTarget *cpu);
 /* Compiles an optimised module into an object: for CPU t (NULL: this
- * machine, as the JIT does), position independent, into the file path or
- * (path NULL) *out. The module gets the target's triple and data layout.
+ * machine, as the JIT does), into the file path (position independent, for
+ * the system linker) or (path NULL) *out (the large code model, for the
+ * JIT). The module gets the target's triple and data layout.
  * False with the message in msg. */
 bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel level, const char *path,
                     LLVMMemoryBufferRef *out, char *msg, size_t size);

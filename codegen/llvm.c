@@ -61,9 +61,21 @@ bool cg_emit_object(LLVMModuleRef mod, const CpuTarget *t, LLVMCodeGenOptLevel l
     err = NULL;
     if (ok) {
         char *hcpu = t ? NULL : LLVMGetHostCPUName(), *hfeat = t ? NULL : LLVMGetHostCPUFeatures();
+        /* The JIT's objects (path NULL) take the large code model: every
+         * reference from code to another section or to a symbol outside
+         * is a 64-bit address. LLJIT's linker (RuntimeDyld, LLVM 14) maps
+         * an object's code, its constants and the GOT of its calls with
+         * separate mmaps, placed by the kernel wherever each fits; in a
+         * process whose address space is crowded (PyTorch's CUDA
+         * libraries loaded: several GB) a small section landed in a gap
+         * 3 GB above the code, and the small model's 32-bit offsets to it
+         * wrapped: the model crashed at its first run. Files for the
+         * system linker keep the small model, position independent. */
+        bool jit = !path;
         LLVMTargetMachineRef tm =
             LLVMCreateTargetMachine(target, triple, t ? t->name : hcpu, t ? t->features : hfeat ? hfeat : "", level,
-                                    LLVMRelocPIC, LLVMCodeModelDefault);
+                                    jit ? LLVMRelocStatic : LLVMRelocPIC,
+                                    jit ? LLVMCodeModelLarge : LLVMCodeModelDefault);
         LLVMDisposeMessage(hcpu);
         LLVMDisposeMessage(hfeat);
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);

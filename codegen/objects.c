@@ -21,8 +21,9 @@
  * An object is compiled the way LLJIT compiles a module: a target machine
  * for this machine's CPU and features at the default code generation
  * level, under the functions' own target-cpu and target-features
- * (cg_optimise sets them), position independent so that the runtime and
- * the tables the JIT defines may lie anywhere.
+ * (cg_optimise sets them), in the large code model (64-bit addresses:
+ * the runtime, the tables the JIT defines and the object's own sections
+ * may lie anywhere; cg_emit_object says why).
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "codegen/codegen.h"

@@ -100,6 +100,23 @@ if(DISC_SANITIZE)
   set_tests_properties(unit/discpy PROPERTIES ENVIRONMENT "LD_PRELOAD=${DISC_LIBASAN};ASAN_OPTIONS=detect_leaks=0")
 endif()
 set_tests_properties(unit/layers PROPERTIES LABELS unit)
+# The JIT with its sections mapped 8 GB apart (tests/unit/far_mmap.c, an
+# LD_PRELOAD shim: as in a process with PyTorch's CUDA libraries loaded,
+# where 32-bit offsets between an object's code, constants and GOT
+# wrapped and the first run crashed): models compiled and checked on the
+# cpu backend.
+add_library(far_mmap SHARED ${CMAKE_SOURCE_DIR}/tests/unit/far_mmap.c)
+target_link_libraries(far_mmap PRIVATE ${CMAKE_DL_LIBS} pthread)
+set(DISC_FAR_PRELOAD $<TARGET_FILE:far_mmap>)
+if(DISC_SANITIZE)
+  set(DISC_FAR_PRELOAD "${DISC_LIBASAN}:$<TARGET_FILE:far_mmap>")
+endif()
+foreach(name bert_encoder mobilenet_cnn)
+  add_test(NAME unit/far_sections/${name}
+           COMMAND dcc check ${CMAKE_SOURCE_DIR}/tests/models/${name} --backend cpu --atol 1e-5 --no-cache)
+  set_tests_properties(unit/far_sections/${name} PROPERTIES LABELS "unit;cpu"
+                       ENVIRONMENT "LD_PRELOAD=${DISC_FAR_PRELOAD}")
+endforeach()
 file(GLOB_RECURSE DISC_GOLDEN_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/golden/*.disc)
 foreach(f ${DISC_GOLDEN_TESTS})
   file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/tests/golden ${f})
