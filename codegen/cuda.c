@@ -568,6 +568,71 @@ static void unflatten(Gk *k, const Type *t, V flat, V *idx)
 
 static V gelem(Gk *k, Value *v, V *idx);
 
+/* A linear resize's source coordinate along axis a for result index o, in
+ * doubles: the interpreter's source_coord, operation for operation (elem.c's
+ * lerp_coord). */
+static V lerp_coord(Gk *k, const Op *op, int a, V o)
+{
+    const char *co = op_attr_str(op, "coord", "");
+    const Attr *sc = op_attr(op, "scales");
+    V lin = kdim(k, op->in[0]->type.dims[a]), lout = kdim(k, op->out[0]->type.dims[a]);
+    V din = let(k, "double", "(double)%s", lin.s), dout = let(k, "double", "(double)%s", lout.s);
+    V x = let(k, "double", "(double)%s", o.s);
+    V s = sc ? let(k, "double", "%a", sc->floats[a]) : let(k, "double", "%s / %s", dout.s, din.s);
+    if (!strcmp(co, "asymmetric"))
+        return let(k, "double", "%s / %s", x.s, s.s);
+    if (!strcmp(co, "align_corners"))
+        return let(k, "double", "%s == 1 ? 0.0 : %s * (double)(%s - 1) / (%s * %s - 1.0)", lout.s, x.s, lin.s, s.s,
+                   din.s);
+    V hp = let(k, "double", "(%s + 0.5) / %s - 0.5", x.s, s.s);
+    if (!strcmp(co, "pytorch_half_pixel"))
+        return let(k, "double", "%s > 1 ? %s : 0.0", lout.s, hp.s);
+    if (!strcmp(co, "half_pixel_symmetric"))
+        return let(k, "double", "%s / 2.0 * (1.0 - %s / (%s * %s)) + (%s + 0.5) / %s - 0.5", din.s, dout.s, s.s,
+                   din.s, x.s, s.s);
+    return hp; /* half_pixel */
+}
+
+/* The sum over a linear resize's corners from moving axis j on (elem.c's
+ * lerp_corners): the lower tap alone where the weight is 0. */
+static V lerp_corners(Gk *k, const Op *op, V *xi, const int *ax, int n, int j, const V *lo, const V *hi,
+                      const V *w)
+{
+    if (j == n)
+        return gelem(k, op->in[0], xi);
+    const char *ct = ctype(op->out[0]->type.dtype);
+    xi[ax[j]] = lo[j];
+    V v0 = lerp_corners(k, op, xi, ax, n, j + 1, lo, hi, w);
+    xi[ax[j]] = hi[j];
+    V v1 = lerp_corners(k, op, xi, ax, n, j + 1, lo, hi, w);
+    return let(k, ct, "%s == 0.0 ? %s : (%s)(1.0 - %s) * %s + (%s)%s * %s", w[j].s, v0.s, ct, w[j].s, v0.s, ct,
+               w[j].s, v1.s);
+}
+
+/* A linear resize (resize_is_lerp; elem.c's resize_lerp): along each axis
+ * whose length changes, the taps floor(x) and floor(x) + 1 of the
+ * coordinate x, clamped into the operand, weighted by x - floor(x). */
+static V resize_lerp(Gk *k, const Op *op, V *idx)
+{
+    const Type *rt = &op->out[0]->type;
+    V xi[MAX_RANK], lo[MAX_RANK], hi[MAX_RANK], w[MAX_RANK];
+    int ax[MAX_RANK], n = 0;
+    for (int a = 0; a < rt->rank; a++) {
+        xi[a] = idx[a];
+        if (resize_scale(op, a) == 1)
+            continue;
+        V x = lerp_coord(k, op, a, idx[a]);
+        V f = let(k, "double", "floor(%s)", x.s);
+        V fi = let(k, IX(k), "(%s)%s", IX(k), f.s);
+        V len = kdim(k, op->in[0]->type.dims[a]);
+        ax[n] = a;
+        lo[n] = let(k, IX(k), "disc_min64(disc_max64(%s, 0), %s - 1)", fi.s, len.s);
+        hi[n] = let(k, IX(k), "disc_min64(disc_max64(%s + 1, 0), %s - 1)", fi.s, len.s);
+        w[n++] = let(k, "double", "%s - %s", x.s, f.s);
+    }
+    return lerp_corners(k, op, xi, ax, n, 0, lo, hi, w);
+}
+
 static bool in_group(const Gk *k, const Value *v)
 {
     if (!v->def)
@@ -1058,8 +1123,12 @@ static bool op_elem(Gk *k, Op *op, Value *v, V *idx, V *out)
     case OP_IOTA:
         *out = convert(k, idx[op_attr_int(op, "axis", 0)], DT_I64, dt);
         return true;
-    case OP_RESIZE: /* nearest, integer scales (resize_is_map); as elem.c's resize_source */
-        for (int i = 0; i < rt->rank; i++)
+    case OP_RESIZE:
+        if (!resize_is_map(op)) {
+            *out = resize_lerp(k, op, idx);
+            return true;
+        }
+        for (int i = 0; i < rt->rank; i++) /* nearest, integer scales; as elem.c's resize_source */
             xi[i] = resize_source(k, op, i, idx[i]);
         *out = gelem(k, op->in[0], xi);
         return true;

@@ -639,6 +639,90 @@ static LLVMValueRef resize_source(Kern *k, const Op *op, int a, LLVMValueRef o)
     return r;
 }
 
+/* A linear resize's source coordinate along axis a for result index o,
+ * in doubles, as the interpreter's source_coord computes it (the same
+ * operations in the same order: the same coordinate). */
+static LLVMValueRef lerp_coord(Kern *k, const Op *op, int a, LLVMValueRef o)
+{
+    Cg *cg = k->cg;
+    LLVMTypeRef d = cg->t_f64;
+    const char *co = op_attr_str(op, "coord", "");
+    const Attr *sc = op_attr(op, "scales");
+    LLVMValueRef lin = cg_dim(cg, op->in[0]->type.dims[a]), lout = cg_dim(cg, op->out[0]->type.dims[a]);
+    LLVMValueRef din = LLVMBuildSIToFP(B, lin, d, ""), dout = LLVMBuildSIToFP(B, lout, d, "");
+    LLVMValueRef x = LLVMBuildSIToFP(B, o, d, "");
+    LLVMValueRef s = sc ? LLVMConstReal(d, sc->floats[a]) : LLVMBuildFDiv(B, dout, din, "");
+    LLVMValueRef half = LLVMConstReal(d, 0.5), one = LLVMConstReal(d, 1);
+    /* (x + 0.5) / s - 0.5 */
+    LLVMValueRef hp = LLVMBuildFSub(B, LLVMBuildFDiv(B, LLVMBuildFAdd(B, x, half, ""), s, ""), half, "");
+    if (!strcmp(co, "asymmetric"))
+        return LLVMBuildFDiv(B, x, s, "");
+    if (!strcmp(co, "align_corners")) {
+        LLVMValueRef wout = LLVMBuildFMul(B, s, din, "");
+        LLVMValueRef num = LLVMBuildFMul(B, x, LLVMBuildSIToFP(B, LLVMBuildSub(B, lin, cg_i64(cg, 1), ""), d, ""), "");
+        LLVMValueRef r = LLVMBuildFDiv(B, num, LLVMBuildFSub(B, wout, one, ""), "");
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, lout, cg_i64(cg, 1), ""), LLVMConstReal(d, 0), r, "");
+    }
+    if (!strcmp(co, "pytorch_half_pixel"))
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, lout, cg_i64(cg, 1), ""), hp, LLVMConstReal(d, 0), "");
+    if (!strcmp(co, "half_pixel_symmetric")) {
+        LLVMValueRef adj = LLVMBuildFDiv(B, dout, LLVMBuildFMul(B, s, din, ""), "");
+        LLVMValueRef center = LLVMBuildFDiv(B, din, LLVMConstReal(d, 2), "");
+        LLVMValueRef c = LLVMBuildFMul(B, center, LLVMBuildFSub(B, one, adj, ""), "");
+        return LLVMBuildFSub(B, LLVMBuildFAdd(B, c, LLVMBuildFDiv(B, LLVMBuildFAdd(B, x, half, ""), s, ""), ""), half,
+                             "");
+    }
+    return hp; /* half_pixel */
+}
+
+/* The sum over the corners of a linear resize from moving axis j on:
+ * along ax[j] the taps lo and hi with weights 1 - w and w, the lower tap
+ * alone where w is 0 (as the interpreter skips a tap of weight 0: an
+ * infinity beside it does not make a NaN). */
+static LLVMValueRef lerp_corners(Kern *k, const Op *op, LLVMValueRef *xi, const int *ax, int n, int j,
+                                 LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef *w)
+{
+    if (j == n)
+        return elem(k, op->in[0], xi);
+    DType dt = op->out[0]->type.dtype;
+    LLVMTypeRef ct = cg_compute_type(k->cg, dt);
+    xi[ax[j]] = lo[j];
+    LLVMValueRef v0 = lerp_corners(k, op, xi, ax, n, j + 1, lo, hi, w);
+    xi[ax[j]] = hi[j];
+    LLVMValueRef v1 = lerp_corners(k, op, xi, ax, n, j + 1, lo, hi, w);
+    LLVMTypeRef d = k->cg->t_f64;
+    LLVMValueRef w1 = LLVMBuildFPCast(B, w[j], ct, "");
+    LLVMValueRef w0 = LLVMBuildFPCast(B, LLVMBuildFSub(B, LLVMConstReal(d, 1), w[j], ""), ct, "");
+    LLVMValueRef r = LLVMBuildFAdd(B, LLVMBuildFMul(B, w0, v0, ""), LLVMBuildFMul(B, w1, v1, ""), "");
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, w[j], LLVMConstReal(d, 0), ""), v0, r, "");
+}
+
+/* A linear resize (resize_is_lerp): along each axis whose length changes,
+ * the coordinate x of the result index, its taps floor(x) and floor(x) +
+ * 1 clamped into the operand, weighted by x - floor(x); the other axes
+ * read their own index. */
+static LLVMValueRef resize_lerp(Kern *k, const Op *op, LLVMValueRef *idx)
+{
+    Cg *cg = k->cg;
+    const Type *rt = &op->out[0]->type;
+    LLVMValueRef xi[MAX_RANK], lo[MAX_RANK], hi[MAX_RANK], w[MAX_RANK];
+    int ax[MAX_RANK], n = 0;
+    for (int a = 0; a < rt->rank; a++) {
+        xi[a] = idx[a];
+        if (resize_scale(op, a) == 1)
+            continue;
+        LLVMValueRef x = lerp_coord(k, op, a, idx[a]);
+        LLVMValueRef f = cg_call_intrinsic(cg, "floor", cg->t_f64, &x, 1);
+        LLVMValueRef fi = LLVMBuildFPToSI(B, f, cg->t_i64, "");
+        LLVMValueRef len = cg_dim(cg, op->in[0]->type.dims[a]);
+        ax[n] = a;
+        lo[n] = clamp(k, fi, len);
+        hi[n] = clamp(k, LLVMBuildAdd(B, fi, cg_i64(cg, 1), ""), len);
+        w[n++] = LLVMBuildFSub(B, x, f, "");
+    }
+    return lerp_corners(k, op, xi, ax, n, 0, lo, hi, w);
+}
+
 /* A gathered index: wraps negatives and clamps into [0, n). */
 static LLVMValueRef index_value(Kern *k, LLVMValueRef j, DType dt, Dim *n)
 {
@@ -971,8 +1055,10 @@ static LLVMValueRef op_elem(Kern *k, Op *op, Value *v, LLVMValueRef *idx)
         int axis = (int)op_attr_int(op, "axis", 0);
         return kern_convert(k, idx[axis], DT_I64, dt);
     }
-    case OP_RESIZE: /* nearest, integer scales (resize_is_map) */
-        for (int i = 0; i < rt->rank; i++)
+    case OP_RESIZE:
+        if (!resize_is_map(op))
+            return resize_lerp(k, op, idx);
+        for (int i = 0; i < rt->rank; i++) /* nearest, integer scales */
             xi[i] = resize_source(k, op, i, idx[i]);
         return elem(k, op->in[0], xi);
     case OP_GATHER: {

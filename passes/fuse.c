@@ -101,7 +101,7 @@ static Class class_of(const Op *op)
         case OP_BROADCAST: case OP_RESHAPE: case OP_TRANSPOSE: case OP_SLICE: case OP_REVERSE:
         case OP_CONCAT: case OP_PAD: case OP_IOTA: case OP_GATHER: case OP_GATHER_ELEMENTS:
             return C_MOVE;
-        default: return resize_is_map(op) ? C_MOVE : C_OPAQUE;
+        default: return resize_is_map(op) || resize_is_lerp(op) ? C_MOVE : C_OPAQUE;
         }
     default: return C_OPAQUE;
     }
@@ -364,6 +364,26 @@ static bool costly_broadcast(Planner *p, const Op *o, const PGroup *g)
     return false;
 }
 
+/* Whether o's result reaches group gid's root through a linear resize
+ * there (resize_is_lerp): read at two to eight places for each element
+ * of the resize's result, o would be computed as many times over, so only
+ * an index map (cheap) joins there; the rest is computed once, in a
+ * kernel of its own. */
+static bool under_lerp(Planner *p, const Op *o, int gid, int depth)
+{
+    if (depth > FUSE_MAX_DEPTH)
+        return true;
+    for (int r = 0; r < o->nout; r++) {
+        const Value *v = o->out[r];
+        for (int i = 0; i < p->nusers[v->id]; i++) {
+            int u = p->users[v->id][i];
+            if (p->grp[u] == gid && (resize_is_lerp(p->ops[u]) || under_lerp(p, p->ops[u], gid, depth + 1)))
+                return true;
+        }
+    }
+    return false;
+}
+
 static void place(Planner *p, int op)
 {
     Op *o = p->ops[op];
@@ -384,6 +404,8 @@ static void place(Planner *p, int op)
              * recomputed where they are read */
             fits = n == g->space ||
                    (!is_output(p, o) && (cheap(o) || (c == C_ELEM && !(g->kind == FUSE_LOOP && costly_broadcast(p, o, g)))));
+        if (fits && o->kind != OP_RESHAPE && (g->kind == FUSE_LOOP || g->kind == FUSE_STITCH) && under_lerp(p, o, gid, 0))
+            fits = false;
         if (g->kind == FUSE_STITCH)
             fits = fits && row_safe(o);
         else if (g->kind == FUSE_INPUT)

@@ -255,6 +255,14 @@ FusionPlan *fuse_plan(ShapeInfo *si, Diag *d);
  * (2o + 1 - s, 2s), rounded per `nearest`, clamped to the operand
  * (resize_source in codegen). Others run on the host. */
 bool resize_is_map(const Op *op);
+/* True if resize op is a linear interpolation that loop kernels compute
+ * (unfused.c): mode linear without antialias, a float dtype, a coord mode
+ * other than tf_crop_and_resize, and at most RESIZE_LERP_AXES axes whose
+ * result is not the operand's length (resize_scale 1): along each of them
+ * a result index reads the two source indices around its coordinate
+ * (resize_lerp in codegen; the interpreter's taps, interp_resize.c). */
+enum { RESIZE_LERP_AXES = 3 };
+bool resize_is_lerp(const Op *op);
 /* Resize op's scale along axis a where it is an integer whose multiple the
  * result dim is (so an empty operand has an empty result): the `scales`
  * given (up to 2^16), or, with sizes only, result / operand proved equal to

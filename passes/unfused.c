@@ -71,6 +71,30 @@ bool resize_is_map(const Op *op)
     return op->in[0]->type.rank == op->out[0]->type.rank;
 }
 
+bool resize_is_lerp(const Op *op)
+{
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
+                                         "half_pixel_symmetric"};
+    if (op->kind != OP_RESIZE || strcmp(op_attr_str(op, "mode", ""), "linear") != 0 ||
+        op_attr_int(op, "antialias", 0) != 0 || !dtype_is_float(op->in[0]->type.dtype) ||
+        op->in[0]->type.rank != op->out[0]->type.rank)
+        return false;
+    const char *co = op_attr_str(op, "coord", "");
+    bool known = false;
+    for (size_t i = 0; i < sizeof coords / sizeof coords[0]; i++)
+        known |= !strcmp(co, coords[i]);
+    const Attr *sc = op_attr(op, "scales");
+    if (!known || (sc && (sc->kind != ATTR_FLOATS || sc->n != op->in[0]->type.rank || !sc->floats)))
+        return false;
+    int moving = 0;
+    for (int a = 0; a < op->in[0]->type.rank; a++) {
+        moving += resize_scale(op, a) != 1;
+        if (sc && !(sc->floats[a] > 0 && isfinite(sc->floats[a])))
+            return false;
+    }
+    return moving <= RESIZE_LERP_AXES;
+}
+
 FuseKind fuse_kind_of(const Op *op)
 {
     switch (op_info(op->kind)->cat) {
@@ -99,7 +123,7 @@ FuseKind fuse_kind_of(const Op *op)
         case OP_GATHER_ELEMENTS:
             return FUSE_LOOP;
         default:
-            return resize_is_map(op) ? FUSE_LOOP : FUSE_OPAQUE;
+            return resize_is_map(op) || resize_is_lerp(op) ? FUSE_LOOP : FUSE_OPAQUE;
         }
     default:
         return FUSE_OPAQUE;
