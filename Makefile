@@ -76,8 +76,9 @@ demo: build
 # disc against ONNX Runtime: the README's tables, each command as the
 # README gives it (about an hour on 2 cores): the BERT-base / GPT-2
 # spread, the broad bench (twelve generated models; never committed), the
-# trained collection (make trained), ten more torchvision models and
-# torchvision's detectors. Not part of make test.
+# trained collection (make trained), ten more torchvision models,
+# torchvision's detectors and twelve models outside every bench
+# (bench/untuned.py). Not part of make test.
 # `python3 bench/run_bench.py --help` for single models and quick runs.
 BENCH = python3 bench/run_bench.py --dcc $(BUILD)/dcc
 bench: build trained
@@ -88,6 +89,7 @@ bench: build trained
 	$(BENCH) --trained --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
 	$(BENCH) --extra --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
 	$(BENCH) --detect --threads 1 --cpu-time --runs 4 --rounds 3 --inproc
+	python3 bench/untuned.py
 
 # tests/mutate.py: each planted bug (an off-by-one, a dropped check, ...)
 # rebuilt in build-mutate and run against the fast test labels; prints the
