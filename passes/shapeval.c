@@ -333,6 +333,28 @@ static bool either_arm(Prop *p, const Op *sel, int i, Dim *x, Dim *s)
     return true;
 }
 
+static bool same_dim(const Dim *u, const Dim *v)
+{
+    return u == v || (dim_is_const(u) && dim_is_const(v) && u->c == v->c);
+}
+
+/* select(a == b, x, y) at element i, the condition undecided, where a and
+ * b are x and y (in either order): where they are equal both arms are, so
+ * the result is y. PyTorch's expand writes where(shape == 1, 1, shape)
+ * (Swin V2's masks: 166 Expands left to run on the host without this). */
+static bool arms_meet(Prop *p, const Op *sel, int i, Dim *x, Dim *y)
+{
+    const Op *cmp = sel->in[0]->def;
+    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
+        return false;
+    SV *c = known(p, cmp->out[0]), *l = known(p, cmp->in[0]), *r = known(p, cmp->in[1]);
+    if (!c || !in_step(l, c->n) || !in_step(r, c->n) || (i >= c->n && c->n != 1))
+        return false;
+    int ci = c->n == 1 ? 0 : i;
+    Dim *a = bc(l, ci), *b = bc(r, ci);
+    return a && b && ((same_dim(a, y) && same_dim(b, x)) || (same_dim(a, x) && same_dim(b, y)));
+}
+
 /* ---- computing the shape value of an op's result -------------------- */
 
 static void eval_const(Prop *p, const Op *op)
@@ -562,6 +584,8 @@ static void eval_op(Prop *p, const Op *op)
                 e[i] = ci->c ? (x ? bc(x, i) : NULL) : (y ? bc(y, i) : NULL);
             else if (x && y && bc(x, i) == bc(y, i)) /* either way: Reshape's 0 over a dim that may be 0 */
                 e[i] = bc(x, i);
+            else if (x && y && bc(x, i) && bc(y, i) && arms_meet(p, op, i, bc(x, i), bc(y, i)))
+                e[i] = bc(y, i);
             else if (x && y && bc(x, i) && bc(y, i) && either_arm(p, op, i, bc(x, i), bc(y, i)))
                 e[i] = bc(y, i);
         }
