@@ -305,6 +305,22 @@ static void speculate(Prop *p, Dim *d, const Op *reshape)
     p->spec[p->nspec++] = (Spec){d, reshape, reshape->out[0]->name ? reshape->out[0]->name : reshape->src, false};
 }
 
+/* The elements *a and *b that select sel's condition compares for equality
+ * at element i, where it is an eq comparison of known values. */
+static bool eq_operands(Prop *p, const Op *sel, int i, Dim **a, Dim **b)
+{
+    const Op *cmp = sel->in[0]->def;
+    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
+        return false;
+    SV *c = known(p, cmp->out[0]), *l = known(p, cmp->in[0]), *r = known(p, cmp->in[1]);
+    if (!c || !in_step(l, c->n) || !in_step(r, c->n) || (i >= c->n && c->n != 1))
+        return false;
+    int ci = c->n == 1 ? 0 : i;
+    *a = bc(l, ci);
+    *b = bc(r, ci);
+    return *a && *b;
+}
+
 /* select(s == 0, x, s) at element i, the condition undecided: Reshape's
  * 0, "the input's dim". Where x is 0 whenever s is (a padded dim 7 * c
  * against the shape's c), both arms give s. Otherwise, in a reshape's
@@ -314,15 +330,8 @@ static void speculate(Prop *p, Dim *d, const Op *reshape)
  * reshape instead of giving another shape than ONNX's. */
 static bool either_arm(Prop *p, const Op *sel, int i, Dim *x, Dim *s)
 {
-    const Op *cmp = sel->in[0]->def;
-    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
-        return false;
-    SV *c = known(p, cmp->out[0]), *l = known(p, cmp->in[0]), *r = known(p, cmp->in[1]);
-    if (!c || !in_step(l, c->n) || !in_step(r, c->n) || (i >= c->n && c->n != 1))
-        return false;
-    int ci = c->n == 1 ? 0 : i;
-    Dim *a = bc(l, ci), *b = bc(r, ci);
-    if (!a || !b || (!(dim_is(a, 0) && b == s) && !(dim_is(b, 0) && a == s)))
+    Dim *a, *b;
+    if (!eq_operands(p, sel, i, &a, &b) || (!(dim_is(a, 0) && b == s) && !(dim_is(b, 0) && a == s)))
         return false;
     if (vanishes_with(x, s))
         return true;
@@ -344,15 +353,9 @@ static bool same_dim(const Dim *u, const Dim *v)
  * (Swin V2's masks: 166 Expands left to run on the host without this). */
 static bool arms_meet(Prop *p, const Op *sel, int i, Dim *x, Dim *y)
 {
-    const Op *cmp = sel->in[0]->def;
-    if (!cmp || cmp->kind != OP_CMP || strcmp(op_attr_str(cmp, "dir", "eq"), "eq"))
-        return false;
-    SV *c = known(p, cmp->out[0]), *l = known(p, cmp->in[0]), *r = known(p, cmp->in[1]);
-    if (!c || !in_step(l, c->n) || !in_step(r, c->n) || (i >= c->n && c->n != 1))
-        return false;
-    int ci = c->n == 1 ? 0 : i;
-    Dim *a = bc(l, ci), *b = bc(r, ci);
-    return a && b && ((same_dim(a, y) && same_dim(b, x)) || (same_dim(a, x) && same_dim(b, y)));
+    Dim *a, *b;
+    return eq_operands(p, sel, i, &a, &b) &&
+           ((same_dim(a, y) && same_dim(b, x)) || (same_dim(a, x) && same_dim(b, y)));
 }
 
 /* ---- computing the shape value of an op's result -------------------- */
