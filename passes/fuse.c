@@ -367,8 +367,9 @@ static bool costly_broadcast(Planner *p, const Op *o, const PGroup *g)
 /* Whether o's result reaches group gid's root through a linear resize
  * there (resize_is_lerp): read at two to eight places for each element
  * of the resize's result, o would be computed as many times over, so only
- * an index map (cheap) joins there; the rest is computed once, in a
- * kernel of its own. */
+ * a reshape joins there; the rest is computed once, in a kernel of its own
+ * (a transpose too: LR-ASPP's pair of resizes 3.9 ms a run reading through
+ * one, 3.1-3.5 ms from its copy). */
 static bool under_lerp(Planner *p, const Op *o, int gid, int depth)
 {
     if (depth > FUSE_MAX_DEPTH)
