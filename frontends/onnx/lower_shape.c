@@ -1063,6 +1063,8 @@ bool onnx_lower_range(Imp *im)
     }
     if (cs && cl) {
         double cnt = ceil((l - s) / d);
+        if (cnt >= 0x1p53) /* and inf: the count is not exact in f64, and no tensor has it */
+            return imp_err(im, "a range of %g elements (start %g, limit %g, delta %g) is too large", cnt, s, l, d);
         int64_t n = cnt > 0 ? (int64_t)cnt : 0;
         Dim *dim = dc(im, n);
         Value *io = build_iota(im->g, dt, &dim, 1, 0);
@@ -1074,6 +1076,8 @@ bool onnx_lower_range(Imp *im)
     Dim *none[1] = {NULL};
     Value *a = imp_bin(im, OP_SUB, imp_cvt(im, vl, DT_I64), imp_cvt(im, vs, DT_I64));
     a = imp_reshape(im, a, none, 0);
+    if (!(d > -0x1p62 && d < 0x1p62)) /* |delta| at 2^62 or more steps past every int64 range at once */
+        return imp_err(im, "delta %g is out of range for an integer range", d);
     int64_t di = (int64_t)d;
     if (di < 0)
         a = imp_un(im, OP_NEG, a);
