@@ -32,6 +32,10 @@ for t in $targets; do
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
+    # what libFuzzer writes there: crash-, leak-, timeout-, oom- inputs,
+    # and slow-unit- ones (a run over 10 s, on a loaded machine too: not
+    # a failure, and not kept)
+    find "$crashes" -type f -name 'slow-unit-*' -delete
     found=$(find "$crashes" -type f | wc -l)
     echo "fuzz $t: ${secs} s, ${execs:-?} executions, ${cov:-no coverage line}, corpus $(find "$work" -type f | wc -l) inputs, $found crash inputs"
     if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
