@@ -941,6 +941,58 @@ static void require_spec(Prop *p)
     }
 }
 
+/* The one symbol d mentions, or NULL (none, several, or a walk that
+ * would be long: d's tree size bounds it). */
+static Dim *sole_sym(Dim *d, Dim *found)
+{
+    if (d->kind == DIM_SYM)
+        return !found || found == d ? d : NULL;
+    for (int i = 0; i < d->n && found != d; i++) {
+        Dim *s = d->args[i]->kind == DIM_CONST ? found : sole_sym(d->args[i], found);
+        if (!s)
+            return NULL;
+        found = s;
+    }
+    return found;
+}
+
+/* A speculated dim d is required to be at least 1 before a run starts
+ * (require_spec; a violation is the run's error), so where d mentions one
+ * input symbol s, and d < 1 at every value of s from its lower bound up to
+ * some v, every run has s >= v: the bound is raised, and the dims built
+ * from here on know it. Swin's windows divide by ceildiv(floordiv(height,
+ * 4), 8), at least 1 only for height >= 4: with the bound, the window
+ * count cancels out of (batch * windows) / windows. The input's bind step
+ * checks the new bound (an error that names the input and its dim). */
+enum { TIGHTEN_SCAN = 4096 };
+
+static void tighten_lo(Prop *p, Dim *d)
+{
+    Dim *s = d && d->tsize < 256 ? sole_sym(d, NULL) : NULL;
+    if (!s || s->origin != SYM_INPUT || s->hi != DIM_INF)
+        return;
+    int n = p->cx->nsyms;
+    int64_t *val = calloc((size_t)n + 1, sizeof *val);
+    bool *bound = calloc((size_t)n + 1, sizeof *bound);
+    if (!val || !bound) {
+        free(val);
+        free(bound);
+        return; /* a bound not raised: nothing lost but a simplification */
+    }
+    DimEnv env = {.val = val, .bound = bound, .n = n};
+    bound[s->id] = true;
+    int64_t v = s->lo, got = 0;
+    for (int i = 0; i < TIGHTEN_SCAN; i++, v++) {
+        val[s->id] = v;
+        if (dim_eval(d, &env, &got) != DIM_OK || got >= 1)
+            break;
+    }
+    if (v > s->lo && got >= 1)
+        dim_sym_set(s, v, s->hi, s->origin);
+    free(val);
+    free(bound);
+}
+
 bool shape_propagate(Graph *g, ShapeInfo *si, Diag *d)
 {
     Prop p = {.g = g, .si = si, .cx = &g->dims, .d = d};
@@ -953,7 +1005,10 @@ bool shape_propagate(Graph *g, ShapeInfo *si, Diag *d)
         subst_op(&p, op);
         Op *nw = rewrite_dyn(&p, op);
         for (int i = 0; nw && i < p.nspec; i++)
-            p.spec[i].made |= p.spec[i].op == op;
+            if (p.spec[i].op == op && !p.spec[i].made) {
+                p.spec[i].made = true;
+                tighten_lo(&p, dim_subst(p.cx, p.spec[i].dim, &p.map));
+            }
         if (nw)
             op = nw;
         ok = refine(&p, op);
