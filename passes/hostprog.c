@@ -38,6 +38,39 @@ static const char *input_name(const Graph *g, int i)
     return g->inputs[i]->name ? g->inputs[i]->name : "?";
 }
 
+static bool holds(int64_t a, Rel r, int64_t b);
+
+/* What says why input symbol x is at least x->lo where that is more than
+ * the input's own bounds gave: a requirement of ops on x alone that fails
+ * at x->lo - 1 and holds at x->lo (shapeval raises a bound from such a
+ * requirement). */
+static const char *bound_reason(const HostProg *ops, const Dim *x, int nsyms)
+{
+    if (x->lo == INT64_MIN)
+        return NULL;
+    int64_t *val = calloc((size_t)nsyms + 1, sizeof *val);
+    bool *bound = calloc((size_t)nsyms + 1, sizeof *bound);
+    const char *why = NULL;
+    if (val && bound) {
+        bound[x->id] = true;
+        DimEnv env = {.val = val, .bound = bound, .n = nsyms};
+        for (int i = 0; i < ops->n && !why; i++) {
+            const HostStep *s = &ops->steps[i];
+            int64_t a, b, a1, b1;
+            val[x->id] = x->lo - 1;
+            if (s->kind != HS_REQUIRE || !s->what || dim_eval(s->lhs, &env, &a) != DIM_OK ||
+                dim_eval(s->rhs, &env, &b) != DIM_OK || holds(a, s->rel, b))
+                continue;
+            val[x->id] = x->lo;
+            if (dim_eval(s->lhs, &env, &a1) == DIM_OK && dim_eval(s->rhs, &env, &b1) == DIM_OK && holds(a1, s->rel, b1))
+                why = s->what;
+        }
+    }
+    free(val);
+    free(bound);
+    return why;
+}
+
 bool hostprog_build(ShapeInfo *si, Diag *d)
 {
     Graph *g = si->g;
@@ -54,7 +87,8 @@ bool hostprog_build(ShapeInfo *si, Diag *d)
             Dim *x = t->dims[k];
             if (x->kind == DIM_SYM && !bound[x->id]) {
                 bound[x->id] = true;
-                hostprog_push(si, (HostStep){.kind = HS_BIND, .sym = x, .input = i, .axis = k});
+                hostprog_push(si, (HostStep){.kind = HS_BIND, .sym = x, .input = i, .axis = k,
+                                             .what = bound_reason(&ops, x, nsyms)});
             }
         }
     }
@@ -236,9 +270,10 @@ static bool run_step(const Graph *g, const HostProg *p, int i, const int64_t *co
         int64_t v = shapes[s->input][s->axis];
         const Dim *y = s->sym;
         if (v < y->lo || (y->hi != DIM_INF && v > y->hi))
-            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s %s %lld",
+            return diag_setk(d, DIAG_SHAPE, "error: input \"%s\": dim %d is %lld, expected %s %s %lld%s%s%s",
                              input_name(g, s->input), s->axis, (long long)v, y->name, v < y->lo ? ">=" : "<=",
-                             (long long)(v < y->lo ? y->lo : y->hi));
+                             (long long)(v < y->lo ? y->lo : y->hi), v < y->lo && s->what ? " (" : "",
+                             v < y->lo && s->what ? s->what : "", v < y->lo && s->what ? ")" : "");
         e->val[y->id] = v;
         e->bound[y->id] = true;
         return true;

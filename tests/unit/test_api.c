@@ -144,6 +144,63 @@ static void *worker(void *arg)
     return (void *)bad;
 }
 
+/* A requirement that raised an input's bound (shapeval: a reshape taken
+ * as static where ceildiv(W, 7) >= 1, so W >= 1): an input below it is
+ * refused naming the input, its dim, the bound and the requirement, on the
+ * compiled code as on the interpreter; one above it runs. The graph is
+ * tests/golden/shape/require_bound.disc's. */
+static void test_raised_bound(void)
+{
+    static const char ir[] =
+        "sym W >= 0\n"
+        "sym _1 derived\nsym _2 derived\nsym _3 derived\nsym _4 derived\nsym _5 derived\nsym _6 derived\n"
+        "graph @g(%x: f32[N, W, 8]) {\n"
+        "  %s = shape_of(%x) : i64[3]\n"
+        "  %z1 = const dense<[0]> : i64[1]\n"
+        "  %i1 = const dense<[1]> : i64[1]\n"
+        "  %seven = const dense<[7]> : i64[1]\n"
+        "  %e8 = const dense<[8]> : i64[1]\n"
+        "  %w = gather(%s, %i1) {axis = 0} : i64[1]\n"
+        "  %n = gather(%s, %z1) {axis = 0} : i64[1]\n"
+        "  %w6 = add(%w, %seven) : i64[1]\n"
+        "  %one = const dense<[1]> : i64[1]\n"
+        "  %w7 = sub(%w6, %one) : i64[1]\n"
+        "  %c = div(%w7, %seven) : i64[1]\n"
+        "  %nw = mul(%n, %w) : i64[1]\n"
+        "  %t = concat(%c, %nw, %e8) {axis = 0} : i64[3]\n"
+        "  %zs = const dense<[0]> : i64[]\n"
+        "  %is0 = cmp(%t, %zs) {dir = eq} : bool[3]\n"
+        "  %t2 = select(%is0, %s, %t) : i64[3]\n"
+        "  %y = dyn_reshape(%x, %t2) : f32[_1, _2, _3]\n"
+        "  return %y\n"
+        "}\n";
+    disc_model *m = disc_load_ir(ir, sizeof ir - 1, "bound.disc");
+    CHECK_MSG(m != NULL, "%s", disc_last_error());
+    if (!m)
+        return;
+    static const char *const backends[] = {"cpu", "interp"};
+    for (int i = 0; i < 2; i++) {
+        disc_options o = disc_default_options();
+        o.backend = backends[i];
+        disc_compiled *c = disc_compile(m, &o);
+        CHECK_MSG(c != NULL, "%s: %s", backends[i], disc_last_error());
+        if (!c)
+            continue;
+        float x[2 * 7 * 8] = {0};
+        disc_tensor in0 = {DISC_F32, 3, {2, 0, 8}, x, 0, 0}, out = {0};
+        CHECK(disc_run(c, &in0, 1, &out, 1) == DISC_ERR_SHAPE);
+        const char *e = disc_last_error();
+        CHECK_MSG(strstr(e, "input \"x\": dim 1 is 0, expected W >= 1 (") && strstr(e, "a 0 in its shape"), "%s: %s",
+                  backends[i], e);
+        disc_tensor in7 = {DISC_F32, 3, {2, 7, 8}, x, sizeof x, 0};
+        CHECK_MSG(disc_run(c, &in7, 1, &out, 1) == DISC_OK, "%s: %s", backends[i], disc_last_error());
+        CHECK(out.rank == 3 && out.shape[0] == 1 && out.shape[1] == 14 && out.shape[2] == 8);
+        disc_tensor_free(&out);
+        disc_compiled_free(c);
+    }
+    disc_model_free(m);
+}
+
 int main(void)
 {
     CHECK(!strcmp(disc_version(), DISC_VERSION));
@@ -263,5 +320,6 @@ int main(void)
     CHECK_MSG(st == DISC_OK && fabs(s - expected[5]) <= 1e-5 * (1 + expected[5]), "%s", disc_last_error());
     disc_compiled_free(compiled);
     test_tied_names();
+    test_raised_bound();
     return check_done();
 }
