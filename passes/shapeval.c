@@ -964,11 +964,11 @@ static Dim *sole_sym(Dim *d, Dim *found)
  * 4), 8), at least 1 only for height >= 4: with the bound, the window
  * count cancels out of (batch * windows) / windows. The input's bind step
  * checks the new bound (an error that names the input and its dim). */
-enum { TIGHTEN_SCAN = 4096 };
+enum { TIGHTEN_SCAN = 1024 }; /* values tried: thresholds of patches and windows (4 x 8, 32 x 7) are small */
 
 static void tighten_lo(Prop *p, Dim *d)
 {
-    Dim *s = d && d->tsize < 256 ? sole_sym(d, NULL) : NULL;
+    Dim *s = d && d->tsize < 128 ? sole_sym(d, NULL) : NULL;
     if (!s || s->origin != SYM_INPUT || s->hi != DIM_INF)
         return;
     int n = p->cx->nsyms;
